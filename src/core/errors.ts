@@ -1,0 +1,49 @@
+/** Typed errors that the API maps to responses in one place. */
+
+export type ErrorCode =
+  | 'invalid_request'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'not_found'
+  | 'conflict'
+  | 'precondition_failed'
+  | 'payload_too_large'
+  | 'rate_limited'
+  | 'unavailable'
+  | 'internal';
+
+const STATUS: Record<ErrorCode, number> = {
+  invalid_request: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_found: 404,
+  conflict: 409,
+  precondition_failed: 412,
+  payload_too_large: 413,
+  rate_limited: 429,
+  unavailable: 503,
+  internal: 500,
+};
+
+export interface ErrorDetail {
+  field?: string;
+  message: string;
+  [key: string]: unknown;
+}
+
+export class BelfryError extends Error {
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: ErrorDetail[] = [],
+  ) {
+    super(message);
+    this.name = 'BelfryError';
+    this.status = STATUS[code];
+  }
+}
+
+export function invalid(field: string, message: string): BelfryError {
+  return new BelfryError('invalid_request', `${field}: ${message}`, [{ field, message }]);
+}

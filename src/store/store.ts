@@ -1,0 +1,273 @@
+/**
+ * The Store seam: everything Belfry keeps, behind one interface with one backend per folder
+ * (sqlite/, postgres/). Methods are named entity first, verb second, each with one params object.
+ * Every backend passes the conformance suite in ./conformance/.
+ *
+ * Invariants every backend keeps:
+ * - Every row belongs to a tenant; no method reads or changes another tenant's rows.
+ * - A write is durable when its promise resolves (or, for a tenant with relaxed durability on a
+ *   backend that supports it, at the backend's next flush).
+ * - State changes of events are conditional (on state and, where given, version) and each one
+ *   appends exactly one transition in the same transaction. Nothing is half-written.
+ */
+import type { RetryPolicy } from '../core/backoff.ts';
+import type { DestinationRef, EventRecord, EventState, TransitionRecord } from '../core/event.ts';
+
+/** What a backend can do, named, so callers never branch on a dialect. */
+export interface StoreCapabilities {
+  /** Row claims never block another node (FOR UPDATE SKIP LOCKED). */
+  skipLocked: boolean;
+  /** Several processes may share the store. */
+  multiNode: boolean;
+}
+
+export interface TenantRecord {
+  id: string;
+  name: string;
+  /** Per-tenant settings (limits, durability); free-form JSON validated by the API. */
+  settings: Record<string, unknown>;
+  createdAt: number;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  tenantId: string;
+  /** SHA-256 hex of the key; the key itself is never stored. */
+  hash: string;
+  /** The first characters of the key, to recognise it in a list. */
+  prefix: string;
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+/** A destination's stored settings (durations in ms). */
+export interface DestinationConfig {
+  kind: 'http';
+  url: string;
+  headers: Record<string, string>;
+  timeoutMs: number;
+  retry: RetryPolicy | null;
+  rateLimitPerSecond: number | null;
+  maxConcurrency: number;
+}
+
+export interface DestinationRecord {
+  tenantId: string;
+  name: string;
+  config: DestinationConfig;
+  /** Signing secrets, newest first (`whsec_…`). Never returned by the API. */
+  secrets: string[];
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** An event to insert; the store fills seq, version (1), state (scheduled), timestamps. */
+export interface NewEvent {
+  tenantId: string;
+  id: string;
+  shard: number;
+  fireAt: number;
+  destination: DestinationRef;
+  payload: string;
+  headers: Record<string, string>;
+  group: string | null;
+  retry: RetryPolicy | null;
+  expireAt: number | null;
+  tags: Record<string, string>;
+  requestHash: string;
+}
+
+export type EventInsertResult =
+  | { kind: 'created'; event: EventRecord }
+  /** Same tenant and id, same requestHash: the stored event, unchanged. */
+  | { kind: 'existing'; event: EventRecord }
+  /** Same tenant and id, different requestHash: the stored event, unchanged. */
+  | { kind: 'conflict'; event: EventRecord };
+
+export interface EventInsertManyParams {
+  events: NewEvent[];
+  now: number;
+}
+
+/** Fields a PATCH may change while the event is `scheduled`. */
+export interface EventPatch {
+  fireAt?: number;
+  payload?: string;
+  headers?: Record<string, string>;
+  destination?: DestinationRef;
+  /** Recomputed by the caller when fireAt changes and the event has an expiry. */
+  expireAt?: number | null;
+  /** The hash of the request body after the edit, so a repeated create no longer matches. */
+  requestHash?: string;
+}
+
+export interface EventMutateParams {
+  tenantId: string;
+  id: string;
+  /** If given, the change applies only when the stored version equals it (If-Match). */
+  expectedVersion?: number;
+  now: number;
+}
+
+export type EventMutateResult =
+  | { kind: 'ok'; event: EventRecord }
+  | { kind: 'not_found' }
+  | { kind: 'version_mismatch'; event: EventRecord }
+  /** The event is in a state that does not allow the change; `event.state` says which. */
+  | { kind: 'wrong_state'; event: EventRecord };
+
+export interface EventListParams {
+  tenantId: string;
+  state?: EventState;
+  /** A registered destination name. */
+  destination?: string;
+  group?: string;
+  /** fireAt ≥ fromMs */
+  fromMs?: number;
+  /** fireAt < toMs */
+  toMs?: number;
+  limit: number;
+  /** Opaque cursor from a previous page. */
+  cursor?: string;
+}
+
+export interface EventListPage {
+  /** Newest first (by creation). */
+  events: EventRecord[];
+  nextCursor: string | null;
+}
+
+/** A reference to a fireable event, as the read-ahead sees it. */
+export interface DueRef {
+  tenantId: string;
+  id: string;
+  version: number;
+  dueAt: number;
+  shard: number;
+  group: string | null;
+}
+
+export interface EventListDueParams {
+  /** Only these shards; null means all. */
+  shards: number[] | null;
+  /** Keyset cursor: rows after (afterDueAt, afterTenantId, afterId) in that order; null from the start. */
+  after: { dueAt: number; tenantId: string; id: string } | null;
+  /** dueAt ≤ untilMs. */
+  untilMs: number;
+  limit: number;
+}
+
+export interface EventClaimParams {
+  refs: { tenantId: string; id: string; version: number }[];
+  now: number;
+  owner: string;
+  leaseUntil: number;
+}
+
+export interface AttemptOutcome {
+  tenantId: string;
+  id: string;
+  /** The version the event had when claimed (after the claim's increment). */
+  version: number;
+  owner: string;
+  to: 'succeeded' | 'discarded' | 'awaiting_retry' | 'archived';
+  /** For awaiting_retry: when to try again. */
+  retryAt?: number;
+  status?: number;
+  error?: string;
+  durationMs: number;
+}
+
+export interface EventRecordAttemptsParams {
+  outcomes: AttemptOutcome[];
+  now: number;
+}
+
+export interface EventRescueParams {
+  /** Executing events whose lease ended before this instant are made due again. */
+  leaseExpiredBefore: number;
+  /** Also rescue every executing event not held by this owner (a restarted single node). */
+  notOwnedBy?: string;
+  now: number;
+  limit: number;
+}
+
+export interface EventGroupHeadParams {
+  tenantId: string;
+  group: string;
+}
+
+export interface TransitionListParams {
+  tenantId: string;
+  eventId: string;
+  /** Transitions with seq > afterSeq. */
+  afterSeq?: number;
+  limit: number;
+}
+
+export interface Store {
+  readonly capabilities: StoreCapabilities;
+
+  /** Creates or upgrades the schema; safe to call from several processes at once. */
+  migrate(): Promise<void>;
+  /** Resolves when the store answers a trivial query; rejects otherwise. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+
+  apiKeyCreate(key: ApiKeyRecord): Promise<void>;
+  apiKeyFindByHash(params: { hash: string }): Promise<ApiKeyRecord | null>;
+  apiKeyList(params: { tenantId: string }): Promise<ApiKeyRecord[]>;
+  /** Returns false when no such live key of that tenant exists. */
+  apiKeyRevoke(params: { tenantId: string; id: string; now: number }): Promise<boolean>;
+
+  destinationDelete(params: { tenantId: string; name: string }): Promise<boolean>;
+  destinationGet(params: { tenantId: string; name: string }): Promise<DestinationRecord | null>;
+  destinationList(params: { tenantId: string }): Promise<DestinationRecord[]>;
+  /** Creates or replaces; returns whether it was created. */
+  destinationPut(params: { destination: DestinationRecord }): Promise<{ created: boolean; destination: DestinationRecord }>;
+
+  /** Cancels a `scheduled` or `awaiting_retry` event; one `state` transition to `canceled`. */
+  eventCancel(params: EventMutateParams): Promise<EventMutateResult>;
+  /**
+   * Fires: for each ref still in a fireable state at exactly that version, and (when it has a
+   * group) with no other non-terminal event of its group ordered before it by (fireAt, seq),
+   * sets state executing, version+1, attempts+1, the lease, and appends a `state` transition with
+   * the lateness (now - dueAt). Returns the events it changed; the others are left untouched.
+   */
+  eventClaim(params: EventClaimParams): Promise<EventRecord[]>;
+  /** Counts of events per state, over all tenants (for metrics). */
+  eventCountByState(): Promise<Record<EventState, number>>;
+  eventGet(params: { tenantId: string; id: string }): Promise<EventRecord | null>;
+  /**
+   * The next event of a group that may fire now: the non-terminal event first by (fireAt, seq),
+   * if it is fireable. Null when the group is empty, or its head is executing.
+   */
+  eventGroupHead(params: EventGroupHeadParams): Promise<DueRef | null>;
+  /** Inserts each event, or reports the one already stored under its id. One transaction. */
+  eventInsertMany(params: EventInsertManyParams): Promise<EventInsertResult[]>;
+  eventList(params: EventListParams): Promise<EventListPage>;
+  /**
+   * Fireable events with dueAt ≤ untilMs, ordered by (dueAt, tenantId, id), after the cursor.
+   * A group member is listed only when it is its group's head (no other non-terminal event of
+   * the group before it by (fireAt, seq)): the others wait for eventGroupHead.
+   */
+  eventListDue(params: EventListDueParams): Promise<DueRef[]>;
+  /**
+   * Applies delivery outcomes to events still `executing` at that version under that owner;
+   * each appends one `state` transition. Returns, per outcome, whether it applied.
+   */
+  eventRecordAttempts(params: EventRecordAttemptsParams): Promise<boolean[]>;
+  /** Makes an `archived` or `discarded` event `scheduled` again, due now, attempts reset to 0. */
+  eventReplay(params: EventMutateParams): Promise<EventMutateResult>;
+  /** Makes expired executing leases due again as `awaiting_retry`; returns the refs it changed. */
+  eventRescue(params: EventRescueParams): Promise<DueRef[]>;
+  /** Edits a `scheduled` event; appends an `updated` transition naming the changed fields. */
+  eventUpdate(params: EventMutateParams & { patch: EventPatch }): Promise<EventMutateResult>;
+
+  tenantCreate(tenant: TenantRecord): Promise<void>;
+  tenantGet(params: { id: string }): Promise<TenantRecord | null>;
+  tenantList(): Promise<TenantRecord[]>;
+
+  /** The event's trace in order. */
+  transitionList(params: TransitionListParams): Promise<TransitionRecord[]>;
+}
