@@ -1,0 +1,188 @@
+/**
+ * The dispatcher: takes claimed (executing) events, routes each to its virtual queue, delivers it
+ * through the channel, decides the next state and records it in batches.
+ *
+ *   claimed event ─▶ resolve destination ─▶ VirtualQueue(tenant, destination) ─▶ channel.deliver
+ *        ─▶ decideNext ─▶ OutcomeRecorder (batched, conditional on version + owner)
+ *        ─▶ retry: back into the scheduler's timer · terminal in a group: the group's next event
+ *
+ * Invariant: every event handed to submit() leaves through exactly one recorded outcome, or stays
+ * `executing` in the store (a crash, or a store that is down) to be rescued: at-least-once.
+ */
+import type { Logger } from 'pino';
+import type { Channel, DeliveryOutcome, DueEvent } from '../channels/channel.ts';
+import { DEFAULT_RETRY } from '../core/backoff.ts';
+import type { Clock } from '../core/clock.ts';
+import type { EventRecord } from '../core/event.ts';
+import type { Metrics } from '../node/metrics.ts';
+import type { DueRef, Store } from '../store/store.ts';
+import { DestinationResolver, queueKeyOf, type DeliverySettings } from './destinations.ts';
+import { decideNext } from './outcome.ts';
+import { OutcomeRecorder, type RecordedOutcome } from './recorder.ts';
+import { VirtualQueue } from './virtual-queue.ts';
+
+export interface DispatcherDeps {
+  store: Store;
+  clock: Clock;
+  channel: Channel;
+  owner: string;
+  metrics: Metrics;
+  logger: Logger;
+  random?: () => number;
+  /** Retries and released events, fireable again at their due time. */
+  onRetry(refs: DueRef[]): void;
+  /** An event of a group reached a terminal state: its next event may go. */
+  onGroupTerminal(tenantId: string, group: string): void;
+}
+
+type Ctx = { event: EventRecord };
+
+export class Dispatcher {
+  private readonly queues = new Map<string, VirtualQueue<EventRecord>>();
+  private readonly resolver: DestinationResolver;
+  private readonly recorder: OutcomeRecorder<Ctx>;
+  private readonly random: () => number;
+  /** Events submitted whose outcome is not yet recorded. */
+  private outstanding = 0;
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(private readonly deps: DispatcherDeps) {
+    this.random = deps.random ?? Math.random;
+    this.resolver = new DestinationResolver(deps.store, deps.clock);
+    this.recorder = new OutcomeRecorder<Ctx>(deps.store, deps.clock, (batch, applied) => this.afterRecord(batch, applied), deps.logger);
+  }
+
+  /** Events submitted and not yet recorded: the scheduler's back-pressure signal. */
+  get backlog(): number {
+    return this.outstanding;
+  }
+
+  submit(events: EventRecord[]): void {
+    this.outstanding += events.length;
+    for (const event of events) {
+      const queue = this.queues.get(queueKeyOf(event.tenantId, event.destination));
+      if (queue) queue.push(event);
+      else void this.resolveAndPush(event);
+    }
+  }
+
+  private async resolveAndPush(event: EventRecord): Promise<void> {
+    let settings: DeliverySettings;
+    try {
+      settings = await this.resolver.resolve(event.tenantId, event.destination);
+    } catch (err) {
+      this.deps.logger.error({ err, id: event.id }, 'resolving destination failed');
+      this.finish(event, null, { kind: 'retry', reason: 'destination lookup failed', durationMs: 0 });
+      return;
+    }
+    let queue = this.queues.get(settings.queueKey);
+    if (!queue) {
+      queue = new VirtualQueue<EventRecord>(settings, this.deps.clock, {
+        deliver: (e, s, signal) => this.deliverOne(e, s, signal),
+        done: (e, s, outcome) => this.finish(e, s, outcome),
+      });
+      this.queues.set(settings.queueKey, queue);
+    }
+    queue.push(event);
+  }
+
+  /** A destination changed on this node: later deliveries use its new settings. */
+  async destinationChanged(tenantId: string, name: string): Promise<void> {
+    this.resolver.invalidate(tenantId, name);
+    const queue = this.queues.get(queueKeyOf(tenantId, { name }));
+    if (queue) queue.applySettings(await this.resolver.resolve(tenantId, { name }));
+  }
+
+  private async deliverOne(event: EventRecord, settings: DeliverySettings, signal: AbortSignal): Promise<DeliveryOutcome> {
+    if (settings.missing) {
+      const name = 'name' in event.destination ? event.destination.name : '';
+      return { kind: 'discard', reason: `destination "${name}" does not exist`, durationMs: 0 };
+    }
+    const startedAt = this.deps.clock.now();
+    this.deps.metrics.fireLatenessSeconds.observe(Math.max(0, startedAt - event.dueAt) / 1000);
+    const due: DueEvent = {
+      tenantId: event.tenantId,
+      id: event.id,
+      attempt: event.attempts,
+      payload: event.payload,
+      headers: { ...settings.headers, ...event.headers },
+      target: settings.target,
+      secrets: settings.secrets,
+      timeoutMs: settings.timeoutMs,
+      dueAt: event.dueAt,
+    };
+    const outcome = await this.deps.channel.deliver(due, signal);
+    this.deps.metrics.deliveryDurationSeconds.observe(outcome.durationMs / 1000);
+    return outcome;
+  }
+
+  /** Decides the next state and queues it for recording. */
+  private finish(event: EventRecord, settings: DeliverySettings | null, outcome: DeliveryOutcome): void {
+    this.deps.metrics.deliveries.inc({ outcome: outcome.kind });
+    const next = decideNext({
+      outcome,
+      attempts: event.attempts,
+      policy: event.retry ?? settings?.retry ?? DEFAULT_RETRY,
+      expireAt: event.expireAt,
+      now: this.deps.clock.now(),
+      random: this.random,
+    });
+    const status = 'status' in outcome ? outcome.status : undefined;
+    this.recorder.add(
+      {
+        tenantId: event.tenantId,
+        id: event.id,
+        version: event.version,
+        owner: this.deps.owner,
+        to: next.to,
+        retryAt: next.retryAt,
+        status,
+        error: next.error,
+        durationMs: Math.round(outcome.durationMs),
+      },
+      { event },
+    );
+  }
+
+  private afterRecord(batch: RecordedOutcome<Ctx>[], applied: boolean[]): void {
+    const retries: DueRef[] = [];
+    batch.forEach(({ outcome, context }, i) => {
+      // An outcome that did not apply: the event was rescued or changed meanwhile; nothing follows.
+      if (!applied[i]) return;
+      const e = context.event;
+      if (outcome.to === 'awaiting_retry') {
+        retries.push({ tenantId: e.tenantId, id: e.id, version: e.version + 1, dueAt: outcome.retryAt!, shard: e.shard, group: e.group });
+      } else if (e.group !== null) {
+        this.deps.onGroupTerminal(e.tenantId, e.group);
+      }
+    });
+    if (retries.length > 0) this.deps.onRetry(retries);
+    this.outstanding -= batch.length;
+    if (this.outstanding <= 0) for (const w of this.idleWaiters.splice(0)) w();
+  }
+
+  /**
+   * Shutdown: events not yet started are released (due again now); deliveries in flight get until
+   * `deadlineMs` (monotonic) to finish, then are aborted; every outcome is recorded.
+   */
+  async drain(deadlineMs: number): Promise<void> {
+    const now = this.deps.clock.now();
+    for (const queue of this.queues.values()) {
+      for (const event of queue.takeWaiting()) this.release(event, now);
+    }
+    const waitMs = deadlineMs - this.deps.clock.monotonicMs();
+    if (this.outstanding > 0 && waitMs > 0) {
+      await Promise.race([new Promise<void>((r) => this.idleWaiters.push(r)), this.deps.clock.sleep(waitMs)]);
+    }
+    for (const queue of this.queues.values()) queue.abortInflight();
+    await this.recorder.flush();
+  }
+
+  /** Hands an event that was claimed but never sent back to the store, due now (no backoff). */
+  private release(event: EventRecord, now: number): void {
+    this.recorder.add(
+      { tenantId: event.tenantId, id: event.id, version: event.version, owner: this.deps.owner, to: 'awaiting_retry', retryAt: now, error: 'released at shutdown before sending', durationMs: 0 },
+      { event },
+    );
+  }
+}

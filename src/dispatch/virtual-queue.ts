@@ -1,0 +1,135 @@
+/**
+ * One virtual queue per (tenant, destination): its own FIFO, concurrency limit, rate limit and
+ * circuit breaker, so one slow or failing endpoint never holds up another (Centrifuge).
+ *
+ * pump(): while a slot is free and work waits:
+ *   breaker open  → the head fails fast as a retry after the breaker's remaining open time
+ *   half-open     → the head goes as the one probe
+ *   rate limited  → wake up when the next token is due
+ *   otherwise     → start a delivery
+ */
+import type { Clock } from '../core/clock.ts';
+import type { DeliveryOutcome } from '../channels/channel.ts';
+import { CircuitBreaker } from './circuit-breaker.ts';
+import type { DeliverySettings } from './destinations.ts';
+import { TokenBucket } from './rate-limiter.ts';
+
+export interface VirtualQueueHooks<T> {
+  /** Starts one delivery; resolves with its outcome (never rejects). */
+  deliver(item: T, settings: DeliverySettings, signal: AbortSignal): Promise<DeliveryOutcome>;
+  /** Called once per item with its outcome, whether delivered or failed fast. */
+  done(item: T, settings: DeliverySettings, outcome: DeliveryOutcome): void;
+}
+
+export class VirtualQueue<T> {
+  private readonly items: T[] = [];
+  private head = 0;
+  private active = 0;
+  private bucket: TokenBucket | null = null;
+  private readonly breaker: CircuitBreaker;
+  private wakeTimer: (() => void) | null = null;
+  private readonly inflight = new Set<AbortController>();
+
+  constructor(
+    private settings: DeliverySettings,
+    private readonly clock: Clock,
+    private readonly hooks: VirtualQueueHooks<T>,
+  ) {
+    this.breaker = new CircuitBreaker({}, clock);
+    this.applySettings(settings);
+  }
+
+  /** Events waiting plus events being delivered. */
+  get size(): number {
+    return this.items.length - this.head + this.active;
+  }
+
+  get breakerState(): string {
+    return this.breaker.state;
+  }
+
+  applySettings(settings: DeliverySettings): void {
+    const rateChanged = settings.rateLimitPerSecond !== this.settings.rateLimitPerSecond || (this.bucket === null) !== (settings.rateLimitPerSecond === null);
+    this.settings = settings;
+    if (rateChanged || (settings.rateLimitPerSecond !== null && !this.bucket)) {
+      this.bucket = settings.rateLimitPerSecond !== null ? new TokenBucket({ perSecond: settings.rateLimitPerSecond }, this.clock) : null;
+    }
+    this.pump();
+  }
+
+  push(item: T): void {
+    this.items.push(item);
+    this.pump();
+  }
+
+  /** Removes and returns every item not yet started (shutdown). */
+  takeWaiting(): T[] {
+    const waiting = this.items.slice(this.head);
+    this.items.length = 0;
+    this.head = 0;
+    this.wakeTimer?.();
+    this.wakeTimer = null;
+    return waiting;
+  }
+
+  /** Aborts every delivery in flight (shutdown deadline). */
+  abortInflight(): void {
+    for (const ac of this.inflight) ac.abort();
+  }
+
+  private shift(): T {
+    const item = this.items[this.head++];
+    if (this.head > 1024 && this.head * 2 > this.items.length) {
+      this.items.splice(0, this.head);
+      this.head = 0;
+    }
+    return item;
+  }
+
+  private pump(): void {
+    while (this.active < this.settings.maxConcurrency && this.head < this.items.length) {
+      if (this.breaker.state !== 'closed') {
+        const gate = this.breaker.check();
+        if (!gate.ok) {
+          const item = this.shift();
+          this.hooks.done(item, this.settings, { kind: 'retry', reason: 'circuit open: endpoint failing', retryAfterMs: gate.retryInMs, durationMs: 0 });
+          continue;
+        }
+        // This caller holds the half-open probe: one request, sent now, outside the rate limit.
+        this.start(this.shift());
+        continue;
+      }
+      if (this.bucket) {
+        const waitMs = this.bucket.take();
+        if (waitMs > 0) {
+          if (!this.wakeTimer) {
+            this.wakeTimer = this.clock.setTimer(waitMs, () => {
+              this.wakeTimer = null;
+              this.pump();
+            });
+          }
+          return;
+        }
+      }
+      this.start(this.shift());
+    }
+  }
+
+  private start(item: T): void {
+    this.active++;
+    const settings = this.settings;
+    const ac = new AbortController();
+    this.inflight.add(ac);
+    void this.hooks
+      .deliver(item, settings, ac.signal)
+      .catch((err: unknown): DeliveryOutcome => ({ kind: 'retry', reason: `channel error: ${String(err)}`, durationMs: 0 }))
+      .then((outcome) => {
+        this.inflight.delete(ac);
+        this.active--;
+        if (outcome.kind === 'retry') this.breaker.onFailure();
+        else this.breaker.onSuccess();
+        this.hooks.done(item, settings, outcome);
+        this.pump();
+      });
+  }
+}

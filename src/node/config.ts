@@ -1,0 +1,151 @@
+/**
+ * Node configuration, resolved and validated once: flags override environment variables, which
+ * override a JSON config file (`--config belfry.json`), which overrides the defaults below.
+ *
+ * | flag               | env                       | file key          | default        |
+ * | --port             | BELFRY_PORT               | port              | 7070           |
+ * | --host             | BELFRY_HOST               | host              | 127.0.0.1      |
+ * | --data             | BELFRY_DATA_DIR           | dataDir           | ./belfry-data  |
+ * | --store            | BELFRY_STORE              | store             | sqlite         |
+ * | --admin-key        | BELFRY_ADMIN_KEY          | adminKey          | generated once |
+ * | --allow-hosts      | BELFRY_ALLOW_HOSTS        | allowHosts        | (none)         |
+ * | --log-level        | BELFRY_LOG_LEVEL          | logLevel          | info           |
+ * | --shard-count      | BELFRY_SHARD_COUNT        | shardCount        | 256            |
+ * | --lookahead        | BELFRY_LOOKAHEAD          | lookahead         | 3s             |
+ * | --shutdown-timeout | BELFRY_SHUTDOWN_TIMEOUT   | shutdownTimeout   | 30s            |
+ * | --node-id          | BELFRY_NODE_ID            | nodeId            | random per run |
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { parseDurationMs } from '../core/duration.ts';
+import { SHARD_COUNT_DEFAULT } from '../core/shard.ts';
+
+export interface NodeConfig {
+  port: number;
+  host: string;
+  dataDir: string;
+  /** `sqlite`, or a `postgres://` URL. */
+  store: string;
+  /** Null: read from the data dir, or generate and print once. */
+  adminKey: string | null;
+  allowHosts: string[];
+  logLevel: string;
+  shardCount: number;
+  lookaheadMs: number;
+  shutdownTimeoutMs: number;
+  nodeId: string | null;
+}
+
+export const DEFAULT_CONFIG: NodeConfig = {
+  port: 7070,
+  host: '127.0.0.1',
+  dataDir: './belfry-data',
+  store: 'sqlite',
+  adminKey: null,
+  allowHosts: [],
+  logLevel: 'info',
+  shardCount: SHARD_COUNT_DEFAULT,
+  lookaheadMs: 3_000,
+  shutdownTimeoutMs: 30_000,
+  nodeId: null,
+};
+
+/** One setting: its flag, env variable and file key, and how to parse a string or file value. */
+interface Setting {
+  key: keyof NodeConfig;
+  flag: string;
+  env: string;
+  parse(value: unknown): unknown;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+function fail(source: string, message: string): never {
+  throw new ConfigError(`${source}: ${message}`);
+}
+
+const asString = (v: unknown) => (typeof v === 'string' && v.length > 0 ? v : undefined);
+const asInt = (min: number, max: number) => (v: unknown) => {
+  const n = typeof v === 'number' ? v : typeof v === 'string' && /^\d+$/.test(v) ? Number(v) : NaN;
+  return Number.isInteger(n) && n >= min && n <= max ? n : undefined;
+};
+const asDuration = (v: unknown) => parseDurationMs(v) ?? undefined;
+const asList = (v: unknown) =>
+  Array.isArray(v) && v.every((x) => typeof x === 'string')
+    ? v
+    : typeof v === 'string'
+      ? v.split(',').map((s) => s.trim()).filter(Boolean)
+      : undefined;
+const asLevel = (v: unknown) => (typeof v === 'string' && ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(v) ? v : undefined);
+
+const SETTINGS: Setting[] = [
+  { key: 'port', flag: 'port', env: 'BELFRY_PORT', parse: asInt(0, 65535) },
+  { key: 'host', flag: 'host', env: 'BELFRY_HOST', parse: asString },
+  { key: 'dataDir', flag: 'data', env: 'BELFRY_DATA_DIR', parse: asString },
+  {
+    key: 'store',
+    flag: 'store',
+    env: 'BELFRY_STORE',
+    parse: (v) => (v === 'sqlite' || (typeof v === 'string' && /^postgres(ql)?:\/\//.test(v)) ? v : undefined),
+  },
+  { key: 'adminKey', flag: 'admin-key', env: 'BELFRY_ADMIN_KEY', parse: (v) => (typeof v === 'string' && v.length >= 16 ? v : undefined) },
+  { key: 'allowHosts', flag: 'allow-hosts', env: 'BELFRY_ALLOW_HOSTS', parse: asList },
+  { key: 'logLevel', flag: 'log-level', env: 'BELFRY_LOG_LEVEL', parse: asLevel },
+  { key: 'shardCount', flag: 'shard-count', env: 'BELFRY_SHARD_COUNT', parse: asInt(1, 65536) },
+  { key: 'lookaheadMs', flag: 'lookahead', env: 'BELFRY_LOOKAHEAD', parse: asDuration },
+  { key: 'shutdownTimeoutMs', flag: 'shutdown-timeout', env: 'BELFRY_SHUTDOWN_TIMEOUT', parse: asDuration },
+  { key: 'nodeId', flag: 'node-id', env: 'BELFRY_NODE_ID', parse: asString },
+];
+
+const FILE_KEYS: Record<string, keyof NodeConfig> = {
+  lookahead: 'lookaheadMs',
+  shutdownTimeout: 'shutdownTimeoutMs',
+};
+
+/** Resolves the configuration from argv (after the command), an environment and the config file it names. */
+export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): NodeConfig {
+  const options: Record<string, { type: 'string' }> = { config: { type: 'string' } };
+  for (const s of SETTINGS) options[s.flag] = { type: 'string' };
+  let flags: Record<string, string | undefined>;
+  try {
+    flags = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values as Record<string, string | undefined>;
+  } catch (err) {
+    throw new ConfigError((err as Error).message);
+  }
+  const out: NodeConfig = { ...DEFAULT_CONFIG };
+  const file = flags.config ?? env.BELFRY_CONFIG;
+  if (file) applyFile(out, file);
+  for (const s of SETTINGS) {
+    const raw = env[s.env];
+    if (raw !== undefined && raw !== '') set(out, s, raw, `environment variable ${s.env}`);
+  }
+  for (const s of SETTINGS) {
+    const raw = flags[s.flag];
+    if (raw !== undefined) set(out, s, raw, `flag --${s.flag}`);
+  }
+  return out;
+}
+
+function set(out: NodeConfig, s: Setting, raw: unknown, source: string): void {
+  const value = s.parse(raw);
+  if (value === undefined) fail(source, `invalid value ${JSON.stringify(raw)} for ${s.key}`);
+  (out as unknown as Record<string, unknown>)[s.key] = value;
+}
+
+function applyFile(out: NodeConfig, path: string): void {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    fail(`config file ${path}`, (err as Error).message);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) fail(`config file ${path}`, 'must hold a JSON object');
+  for (const [fileKey, raw] of Object.entries(parsed)) {
+    const key = FILE_KEYS[fileKey] ?? fileKey;
+    const s = SETTINGS.find((x) => x.key === key);
+    if (!s) fail(`config file ${path}`, `unknown setting "${fileKey}"`);
+    set(out, s, raw, `config file ${path}, key "${fileKey}"`);
+  }
+}

@@ -1,0 +1,168 @@
+/**
+ * One Belfry node: opens the store, starts the scheduler, dispatcher and rescuer, serves the API.
+ *
+ * Shutdown (SIGTERM or stop()):
+ *   not ready ─▶ stop accepting requests (in-flight requests finish) ─▶ stop firing
+ *   ─▶ deliveries in flight finish until the deadline (then are aborted and recorded as retries)
+ *   ─▶ events claimed but not sent are released, due now ─▶ store closed
+ */
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { pino, type Logger } from 'pino';
+import { createApp } from '../api/app.ts';
+import { DEFAULT_API_LIMITS, type ApiLimits } from '../api/deps.ts';
+import { HttpChannel } from '../channels/http/http-channel.ts';
+import type { Channel } from '../channels/channel.ts';
+import { SystemClock, type Clock } from '../core/clock.ts';
+import { newSecretToken } from '../core/ids.ts';
+import { Dispatcher } from '../dispatch/dispatcher.ts';
+import { Rescuer } from '../scheduler/rescuer.ts';
+import { Scheduler, type SchedulerOptions } from '../scheduler/scheduler.ts';
+import { GroupCommitter } from '../store/group-commit.ts';
+import { openSqliteStore } from '../store/sqlite/sqlite-store.ts';
+import type { Store } from '../store/store.ts';
+import type { NodeConfig } from './config.ts';
+import { Metrics } from './metrics.ts';
+
+export interface NodeOptions {
+  clock?: Clock;
+  logger?: Logger;
+  channel?: Channel;
+  scheduler?: Partial<SchedulerOptions>;
+  limits?: Partial<ApiLimits>;
+}
+
+export interface BelfryNode {
+  readonly url: string;
+  readonly port: number;
+  readonly app: FastifyInstance;
+  readonly store: Store;
+  readonly scheduler: Scheduler;
+  readonly dispatcher: Dispatcher;
+  readonly metrics: Metrics;
+  readonly adminKey: string;
+  /** Graceful stop; resolves when everything is closed. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+async function openStore(config: NodeConfig): Promise<Store> {
+  if (config.store === 'sqlite') return openSqliteStore({ dataDir: config.dataDir });
+  throw new Error(`store ${config.store.replace(/\/\/[^@/]*@/, '//***@')}: PostgreSQL support is not built yet; use --store sqlite`);
+}
+
+/**
+ * The admin key: from config, else the one saved in the data dir, else a new one, saved there
+ * (mode 0600) and printed once to stderr.
+ */
+function resolveAdminKey(config: NodeConfig, logger: Logger): string {
+  if (config.adminKey) return config.adminKey;
+  mkdirSync(config.dataDir, { recursive: true });
+  const file = join(config.dataDir, 'admin.key');
+  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
+  const key = newSecretToken('bk_admin_');
+  writeFileSync(file, key + '\n', { mode: 0o600, flag: 'wx' });
+  process.stderr.write(
+    `\nBelfry generated an admin key (shown once; it is saved in ${file}):\n\n  ${key}\n\n` +
+      `Create a tenant:  curl -s -X POST -H "Authorization: Bearer ${key}" -H 'content-type: application/json' \\\n` +
+      `                    -d '{"name":"my-team"}' http://${config.host}:${config.port}/v1/tenants\n\n`,
+  );
+  logger.info({ file }, 'generated an admin key');
+  return key;
+}
+
+export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Promise<BelfryNode> {
+  const clock = opts.clock ?? new SystemClock();
+  const logger = opts.logger ?? pino({ level: config.logLevel, base: { node: config.nodeId ?? undefined } });
+  const owner = config.nodeId ?? `node-${randomBytes(6).toString('hex')}`;
+  const adminKey = resolveAdminKey(config, logger);
+  const store = await openStore(config);
+  await store.migrate();
+  const metrics = new Metrics({ defaultMetrics: true });
+  const channel = opts.channel ?? new HttpChannel({ clock });
+
+  let stopping = false;
+  // eslint-disable-next-line prefer-const
+  let scheduler: Scheduler;
+  const dispatcher = new Dispatcher({
+    store,
+    clock,
+    channel,
+    owner,
+    metrics,
+    logger,
+    onRetry: (refs) => scheduler.notifyDue(refs),
+    onGroupTerminal: (tenantId, group) => {
+      scheduler.kickGroup(tenantId, group).catch((err) => logger.error({ err, group }, 'group kick failed'));
+    },
+  });
+  scheduler = new Scheduler(
+    {
+      store,
+      clock,
+      owner,
+      metrics,
+      logger,
+      onClaimed: (events) => dispatcher.submit(events),
+      dispatchBacklog: () => dispatcher.backlog,
+      shards: () => null,
+    },
+    { lookaheadMs: config.lookaheadMs, ...opts.scheduler },
+  );
+  const rescuer = new Rescuer({ store, clock, owner, logger, onRescued: (refs) => scheduler.notifyDue(refs) });
+  const writer = new GroupCommitter(store, () => clock.now());
+
+  const app = await createApp({
+    store,
+    clock,
+    writer,
+    metrics,
+    logger,
+    adminKey,
+    shardCount: config.shardCount,
+    limits: { ...DEFAULT_API_LIMITS, ...opts.limits },
+    onEventsChanged: (events) => scheduler.notifyEvents(events),
+    onDestinationChanged: (tenantId, name) => {
+      dispatcher.destinationChanged(tenantId, name).catch((err) => logger.error({ err }, 'destination refresh failed'));
+    },
+    ready: async () => {
+      const reasons: string[] = [];
+      if (stopping) reasons.push('shutting down');
+      try {
+        await store.ping();
+      } catch (err) {
+        reasons.push(`store unreachable: ${(err as Error).message}`);
+      }
+      return { ok: reasons.length === 0, reasons };
+    },
+  });
+
+  scheduler.start();
+  const rescued = await rescuer.rescuePreviousRuns();
+  if (store.capabilities.multiNode) rescuer.start();
+  await app.listen({ port: config.port, host: config.host });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  logger.info({ port, host: config.host, url, owner, store: config.store === 'sqlite' ? `sqlite:${config.dataDir}` : 'postgres', rescued }, 'listening');
+
+  let stopped: Promise<void> | null = null;
+  const stop = (): Promise<void> => {
+    stopped ??= (async () => {
+      stopping = true;
+      const deadlineMs = clock.monotonicMs() + config.shutdownTimeoutMs;
+      logger.info({ shutdownTimeoutMs: config.shutdownTimeoutMs }, 'shutting down');
+      await app.close();
+      await scheduler.stop();
+      await rescuer.stop();
+      await dispatcher.drain(deadlineMs);
+      await channel.close();
+      await store.close();
+      logger.info('stopped');
+    })();
+    return stopped;
+  };
+
+  return { url, port, app, store, scheduler, dispatcher, metrics, adminKey, stop };
+}
