@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Starts the local services Belfry's tests use, when they are not already running.
+# Each command is the machine's documented one; each start is followed by a bounded wait.
+set -u
+
+wait_port() { # host port seconds
+  local deadline=$((SECONDS + $3))
+  until (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; do
+    if [ "$SECONDS" -ge "$deadline" ]; then echo "service on $1:$2 did not come up within $3 s" >&2; return 1; fi
+    sleep 0.5
+  done
+}
+
+up() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+if ! up 5432 && command -v pg_ctlcluster >/dev/null; then
+  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start || true
+  wait_port 127.0.0.1 5432 60 || true
+fi
+if ! up 6379 && command -v redis-server >/dev/null; then
+  redis-server --daemonize yes --bind 127.0.0.1 --port 6379 --save "" --appendonly no || true
+  wait_port 127.0.0.1 6379 30 || true
+fi
+if ! up 5672 && command -v rabbitmq-server >/dev/null; then
+  rabbitmq-server -detached || true
+  wait_port 127.0.0.1 5672 120 || true
+fi
+if ! up 4222 && [ -x /usr/sbin/nats-server ]; then
+  start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- -a 127.0.0.1 -p 4222 -js -sd /var/lib/nats-server || true
+  wait_port 127.0.0.1 4222 30 || true
+fi
+exit 0

@@ -1,0 +1,62 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError, DEFAULT_CONFIG, resolveConfig } from './config.ts';
+
+function configFile(content: unknown): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'belfry-config-')), 'belfry.json');
+  writeFileSync(path, JSON.stringify(content));
+  return path;
+}
+
+describe('resolveConfig', () => {
+  it('has the contract defaults', () => {
+    const c = resolveConfig([], {});
+    assert.equal(c.port, 7070);
+    assert.equal(c.host, '127.0.0.1');
+    assert.equal(c.dataDir, './belfry-data');
+    assert.equal(c.store, 'sqlite');
+    assert.equal(c.adminKey, null);
+    assert.deepEqual(c.allowHosts, []);
+    assert.deepEqual(c, DEFAULT_CONFIG);
+  });
+
+  it('reads every contract setting from flags, env and file, flags over env over file', () => {
+    const file = configFile({ port: 1111, host: '0.0.0.0', dataDir: '/f', store: 'sqlite', adminKey: 'file-key-0123456789', allowHosts: ['10.0.0.1'] });
+    const env = { BELFRY_PORT: '2222', BELFRY_DATA_DIR: '/e', BELFRY_ALLOW_HOSTS: '127.0.0.1, ::1' };
+    const c = resolveConfig(['--config', file, '--port', '3333'], env);
+    assert.equal(c.port, 3333);
+    assert.equal(c.dataDir, '/e');
+    assert.equal(c.host, '0.0.0.0');
+    assert.equal(c.adminKey, 'file-key-0123456789');
+    assert.deepEqual(c.allowHosts, ['127.0.0.1', '::1']);
+    const all = resolveConfig(
+      ['--port', '0', '--host', '::1', '--data', '/d', '--store', 'postgres://u@h/db', '--admin-key', 'flag-key-0123456789', '--allow-hosts', '127.0.0.0/8', '--lookahead', '5s'],
+      {},
+    );
+    assert.deepEqual(
+      { port: all.port, host: all.host, dataDir: all.dataDir, store: all.store, adminKey: all.adminKey, allowHosts: all.allowHosts, lookaheadMs: all.lookaheadMs },
+      { port: 0, host: '::1', dataDir: '/d', store: 'postgres://u@h/db', adminKey: 'flag-key-0123456789', allowHosts: ['127.0.0.0/8'], lookaheadMs: 5000 },
+    );
+    assert.equal(resolveConfig([], { BELFRY_CONFIG: file }).port, 1111);
+  });
+
+  for (const [name, argv, env] of [
+    ['a port out of range', ['--port', '70000'], {}],
+    ['a port that is not a number', [], { BELFRY_PORT: 'abc' }],
+    ['an unknown store', ['--store', 'mysql://x'], {}],
+    ['an unknown flag', ['--prot', '1'], {}],
+    ['a short admin key', ['--admin-key', 'short'], {}],
+    ['a bad duration', ['--lookahead', 'soon'], {}],
+  ] as const) {
+    it(`rejects ${name} with a message naming it`, () => {
+      assert.throws(() => resolveConfig([...argv], env), ConfigError);
+    });
+  }
+
+  it('rejects unknown keys in the file', () => {
+    assert.throws(() => resolveConfig(['--config', configFile({ prot: 1 })], {}), /unknown setting "prot"/);
+  });
+});
