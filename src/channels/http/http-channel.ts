@@ -252,10 +252,14 @@ export function parseRetryAfterMs(value: string | undefined, nowMs: number): num
   let ms: number;
   if (/^\d{1,10}$/.test(text)) {
     ms = Number(text) * 1000;
-  } else {
+  } else if (/^[A-Za-z]{3}/.test(text)) {
+    // All three HTTP-date forms (IMF-fixdate, RFC 850, asctime) start with a day name; this
+    // keeps Date.parse from reading "-5" as the year 5 BC.
     const at = Date.parse(text);
     if (Number.isNaN(at)) return undefined;
     ms = Math.max(0, at - nowMs);
+  } else {
+    return undefined;
   }
   return Math.min(ms, RETRY_AFTER_MS_MAX);
 }
