@@ -1,0 +1,272 @@
+/**
+ * The event writes of the SQLite backend. Each function runs inside one transaction opened by the
+ * caller (SqliteStore) and appends exactly one transition per event it changes. The transition's
+ * seq is the version the change produced: version 1 is `created`, and every change adds one to
+ * both, so a trace is numbered 1, 2, 3, ... without a counter of its own.
+ */
+import type { EventRecord, EventState, TransitionRecord } from '../../core/event.ts';
+import { canonicalJson } from '../../core/ids.ts';
+import type {
+  DueRef,
+  EventClaimParams,
+  EventInsertManyParams,
+  EventInsertResult,
+  EventMutateParams,
+  EventMutateResult,
+  EventPatch,
+  EventRecordAttemptsParams,
+  EventRescueParams,
+  NewEvent,
+} from '../store.ts';
+import type { Queries } from './queries.ts';
+import { eventFromRow, type EventRow } from './rows.ts';
+
+const ATTEMPT_TARGETS: ReadonlySet<string> = new Set(['succeeded', 'discarded', 'awaiting_retry', 'archived']);
+
+/** Appends one transition row (positional, in the column order of SQL.transitionInsert). */
+function appendTransition(
+  q: Queries,
+  t: Omit<TransitionRecord, 'detail'> & { detail: Record<string, unknown> | null },
+): void {
+  q.transitionInsert.run(
+    t.tenantId,
+    t.eventId,
+    t.seq,
+    t.at,
+    t.kind,
+    t.fromState,
+    t.toState,
+    t.attempt,
+    t.status,
+    t.error,
+    t.durationMs,
+    t.latenessMs,
+    t.detail === null ? null : JSON.stringify(t.detail),
+  );
+}
+
+/** JSON text of a string map; most events carry no headers or tags, so skip the serialiser then. */
+function jsonObject(map: Record<string, string>): string {
+  for (const _ in map) return JSON.stringify(map);
+  return '{}';
+}
+
+function createdRecord(e: NewEvent, seq: number, now: number): EventRecord {
+  return {
+    tenantId: e.tenantId,
+    id: e.id,
+    shard: e.shard,
+    seq,
+    state: 'scheduled',
+    version: 1,
+    fireAt: e.fireAt,
+    dueAt: e.fireAt,
+    destination: e.destination,
+    payload: e.payload,
+    headers: e.headers,
+    group: e.group,
+    retry: e.retry,
+    expireAt: e.expireAt,
+    tags: e.tags,
+    attempts: 0,
+    lastStatus: null,
+    lastError: null,
+    requestHash: e.requestHash,
+    createdAt: now,
+    updatedAt: now,
+    leaseOwner: null,
+    leaseUntil: null,
+  };
+}
+
+/** Inserts each event, or reports the stored one (the first of a batch wins a repeated id). */
+export function insertMany(q: Queries, { events, now }: EventInsertManyParams): EventInsertResult[] {
+  const results: EventInsertResult[] = new Array(events.length);
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i];
+    const inserted = q.eventInsert.get(
+      e.tenantId,
+      e.id,
+      e.shard,
+      e.fireAt,
+      e.fireAt,
+      JSON.stringify(e.destination),
+      e.payload,
+      jsonObject(e.headers),
+      e.group,
+      e.retry === null ? null : JSON.stringify(e.retry),
+      e.expireAt,
+      jsonObject(e.tags),
+      e.requestHash,
+      now,
+      now,
+    );
+    if (inserted) {
+      // Positional, without an intermediate object: this is the hottest write of the system.
+      q.transitionInsert.run(e.tenantId, e.id, 1, now, 'created', null, 'scheduled', 0, null, null, null, null, null);
+      results[i] = { kind: 'created', event: createdRecord(e, inserted.seq, now) };
+      continue;
+    }
+    const stored = q.eventGet.get(e.tenantId, e.id);
+    if (!stored) throw new Error(`sqlite: event ${e.tenantId}/${e.id} neither inserted nor found`);
+    results[i] = { kind: stored.request_hash === e.requestHash ? 'existing' : 'conflict', event: eventFromRow(stored) };
+  }
+  return results;
+}
+
+export function claim(q: Queries, { refs, now, owner, leaseUntil }: EventClaimParams): EventRecord[] {
+  const detail = JSON.stringify({ owner });
+  const out: EventRecord[] = [];
+  for (const ref of refs) {
+    const before = q.eventClaimCheck.get(ref.tenantId, ref.id, ref.version);
+    if (!before) continue;
+    const row = q.eventClaim.get(owner, leaseUntil, now, ref.tenantId, ref.id, ref.version);
+    if (!row) continue;
+    q.transitionInsert.run(
+      ref.tenantId, ref.id, row.version, now, 'state', before.state, 'executing', row.attempts,
+      null, null, null, now - before.due_at, detail,
+    );
+    out.push(eventFromRow(row));
+  }
+  return out;
+}
+
+export function recordAttempts(q: Queries, { outcomes, now }: EventRecordAttemptsParams): boolean[] {
+  const applied: boolean[] = new Array(outcomes.length);
+  for (let i = 0; i < outcomes.length; i++) {
+    const o = outcomes[i];
+    if (!ATTEMPT_TARGETS.has(o.to)) throw new RangeError(`eventRecordAttempts: cannot move executing to ${o.to}`);
+    const retryAt = o.to === 'awaiting_retry' ? (o.retryAt ?? now) : null;
+    const status = o.status ?? null;
+    const error = o.error ?? null;
+    const row = q.eventRecordAttempt.get(o.to, retryAt, status, error, now, o.tenantId, o.id, o.version, o.owner);
+    applied[i] = row !== undefined;
+    if (!row) continue;
+    q.transitionInsert.run(
+      o.tenantId, o.id, row.version, now, 'state', 'executing', o.to, row.attempts, status, error, o.durationMs,
+      null, retryAt === null ? null : JSON.stringify({ retryAt }),
+    );
+  }
+  return applied;
+}
+
+export function rescue(q: Queries, p: EventRescueParams): DueRef[] {
+  const candidates = q.eventRescueCandidates.all({
+    leaseExpiredBefore: p.leaseExpiredBefore,
+    notOwnedBy: p.notOwnedBy ?? null,
+    limit: p.limit,
+  });
+  const out: DueRef[] = [];
+  for (const c of candidates) {
+    const row = q.eventRescue.get(p.now, p.now, c.tenant_id, c.id, c.version);
+    if (!row) continue;
+    appendTransition(q, {
+      tenantId: c.tenant_id, eventId: c.id, seq: row.version, at: p.now, kind: 'state', fromState: 'executing',
+      toState: 'awaiting_retry', attempt: row.attempts, status: null, error: null, durationMs: null, latenessMs: null,
+      detail: { reason: c.expired ? 'lease expired' : 'owner gone', owner: c.lease_owner },
+    });
+    out.push({ tenantId: row.tenant_id, id: row.id, version: row.version, dueAt: row.due_at, shard: row.shard, group: row.grp });
+  }
+  return out;
+}
+
+/**
+ * The shared frame of cancel, replay and update: not_found, then the version (a stale If-Match
+ * wins over the state), then the state; `change` applies the write and its transition.
+ */
+function mutate(
+  q: Queries,
+  p: EventMutateParams,
+  allowed: readonly EventState[],
+  change: (current: EventRow) => EventRow,
+): EventMutateResult {
+  const current = q.eventGet.get(p.tenantId, p.id);
+  if (!current) return { kind: 'not_found' };
+  if (p.expectedVersion !== undefined && current.version !== p.expectedVersion) {
+    return { kind: 'version_mismatch', event: eventFromRow(current) };
+  }
+  if (!allowed.includes(current.state)) return { kind: 'wrong_state', event: eventFromRow(current) };
+  return { kind: 'ok', event: eventFromRow(change(current)) };
+}
+
+/** The row a conditional UPDATE returned; in one transaction after the checks it cannot be missing. */
+function mustChange(row: EventRow | undefined, what: string, current: EventRow): EventRow {
+  if (!row) throw new Error(`sqlite: ${what} of ${current.tenant_id}/${current.id} v${current.version} changed nothing`);
+  return row;
+}
+
+export function cancel(q: Queries, p: EventMutateParams): EventMutateResult {
+  return mutate(q, p, ['scheduled', 'awaiting_retry'], (cur) => {
+    const row = mustChange(q.eventCancel.get({ now: p.now, tenantId: p.tenantId, id: p.id, version: cur.version }), 'cancel', cur);
+    appendTransition(q, {
+      tenantId: p.tenantId, eventId: p.id, seq: row.version, at: p.now, kind: 'state', fromState: cur.state,
+      toState: 'canceled', attempt: row.attempts, status: null, error: null, durationMs: null, latenessMs: null, detail: null,
+    });
+    return row;
+  });
+}
+
+export function replay(q: Queries, p: EventMutateParams): EventMutateResult {
+  return mutate(q, p, ['archived', 'discarded'], (cur) => {
+    const row = mustChange(q.eventReplay.get({ now: p.now, tenantId: p.tenantId, id: p.id, version: cur.version }), 'replay', cur);
+    appendTransition(q, {
+      tenantId: p.tenantId, eventId: p.id, seq: row.version, at: p.now, kind: 'replayed', fromState: cur.state,
+      toState: 'scheduled', attempt: 0, status: null, error: null, durationMs: null, latenessMs: null,
+      detail: { attemptsBefore: cur.attempts },
+    });
+    return row;
+  });
+}
+
+/** JSON equality that ignores key order, for the "which fields changed" list. */
+function sameJson(stored: string, next: unknown): boolean {
+  return canonicalJson(JSON.parse(stored)) === canonicalJson(next);
+}
+
+/**
+ * Edits a scheduled event. A patch that changes nothing (same values, same requestHash) returns
+ * ok with the event untouched: no new version, no transition.
+ */
+export function update(q: Queries, p: EventMutateParams & { patch: EventPatch }): EventMutateResult {
+  return mutate(q, p, ['scheduled'], (cur) => {
+    const { patch } = p;
+    const fields: string[] = [];
+    const fireAt = patch.fireAt ?? cur.fire_at;
+    if (fireAt !== cur.fire_at) fields.push('fireAt');
+    const payload = patch.payload ?? cur.payload;
+    if (payload !== cur.payload) fields.push('payload');
+    let headers = cur.headers;
+    if (patch.headers !== undefined && !sameJson(cur.headers, patch.headers)) {
+      headers = JSON.stringify(patch.headers);
+      fields.push('headers');
+    }
+    let destination = cur.destination;
+    if (patch.destination !== undefined && !sameJson(cur.destination, patch.destination)) {
+      destination = JSON.stringify(patch.destination);
+      fields.push('destination');
+    }
+    const expireAt = patch.expireAt === undefined ? cur.expire_at : patch.expireAt;
+    if (expireAt !== cur.expire_at) fields.push('expireAt');
+    const requestHash = patch.requestHash ?? cur.request_hash;
+    if (fields.length === 0 && requestHash === cur.request_hash) return cur;
+
+    const row = mustChange(
+      q.eventEdit.get({
+        fireAt,
+        // A scheduled event fires at fireAt; after a replay it was due now, and an explicit new
+        // fireAt takes over again.
+        dueAt: fireAt !== cur.fire_at ? fireAt : cur.due_at,
+        payload, headers, destination, expireAt, requestHash, now: p.now,
+        tenantId: p.tenantId, id: p.id, version: cur.version,
+      }),
+      'update',
+      cur,
+    );
+    appendTransition(q, {
+      tenantId: p.tenantId, eventId: p.id, seq: row.version, at: p.now, kind: 'updated', fromState: 'scheduled',
+      toState: 'scheduled', attempt: row.attempts, status: null, error: null, durationMs: null, latenessMs: null,
+      detail: { fields, fireAtBefore: cur.fire_at, fireAtAfter: fireAt },
+    });
+    return row;
+  });
+}

@@ -1,0 +1,232 @@
+/**
+ * Every SQL statement of the SQLite backend, each under a comment naming its parameters and what
+ * it returns. Statements are prepared once per connection by `prepareQueries`.
+ *
+ * Parameters are positional (`?`) on the hot paths (insert, claim, record), where better-sqlite3
+ * binds an array faster than an object, and named (`@x`) elsewhere for readability.
+ */
+import type Database from 'better-sqlite3';
+import type { ApiKeyRow, DestinationRow, DueRefRow, EventRow, RescueCandidateRow, TenantRow, TransitionRow } from './rows.ts';
+
+/** Connection settings, applied before anything else. */
+export const PRAGMAS = [
+  // Readers never block the single writer; the WAL is fsynced at every commit (synchronous=FULL),
+  // so a resolved write is on disk.
+  'journal_mode = WAL',
+  'synchronous = FULL',
+  'busy_timeout = 5000',
+  'foreign_keys = ON',
+  // 64 MiB page cache: the due index and the recent rows stay hot under a large backlog.
+  'cache_size = -65536',
+  'temp_store = MEMORY',
+  // Keeps the WAL file from growing without bound after a burst.
+  'journal_size_limit = 67108864',
+];
+
+/** The non-terminal states, in the exact spelling of the partial indexes (so the planner uses them). */
+const LIVE = `('scheduled', 'executing', 'awaiting_retry')`;
+const FIREABLE = `('scheduled', 'awaiting_retry')`;
+
+/** The columns of an EventRow, in order. */
+const EVENT_COLUMNS = `seq, tenant_id, id, shard, state, version, fire_at, due_at, destination, payload,
+  headers, grp, retry, expire_at, tags, attempts, last_status, last_error, request_hash,
+  created_at, updated_at, lease_owner, lease_until`;
+
+/**
+ * True when row `e` (a grouped event) has no other live member of its group before it by
+ * (fire_at, seq). Served by events_group_live.
+ */
+const IS_GROUP_HEAD = `NOT EXISTS (
+    SELECT 1 FROM events o
+    WHERE o.tenant_id = e.tenant_id AND o.grp = e.grp AND o.state IN ${LIVE}
+      AND (o.fire_at, o.seq) < (e.fire_at, e.seq))`;
+
+export const SQL = {
+  // () → nothing. Creates the migration ledger.
+  migrationsTableCreate: `CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)`,
+  // () → { version }[]: the applied migrations.
+  migrationsApplied: `SELECT version FROM schema_migrations ORDER BY version`,
+  // (@version, @name, @appliedAt) → nothing.
+  migrationRecord: `INSERT INTO schema_migrations (version, name, applied_at) VALUES (@version, @name, @appliedAt)`,
+
+  // () → { ok: 1 }.
+  ping: `SELECT 1 AS ok`,
+
+  // (@id, @name, @settings json, @createdAt) → nothing; throws on a duplicate id.
+  tenantInsert: `INSERT INTO tenants (id, name, settings, created_at) VALUES (@id, @name, @settings, @createdAt)`,
+  // (@id) → TenantRow | undefined.
+  tenantGet: `SELECT id, name, settings, created_at FROM tenants WHERE id = @id`,
+  // () → TenantRow[] by creation.
+  tenantList: `SELECT id, name, settings, created_at FROM tenants ORDER BY created_at, id`,
+
+  // (@id, @tenantId, @hash, @prefix, @createdAt, @revokedAt) → nothing.
+  apiKeyInsert: `INSERT INTO api_keys (id, tenant_id, hash, prefix, created_at, revoked_at)
+    VALUES (@id, @tenantId, @hash, @prefix, @createdAt, @revokedAt)`,
+  // (@hash) → ApiKeyRow | undefined (revoked keys included; the caller checks revoked_at).
+  apiKeyByHash: `SELECT id, tenant_id, hash, prefix, created_at, revoked_at FROM api_keys WHERE hash = @hash`,
+  // (@tenantId) → ApiKeyRow[] by creation.
+  apiKeyList: `SELECT id, tenant_id, hash, prefix, created_at, revoked_at FROM api_keys
+    WHERE tenant_id = @tenantId ORDER BY created_at, id`,
+  // (@tenantId, @id, @now) → changes 1 when a live key was revoked, else 0.
+  apiKeyRevoke: `UPDATE api_keys SET revoked_at = @now
+    WHERE tenant_id = @tenantId AND id = @id AND revoked_at IS NULL`,
+
+  // (@tenantId, @name) → DestinationRow | undefined.
+  destinationGet: `SELECT tenant_id, name, config, secrets, created_at, updated_at FROM destinations
+    WHERE tenant_id = @tenantId AND name = @name`,
+  // (@tenantId) → DestinationRow[] by name.
+  destinationList: `SELECT tenant_id, name, config, secrets, created_at, updated_at FROM destinations
+    WHERE tenant_id = @tenantId ORDER BY name`,
+  // (@tenantId, @name, @config json, @secrets json, @createdAt, @updatedAt) → DestinationRow as stored
+  // (a replace keeps the original created_at).
+  destinationUpsert: `INSERT INTO destinations (tenant_id, name, config, secrets, created_at, updated_at)
+    VALUES (@tenantId, @name, @config, @secrets, @createdAt, @updatedAt)
+    ON CONFLICT (tenant_id, name) DO UPDATE SET
+      config = excluded.config, secrets = excluded.secrets, updated_at = excluded.updated_at
+    RETURNING tenant_id, name, config, secrets, created_at, updated_at`,
+  // (@tenantId, @name) → changes 1 when deleted.
+  destinationDelete: `DELETE FROM destinations WHERE tenant_id = @tenantId AND name = @name`,
+
+  // (tenantId, id, shard, fireAt, dueAt, destination json, payload, headers json, group, retry json,
+  //  expireAt, tags json, requestHash, now) → { seq } when inserted; no row when (tenant, id) exists.
+  eventInsert: `INSERT INTO events (tenant_id, id, shard, state, version, fire_at, due_at, destination,
+      payload, headers, grp, retry, expire_at, tags, attempts, request_hash, created_at, updated_at)
+    VALUES (?, ?, ?, 'scheduled', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)
+    ON CONFLICT (tenant_id, id) DO NOTHING
+    RETURNING seq`,
+  // (tenantId, id) → EventRow | undefined.
+  eventGet: `SELECT ${EVENT_COLUMNS} FROM events WHERE tenant_id = ? AND id = ?`,
+  // () → { state, n }[] over all tenants.
+  eventCountByState: `SELECT state, count(*) AS n FROM events GROUP BY state`,
+
+  // (tenantId, id, version) → { state, due_at } when the event may be claimed now: fireable, at that
+  // version, and (if grouped) its group's head; otherwise no row.
+  eventClaimCheck: `SELECT e.state, e.due_at FROM events e
+    WHERE e.tenant_id = ? AND e.id = ? AND e.version = ? AND e.state IN ${FIREABLE}
+      AND (e.grp IS NULL OR ${IS_GROUP_HEAD})`,
+  // (owner, leaseUntil, now, tenantId, id, version) → EventRow after the claim, or no row.
+  eventClaim: `UPDATE events SET state = 'executing', version = version + 1, attempts = attempts + 1,
+      lease_owner = ?, lease_until = ?, updated_at = ?
+    WHERE tenant_id = ? AND id = ? AND version = ? AND state IN ${FIREABLE}
+    RETURNING ${EVENT_COLUMNS}`,
+  // (toState, retryAt|null, status, error, now, tenantId, id, version, owner) → { attempts, version }
+  // after the change, or no row when the event is no longer executing at that version under that owner.
+  eventRecordAttempt: `UPDATE events SET state = ?, due_at = coalesce(?, due_at), last_status = ?,
+      last_error = ?, updated_at = ?, version = version + 1, lease_owner = NULL, lease_until = NULL
+    WHERE tenant_id = ? AND id = ? AND version = ? AND state = 'executing' AND lease_owner = ?
+    RETURNING attempts, version`,
+
+  // (@untilMs, @afterDueAt, @afterTenantId, @afterId, @limit) → DueRefRow[] in (due_at, tenant_id, id)
+  // order: fireable, due by untilMs, after the cursor, group heads only; all shards.
+  eventListDueAll: `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp FROM events e
+    WHERE e.state IN ${FIREABLE} AND e.due_at <= @untilMs
+      AND (e.due_at, e.tenant_id, e.id) > (@afterDueAt, @afterTenantId, @afterId)
+      AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
+    ORDER BY e.due_at, e.tenant_id, e.id LIMIT @limit`,
+  // As eventListDueAll, plus (@shards: JSON array of shard numbers) → only those shards.
+  eventListDueShards: `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp FROM events e
+    WHERE e.state IN ${FIREABLE} AND e.due_at <= @untilMs
+      AND (e.due_at, e.tenant_id, e.id) > (@afterDueAt, @afterTenantId, @afterId)
+      AND e.shard IN (SELECT value FROM json_each(@shards))
+      AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
+    ORDER BY e.due_at, e.tenant_id, e.id LIMIT @limit`,
+  // (@tenantId, @group) → { tenant_id, id, version, due_at, shard, grp, state } of the group's first
+  // live event by (fire_at, seq), or no row.
+  eventGroupFirst: `SELECT tenant_id, id, version, due_at, shard, grp, state FROM events
+    WHERE tenant_id = @tenantId AND grp = @group AND state IN ${LIVE}
+    ORDER BY fire_at, seq LIMIT 1`,
+
+  // (@leaseExpiredBefore, @notOwnedBy|null, @limit) → { tenant_id, id, version, lease_owner, expired }[]
+  // executing events whose lease ended, or (when notOwnedBy is given) held by another owner.
+  eventRescueCandidates: `SELECT tenant_id, id, version, lease_owner, (lease_until < @leaseExpiredBefore) AS expired
+    FROM events
+    WHERE state = 'executing'
+      AND (lease_until < @leaseExpiredBefore OR (@notOwnedBy IS NOT NULL AND lease_owner IS NOT @notOwnedBy))
+    ORDER BY lease_until LIMIT @limit`,
+  // (now, now, tenantId, id, version) → { tenant_id, id, version, due_at, shard, grp, attempts } after
+  // the change, or no row when it changed meanwhile.
+  eventRescue: `UPDATE events SET state = 'awaiting_retry', due_at = ?, updated_at = ?, version = version + 1,
+      lease_owner = NULL, lease_until = NULL
+    WHERE tenant_id = ? AND id = ? AND version = ? AND state = 'executing'
+    RETURNING tenant_id, id, version, due_at, shard, grp, attempts`,
+
+  // (@now, @tenantId, @id, @version) → EventRow after cancel, or no row when not cancelable at that version.
+  eventCancel: `UPDATE events SET state = 'canceled', version = version + 1, updated_at = @now,
+      lease_owner = NULL, lease_until = NULL
+    WHERE tenant_id = @tenantId AND id = @id AND version = @version AND state IN ${FIREABLE}
+    RETURNING ${EVENT_COLUMNS}`,
+  // (@now, @tenantId, @id, @version) → EventRow after replay (scheduled, due now, attempts 0, last
+  // status and error cleared), or no row when not replayable at that version.
+  eventReplay: `UPDATE events SET state = 'scheduled', due_at = @now, attempts = 0, last_status = NULL,
+      last_error = NULL, version = version + 1, updated_at = @now, lease_owner = NULL, lease_until = NULL
+    WHERE tenant_id = @tenantId AND id = @id AND version = @version AND state IN ('archived', 'discarded')
+    RETURNING ${EVENT_COLUMNS}`,
+  // (@fireAt, @dueAt, @payload, @headers json, @destination json, @expireAt, @requestHash, @now,
+  //  @tenantId, @id, @version) → EventRow after the edit, or no row when not scheduled at that version.
+  eventEdit: `UPDATE events SET fire_at = @fireAt, due_at = @dueAt, payload = @payload, headers = @headers,
+      destination = @destination, expire_at = @expireAt, request_hash = @requestHash,
+      version = version + 1, updated_at = @now
+    WHERE tenant_id = @tenantId AND id = @id AND version = @version AND state = 'scheduled'
+    RETURNING ${EVENT_COLUMNS}`,
+
+  // (@tenantId, @beforeSeq, @state|null, @destination|null, @group|null, @fromMs|null, @toMs|null,
+  //  @limit) → EventRow[] newest first (seq desc), seq < beforeSeq, matching every given filter.
+  eventList: `SELECT ${EVENT_COLUMNS} FROM events
+    WHERE tenant_id = @tenantId AND seq < @beforeSeq
+      AND (@state IS NULL OR state = @state)
+      AND (@destination IS NULL OR json_extract(destination, '$.name') = @destination)
+      AND (@group IS NULL OR grp = @group)
+      AND (@fromMs IS NULL OR fire_at >= @fromMs)
+      AND (@toMs IS NULL OR fire_at < @toMs)
+    ORDER BY seq DESC LIMIT @limit`,
+
+  // (tenantId, eventId, seq, at, kind, fromState, toState, attempt, status, error, durationMs,
+  //  latenessMs, detail json) → nothing.
+  transitionInsert: `INSERT INTO transitions (tenant_id, event_id, seq, at, kind, from_state, to_state,
+      attempt, status, error, duration_ms, lateness_ms, detail)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  // (@tenantId, @eventId, @afterSeq, @limit) → TransitionRow[] in trace order.
+  transitionList: `SELECT tenant_id, event_id, seq, at, kind, from_state, to_state, attempt, status, error,
+      duration_ms, lateness_ms, detail FROM transitions
+    WHERE tenant_id = @tenantId AND event_id = @eventId AND seq > @afterSeq
+    ORDER BY seq LIMIT @limit`,
+} as const;
+
+/** Prepares every statement once (the schema must exist); the result is the backend's only handle on SQL. */
+export function prepareQueries(db: Database.Database) {
+  const p = <Row = unknown>(sql: string) => db.prepare<unknown[], Row>(sql);
+  return {
+    ping: p<{ ok: number }>(SQL.ping),
+    tenantInsert: p(SQL.tenantInsert),
+    tenantGet: p<TenantRow>(SQL.tenantGet),
+    tenantList: p<TenantRow>(SQL.tenantList),
+    apiKeyInsert: p(SQL.apiKeyInsert),
+    apiKeyByHash: p<ApiKeyRow>(SQL.apiKeyByHash),
+    apiKeyList: p<ApiKeyRow>(SQL.apiKeyList),
+    apiKeyRevoke: p(SQL.apiKeyRevoke),
+    destinationGet: p<DestinationRow>(SQL.destinationGet),
+    destinationList: p<DestinationRow>(SQL.destinationList),
+    destinationUpsert: p<DestinationRow>(SQL.destinationUpsert),
+    destinationDelete: p(SQL.destinationDelete),
+    eventInsert: p<{ seq: number }>(SQL.eventInsert),
+    eventGet: p<EventRow>(SQL.eventGet),
+    eventCountByState: p<{ state: string; n: number }>(SQL.eventCountByState),
+    eventClaimCheck: p<{ state: string; due_at: number }>(SQL.eventClaimCheck),
+    eventClaim: p<EventRow>(SQL.eventClaim),
+    eventRecordAttempt: p<{ attempts: number; version: number }>(SQL.eventRecordAttempt),
+    eventListDueAll: p<DueRefRow>(SQL.eventListDueAll),
+    eventListDueShards: p<DueRefRow>(SQL.eventListDueShards),
+    eventGroupFirst: p<DueRefRow & { state: string }>(SQL.eventGroupFirst),
+    eventRescueCandidates: p<RescueCandidateRow>(SQL.eventRescueCandidates),
+    eventRescue: p<DueRefRow & { attempts: number }>(SQL.eventRescue),
+    eventCancel: p<EventRow>(SQL.eventCancel),
+    eventReplay: p<EventRow>(SQL.eventReplay),
+    eventEdit: p<EventRow>(SQL.eventEdit),
+    eventList: p<EventRow>(SQL.eventList),
+    transitionInsert: p(SQL.transitionInsert),
+    transitionList: p<TransitionRow>(SQL.transitionList),
+  };
+}
+
+export type Queries = ReturnType<typeof prepareQueries>;

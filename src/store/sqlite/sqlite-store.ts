@@ -1,0 +1,286 @@
+/**
+ * The SQLite backend of Store: one file in the data dir, one connection, one process (a lock
+ * file), WAL with synchronous=FULL so that a resolved write is on disk.
+ *
+ * better-sqlite3 is synchronous: every method does its whole work, in one transaction, before
+ * it returns; the methods are async only to satisfy the Store interface. Batches keep each call
+ * short (a 1000-event insert holds the event loop for a few milliseconds).
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { BelfryError } from '../../core/errors.ts';
+import { EVENT_STATES, type EventRecord, type EventState, type TransitionRecord } from '../../core/event.ts';
+import type {
+  ApiKeyRecord,
+  DestinationRecord,
+  DueRef,
+  EventClaimParams,
+  EventGroupHeadParams,
+  EventInsertManyParams,
+  EventInsertResult,
+  EventListDueParams,
+  EventListPage,
+  EventListParams,
+  EventMutateParams,
+  EventMutateResult,
+  EventPatch,
+  EventRecordAttemptsParams,
+  EventRescueParams,
+  Store,
+  StoreCapabilities,
+  TenantRecord,
+  TransitionListParams,
+} from '../store.ts';
+import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
+import * as writes from './event-writes.ts';
+import { migrate } from './migrate.ts';
+import { PRAGMAS, prepareQueries, type Queries } from './queries.ts';
+import {
+  apiKeyFromRow,
+  destinationFromRow,
+  dueRefFromRow,
+  eventFromRow,
+  tenantFromRow,
+  transitionFromRow,
+} from './rows.ts';
+
+export const SQLITE_FILE_NAME_DEFAULT = 'belfry.db';
+/** Bound on one page of eventList / eventListDue / transitionList / eventRescue. */
+export const PAGE_LIMIT_MAX = 10_000;
+
+export interface SqliteStoreOptions {
+  /** Created when missing. */
+  dataDir: string;
+  /** Default `belfry.db`. */
+  fileName?: string;
+}
+
+/** Opens (creating and migrating as needed) the store of `dataDir`; takes the data dir's lock. */
+export async function openSqliteStore(opts: SqliteStoreOptions): Promise<SqliteStore> {
+  mkdirSync(opts.dataDir, { recursive: true });
+  const lock = acquireDataDirLock(opts.dataDir);
+  let db: Database.Database | undefined;
+  try {
+    const filePath = join(opts.dataDir, opts.fileName ?? SQLITE_FILE_NAME_DEFAULT);
+    db = new Database(filePath);
+    for (const pragma of PRAGMAS) db.pragma(pragma);
+    const mode = db.pragma('journal_mode', { simple: true });
+    if (mode !== 'wal') throw new Error(`sqlite: ${filePath} refused WAL mode (journal_mode=${String(mode)})`);
+    migrate(db, Date.now());
+    return new SqliteStore(db, lock, filePath);
+  } catch (err) {
+    db?.close();
+    lock.release();
+    throw err;
+  }
+}
+
+function checkLimit(limit: number, what: string): void {
+  if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_LIMIT_MAX) {
+    throw new RangeError(`${what}: limit must be an integer from 1 to ${PAGE_LIMIT_MAX}, got ${limit}`);
+  }
+}
+
+/** eventList cursors: base64url of the last row's seq. */
+function encodeCursor(seq: number): string {
+  return Buffer.from(String(seq)).toString('base64url');
+}
+function decodeCursor(cursor: string): number {
+  const seq = Number(Buffer.from(cursor, 'base64url').toString());
+  if (!Number.isSafeInteger(seq) || seq < 1) throw new BelfryError('invalid_request', 'cursor: not a cursor of this list', [{ field: 'cursor', message: 'not a cursor of this list' }]);
+  return seq;
+}
+
+export class SqliteStore implements Store {
+  readonly capabilities: StoreCapabilities = { skipLocked: false, multiNode: false };
+  private readonly q: Queries;
+  /** Runs a function in one IMMEDIATE transaction (the write lock is taken up front, never upgraded). */
+  private readonly tx: Database.Transaction<(fn: () => unknown) => unknown>;
+  private closed = false;
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly lock: DataDirLock,
+    /** The database file. */
+    readonly filePath: string,
+  ) {
+    this.q = prepareQueries(db);
+    this.tx = db.transaction((fn: () => unknown) => fn());
+  }
+
+  private write<T>(fn: () => T): T {
+    return this.tx.immediate(fn) as T;
+  }
+
+  async migrate(): Promise<void> {
+    migrate(this.db, Date.now());
+  }
+
+  async ping(): Promise<void> {
+    if (this.q.ping.get()?.ok !== 1) throw new Error('sqlite: ping failed');
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    try {
+      this.db.close();
+    } finally {
+      this.lock.release();
+    }
+  }
+
+  async apiKeyCreate(key: ApiKeyRecord): Promise<void> {
+    this.q.apiKeyInsert.run(key);
+  }
+
+  async apiKeyFindByHash(params: { hash: string }): Promise<ApiKeyRecord | null> {
+    const row = this.q.apiKeyByHash.get({ hash: params.hash });
+    return row ? apiKeyFromRow(row) : null;
+  }
+
+  async apiKeyList(params: { tenantId: string }): Promise<ApiKeyRecord[]> {
+    return this.q.apiKeyList.all({ tenantId: params.tenantId }).map(apiKeyFromRow);
+  }
+
+  async apiKeyRevoke(params: { tenantId: string; id: string; now: number }): Promise<boolean> {
+    return this.q.apiKeyRevoke.run(params).changes === 1;
+  }
+
+  async destinationDelete(params: { tenantId: string; name: string }): Promise<boolean> {
+    return this.q.destinationDelete.run(params).changes === 1;
+  }
+
+  async destinationGet(params: { tenantId: string; name: string }): Promise<DestinationRecord | null> {
+    const row = this.q.destinationGet.get(params);
+    return row ? destinationFromRow(row) : null;
+  }
+
+  async destinationList(params: { tenantId: string }): Promise<DestinationRecord[]> {
+    return this.q.destinationList.all(params).map(destinationFromRow);
+  }
+
+  async destinationPut(params: { destination: DestinationRecord }): Promise<{ created: boolean; destination: DestinationRecord }> {
+    const d = params.destination;
+    return this.write(() => {
+      const created = this.q.destinationGet.get({ tenantId: d.tenantId, name: d.name }) === undefined;
+      const row = this.q.destinationUpsert.get({
+        tenantId: d.tenantId,
+        name: d.name,
+        config: JSON.stringify(d.config),
+        secrets: JSON.stringify(d.secrets),
+        createdAt: d.createdAt,
+        updatedAt: d.updatedAt,
+      });
+      if (!row) throw new Error(`sqlite: destination ${d.tenantId}/${d.name} upsert returned nothing`);
+      return { created, destination: destinationFromRow(row) };
+    });
+  }
+
+  async eventCancel(params: EventMutateParams): Promise<EventMutateResult> {
+    return this.write(() => writes.cancel(this.q, params));
+  }
+
+  async eventClaim(params: EventClaimParams): Promise<EventRecord[]> {
+    if (params.refs.length === 0) return [];
+    return this.write(() => writes.claim(this.q, params));
+  }
+
+  async eventCountByState(): Promise<Record<EventState, number>> {
+    const counts = Object.fromEntries(EVENT_STATES.map((s) => [s, 0])) as Record<EventState, number>;
+    for (const row of this.q.eventCountByState.all()) counts[row.state as EventState] = row.n;
+    return counts;
+  }
+
+  async eventGet(params: { tenantId: string; id: string }): Promise<EventRecord | null> {
+    const row = this.q.eventGet.get(params.tenantId, params.id);
+    return row ? eventFromRow(row) : null;
+  }
+
+  async eventGroupHead(params: EventGroupHeadParams): Promise<DueRef | null> {
+    const row = this.q.eventGroupFirst.get({ tenantId: params.tenantId, group: params.group });
+    if (!row || row.state === 'executing') return null;
+    return dueRefFromRow(row);
+  }
+
+  async eventInsertMany(params: EventInsertManyParams): Promise<EventInsertResult[]> {
+    if (params.events.length === 0) return [];
+    return this.write(() => writes.insertMany(this.q, params));
+  }
+
+  async eventList(params: EventListParams): Promise<EventListPage> {
+    checkLimit(params.limit, 'eventList');
+    const rows = this.q.eventList.all({
+      tenantId: params.tenantId,
+      beforeSeq: params.cursor === undefined ? Number.MAX_SAFE_INTEGER : decodeCursor(params.cursor),
+      state: params.state ?? null,
+      destination: params.destination ?? null,
+      group: params.group ?? null,
+      fromMs: params.fromMs ?? null,
+      toMs: params.toMs ?? null,
+      limit: params.limit + 1,
+    });
+    const more = rows.length > params.limit;
+    if (more) rows.length = params.limit;
+    return {
+      events: rows.map(eventFromRow),
+      nextCursor: more ? encodeCursor(rows[rows.length - 1].seq) : null,
+    };
+  }
+
+  async eventListDue(params: EventListDueParams): Promise<DueRef[]> {
+    checkLimit(params.limit, 'eventListDue');
+    if (params.shards !== null && params.shards.length === 0) return [];
+    const bind = {
+      untilMs: params.untilMs,
+      afterDueAt: params.after?.dueAt ?? Number.MIN_SAFE_INTEGER,
+      afterTenantId: params.after?.tenantId ?? '',
+      afterId: params.after?.id ?? '',
+      limit: params.limit,
+    };
+    const rows =
+      params.shards === null
+        ? this.q.eventListDueAll.all(bind)
+        : this.q.eventListDueShards.all({ ...bind, shards: JSON.stringify(params.shards) });
+    return rows.map(dueRefFromRow);
+  }
+
+  async eventRecordAttempts(params: EventRecordAttemptsParams): Promise<boolean[]> {
+    if (params.outcomes.length === 0) return [];
+    return this.write(() => writes.recordAttempts(this.q, params));
+  }
+
+  async eventReplay(params: EventMutateParams): Promise<EventMutateResult> {
+    return this.write(() => writes.replay(this.q, params));
+  }
+
+  async eventRescue(params: EventRescueParams): Promise<DueRef[]> {
+    checkLimit(params.limit, 'eventRescue');
+    return this.write(() => writes.rescue(this.q, params));
+  }
+
+  async eventUpdate(params: EventMutateParams & { patch: EventPatch }): Promise<EventMutateResult> {
+    return this.write(() => writes.update(this.q, params));
+  }
+
+  async tenantCreate(tenant: TenantRecord): Promise<void> {
+    this.q.tenantInsert.run({ id: tenant.id, name: tenant.name, settings: JSON.stringify(tenant.settings), createdAt: tenant.createdAt });
+  }
+
+  async tenantGet(params: { id: string }): Promise<TenantRecord | null> {
+    const row = this.q.tenantGet.get(params);
+    return row ? tenantFromRow(row) : null;
+  }
+
+  async tenantList(): Promise<TenantRecord[]> {
+    return this.q.tenantList.all().map(tenantFromRow);
+  }
+
+  async transitionList(params: TransitionListParams): Promise<TransitionRecord[]> {
+    checkLimit(params.limit, 'transitionList');
+    return this.q.transitionList
+      .all({ tenantId: params.tenantId, eventId: params.eventId, afterSeq: params.afterSeq ?? 0, limit: params.limit })
+      .map(transitionFromRow);
+  }
+}
