@@ -1,0 +1,130 @@
+/**
+ * /v1/destinations: named delivery targets of a tenant. PUT creates or replaces (idempotent).
+ * The signing secret is write-only: generated when a new destination has none, and then shown
+ * once, in the response that created it. A replace without `secret` keeps the stored secrets.
+ */
+import type { FastifyInstance } from 'fastify';
+import { BelfryError, invalid } from '../../core/errors.ts';
+import { newWebhookSecret } from '../../core/ids.ts';
+import type { DestinationConfig, DestinationRecord } from '../../store/store.ts';
+import type { AppDeps } from '../deps.ts';
+import { checkHeaders, checkUrl, parseDurationField, resolveRetry } from '../event-input.ts';
+import { toDestinationJson } from '../event-json.ts';
+import { BEARER_SECURITY, errorResponses } from '../schemas/common.ts';
+import {
+  DestinationJson,
+  DestinationListResponse,
+  DestinationNameParams,
+  DestinationPutBody,
+  type DestinationNameParamsInput,
+  type DestinationPutInput,
+} from '../schemas/destinations.ts';
+
+export const DESTINATION_TIMEOUT_MS_DEFAULT = 10_000;
+export const DESTINATION_TIMEOUT_MS_MAX = 5 * 60_000;
+export const DESTINATION_CONCURRENCY_DEFAULT = 20;
+
+function destinationNotFound(name: string): BelfryError {
+  return new BelfryError('not_found', `no destination named "${name}"`, [{ field: 'name', message: 'not found' }]);
+}
+
+/** The body as stored settings; throws 400 naming the field for what the schema cannot check. */
+export function toDestinationConfig(body: DestinationPutInput): DestinationConfig {
+  const timeoutMs = body.timeout === undefined ? DESTINATION_TIMEOUT_MS_DEFAULT : parseDurationField('timeout', body.timeout);
+  if (timeoutMs < 1 || timeoutMs > DESTINATION_TIMEOUT_MS_MAX) throw invalid('timeout', 'must be from 1ms to 5m');
+  return {
+    kind: 'http',
+    url: checkUrl('url', body.url),
+    headers: checkHeaders(body.headers),
+    timeoutMs,
+    retry: resolveRetry(body.retry),
+    rateLimitPerSecond: body.rateLimit?.perSecond ?? null,
+    maxConcurrency: body.maxConcurrency ?? DESTINATION_CONCURRENCY_DEFAULT,
+  };
+}
+
+export function destinationRoutes(app: FastifyInstance, deps: AppDeps): void {
+  const tags = ['destinations'];
+  app.put<{ Params: DestinationNameParamsInput; Body: DestinationPutInput }>(
+    '/v1/destinations/:name',
+    {
+      schema: {
+        tags,
+        summary: 'Create or replace a destination',
+        description: '201 when created, 200 when replaced. A generated secret is returned once, as `secret`.',
+        security: BEARER_SECURITY,
+        params: DestinationNameParams,
+        body: DestinationPutBody,
+        response: { 200: DestinationJson, 201: DestinationJson, ...errorResponses(400, 401, 403, 413, 415) },
+      },
+    },
+    async (request, reply) => {
+      const { tenantId } = request;
+      const { name } = request.params;
+      const config = toDestinationConfig(request.body);
+      const existing = await deps.store.destinationGet({ tenantId, name });
+      const generated = request.body.secret === undefined && !existing ? newWebhookSecret() : null;
+      const secrets = request.body.secret !== undefined ? [request.body.secret] : generated ? [generated] : existing!.secrets;
+      const now = deps.clock.now();
+      const record: DestinationRecord = { tenantId, name, config, secrets, createdAt: existing?.createdAt ?? now, updatedAt: now };
+      const { created, destination } = await deps.store.destinationPut({ destination: record });
+      deps.onDestinationChanged(tenantId, name);
+      reply.status(created ? 201 : 200);
+      const json = toDestinationJson(destination);
+      return generated ? { ...json, secret: generated } : json;
+    },
+  );
+
+  app.get<{ Params: DestinationNameParamsInput }>(
+    '/v1/destinations/:name',
+    {
+      schema: {
+        tags,
+        summary: 'Get a destination (without its secret)',
+        security: BEARER_SECURITY,
+        params: DestinationNameParams,
+        response: { 200: DestinationJson, ...errorResponses(400, 401, 403, 404) },
+      },
+    },
+    async (request) => {
+      const destination = await deps.store.destinationGet({ tenantId: request.tenantId, name: request.params.name });
+      if (!destination) throw destinationNotFound(request.params.name);
+      return toDestinationJson(destination);
+    },
+  );
+
+  app.delete<{ Params: DestinationNameParamsInput }>(
+    '/v1/destinations/:name',
+    {
+      schema: {
+        tags,
+        summary: 'Delete a destination',
+        security: BEARER_SECURITY,
+        params: DestinationNameParams,
+        response: { 204: { type: 'null', description: 'deleted' }, ...errorResponses(400, 401, 403, 404) },
+      },
+    },
+    async (request, reply) => {
+      const deleted = await deps.store.destinationDelete({ tenantId: request.tenantId, name: request.params.name });
+      if (!deleted) throw destinationNotFound(request.params.name);
+      deps.onDestinationChanged(request.tenantId, request.params.name);
+      return reply.status(204).send();
+    },
+  );
+
+  app.get(
+    '/v1/destinations',
+    {
+      schema: {
+        tags,
+        summary: 'List destinations',
+        security: BEARER_SECURITY,
+        response: { 200: DestinationListResponse, ...errorResponses(401, 403) },
+      },
+    },
+    async (request) => {
+      const list = await deps.store.destinationList({ tenantId: request.tenantId });
+      return { destinations: list.map(toDestinationJson) };
+    },
+  );
+}

@@ -1,0 +1,190 @@
+/**
+ * /v1/events: schedule (one or a batch), read, list. Edits, cancels, replays and the trace are
+ * in event-actions.ts. Every route runs after Authenticator.requireTenant set request.tenantId.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { BelfryError, invalid } from '../../core/errors.ts';
+import { parseTimeMs } from '../../core/duration.ts';
+import type { EventRecord } from '../../core/event.ts';
+import type { EventInsertResult, NewEvent } from '../../store/store.ts';
+import type { AppDeps } from '../deps.ts';
+import { validationError, type AjvErrorLike } from '../errors.ts';
+import { destinationLookup, toNewEvent, type EventInputContext } from '../event-input.ts';
+import { etag, toEventJson } from '../event-json.ts';
+import { BEARER_SECURITY, errorResponses } from '../schemas/common.ts';
+import {
+  EventBatchBody,
+  EventBatchResponse,
+  EventCreateBody,
+  EventIdParams,
+  EventJson,
+  EventListQuery,
+  EventListResponse,
+  type EventBatchInput,
+  type EventCreateInput,
+  type EventIdParamsInput,
+  type EventListQueryInput,
+} from '../schemas/events.ts';
+
+export const LIST_LIMIT_DEFAULT = 100;
+
+export function inputContext(deps: AppDeps, tenantId: string): EventInputContext {
+  return {
+    tenantId,
+    now: deps.clock.now(),
+    shardCount: deps.shardCount,
+    payloadBytesMax: deps.limits.payloadBytesMax,
+    idLengthMax: deps.limits.idLengthMax,
+    destination: destinationLookup(deps.store, tenantId),
+  };
+}
+
+export function eventNotFound(id: string): BelfryError {
+  return new BelfryError('not_found', `no event with id "${id}"`, [{ field: 'id', message: 'not found' }]);
+}
+
+function insertConflict(event: EventRecord): BelfryError {
+  return new BelfryError('conflict', `an event with id "${event.id}" already exists with a different body`, [
+    { field: 'id', message: 'already used by an event with a different body', state: event.state, version: event.version },
+  ]);
+}
+
+/** Tells the scheduler and the metrics about newly created events. */
+function afterInsert(deps: AppDeps, results: EventInsertResult[]): void {
+  const created = results.filter((r) => r.kind === 'created').map((r) => r.event);
+  if (created.length === 0) return;
+  deps.metrics.eventsScheduled.inc(created.length);
+  deps.onEventsChanged(created);
+}
+
+async function createOne(deps: AppDeps, request: FastifyRequest<{ Body: EventCreateInput }>, reply: FastifyReply) {
+  const newEvent = await toNewEvent(inputContext(deps, request.tenantId), request.body);
+  const results = await deps.writer.insert([newEvent]);
+  afterInsert(deps, results);
+  const result = results[0];
+  if (result.kind === 'conflict') throw insertConflict(result.event);
+  reply.status(result.kind === 'created' ? 201 : 200).header('etag', etag(result.event));
+  return toEventJson(result.event);
+}
+
+type BatchResult =
+  | { status: 'created' | 'existing'; event: ReturnType<typeof toEventJson> }
+  | { status: 'error'; error: { code: string; message: string; details: unknown[] } };
+
+function errorResult(err: BelfryError): BatchResult {
+  return { status: 'error', error: { code: err.code, message: err.message, details: err.details } };
+}
+
+/** Validates each item on its own; writes the valid ones in one insert; answers in order. */
+async function createBatch(deps: AppDeps, request: FastifyRequest<{ Body: EventBatchInput }>) {
+  const items = request.body.events;
+  if (items.length > deps.limits.batchEventsMax) throw invalid('events', `at most ${deps.limits.batchEventsMax} events per batch`);
+  const validate = request.compileValidationSchema(EventCreateBody, 'body');
+  const ctx = inputContext(deps, request.tenantId);
+  const results: BatchResult[] = new Array(items.length);
+  const pending: { index: number; event: NewEvent }[] = [];
+  for (let i = 0; i < items.length; i++) {
+    if (!validate(items[i])) {
+      results[i] = errorResult(validationError((validate.errors ?? []) as AjvErrorLike[], `events/${i}`));
+      continue;
+    }
+    try {
+      pending.push({ index: i, event: await toNewEvent(ctx, items[i] as EventCreateInput) });
+    } catch (err) {
+      if (!(err instanceof BelfryError)) throw err;
+      results[i] = errorResult(err);
+    }
+  }
+  const inserted = pending.length > 0 ? await deps.writer.insert(pending.map((p) => p.event)) : [];
+  afterInsert(deps, inserted);
+  inserted.forEach((r, k) => {
+    results[pending[k].index] = r.kind === 'conflict' ? errorResult(insertConflict(r.event)) : { status: r.kind, event: toEventJson(r.event) };
+  });
+  return { results };
+}
+
+function queryTime(field: string, value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const ms = parseTimeMs(/^\d{1,16}$/.test(value) ? Number(value) : value);
+  if (ms === null) throw invalid(field, 'must be an RFC 3339 time or epoch milliseconds');
+  return ms;
+}
+
+export function eventRoutes(app: FastifyInstance, deps: AppDeps): void {
+  const tags = ['events'];
+  app.post<{ Body: EventCreateInput }>(
+    '/v1/events',
+    {
+      schema: {
+        tags,
+        summary: 'Schedule an event',
+        description: '201 when created; 200 with the stored event when the same id and body were sent before; 409 when the id is used by a different body.',
+        security: BEARER_SECURITY,
+        body: EventCreateBody,
+        response: { 200: EventJson, 201: EventJson, ...errorResponses(400, 401, 403, 409, 413, 415) },
+      },
+    },
+    (request, reply) => createOne(deps, request, reply),
+  );
+
+  app.post<{ Body: EventBatchInput }>(
+    '/v1/events/batch',
+    {
+      schema: {
+        tags,
+        summary: 'Schedule many events',
+        description: 'One result per item, in order. Invalid items are not written; the valid ones are written in one transaction.',
+        security: BEARER_SECURITY,
+        body: EventBatchBody,
+        response: { 200: EventBatchResponse, ...errorResponses(400, 401, 403, 413, 415) },
+      },
+    },
+    (request) => createBatch(deps, request),
+  );
+
+  app.get<{ Params: EventIdParamsInput }>(
+    '/v1/events/:id',
+    {
+      schema: {
+        tags,
+        summary: 'Get an event',
+        security: BEARER_SECURITY,
+        params: EventIdParams,
+        response: { 200: EventJson, ...errorResponses(400, 401, 403, 404) },
+      },
+    },
+    async (request, reply) => {
+      const event = await deps.store.eventGet({ tenantId: request.tenantId, id: request.params.id });
+      if (!event) throw eventNotFound(request.params.id);
+      reply.header('etag', etag(event));
+      return toEventJson(event);
+    },
+  );
+
+  app.get<{ Querystring: EventListQueryInput }>(
+    '/v1/events',
+    {
+      schema: {
+        tags,
+        summary: 'List events, newest first',
+        security: BEARER_SECURITY,
+        querystring: EventListQuery,
+        response: { 200: EventListResponse, ...errorResponses(400, 401, 403) },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      const page = await deps.store.eventList({
+        tenantId: request.tenantId,
+        state: q.state,
+        destination: q.destination,
+        group: q.group,
+        fromMs: queryTime('from', q.from),
+        toMs: queryTime('to', q.to),
+        limit: q.limit === undefined ? LIST_LIMIT_DEFAULT : Number(q.limit),
+        cursor: q.cursor,
+      });
+      return { events: page.events.map(toEventJson), nextCursor: page.nextCursor };
+    },
+  );
+}

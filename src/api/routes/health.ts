@@ -1,0 +1,43 @@
+/** Operational routes, without auth: liveness, readiness, Prometheus metrics, the OpenAPI document. */
+import type { FastifyInstance } from 'fastify';
+import { EVENT_STATES } from '../../core/event.ts';
+import type { AppDeps } from '../deps.ts';
+import { HealthResponse, ReadyResponse } from '../schemas/health.ts';
+
+/** Refreshes the per-state gauge from the store; a failed count leaves the last values. */
+async function refreshEventGauge(deps: AppDeps): Promise<void> {
+  try {
+    const counts = await deps.store.eventCountByState();
+    for (const state of EVENT_STATES) deps.metrics.eventsPending.set({ state }, counts[state] ?? 0);
+  } catch (err) {
+    deps.logger.warn({ err }, 'metrics: counting events failed');
+  }
+}
+
+export function healthRoutes(app: FastifyInstance, deps: AppDeps): void {
+  const tags = ['operations'];
+  app.get('/healthz', { schema: { tags, summary: 'Liveness', response: { 200: HealthResponse } } }, async () => ({ status: 'ok' as const }));
+
+  app.get(
+    '/readyz',
+    { schema: { tags, summary: 'Readiness: store reachable, shards owned', response: { 200: ReadyResponse, 503: ReadyResponse } } },
+    async (_request, reply) => {
+      let ready: { ok: boolean; reasons: string[] };
+      try {
+        ready = await deps.ready();
+      } catch (err) {
+        ready = { ok: false, reasons: [`readiness check failed: ${err instanceof Error ? err.message : String(err)}`] };
+      }
+      reply.status(ready.ok ? 200 : 503);
+      return { status: ready.ok ? ('ready' as const) : ('not_ready' as const), reasons: ready.reasons };
+    },
+  );
+
+  app.get('/metrics', { schema: { tags, summary: 'Prometheus metrics (text format)' } }, async (_request, reply) => {
+    await refreshEventGauge(deps);
+    const text = await deps.metrics.registry.metrics();
+    return reply.type(deps.metrics.registry.contentType).send(text);
+  });
+
+  app.get('/openapi.json', { schema: { tags, summary: 'This OpenAPI 3.1 document' } }, async () => app.swagger());
+}

@@ -1,0 +1,108 @@
+/**
+ * Schema pieces shared by every resource: ids, names, times, durations, maps, the error shape.
+ * Each schema both validates requests (Fastify's ajv) and documents them (/openapi.json).
+ */
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+
+/** Longest id or name accepted anywhere; ApiLimits.idLengthMax may lower it. */
+export const ID_LENGTH_MAX = 200;
+
+/**
+ * Ids of events, groups, tenants and keys: 1 to 200 printable ASCII characters that need no
+ * escaping in a URL path segment or a log line. No '/', '?', '#', '%', whitespace, control or
+ * non-ASCII characters. ':' and '@' are allowed so schedule occurrences
+ * (`<schedule id>@2026-01-01T09:00:00Z`) are valid ids.
+ */
+export const ID_PATTERN = '^[A-Za-z0-9._:@~=+-]{1,200}$';
+
+/** Destination names: shorter and plainer than ids, as they appear in metrics and logs. */
+export const NAME_PATTERN = '^[A-Za-z0-9._-]{1,100}$';
+
+export const Id = Type.String({ pattern: ID_PATTERN, minLength: 1, maxLength: ID_LENGTH_MAX, description: `1-${ID_LENGTH_MAX} characters of [A-Za-z0-9._:@~=+-]` });
+export const Name = Type.String({ pattern: NAME_PATTERN, minLength: 1, maxLength: 100, description: '1-100 characters of [A-Za-z0-9._-]' });
+
+/** A time: an RFC 3339 string or epoch milliseconds (checked further by parseTimeMs). */
+export const TimeInput = Type.Unsafe<string | number>({
+  type: ['string', 'integer'],
+  maxLength: 64,
+  description: 'RFC 3339 time (2026-11-22T10:21:55Z) or epoch milliseconds',
+});
+
+/** A duration: "250ms", "30s", "5m", "4h", "7d" or milliseconds (checked further by parseDurationMs). */
+export const DurationInput = Type.Unsafe<string | number>({
+  type: ['string', 'integer'],
+  maxLength: 32,
+  description: 'duration such as "250ms", "30s", "5m", "4h", "7d", or milliseconds',
+});
+
+/** RFC 3339 UTC time as returned by the API. */
+export const TimeOutput = Type.String({ description: 'RFC 3339 UTC time' });
+
+export function Nullable<T extends TSchema>(schema: T) {
+  return Type.Union([schema, Type.Null()]);
+}
+
+/** HTTP header names (RFC 9110 token characters). */
+export const HEADER_NAME_PATTERN = "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$";
+/** Header values: visible ASCII, spaces and tabs only (no CR/LF, so no header injection; Node refuses non-latin1 anyway). */
+export const HEADER_VALUE_PATTERN = '^[\\t\\x20-\\x7e]*$';
+
+export const HeadersInput = Type.Record(
+  Type.String({ pattern: HEADER_NAME_PATTERN }),
+  Type.String({ maxLength: 4096, pattern: HEADER_VALUE_PATTERN }),
+  { additionalProperties: false, maxProperties: 50, description: 'extra HTTP headers sent with each delivery' },
+);
+
+export const StringMap = Type.Record(Type.String(), Type.String());
+
+export const TagsInput = Type.Record(
+  Type.String({ pattern: '^[A-Za-z0-9._:/-]{1,64}$' }),
+  Type.String({ maxLength: 256 }),
+  { additionalProperties: false, maxProperties: 32, description: 'free-form labels' },
+);
+
+export const RetryInput = Type.Object(
+  {
+    maxAttempts: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+    minBackoff: Type.Optional(DurationInput),
+    maxBackoff: Type.Optional(DurationInput),
+    coefficient: Type.Optional(Type.Number({ minimum: 1, maximum: 10 })),
+  },
+  { additionalProperties: false },
+);
+export type RetryInputBody = Static<typeof RetryInput>;
+
+export const RetryOutput = Type.Object({
+  maxAttempts: Type.Integer(),
+  minBackoff: Type.String(),
+  maxBackoff: Type.String(),
+  coefficient: Type.Number(),
+});
+
+export const ErrorDetail = Type.Object(
+  { field: Type.Optional(Type.String()), message: Type.Optional(Type.String()) },
+  { additionalProperties: true },
+);
+
+export const ErrorBody = Type.Object({
+  code: Type.String(),
+  message: Type.String(),
+  details: Type.Optional(Type.Array(ErrorDetail)),
+});
+
+export const ErrorResponse = Type.Object({ error: ErrorBody }, { description: 'an error; `code` says what went wrong' });
+
+/** The error responses a route documents, by status. */
+export function errorResponses(...statuses: number[]): Record<number, typeof ErrorResponse> {
+  const out: Record<number, typeof ErrorResponse> = {};
+  for (const s of statuses) out[s] = ErrorResponse;
+  return out;
+}
+
+/** If-Match (PATCH, DELETE): a version, quoted or bare. Other headers pass through. */
+export const IfMatchHeaders = Type.Object(
+  { 'if-match': Type.Optional(Type.String({ maxLength: 100, description: 'the version from ETag, e.g. "3"' })) },
+  { additionalProperties: true },
+);
+
+export const BEARER_SECURITY = [{ bearer: [] as string[] }];

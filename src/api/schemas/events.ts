@@ -1,0 +1,143 @@
+/** Schemas of /v1/events: what a client sends, and the one shape of an event the API returns. */
+import { Type, type Static } from '@sinclair/typebox';
+import { EVENT_STATES } from '../../core/event.ts';
+import {
+  DurationInput,
+  HeadersInput,
+  Id,
+  Name,
+  Nullable,
+  RetryInput,
+  RetryOutput,
+  StringMap,
+  TagsInput,
+  TimeInput,
+  TimeOutput,
+} from './common.ts';
+
+export const InlineDestination = Type.Object(
+  { url: Type.String({ minLength: 1, maxLength: 2048, description: 'http or https URL' }) },
+  { additionalProperties: false },
+);
+
+/** A registered destination's name, or an inline URL. */
+export const DestinationInput = Type.Union([Name, InlineDestination], {
+  description: 'a registered destination name, or {"url": "https://..."}',
+});
+
+const eventFields = {
+  fireAt: Type.Optional(TimeInput),
+  delay: Type.Optional(DurationInput),
+  destination: DestinationInput,
+  payload: Type.Optional(Type.Unknown({ description: 'any JSON value, delivered as the request body' })),
+  headers: Type.Optional(HeadersInput),
+};
+
+export const EventCreateBody = Type.Object(
+  {
+    id: Type.Optional(Id),
+    ...eventFields,
+    group: Type.Optional(Id),
+    retry: Type.Optional(RetryInput),
+    expireAfter: Type.Optional(DurationInput),
+    tags: Type.Optional(TagsInput),
+  },
+  { additionalProperties: false, description: 'give fireAt or delay (or neither, to fire now), not both' },
+);
+export type EventCreateInput = Static<typeof EventCreateBody>;
+
+export const EventPatchBody = Type.Object(
+  {
+    fireAt: Type.Optional(TimeInput),
+    delay: Type.Optional(DurationInput),
+    destination: Type.Optional(DestinationInput),
+    payload: Type.Optional(Type.Unknown()),
+    headers: Type.Optional(HeadersInput),
+  },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type EventPatchInput = Static<typeof EventPatchBody>;
+
+/** The batch envelope; each item is validated on its own so one bad item fails alone. */
+export const EventBatchBody = Type.Object(
+  { events: Type.Array(Type.Unknown({ description: 'an event body, as for POST /v1/events' }), { minItems: 1, maxItems: 1000 }) },
+  { additionalProperties: false },
+);
+export type EventBatchInput = Static<typeof EventBatchBody>;
+
+export const EventIdParams = Type.Object({ id: Id }, { additionalProperties: false });
+export type EventIdParamsInput = Static<typeof EventIdParams>;
+
+export const EventState = Type.Union(EVENT_STATES.map((s) => Type.Literal(s)));
+
+export const EventListQuery = Type.Object(
+  {
+    state: Type.Optional(EventState),
+    destination: Type.Optional(Name),
+    group: Type.Optional(Id),
+    from: Type.Optional(Type.String({ maxLength: 64, description: 'fireAt ≥ from (RFC 3339 or epoch ms)' })),
+    to: Type.Optional(Type.String({ maxLength: 64, description: 'fireAt < to (RFC 3339 or epoch ms)' })),
+    limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]{0,2}|1000)$', description: '1 to 1000, default 100' })),
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'nextCursor of the previous page' })),
+  },
+  { additionalProperties: false },
+);
+export type EventListQueryInput = Static<typeof EventListQuery>;
+
+export const EventJson = Type.Object({
+  id: Type.String(),
+  state: EventState,
+  version: Type.Integer({ description: 'grows with every change; also the ETag' }),
+  fireAt: TimeOutput,
+  dueAt: TimeOutput,
+  destination: Type.Union([Type.String(), Type.Object({ url: Type.String() })]),
+  payload: Type.Unknown(),
+  headers: StringMap,
+  group: Nullable(Type.String()),
+  retry: Nullable(RetryOutput),
+  expireAt: Nullable(TimeOutput),
+  tags: StringMap,
+  attempts: Type.Integer(),
+  lastStatus: Nullable(Type.Integer()),
+  lastError: Nullable(Type.String()),
+  createdAt: TimeOutput,
+  updatedAt: TimeOutput,
+});
+export type EventJsonOutput = Static<typeof EventJson>;
+
+export const EventListResponse = Type.Object({
+  events: Type.Array(EventJson),
+  nextCursor: Nullable(Type.String()),
+});
+
+const ItemError = Type.Object({
+  code: Type.String(),
+  message: Type.String(),
+  details: Type.Array(Type.Object({}, { additionalProperties: true })),
+});
+
+export const EventBatchResponse = Type.Object({
+  results: Type.Array(
+    Type.Union([
+      Type.Object({ status: Type.Literal('created'), event: EventJson }),
+      Type.Object({ status: Type.Literal('existing'), event: EventJson }),
+      Type.Object({ status: Type.Literal('error'), error: ItemError }),
+    ]),
+  ),
+});
+
+export const TransitionJson = Type.Object({
+  seq: Type.Integer(),
+  at: TimeOutput,
+  kind: Type.Union([Type.Literal('created'), Type.Literal('updated'), Type.Literal('state'), Type.Literal('replayed')]),
+  fromState: Nullable(EventState),
+  toState: EventState,
+  attempt: Type.Integer(),
+  status: Nullable(Type.Integer()),
+  error: Nullable(Type.String()),
+  durationMs: Nullable(Type.Number()),
+  latenessMs: Nullable(Type.Number()),
+  detail: Nullable(Type.Object({}, { additionalProperties: true })),
+});
+
+export const TransitionListResponse = Type.Object({ transitions: Type.Array(TransitionJson) });

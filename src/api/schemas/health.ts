@@ -1,0 +1,9 @@
+/** Schemas of the operational routes: liveness and readiness. */
+import { Type } from '@sinclair/typebox';
+
+export const HealthResponse = Type.Object({ status: Type.Literal('ok') });
+
+export const ReadyResponse = Type.Object({
+  status: Type.Union([Type.Literal('ready'), Type.Literal('not_ready')]),
+  reasons: Type.Array(Type.String()),
+});

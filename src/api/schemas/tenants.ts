@@ -1,0 +1,32 @@
+/** Schemas of the admin routes: tenants and their API keys. Keys are shown once, at creation. */
+import { Type, type Static } from '@sinclair/typebox';
+import { Id, Nullable, TimeOutput } from './common.ts';
+
+export const TenantCreateBody = Type.Object(
+  { name: Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\x00-\\x1f\\x7f]+$' }) },
+  { additionalProperties: false },
+);
+export type TenantCreateInput = Static<typeof TenantCreateBody>;
+
+export const TenantParams = Type.Object({ tenantId: Id }, { additionalProperties: false });
+export type TenantParamsInput = Static<typeof TenantParams>;
+
+export const TenantKeyParams = Type.Object({ tenantId: Id, keyId: Id }, { additionalProperties: false });
+export type TenantKeyParamsInput = Static<typeof TenantKeyParams>;
+
+export const TenantJson = Type.Object({ id: Type.String(), name: Type.String(), createdAt: TimeOutput });
+export const TenantListResponse = Type.Object({ tenants: Type.Array(TenantJson) });
+
+export const ApiKeyJson = Type.Object({
+  id: Type.String(),
+  prefix: Type.String({ description: 'the first characters of the key, to recognise it' }),
+  createdAt: TimeOutput,
+  revokedAt: Nullable(TimeOutput),
+});
+export const ApiKeyCreatedJson = Type.Object({
+  id: Type.String(),
+  key: Type.String({ description: 'the API key; shown only in this response' }),
+  prefix: Type.String(),
+  createdAt: TimeOutput,
+});
+export const ApiKeyListResponse = Type.Object({ keys: Type.Array(ApiKeyJson) });
