@@ -3,88 +3,25 @@
  * own process against it, as a user would run them.
  */
 import assert from 'node:assert/strict';
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
+import { BIN, startNodeProcess, stopNodeProcess, type NodeProcess } from '../support/process.ts';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { fileURLToPath } from 'node:url';
 import { after, before, describe, it } from 'node:test';
 
-const BIN = fileURLToPath(new URL('../../bin/belfry.mjs', import.meta.url));
-/** Bounds on every wait: a node that cannot start or stop, or a CLI that hangs, fails the test instead. */
-const NODE_START_MS_MAX = 30_000;
-const NODE_STOP_MS_MAX = 10_000;
+/** Bounds on every wait: a CLI that hangs fails the test instead. */
 const CLI_RUN_MS_MAX = 30_000;
 /** Far enough ahead that the event never fires while the test runs. */
 const FIRE_AT_FAR = '2099-01-01T00:00:00Z';
 /** The destination is never called (the event is far in the future); allow-listed so no guard or DNS is involved. */
 const DESTINATION_URL = 'http://127.0.0.1:9/hook';
 
-interface Node {
-  child: ChildProcess;
-  url: string;
-  output: string[];
-}
-
 interface CliResult {
   code: number;
   stdout: string;
   stderr: string;
-}
-
-/** Starts `belfry start` and resolves once it logs the port it listens on, or rejects at the deadline. */
-async function startNode(dataDir: string, adminKey: string): Promise<Node> {
-  const child = spawn(
-    process.execPath,
-    [BIN, 'start', '--port', '0', '--data', dataDir, '--admin-key', adminKey, '--allow-hosts', '127.0.0.1'],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  const output: string[] = [];
-  child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
-  const lines = createInterface({ input: child.stdout! });
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`node did not log "listening" within ${NODE_START_MS_MAX}ms`)), NODE_START_MS_MAX);
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`node exited before listening (code ${code}, signal ${signal}):\n${output.join('').slice(-2000)}`));
-    });
-    lines.on('line', (line) => {
-      output.push(line + '\n');
-      const port = listeningPort(line);
-      if (port === null) return;
-      clearTimeout(timer);
-      resolve(port);
-    });
-  }).catch((error: unknown) => {
-    child.kill('SIGKILL');
-    throw error;
-  });
-  return { child, url: `http://127.0.0.1:${port}`, output };
-}
-
-/** The port of a pino line whose msg is "listening", else null. */
-function listeningPort(line: string): number | null {
-  let record: unknown;
-  try {
-    record = JSON.parse(line);
-  } catch {
-    return null;
-  }
-  const { msg, port } = (record ?? {}) as { msg?: unknown; port?: unknown };
-  return typeof msg === 'string' && msg.includes('listening') && typeof port === 'number' ? port : null;
-}
-
-/** Stops the node: SIGTERM, then SIGKILL if it has not exited by the deadline. */
-async function stopNode(node: Node): Promise<void> {
-  const { child } = node;
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), NODE_STOP_MS_MAX);
-  await exited;
-  clearTimeout(timer);
 }
 
 /** Runs one CLI command in its own process and resolves with its exit code and output. */
@@ -113,20 +50,20 @@ describe('belfry CLI against a real node', { timeout: 120_000 }, () => {
   const adminKey = `admin-${randomBytes(12).toString('hex')}`;
   const eventId = `e2e-${randomBytes(4).toString('hex')}`;
   let dataDir = '';
-  let node: Node | undefined;
+  let node: NodeProcess | undefined;
   let adminEnv: Record<string, string> = {};
   let tenantEnv: Record<string, string> = {};
   let tenantId = '';
 
   before(async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'belfry-cli-e2e-'));
-    node = await startNode(dataDir, adminKey);
+    node = await startNodeProcess(['--data', dataDir, '--admin-key', adminKey, '--allow-hosts', '127.0.0.1']);
     // The admin key travels by environment, the tenant key later by --key, so both paths are used.
     adminEnv = { BELFRY_URL: node.url, BELFRY_ADMIN_KEY: adminKey, BELFRY_API_KEY: '' };
   });
 
   after(async () => {
-    if (node) await stopNode(node);
+    if (node) await stopNodeProcess(node);
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 

@@ -1,0 +1,79 @@
+/** Real Belfry node processes for end-to-end tests: start, wait for "listening", SIGTERM or SIGKILL. */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+export const BIN = fileURLToPath(new URL('../../bin/belfry.mjs', import.meta.url));
+/** Bounds on every wait: a node that cannot start or stop fails the test instead of hanging it. */
+export const NODE_START_MS_MAX = 30_000;
+export const NODE_STOP_MS_MAX = 15_000;
+
+export interface NodeProcess {
+  child: ChildProcess;
+  url: string;
+  port: number;
+  /** Every line the process wrote (stdout and stderr). */
+  output: string[];
+  /** Resolves with the exit code (null when killed by a signal) and signal. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Starts `belfry start <args>` and resolves once it logs the port it listens on, or rejects at the deadline. */
+export async function startNodeProcess(args: string[], env: Record<string, string> = {}): Promise<NodeProcess> {
+  const child = spawn(process.execPath, [BIN, 'start', '--port', '0', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
+  const output: string[] = [];
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
+  const lines = createInterface({ input: child.stdout! });
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`node did not log "listening" within ${NODE_START_MS_MAX}ms`)), NODE_START_MS_MAX);
+    void exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      reject(new Error(`node exited before listening (code ${code}, signal ${signal}):\n${output.join('').slice(-2000)}`));
+    });
+    lines.on('line', (line) => {
+      output.push(line + '\n');
+      const port = listeningPort(line);
+      if (port === null) return;
+      clearTimeout(timer);
+      resolve(port);
+    });
+  }).catch((error: unknown) => {
+    child.kill('SIGKILL');
+    throw error;
+  });
+  return { child, url: `http://127.0.0.1:${port}`, port, output, exited };
+}
+
+/** The port of a pino line whose msg is "listening", else null. */
+export function listeningPort(line: string): number | null {
+  let record: unknown;
+  try {
+    record = JSON.parse(line);
+  } catch {
+    return null;
+  }
+  const { msg, port } = (record ?? {}) as { msg?: unknown; port?: unknown };
+  return typeof msg === 'string' && msg.includes('listening') && typeof port === 'number' ? port : null;
+}
+
+/** SIGTERM, then SIGKILL if the process has not exited by the deadline. Resolves with how it exited. */
+export async function stopNodeProcess(node: NodeProcess, deadlineMs = NODE_STOP_MS_MAX): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  const { child } = node;
+  if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+  const timer = setTimeout(() => child.kill('SIGKILL'), deadlineMs);
+  const result = await node.exited;
+  clearTimeout(timer);
+  return result;
+}
+
+/** SIGKILL, and wait until the process is gone. */
+export async function killNodeProcess(node: NodeProcess): Promise<void> {
+  if (node.child.exitCode === null && node.child.signalCode === null) node.child.kill('SIGKILL');
+  await node.exited;
+}
