@@ -117,7 +117,9 @@ export function formatApiError(error: ApiError): string {
       const { field, message, ...rest } = detail as { field?: unknown; message?: unknown };
       const extra = Object.keys(rest).length > 0 ? ` ${JSON.stringify(rest)}` : '';
       const where = typeof field === 'string' ? `${field}: ` : '';
-      lines.push(`  - ${where}${typeof message === 'string' ? message : ''}${extra}`.trimEnd());
+      const text = `${where}${typeof message === 'string' ? message : ''}${extra}`.trimEnd();
+      // A single-field error often repeats its detail as the message; say it once.
+      if (text !== error.message) lines.push(`  - ${text}`);
     } else {
       lines.push(`  - ${String(detail)}`);
     }

@@ -155,6 +155,12 @@ test('API errors print code, message and details on stderr and exit 1', async ()
   assert.equal(f.err(), 'error: conflict (HTTP 409): event already succeeded\n  - state: succeeded {"state":"succeeded"}');
 });
 
+test('a detail that repeats the message is not printed twice', async () => {
+  const f = fakeIo({ status: 400, body: { error: { code: 'invalid_request', message: 'destination: unknown', details: [{ field: 'destination', message: 'unknown' }] } } });
+  assert.equal(await runCli(['events', 'get', 'e1'], f.io), 1);
+  assert.equal(f.err(), 'error: invalid_request (HTTP 400): destination: unknown');
+});
+
 test('a non-JSON error body is shown as text', async () => {
   const f = fakeIo({ status: 502, text: 'Bad Gateway' });
   assert.equal(await runCli(['events', 'get', 'e1'], f.io), 1);
