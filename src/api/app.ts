@@ -66,7 +66,7 @@ export async function createApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: deps.limits.bodyBytesMax,
     routerOptions: { maxParamLength: PARAM_LENGTH_MAX },
     frameworkErrors: frameworkErrorHandler,
-    ajv: { customOptions: { removeAdditional: false, useDefaults: false, coerceTypes: false, allErrors: false } },
+    ajv: { customOptions: { removeAdditional: false, useDefaults: false, coerceTypes: false, allErrors: false, allowUnionTypes: true } },
   });
   app.decorateRequest('tenantId', '');
   registerJsonParser(app);

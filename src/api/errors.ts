@@ -23,6 +23,8 @@ export interface AjvErrorLike {
   keyword: string;
   params: Record<string, unknown>;
   message?: string;
+  /** Set on errors about a property's name (propertyNames). */
+  propertyName?: string;
 }
 
 /** "/retry/maxAttempts" → "retry.maxAttempts"; JSON-pointer escapes undone. */
@@ -40,6 +42,7 @@ function join(...parts: string[]): string {
 
 function describe(err: AjvErrorLike): { field: string; message: string } {
   const base = fieldOf(err.instancePath);
+  if (err.propertyName !== undefined) return { field: join(base, err.propertyName), message: 'is not an allowed name' };
   switch (err.keyword) {
     case 'additionalProperties':
       return { field: join(base, String(err.params.additionalProperty)), message: 'is not allowed (unknown field or invalid name)' };
@@ -47,8 +50,10 @@ function describe(err: AjvErrorLike): { field: string; message: string } {
       return { field: join(base, String(err.params.missingProperty)), message: 'is required' };
     case 'type':
       return { field: base, message: `must be ${String(err.params.type).split(',').join(' or ')}` };
+    case 'enum':
+      return { field: base, message: `must be one of ${(err.params.allowedValues as unknown[]).join(', ')}` };
     case 'pattern':
-      return { field: base, message: 'has characters or a form that is not allowed' };
+      return { field: base, message: `must match the pattern ${String(err.params.pattern)}` };
     default:
       return { field: base, message: err.message ?? 'is invalid' };
   }
@@ -60,6 +65,8 @@ function describe(err: AjvErrorLike): { field: string; message: string } {
  * mismatch; when all are type mismatches, their types joined ("must be string or object").
  */
 function pickError(errors: AjvErrorLike[]): { field: string; message: string } {
+  const named = errors.find((e) => e.propertyName !== undefined);
+  if (named) return describe(named);
   const concrete = errors.filter((e) => e.keyword !== 'anyOf' && e.keyword !== 'oneOf');
   if (concrete.length === 0) return describe(errors[0]);
   const depth = (e: AjvErrorLike) => e.instancePath.split('/').length;

@@ -2,7 +2,7 @@
  * Schema pieces shared by every resource: ids, names, times, durations, maps, the error shape.
  * Each schema both validates requests (Fastify's ajv) and documents them (/openapi.json).
  */
-import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TSchema, type TUnsafe } from '@sinclair/typebox';
 
 /** Longest id or name accepted anywhere; ApiLimits.idLengthMax may lower it. */
 export const ID_LENGTH_MAX = 200;
@@ -38,8 +38,25 @@ export const DurationInput = Type.Unsafe<string | number>({
 /** RFC 3339 UTC time as returned by the API. */
 export const TimeOutput = Type.String({ description: 'RFC 3339 UTC time' });
 
-export function Nullable<T extends TSchema>(schema: T) {
-  return Type.Union([schema, Type.Null()]);
+/**
+ * `T | null`. Written as a type list (`"type": ["string", "null"]`, valid in OpenAPI 3.1) rather
+ * than anyOf, so the response serialiser needs no trial validation per value.
+ */
+export function Nullable<T extends TSchema>(schema: T): TUnsafe<Static<T> | null> {
+  const type = (schema as { type?: unknown }).type;
+  if (typeof type === 'string') return Type.Unsafe<Static<T> | null>({ ...schema, type: [type, 'null'] });
+  return Type.Unsafe<Static<T> | null>(Type.Union([schema, Type.Null()]));
+}
+
+/** A string-keyed map whose keys match `keyPattern` (propertyNames, so OpenAPI shows the rule). */
+export function StringRecord(keyPattern: string, value: TSchema, opts: { maxProperties: number; description: string }): TUnsafe<Record<string, string>> {
+  return Type.Unsafe<Record<string, string>>({
+    type: 'object',
+    propertyNames: { pattern: keyPattern },
+    additionalProperties: value,
+    maxProperties: opts.maxProperties,
+    description: opts.description,
+  });
 }
 
 /** HTTP header names (RFC 9110 token characters). */
@@ -47,19 +64,17 @@ export const HEADER_NAME_PATTERN = "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$";
 /** Header values: visible ASCII, spaces and tabs only (no CR/LF, so no header injection; Node refuses non-latin1 anyway). */
 export const HEADER_VALUE_PATTERN = '^[\\t\\x20-\\x7e]*$';
 
-export const HeadersInput = Type.Record(
-  Type.String({ pattern: HEADER_NAME_PATTERN }),
-  Type.String({ maxLength: 4096, pattern: HEADER_VALUE_PATTERN }),
-  { additionalProperties: false, maxProperties: 50, description: 'extra HTTP headers sent with each delivery' },
-);
+export const HeadersInput = StringRecord(HEADER_NAME_PATTERN, Type.String({ maxLength: 4096, pattern: HEADER_VALUE_PATTERN }), {
+  maxProperties: 50,
+  description: 'extra HTTP headers sent with each delivery',
+});
 
 export const StringMap = Type.Record(Type.String(), Type.String());
 
-export const TagsInput = Type.Record(
-  Type.String({ pattern: '^[A-Za-z0-9._:/-]{1,64}$' }),
-  Type.String({ maxLength: 256 }),
-  { additionalProperties: false, maxProperties: 32, description: 'free-form labels' },
-);
+export const TagsInput = StringRecord('^[A-Za-z0-9._:/-]{1,64}$', Type.String({ maxLength: 256 }), {
+  maxProperties: 32,
+  description: 'free-form labels',
+});
 
 export const RetryInput = Type.Object(
   {

@@ -1,0 +1,94 @@
+/**
+ * An in-process API over a real SQLite store in a fresh temp dir, for `app.inject()` tests.
+ * No scheduler runs: events stay where the API leaves them, and tests move them with the store.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import pino from 'pino';
+import { createApp } from '../../src/api/app.ts';
+import { DEFAULT_API_LIMITS, type ApiLimits, type AppDeps } from '../../src/api/deps.ts';
+import { SimClock } from '../../src/core/clock.ts';
+import type { EventRecord } from '../../src/core/event.ts';
+import { Metrics } from '../../src/node/metrics.ts';
+import { GroupCommitter } from '../../src/store/group-commit.ts';
+import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
+
+export const ADMIN_KEY = 'admin-test-key-0123456789abcdef';
+
+export interface TestApp {
+  app: FastifyInstance;
+  deps: AppDeps;
+  store: SqliteStore;
+  clock: SimClock;
+  /** Keys of tenants A and B, made through the admin API. */
+  tenantKey: string;
+  tenantKeyB: string;
+  tenantId: string;
+  tenantIdB: string;
+  /** Every batch of events passed to onEventsChanged, in order. */
+  changed: EventRecord[][];
+  /** Every (tenantId, name) passed to onDestinationChanged. */
+  destinationsChanged: [string, string][];
+  cleanup(): Promise<void>;
+}
+
+export interface TestAppOptions {
+  limits?: Partial<ApiLimits>;
+  ready?: AppDeps['ready'];
+}
+
+export function bearer(key: string): Record<string, string> {
+  return { authorization: `Bearer ${key}` };
+}
+
+async function makeTenant(app: FastifyInstance, name: string): Promise<{ id: string; key: string }> {
+  const t = await app.inject({ method: 'POST', url: '/v1/tenants', headers: bearer(ADMIN_KEY), payload: { name } });
+  if (t.statusCode !== 201) throw new Error(`tenant create failed: ${t.statusCode} ${t.body}`);
+  const id = t.json().id as string;
+  const k = await app.inject({ method: 'POST', url: `/v1/tenants/${id}/keys`, headers: bearer(ADMIN_KEY) });
+  if (k.statusCode !== 201) throw new Error(`key create failed: ${k.statusCode} ${k.body}`);
+  return { id, key: k.json().key as string };
+}
+
+export async function makeTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'belfry-api-'));
+  const store = await openSqliteStore({ dataDir });
+  const clock = new SimClock(Date.UTC(2026, 0, 1, 12, 0, 0));
+  const changed: EventRecord[][] = [];
+  const destinationsChanged: [string, string][] = [];
+  const deps: AppDeps = {
+    store,
+    clock,
+    writer: new GroupCommitter(store, () => clock.now()),
+    onEventsChanged: (events) => changed.push(events),
+    onDestinationChanged: (tenantId, name) => destinationsChanged.push([tenantId, name]),
+    metrics: new Metrics(),
+    logger: pino({ level: 'silent' }),
+    adminKey: ADMIN_KEY,
+    shardCount: 16,
+    limits: { ...DEFAULT_API_LIMITS, ...opts.limits },
+    ready: opts.ready ?? (async () => ({ ok: true, reasons: [] })),
+  };
+  const app = await createApp(deps);
+  const a = await makeTenant(app, 'tenant-a');
+  const b = await makeTenant(app, 'tenant-b');
+  return {
+    app,
+    deps,
+    store,
+    clock,
+    tenantKey: a.key,
+    tenantKeyB: b.key,
+    tenantId: a.id,
+    tenantIdB: b.id,
+    changed,
+    destinationsChanged,
+    async cleanup() {
+      await app.close();
+      await store.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
