@@ -92,3 +92,29 @@ export async function makeTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
     },
   };
 }
+
+const OWNER = 'test-node';
+
+/**
+ * Moves an event as the scheduler and dispatcher would: `executing` (claimed), then optionally
+ * to an attempt outcome. Returns the event after the last step.
+ */
+export async function moveEvent(
+  store: SqliteStore,
+  tenantId: string,
+  id: string,
+  to: 'executing' | 'succeeded' | 'discarded' | 'archived' | 'awaiting_retry',
+  now: number,
+): Promise<EventRecord> {
+  const current = await store.eventGet({ tenantId, id });
+  if (!current) throw new Error(`moveEvent: no event ${id}`);
+  const [claimed] = await store.eventClaim({ refs: [{ tenantId, id, version: current.version }], now, owner: OWNER, leaseUntil: now + 60_000 });
+  if (!claimed) throw new Error(`moveEvent: could not claim ${id} (state ${current.state})`);
+  if (to === 'executing') return claimed;
+  const [applied] = await store.eventRecordAttempts({
+    outcomes: [{ tenantId, id, version: claimed.version, owner: OWNER, to, durationMs: 5, status: to === 'succeeded' ? 200 : 500, retryAt: now + 1_000 }],
+    now,
+  });
+  if (!applied) throw new Error(`moveEvent: could not record ${to} for ${id}`);
+  return (await store.eventGet({ tenantId, id }))!;
+}
