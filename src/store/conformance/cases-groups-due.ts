@@ -1,0 +1,205 @@
+/** Conformance: group order (head by (fireAt, seq)) and the due list of the read-ahead. */
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import type { DueRef, Store } from '../store.ts';
+import {
+  claimOne,
+  insertAll,
+  insertOne,
+  mustClaim,
+  mustGet,
+  mustRecord,
+  newEvent,
+  newTenant,
+  outcome,
+  SEC,
+  T0,
+  twoTenants,
+  uniqueShard,
+  withFreshStore,
+  type SuiteContext,
+} from './fixtures.ts';
+
+const FAR = T0 + 3_600 * SEC;
+
+/** Ids listed due in `shard` by `untilMs`, in order. */
+async function dueIds(store: Store, shard: number, untilMs = FAR): Promise<string[]> {
+  const refs = await store.eventListDue({ shards: [shard], after: null, untilMs, limit: 100 });
+  return refs.map((r) => r.id);
+}
+
+export function groupCases(ctx: SuiteContext): void {
+  it('fires a group in (fireAt, seq) order, one event at a time', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    const shard = uniqueShard();
+    const g = { group: 'g1', shard };
+    // Inserted out of fire order: the head is the earliest fireAt, not the first inserted.
+    const [late, early] = await insertAll(store, [
+      newEvent(tenantId, 'late', { ...g, fireAt: T0 + 20 * SEC }),
+      newEvent(tenantId, 'early', { ...g, fireAt: T0 + 10 * SEC }),
+    ]);
+    const head = await store.eventGroupHead({ tenantId, group: 'g1' });
+    assert.deepEqual(head, { tenantId, id: 'early', version: 1, dueAt: T0 + 10 * SEC, shard, group: 'g1' } satisfies DueRef);
+    assert.deepEqual(await dueIds(store, shard), ['early'], 'a non-head member is not listed');
+
+    assert.equal(await claimOne(store, late, T0 + 30 * SEC), null, 'claim refuses a non-head');
+    const running = await mustClaim(store, early, T0 + 30 * SEC);
+    assert.equal(await store.eventGroupHead({ tenantId, group: 'g1' }), null, 'head executing: nothing may fire');
+    assert.deepEqual(await dueIds(store, shard), []);
+    assert.equal(await claimOne(store, late, T0 + 30 * SEC), null);
+
+    await mustRecord(store, outcome(running, 'succeeded', { status: 200 }), T0 + 31 * SEC);
+    assert.equal((await store.eventGroupHead({ tenantId, group: 'g1' }))?.id, 'late');
+    assert.deepEqual(await dueIds(store, shard), ['late']);
+    await mustClaim(store, late, T0 + 32 * SEC);
+  });
+
+  it('breaks fireAt ties by creation order, not by id', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    const shard = uniqueShard();
+    const same = { group: 'tie', shard, fireAt: T0 + 5 * SEC };
+    const [b, a] = await insertAll(store, [newEvent(tenantId, 'b', same), newEvent(tenantId, 'a', same)]);
+    assert.equal((await store.eventGroupHead({ tenantId, group: 'tie' }))?.id, 'b');
+    assert.deepEqual(await dueIds(store, shard), ['b']);
+    assert.equal(await claimOne(store, a, T0 + 6 * SEC), null);
+    await mustClaim(store, b, T0 + 6 * SEC);
+  });
+
+  it('claims only the head when a batch holds the whole group, in any order', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    const evs = await insertAll(store, [1, 2, 3].map((i) => newEvent(tenantId, `m${i}`, { group: 'batch', fireAt: T0 + i * SEC })));
+    const now = T0 + 10 * SEC;
+    const out = await store.eventClaim({
+      refs: [...evs].reverse().map((e) => ({ tenantId, id: e.id, version: e.version })),
+      now,
+      owner: 'node-a',
+      leaseUntil: now + SEC,
+    });
+    assert.deepEqual(out.map((e) => e.id), ['m1']);
+    const out2 = await store.eventClaim({
+      refs: evs.map((e) => ({ tenantId, id: e.id, version: e.version })),
+      now,
+      owner: 'node-a',
+      leaseUntil: now + SEC,
+    });
+    assert.deepEqual(out2, [], 'm1 is executing now, so m2 and m3 wait');
+  });
+
+  it('lets a canceled head go, while an awaiting_retry head keeps its place', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    const shard = uniqueShard();
+    const evs = await insertAll(store, [1, 2, 3].map((i) => newEvent(tenantId, `k${i}`, { group: 'g', shard, fireAt: T0 + i * SEC })));
+    assert.equal((await store.eventCancel({ tenantId, id: 'k1', now: T0 })).kind, 'ok');
+    assert.equal((await store.eventGroupHead({ tenantId, group: 'g' }))?.id, 'k2');
+
+    const running = await mustClaim(store, evs[1], T0 + 5 * SEC);
+    const retryAt = T0 + 60 * SEC;
+    const waiting = await mustRecord(store, outcome(running, 'awaiting_retry', { retryAt, status: 503 }), T0 + 6 * SEC);
+    assert.deepEqual(await store.eventGroupHead({ tenantId, group: 'g' }), {
+      tenantId, id: 'k2', version: waiting.version, dueAt: retryAt, shard, group: 'g',
+    });
+    assert.deepEqual(await dueIds(store, shard, T0 + 30 * SEC), [], 'k3 is due but waits behind k2');
+    assert.deepEqual(await dueIds(store, shard, retryAt), ['k2']);
+    assert.equal(await claimOne(store, evs[2], T0 + 30 * SEC), null);
+  });
+
+  it('keeps groups apart per tenant; an empty group has no head', async () => {
+    const store = ctx.store();
+    const [a, b] = await twoTenants(store);
+    const ea = await insertOne(store, newEvent(a, 'x', { group: 'shared', fireAt: T0 + SEC }));
+    await mustClaim(store, ea, T0 + 2 * SEC);
+    const eb = await insertOne(store, newEvent(b, 'y', { group: 'shared', fireAt: T0 + 5 * SEC }));
+    assert.equal((await store.eventGroupHead({ tenantId: b, group: 'shared' }))?.id, 'y', 'a’s running event does not block b');
+    await mustClaim(store, eb, T0 + 6 * SEC);
+    assert.equal(await store.eventGroupHead({ tenantId: a, group: 'nobody' }), null);
+  });
+
+  it('reorders the group when an update moves fireAt', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    await insertAll(store, [
+      newEvent(tenantId, 'p', { group: 'move', fireAt: T0 + 10 * SEC }),
+      newEvent(tenantId, 'q', { group: 'move', fireAt: T0 + 20 * SEC }),
+    ]);
+    const moved = await store.eventUpdate({ tenantId, id: 'p', now: T0, patch: { fireAt: T0 + 30 * SEC } });
+    assert.equal(moved.kind, 'ok');
+    assert.equal((await store.eventGroupHead({ tenantId, group: 'move' }))?.id, 'q');
+  });
+}
+
+export function dueListCases(ctx: SuiteContext): void {
+  it('lists fireable events due by untilMs in (dueAt, tenantId, id) order', async () => {
+    const store = ctx.store();
+    const [a, b] = await twoTenants(store);
+    const shard = uniqueShard();
+    const at = (s: number) => ({ shard, fireAt: T0 + s * SEC });
+    await insertAll(store, [newEvent(b, 'b1', at(5)), newEvent(a, 'a2', at(5)), newEvent(a, 'a1', at(5)), newEvent(a, 'a0', at(3))]);
+    await insertAll(store, [newEvent(b, 'b9', at(9)), newEvent(a, 'later', at(11))]);
+    const busy = await insertOne(store, newEvent(a, 'busy', at(1)));
+    await mustClaim(store, busy, T0 + 2 * SEC);
+    await insertOne(store, newEvent(a, 'gone', at(1)));
+    await store.eventCancel({ tenantId: a, id: 'gone', now: T0 });
+
+    const refs = await store.eventListDue({ shards: [shard], after: null, untilMs: T0 + 9 * SEC, limit: 100 });
+    assert.deepEqual(refs.map((r) => `${r.tenantId === a ? 'A' : 'B'}/${r.id}`), ['A/a0', 'A/a1', 'A/a2', 'B/b1', 'B/b9']);
+    assert.deepEqual(refs[0], { tenantId: a, id: 'a0', version: 1, dueAt: T0 + 3 * SEC, shard, group: null });
+  });
+
+  it('pages by keyset without losing or repeating a row', async () => {
+    const store = ctx.store();
+    const [a, b] = await twoTenants(store);
+    const shard = uniqueShard();
+    const events = [];
+    for (let i = 0; i < 7; i++) events.push(newEvent(i % 2 ? a : b, `p${i}`, { shard, fireAt: T0 + (i % 3) * SEC }));
+    await insertAll(store, events);
+    const seen: string[] = [];
+    let after: { dueAt: number; tenantId: string; id: string } | null = null;
+    for (let page = 0; page < 10; page++) {
+      const refs: DueRef[] = await store.eventListDue({ shards: [shard], after, untilMs: FAR, limit: 3 });
+      seen.push(...refs.map((r) => `${r.tenantId}/${r.id}`));
+      if (refs.length < 3) break;
+      const last = refs[refs.length - 1];
+      after = { dueAt: last.dueAt, tenantId: last.tenantId, id: last.id };
+    }
+    const all = (await store.eventListDue({ shards: [shard], after: null, untilMs: FAR, limit: 100 })).map((r) => `${r.tenantId}/${r.id}`);
+    assert.equal(all.length, 7);
+    assert.deepEqual(seen, all);
+  });
+
+  it('filters by shard', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    const [s1, s2, s3] = [uniqueShard(), uniqueShard(), uniqueShard()];
+    await insertAll(store, [newEvent(tenantId, 'in1', { shard: s1 }), newEvent(tenantId, 'in2', { shard: s2 }), newEvent(tenantId, 'out', { shard: s3 })]);
+    const refs = await store.eventListDue({ shards: [s1, s2], after: null, untilMs: FAR, limit: 100 });
+    assert.deepEqual(refs.map((r) => r.id).sort(), ['in1', 'in2']);
+    assert.deepEqual(await store.eventListDue({ shards: [], after: null, untilMs: FAR, limit: 100 }), []);
+  });
+
+  it('lists every shard when shards is null, and stops at limit', async () => {
+    await withFreshStore(ctx.make, async (store) => {
+      const tenantId = await newTenant(store);
+      await insertAll(store, [0, 7, 255].map((shard) => newEvent(tenantId, `s${shard}`, { shard, fireAt: T0 + shard })));
+      const refs = await store.eventListDue({ shards: null, after: null, untilMs: FAR, limit: 100 });
+      assert.deepEqual(refs.map((r) => r.id), ['s0', 's7', 's255']);
+      const two = await store.eventListDue({ shards: null, after: null, untilMs: FAR, limit: 2 });
+      assert.deepEqual(two.map((r) => r.id), ['s0', 's7']);
+    });
+  });
+
+  it('lists an awaiting_retry event at its retry time, not before', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    const shard = uniqueShard();
+    const e = await insertOne(store, newEvent(tenantId, 'r', { shard, fireAt: T0 + SEC }));
+    const running = await mustClaim(store, e, T0 + SEC);
+    await mustRecord(store, outcome(running, 'awaiting_retry', { retryAt: T0 + 40 * SEC }), T0 + 2 * SEC);
+    assert.deepEqual(await dueIds(store, shard, T0 + 40 * SEC - 1), []);
+    const refs = await store.eventListDue({ shards: [shard], after: null, untilMs: T0 + 40 * SEC, limit: 10 });
+    assert.deepEqual(refs.map((r) => [r.id, r.dueAt, r.version]), [['r', T0 + 40 * SEC, (await mustGet(store, tenantId, 'r')).version]]);
+  });
+}

@@ -1,0 +1,255 @@
+/** Conformance: eventInsertMany (idempotence, in-batch duplicates) and eventClaim (conditional fire). */
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import type { EventRecord } from '../../core/event.ts';
+import {
+  claimOne,
+  insertAll,
+  insertOne,
+  LEASE_MS,
+  mustClaim,
+  mustGet,
+  mustRecord,
+  newEvent,
+  newTenant,
+  outcome,
+  OWNER_A,
+  SEC,
+  T0,
+  twoTenants,
+  type SuiteContext,
+} from './fixtures.ts';
+
+export function insertCases(ctx: SuiteContext): void {
+  it('creates an event with every field stored as given', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    const input = newEvent(tenantId, 'order-8812-timeout', {
+      shard: 17,
+      fireAt: T0 + 90 * SEC,
+      destination: { url: 'https://example.com/hook?a=1' },
+      payload: '{ "orderId": 8812, "note": "ünïcødé ✓" }',
+      headers: { 'x-kind': 'timeout', 'x-b': '2' },
+      group: 'order-8812',
+      retry: { maxAttempts: 12, minBackoffMs: 1_000, maxBackoffMs: 3_600_000, coefficient: 2 },
+      expireAt: T0 + 4 * 3_600 * SEC,
+      tags: { team: 'checkout' },
+      requestHash: 'abc123',
+    });
+    const [result] = await store.eventInsertMany({ events: [input], now: T0 });
+    assert.equal(result.kind, 'created');
+    const expected: Omit<EventRecord, 'seq'> = {
+      tenantId,
+      id: 'order-8812-timeout',
+      shard: 17,
+      state: 'scheduled',
+      version: 1,
+      fireAt: T0 + 90 * SEC,
+      dueAt: T0 + 90 * SEC,
+      destination: { url: 'https://example.com/hook?a=1' },
+      payload: '{ "orderId": 8812, "note": "ünïcødé ✓" }',
+      headers: { 'x-kind': 'timeout', 'x-b': '2' },
+      group: 'order-8812',
+      retry: { maxAttempts: 12, minBackoffMs: 1_000, maxBackoffMs: 3_600_000, coefficient: 2 },
+      expireAt: T0 + 4 * 3_600 * SEC,
+      tags: { team: 'checkout' },
+      attempts: 0,
+      lastStatus: null,
+      lastError: null,
+      requestHash: 'abc123',
+      createdAt: T0,
+      updatedAt: T0,
+      leaseOwner: null,
+      leaseUntil: null,
+    };
+    const { seq, ...rest } = result.event;
+    assert.ok(Number.isSafeInteger(seq) && seq > 0, 'seq is a positive integer');
+    assert.deepEqual(rest, expected);
+    assert.deepEqual(await store.eventGet({ tenantId, id: input.id }), result.event, 'get returns what insert returned');
+  });
+
+  it('answers existing for the same id and body, conflict for another body, and changes nothing', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    const stored = await insertOne(store, newEvent(tenantId, 'e1', { requestHash: 'h1' }));
+    const again = await store.eventInsertMany({
+      events: [
+        newEvent(tenantId, 'e1', { requestHash: 'h1', payload: '{"ignored":true}' }),
+        newEvent(tenantId, 'e1', { requestHash: 'h2', fireAt: T0 + 999 * SEC }),
+      ],
+      now: T0 + 5 * SEC,
+    });
+    assert.deepEqual(again, [
+      { kind: 'existing', event: stored },
+      { kind: 'conflict', event: stored },
+    ]);
+    assert.deepEqual(await store.eventGet({ tenantId, id: 'e1' }), stored);
+  });
+
+  it('settles repeated ids inside one batch: the first wins, later ones compare by hash', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    const results = await store.eventInsertMany({
+      events: [
+        newEvent(tenantId, 'dup', { requestHash: 'h1', payload: '{"n":1}' }),
+        newEvent(tenantId, 'other'),
+        newEvent(tenantId, 'dup', { requestHash: 'h1', payload: '{"n":2}' }),
+        newEvent(tenantId, 'dup', { requestHash: 'h2', payload: '{"n":3}' }),
+      ],
+      now: T0,
+    });
+    assert.deepEqual(results.map((r) => [r.kind, r.event.id]), [
+      ['created', 'dup'],
+      ['created', 'other'],
+      ['existing', 'dup'],
+      ['conflict', 'dup'],
+    ]);
+    for (const r of [results[2], results[3]]) assert.equal(r.event.payload, '{"n":1}');
+    assert.deepEqual(results[2].event, results[0].event);
+    assert.equal((await mustGet(store, tenantId, 'dup')).payload, '{"n":1}');
+    assert.equal((await store.transitionList({ tenantId, eventId: 'dup', limit: 10 })).length, 1, 'one created transition');
+  });
+
+  it('keeps ids apart per tenant', async () => {
+    const store = ctx.store();
+    const [a, b] = await twoTenants(store);
+    const ea = await insertOne(store, newEvent(a, 'same-id', { requestHash: 'ha' }));
+    const eb = await insertOne(store, newEvent(b, 'same-id', { requestHash: 'hb', payload: '{"b":1}' }));
+    assert.notEqual(ea.seq, eb.seq);
+    assert.equal((await mustGet(store, a, 'same-id')).requestHash, 'ha');
+    assert.equal((await mustGet(store, b, 'same-id')).payload, '{"b":1}');
+  });
+
+  it('numbers events in creation order, across batches', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    const first = await insertAll(store, [newEvent(tenantId, 'z'), newEvent(tenantId, 'a'), newEvent(tenantId, 'm')]);
+    const second = await insertAll(store, [newEvent(tenantId, 'b')], T0 + 1);
+    const seqs = [...first, ...second].map((e) => e.seq);
+    assert.deepEqual([...seqs].sort((x, y) => x - y), seqs, 'seq grows in insert order');
+    assert.equal(new Set(seqs).size, seqs.length);
+  });
+
+  it('returns nothing for an empty batch', async () => {
+    assert.deepEqual(await ctx.store().eventInsertMany({ events: [], now: T0 }), []);
+  });
+
+  it('appends one created transition per new event', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    await insertOne(store, newEvent(tenantId, 'e1'), T0 + 7);
+    const trace = await store.transitionList({ tenantId, eventId: 'e1', limit: 10 });
+    assert.equal(trace.length, 1);
+    assert.deepEqual({ ...trace[0], detail: null }, {
+      tenantId,
+      eventId: 'e1',
+      seq: 1,
+      at: T0 + 7,
+      kind: 'created',
+      fromState: null,
+      toState: 'scheduled',
+      attempt: 0,
+      status: null,
+      error: null,
+      durationMs: null,
+      latenessMs: null,
+      detail: null,
+    });
+  });
+}
+
+export function claimCases(ctx: SuiteContext): void {
+  it('claims a scheduled event at its version, with lease and lateness', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    const e = await insertOne(store, newEvent(tenantId, 'e1', { fireAt: T0 + 10 * SEC }));
+    const now = T0 + 10 * SEC + 42;
+    const claimed = await mustClaim(store, e, now, OWNER_A);
+    assert.deepEqual(claimed, {
+      ...e,
+      state: 'executing',
+      version: 2,
+      attempts: 1,
+      leaseOwner: OWNER_A,
+      leaseUntil: now + LEASE_MS,
+      updatedAt: now,
+    });
+    assert.deepEqual(await mustGet(store, tenantId, 'e1'), claimed);
+    const trace = await store.transitionList({ tenantId, eventId: 'e1', limit: 10 });
+    assert.equal(trace.length, 2);
+    const t = trace[1];
+    assert.deepEqual(
+      [t.seq, t.at, t.kind, t.fromState, t.toState, t.attempt, t.latenessMs],
+      [2, now, 'state', 'scheduled', 'executing', 1, 42],
+    );
+    assert.equal(t.detail?.owner, OWNER_A);
+  });
+
+  it('refuses a stale version, an executing event and a canceled one, and leaves them untouched', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    const [stale, busy, gone] = await insertAll(store, ['stale', 'busy', 'gone'].map((id) => newEvent(tenantId, id)));
+    const edited = await store.eventUpdate({ tenantId, id: 'stale', now: T0 + 1, patch: { payload: '{"v":2}' } });
+    assert.equal(edited.kind, 'ok');
+    const busyClaimed = await mustClaim(store, busy, T0 + 2);
+    assert.equal((await store.eventCancel({ tenantId, id: 'gone', now: T0 + 3 })).kind, 'ok');
+    const before = await Promise.all(['stale', 'busy', 'gone'].map((id) => mustGet(store, tenantId, id)));
+
+    const now = T0 + 20 * SEC;
+    const out = await store.eventClaim({
+      refs: [stale, busy, busyClaimed, gone].map((e) => ({ tenantId, id: e.id, version: e.version })),
+      now,
+      owner: 'node-b',
+      leaseUntil: now + LEASE_MS,
+    });
+    assert.deepEqual(out, []);
+    const afterwards = await Promise.all(['stale', 'busy', 'gone'].map((id) => mustGet(store, tenantId, id)));
+    assert.deepEqual(afterwards, before);
+  });
+
+  it('claims only the fireable refs of a batch and returns them', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    const [a, b, c] = await insertAll(store, ['a', 'b', 'c'].map((id) => newEvent(tenantId, id)));
+    const now = T0 + 11 * SEC;
+    const out = await store.eventClaim({
+      refs: [
+        { tenantId, id: a.id, version: a.version },
+        { tenantId, id: b.id, version: b.version + 7 },
+        { tenantId, id: 'missing', version: 1 },
+        { tenantId, id: c.id, version: c.version },
+        { tenantId, id: a.id, version: a.version },
+      ],
+      now,
+      owner: OWNER_A,
+      leaseUntil: now + LEASE_MS,
+    });
+    assert.deepEqual(out.map((e) => e.id).sort(), ['a', 'c'], 'a repeated ref is claimed once');
+    assert.equal((await mustGet(store, tenantId, 'b')).state, 'scheduled');
+    assert.deepEqual(await store.eventClaim({ refs: [], now, owner: OWNER_A, leaseUntil: now }), []);
+  });
+
+  it('never claims another tenant’s event', async () => {
+    const store = ctx.store();
+    const [a, b] = await twoTenants(store);
+    const e = await insertOne(store, newEvent(a, 'mine'));
+    assert.equal(await claimOne(store, { tenantId: b, id: 'mine', version: e.version }, T0 + 20 * SEC), null);
+    assert.equal((await mustGet(store, a, 'mine')).state, 'scheduled');
+  });
+
+  it('claims an awaiting_retry event again, counting the attempt', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    const e = await insertOne(store, newEvent(tenantId, 'e1'));
+    const first = await mustClaim(store, e, T0 + 10 * SEC);
+    const waiting = await mustRecord(store, outcome(first, 'awaiting_retry', { retryAt: T0 + 15 * SEC, status: 503 }), T0 + 11 * SEC);
+    const second = await mustClaim(store, waiting, T0 + 15 * SEC + 3);
+    assert.equal(second.attempts, 2);
+    assert.equal(second.version, waiting.version + 1);
+    const last = (await store.transitionList({ tenantId, eventId: 'e1', limit: 10 })).at(-1);
+    assert.deepEqual(
+      [last?.fromState, last?.toState, last?.attempt, last?.latenessMs],
+      ['awaiting_retry', 'executing', 2, 3],
+    );
+  });
+}
