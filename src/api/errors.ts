@@ -107,6 +107,8 @@ const BY_FASTIFY_CODE: Record<string, (err: FastifyError, bodyBytesMax: number) 
   }),
 };
 
+const MESSAGE_CHARS_MAX = 300;
+
 const CODE_BY_STATUS: Record<number, string> = {
   400: 'invalid_request',
   401: 'unauthorized',
@@ -115,6 +117,7 @@ const CODE_BY_STATUS: Record<number, string> = {
   405: 'method_not_allowed',
   408: 'request_timeout',
   413: 'payload_too_large',
+  414: 'uri_too_long',
   415: 'unsupported_media_type',
   429: 'rate_limited',
 };
@@ -133,13 +136,18 @@ export function toApiError(err: unknown, bodyBytesMax: number): ApiError | null 
   // Fastify's own client errors (empty JSON body, bad content-length, prototype poisoning, ...).
   const status = fe.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500 && typeof fe.code === 'string' && fe.code.startsWith('FST_')) {
-    return { status, code: CODE_BY_STATUS[status] ?? 'invalid_request', message: fe.message, details: [] };
+    return { status, code: CODE_BY_STATUS[status] ?? 'invalid_request', message: truncate(fe.message), details: [] };
   }
   // secure-json-parse rejects __proto__ / constructor.prototype with a SyntaxError that Fastify marks 400.
   if (err instanceof SyntaxError && status === 400) {
     return { status: 400, code: 'invalid_request', message: `body is not acceptable JSON: ${fe.message}`, details: [{ field: 'body', message: fe.message }] };
   }
   return null;
+}
+
+/** Fastify's messages may quote the URL: keep error bodies small. */
+function truncate(message: string): string {
+  return message.length > MESSAGE_CHARS_MAX ? message.slice(0, MESSAGE_CHARS_MAX) + '…' : message;
 }
 
 function send(reply: FastifyReply, e: ApiError): FastifyReply {
@@ -163,6 +171,6 @@ export function registerErrorHandling(app: FastifyInstance, logger: Logger, body
 
 /** For Fastify's `frameworkErrors` option: malformed URLs get the same error shape. */
 export function frameworkErrorHandler(err: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
-  const mapped = toApiError(err, 0) ?? { status: 400, code: 'invalid_request', message: err.message, details: [] };
+  const mapped = toApiError(err, 0) ?? { status: 400, code: 'invalid_request', message: truncate(err.message), details: [] };
   void send(reply, mapped);
 }

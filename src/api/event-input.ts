@@ -83,7 +83,29 @@ export function checkUrl(field: string, url: string): string {
   return url;
 }
 
-/** The payload as JSON text, refused (413) above the limit. */
+/** Deepest nesting of objects and arrays a payload may have: bounds every recursive walk of it. */
+export const PAYLOAD_DEPTH_MAX = 100;
+
+/**
+ * Walks the payload without recursion (a deep one must not overflow the stack: that would be a
+ * 500 for client input) and refuses nesting deeper than PAYLOAD_DEPTH_MAX and numbers that JSON
+ * parsing turned into ±Infinity (1e999), which JSON.stringify would silently store as null.
+ */
+export function checkPayloadShape(payload: unknown): void {
+  const stack: [unknown, number][] = [[payload, 0]];
+  while (stack.length > 0) {
+    const [value, depth] = stack.pop()!;
+    if (typeof value === 'number' && !Number.isFinite(value)) throw invalid('payload', 'has a number out of the range of a double');
+    if (typeof value !== 'object' || value === null) continue;
+    if (depth >= PAYLOAD_DEPTH_MAX) throw invalid('payload', `nests objects and arrays deeper than ${PAYLOAD_DEPTH_MAX} levels`);
+    for (const child of Array.isArray(value) ? value : Object.values(value)) {
+      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+      else if (typeof child === 'number' && !Number.isFinite(child)) throw invalid('payload', 'has a number out of the range of a double');
+    }
+  }
+}
+
+/** The payload as JSON text, refused (413) above the limit; checkPayloadShape must have passed. */
 export function payloadText(payload: unknown, bytesMax: number): string {
   const text = JSON.stringify(payload === undefined ? null : payload);
   const bytes = Buffer.byteLength(text, 'utf8');
@@ -139,6 +161,8 @@ export function resolveRetry(input: RetryInputBody | undefined, base?: RetryPoli
 /** A create body as a NewEvent; throws a BelfryError for the first thing wrong. */
 export async function toNewEvent(ctx: EventInputContext, body: EventCreateInput): Promise<NewEvent> {
   if (body.id !== undefined && body.id.length > ctx.idLengthMax) throw invalid('id', `must be at most ${ctx.idLengthMax} characters`);
+  // First: the request hash and the payload text walk the payload recursively.
+  checkPayloadShape(body.payload);
   const fireAt = resolveFireAt(ctx.now, body.fireAt, body.delay) ?? ctx.now;
   const { ref, record } = await resolveDestination(ctx, body.destination);
   const headers = checkHeaders(body.headers);
@@ -169,6 +193,7 @@ export async function toNewEvent(ctx: EventInputContext, body: EventCreateInput)
  * now answers 409: the stored event no longer matches that body.
  */
 export async function toEventPatch(ctx: EventInputContext, current: EventRecord, body: EventPatchInput): Promise<EventPatch> {
+  checkPayloadShape(body.payload);
   const patch: EventPatch = {};
   const fireAt = resolveFireAt(ctx.now, body.fireAt, body.delay);
   if (fireAt !== null) {

@@ -161,6 +161,19 @@ describe('POST /v1/events validation: 4xx naming the field, and nothing written'
     assert.match(error.message, /65536/);
   });
 
+  test('hostile JSON: deep nesting, numbers beyond a double, a very long URL → 4xx, never 5xx', async () => {
+    const json = { 'content-type': 'application/json' };
+    const deep = (n: number) => `{"destination":"orders","payload":${'['.repeat(n)}${']'.repeat(n)}}`;
+    assertError(await req('POST', '/v1/events', deep(20_000), json), 400, 'invalid_request', 'payload');
+    assert.equal((await req('POST', '/v1/events', deep(50), json)).statusCode, 201);
+    assertError(await req('POST', '/v1/events', '{"destination":"orders","payload":{"n":1e999}}', json), 400, 'invalid_request', 'payload');
+    const ev = await create({ id: uniqueId() });
+    assertError(await req('PATCH', `/v1/events/${ev.id}`, `{"payload":${'['.repeat(5000)}${']'.repeat(5000)}}`, json), 400, 'invalid_request', 'payload');
+    const long = await req('GET', `/v1/events/${'x'.repeat(5000)}`);
+    assert.ok(long.statusCode >= 400 && long.statusCode < 500, String(long.statusCode));
+    assert.ok(long.body.length < 1000);
+  });
+
   test('an empty JSON body is a validation error, not a parse error', async () => {
     assertError(await req('POST', '/v1/events', '', { 'content-type': 'application/json' }), 400, 'invalid_request', 'body');
   });
