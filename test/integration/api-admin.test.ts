@@ -1,6 +1,7 @@
 /** Admin routes, authentication, operational routes and the OpenAPI document. */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { KEY_CACHE_TTL_MS } from '../../src/api/auth.ts';
 import { ADMIN_KEY, bearer, makeTestApp, type TestApp } from '../support/app.ts';
 
 let t: TestApp;
@@ -86,6 +87,15 @@ describe('tenants and keys', () => {
     assert.notEqual(after.keys.find((k: any) => k.id === key.id).revokedAt, null);
     // The tenant's other key still works.
     assert.equal((await t.app.inject({ method: 'GET', url: '/v1/events', headers: bearer(t.tenantKeyB) })).statusCode, 200);
+  });
+
+  test('a key revoked elsewhere (another node) stops working once the cache entry ages out', async () => {
+    const key = (await t.app.inject({ method: 'POST', url: `/v1/tenants/${t.tenantId}/keys`, headers: admin() })).json();
+    assert.equal((await t.app.inject({ method: 'GET', url: '/v1/events', headers: bearer(key.key) })).statusCode, 200);
+    assert.equal(await t.store.apiKeyRevoke({ tenantId: t.tenantId, id: key.id, now: t.clock.now() }), true);
+    assert.equal((await t.app.inject({ method: 'GET', url: '/v1/events', headers: bearer(key.key) })).statusCode, 200, 'cached');
+    await t.clock.advance(KEY_CACHE_TTL_MS + 1);
+    assertError(await t.app.inject({ method: 'GET', url: '/v1/events', headers: bearer(key.key) }), 401, 'unauthorized');
   });
 
   test('404 for keys of a tenant that does not exist; a key is revoked only through its own tenant', async () => {

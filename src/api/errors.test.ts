@@ -1,0 +1,46 @@
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+import { BelfryError } from '../core/errors.ts';
+import { toApiError, validationError, type AjvErrorLike } from './errors.ts';
+
+const e = (instancePath: string, keyword: string, params: Record<string, unknown> = {}, extra: Partial<AjvErrorLike> = {}): AjvErrorLike => ({
+  instancePath,
+  keyword,
+  params,
+  message: `${keyword} failed`,
+  ...extra,
+});
+
+test('validationError names the field and picks the error that says what to fix', () => {
+  const cases: [AjvErrorLike[], string, string][] = [
+    [[e('', 'additionalProperties', { additionalProperty: 'fireAtt' })], 'fireAtt', 'body/fireAtt is not allowed (unknown field or invalid name)'],
+    [[e('', 'required', { missingProperty: 'destination' })], 'destination', 'body/destination is required'],
+    [[e('/retry/maxAttempts', 'minimum', {})], 'retry.maxAttempts', 'body/retry/maxAttempts minimum failed'],
+    [[e('/fireAt', 'type', { type: 'string,integer' })], 'fireAt', 'body/fireAt must be string or integer'],
+    // A union: one type error per branch, then anyOf: the types are joined.
+    [[e('/destination', 'type', { type: 'string' }), e('/destination', 'type', { type: 'object' }), e('/destination', 'anyOf')], 'destination', 'body/destination must be string or object'],
+    // A union where one branch got further: the deeper error wins.
+    [[e('/destination', 'type', { type: 'string' }), e('/destination/url', 'type', { type: 'string' }), e('/destination', 'anyOf')], 'destination.url', 'body/destination/url must be string'],
+    // A union where one branch failed on a pattern: the pattern error wins over the other branch's type error.
+    [[e('/destination', 'pattern', { pattern: '^a$' }), e('/destination', 'type', { type: 'object' }), e('/destination', 'anyOf')], 'destination', 'body/destination must match the pattern ^a$'],
+    [[e('/headers', 'pattern', { pattern: '^x$' }, { propertyName: 'bad name' }), e('/headers', 'propertyNames', { propertyName: 'bad name' })], 'headers.bad name', 'body/headers/bad name is not an allowed name'],
+    [[e('/state', 'enum', { allowedValues: ['a', 'b'] })], 'state', 'body/state must be one of a, b'],
+    [[e('', 'type', { type: 'object' })], 'body', 'body must be object'],
+  ];
+  for (const [errors, field, message] of cases) {
+    const err = validationError(errors, 'body');
+    assert.equal(err.status, 400);
+    assert.equal(err.details[0].field, field);
+    assert.ok(err.message.startsWith(message), `${err.message} starts with ${message}`);
+  }
+});
+
+test('toApiError maps typed, framework and unknown errors', () => {
+  assert.deepEqual(toApiError(new BelfryError('conflict', 'x', [{ message: 'm', state: 'succeeded' }]), 1), { status: 409, code: 'conflict', message: 'x', details: [{ message: 'm', state: 'succeeded' }] });
+  assert.equal(toApiError(Object.assign(new Error('too big'), { code: 'FST_ERR_CTP_BODY_TOO_LARGE', statusCode: 413 }), 99)?.message, 'request body is larger than the limit of 99 bytes');
+  assert.equal(toApiError(Object.assign(new Error('x'), { code: 'FST_ERR_CTP_INVALID_MEDIA_TYPE', statusCode: 415 }), 1)?.status, 415);
+  assert.equal(toApiError(Object.assign(new Error('x'), { code: 'FST_ERR_CTP_EMPTY_JSON_BODY', statusCode: 400 }), 1)?.code, 'invalid_request');
+  assert.equal(toApiError(new Error('database is locked'), 1), null);
+  assert.equal(toApiError(Object.assign(new Error('not ours'), { statusCode: 400 }), 1), null, 'only Fastify errors are trusted with their status');
+  assert.equal(toApiError('a string', 1), null);
+});
