@@ -184,10 +184,14 @@ export function dueListCases(ctx: SuiteContext): void {
     await withFreshStore(ctx.make, async (store) => {
       const tenantId = await newTenant(store);
       await insertAll(store, [0, 7, 255].map((shard) => newEvent(tenantId, `s${shard}`, { shard, fireAt: T0 + shard })));
+      await insertAll(store, [
+        newEvent(tenantId, 'g-second', { shard: 9, group: 'g', fireAt: T0 + 2 }),
+        newEvent(tenantId, 'g-first', { shard: 9, group: 'g', fireAt: T0 + 1 }),
+      ]);
       const refs = await store.eventListDue({ shards: null, after: null, untilMs: FAR, limit: 100 });
-      assert.deepEqual(refs.map((r) => r.id), ['s0', 's7', 's255']);
+      assert.deepEqual(refs.map((r) => r.id), ['s0', 'g-first', 's7', 's255'], 'group heads only');
       const two = await store.eventListDue({ shards: null, after: null, untilMs: FAR, limit: 2 });
-      assert.deepEqual(two.map((r) => r.id), ['s0', 's7']);
+      assert.deepEqual(two.map((r) => r.id), ['s0', 'g-first']);
     });
   });
 

@@ -1,7 +1,8 @@
 /**
  * One process per SQLite data dir: a `belfry.lock` file created exclusively (as open 'wx' would)
- * holding the owner's pid. SQLite's own locks keep the file consistent, but two Belfry nodes on one file would
- * each think they own every shard; this lock makes the second one fail at start with a clear error.
+ * holding the owner's pid. SQLite's own locks keep the file consistent, but two Belfry nodes on
+ * one file would each think they own every shard; this lock makes the second one fail at start
+ * with a clear error.
  *
  * A lock left by a dead process (kill -9) is taken over. A live pid, including our own (the same
  * process opening the dir twice), keeps it.

@@ -84,7 +84,7 @@ export function insertMany(q: Queries, { events, now }: EventInsertManyParams): 
   const results: EventInsertResult[] = new Array(events.length);
   for (let i = 0; i < events.length; i++) {
     const e = events[i];
-    const inserted = q.eventInsert.get(
+    const inserted = q.eventInsert.run(
       e.tenantId,
       e.id,
       e.shard,
@@ -101,10 +101,10 @@ export function insertMany(q: Queries, { events, now }: EventInsertManyParams): 
       now,
       now,
     );
-    if (inserted) {
+    if (inserted.changes === 1) {
       // Positional, without an intermediate object: this is the hottest write of the system.
       q.transitionInsert.run(e.tenantId, e.id, 1, now, 'created', null, 'scheduled', 0, null, null, null, null, null);
-      results[i] = { kind: 'created', event: createdRecord(e, inserted.seq, now) };
+      results[i] = { kind: 'created', event: createdRecord(e, Number(inserted.lastInsertRowid), now) };
       continue;
     }
     const stored = q.eventGet.get(e.tenantId, e.id);
