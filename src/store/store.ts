@@ -104,7 +104,10 @@ export interface EventPatch {
 export interface EventMutateParams {
   tenantId: string;
   id: string;
-  /** If given, the change applies only when the stored version equals it (If-Match). */
+  /**
+   * If given, the change applies only when the stored version equals it (If-Match). Checked
+   * before the state: a stale version answers version_mismatch whatever the state.
+   */
   expectedVersion?: number;
   now: number;
 }
@@ -223,7 +226,7 @@ export interface Store {
   destinationDelete(params: { tenantId: string; name: string }): Promise<boolean>;
   destinationGet(params: { tenantId: string; name: string }): Promise<DestinationRecord | null>;
   destinationList(params: { tenantId: string }): Promise<DestinationRecord[]>;
-  /** Creates or replaces; returns whether it was created. */
+  /** Creates or replaces (a replace keeps the stored createdAt); returns whether it was created. */
   destinationPut(params: { destination: DestinationRecord }): Promise<{ created: boolean; destination: DestinationRecord }>;
 
   /** Cancels a `scheduled` or `awaiting_retry` event; one `state` transition to `canceled`. */
@@ -261,7 +264,10 @@ export interface Store {
   eventReplay(params: EventMutateParams): Promise<EventMutateResult>;
   /** Makes expired executing leases due again as `awaiting_retry`; returns the refs it changed. */
   eventRescue(params: EventRescueParams): Promise<DueRef[]>;
-  /** Edits a `scheduled` event; appends an `updated` transition naming the changed fields. */
+  /**
+   * Edits a `scheduled` event; appends an `updated` transition naming the changed fields. A patch
+   * that changes nothing answers ok with the event as stored, and writes nothing.
+   */
   eventUpdate(params: EventMutateParams & { patch: EventPatch }): Promise<EventMutateResult>;
 
   tenantCreate(tenant: TenantRecord): Promise<void>;
