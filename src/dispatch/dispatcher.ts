@@ -106,7 +106,8 @@ export class Dispatcher {
       attempt: event.attempts,
       payload: event.payload,
       headers: { ...settings.headers, ...event.headers },
-      target: settings.target,
+      // An inline destination's queue is shared by its origin; the URL is the event's own.
+      target: 'url' in event.destination ? event.destination.url : settings.target,
       secrets: settings.secrets,
       timeoutMs: settings.timeoutMs,
       dueAt: event.dueAt,
