@@ -223,10 +223,13 @@ export class Scheduler {
     if (this.firing) return;
     const next = this.wheel.peekDueAt();
     if (next === null) return;
-    if (next >= this.timerAt && this.cancelTimer) return;
+    const now = this.deps.clock.now();
+    // Keep the armed timer when it is for an earlier or equal entry, unless the wall clock jumped
+    // forward past the entry meanwhile (timers run on monotonic time): then fire now.
+    if (next >= this.timerAt && this.cancelTimer && next > now) return;
     this.cancelTimer?.();
     this.timerAt = next;
-    this.cancelTimer = this.deps.clock.setTimer(next - this.deps.clock.now(), () => {
+    this.cancelTimer = this.deps.clock.setTimer(next - now, () => {
       this.cancelTimer = null;
       this.timerAt = Infinity;
       void this.fireDue();

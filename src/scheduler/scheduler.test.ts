@@ -1,0 +1,157 @@
+/**
+ * The scheduler on a SimClock and a real SQLite store: timing decisions are deterministic, so the
+ * tests can assert "not one millisecond early" and "cancel after the read-ahead wins" exactly.
+ */
+import { afterEach, beforeEach, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { SimClock } from '../core/clock.ts';
+import type { EventRecord } from '../core/event.ts';
+import { Metrics } from '../node/metrics.ts';
+import { insertAll, newEvent, newTenant } from '../store/conformance/fixtures.ts';
+import { openSqliteStore, type SqliteStore } from '../store/sqlite/sqlite-store.ts';
+import { Scheduler } from './scheduler.ts';
+
+const T = Date.UTC(2026, 5, 1, 12, 0, 0);
+
+describe('Scheduler on a SimClock', () => {
+  let dir: string;
+  let store: SqliteStore;
+  let clock: SimClock;
+  let scheduler: Scheduler;
+  let claimed: { event: EventRecord; atMs: number }[];
+  let tenant: string;
+
+  /** Lets the store calls that timers started settle, then runs timers due now (delay 0). */
+  async function settle(): Promise<void> {
+    for (let round = 0; round < 3; round++) {
+      for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+      await clock.advance(0);
+    }
+  }
+
+  /**
+   * Advances simulated time in steps of at most 10 ms, settling after each, so background loops
+   * (which re-arm their timers only after their async work) run as they would in real time.
+   */
+  async function tick(ms: number): Promise<void> {
+    await settle();
+    for (let left = ms; left > 0; left -= 10) {
+      await clock.advance(Math.min(10, left));
+      await settle();
+    }
+  }
+
+  beforeEach(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'belfry-sched-'));
+    store = await openSqliteStore({ dataDir: dir });
+    clock = new SimClock(T);
+    claimed = [];
+    tenant = await newTenant(store);
+    scheduler = new Scheduler(
+      {
+        store,
+        clock,
+        owner: 'node-sim',
+        metrics: new Metrics(),
+        logger: pino({ level: 'silent' }),
+        onClaimed: (events) => claimed.push(...events.map((event) => ({ event, atMs: clock.now() }))),
+        dispatchBacklog: () => 0,
+        shards: () => null,
+      },
+      { lookaheadMs: 3_000, pollIntervalMs: 250 },
+    );
+  });
+
+  afterEach(async () => {
+    await scheduler.stop();
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('fires each event at its due millisecond, not before, including ones beyond the look-ahead', async () => {
+    await insertAll(store, [
+      newEvent(tenant, 'a', { fireAt: T + 1_000 }),
+      newEvent(tenant, 'b', { fireAt: T + 1_500 }),
+      newEvent(tenant, 'far', { fireAt: T + 10_000 }),
+    ], T);
+    scheduler.start();
+    await tick(0);
+    assert.equal(scheduler.pending, 2, 'only events within the look-ahead are in memory');
+    await tick(999);
+    assert.deepEqual(claimed.map((c) => c.event.id), []);
+    await tick(1);
+    assert.deepEqual(claimed.map((c) => [c.event.id, c.atMs - T]), [['a', 1_000]]);
+    await tick(500);
+    assert.deepEqual(claimed.map((c) => [c.event.id, c.atMs - T]), [['a', 1_000], ['b', 1_500]]);
+    await tick(8_499);
+    assert.equal(claimed.length, 2);
+    await tick(1);
+    assert.deepEqual(claimed.map((c) => [c.event.id, c.atMs - T]), [['a', 1_000], ['b', 1_500], ['far', 10_000]]);
+    assert.equal(claimed[0].event.state, 'executing');
+  });
+
+  it('fires overdue events at once', async () => {
+    await insertAll(store, [newEvent(tenant, 'old', { fireAt: T - 60_000 })], T);
+    scheduler.start();
+    await tick(0);
+    assert.deepEqual(claimed.map((c) => [c.event.id, c.atMs - T]), [['old', 0]]);
+  });
+
+  it('a cancel or reschedule that commits after the read-ahead wins', async () => {
+    const [c, m] = await insertAll(store, [newEvent(tenant, 'c', { fireAt: T + 2_000 }), newEvent(tenant, 'm', { fireAt: T + 2_000 })], T);
+    scheduler.start();
+    await tick(0);
+    assert.equal(scheduler.pending, 2);
+    const canceled = await store.eventCancel({ tenantId: tenant, id: c.id, now: clock.now() });
+    assert.equal(canceled.kind, 'ok');
+    const moved = await store.eventUpdate({ tenantId: tenant, id: m.id, now: clock.now(), patch: { fireAt: T + 5_000 } });
+    assert.equal(moved.kind, 'ok');
+    // Without telling the scheduler: the stale entries must not fire.
+    await tick(2_500);
+    assert.deepEqual(claimed, []);
+    // The read-ahead finds the rescheduled event at its new time.
+    await tick(2_499);
+    assert.deepEqual(claimed, []);
+    await tick(1);
+    assert.deepEqual(claimed.map((x) => [x.event.id, x.atMs - T]), [['m', 5_000]]);
+  });
+
+  it('never fires early when the wall clock jumps backwards', async () => {
+    await insertAll(store, [newEvent(tenant, 'a', { fireAt: T + 1_000 })], T);
+    scheduler.start();
+    await tick(0);
+    clock.jump(-5_000);
+    await tick(1_000); // the timer set for +1 s runs, but the wall clock says T - 4 s
+    assert.deepEqual(claimed, []);
+    await tick(4_999);
+    assert.deepEqual(claimed, []);
+    await tick(1);
+    assert.equal(claimed.length, 1);
+    assert.equal(claimed[0].atMs, T + 1_000);
+  });
+
+  it('fires at once when the wall clock jumps forward past due events', async () => {
+    await insertAll(store, [newEvent(tenant, 'a', { fireAt: T + 2_000 })], T);
+    scheduler.start();
+    await tick(0);
+    clock.jump(10_000);
+    await tick(250); // the next read-ahead poll notices
+    assert.equal(claimed.length, 1);
+    assert.ok(claimed[0].atMs - T <= 10_250);
+  });
+
+  it('notified events due before the read-ahead cursor still fire on time', async () => {
+    await insertAll(store, [newEvent(tenant, 'late-in-window', { fireAt: T + 2_900 })], T);
+    scheduler.start();
+    await tick(0);
+    // Created after the read-ahead passed its due time: only the notification brings it in.
+    const [e] = await insertAll(store, [newEvent(tenant, 'soon', { fireAt: T + 500 })], clock.now());
+    scheduler.notifyEvents([e]);
+    await tick(500);
+    assert.deepEqual(claimed.map((c) => [c.event.id, c.atMs - T]), [['soon', 500]]);
+  });
+});
