@@ -140,4 +140,19 @@ describe('delivery', () => {
     const ev = (await t.api('GET', '/v1/events/gone')).body;
     assert.equal(ev.lastStatus, 404);
   });
+
+  it('exposes what happened in /metrics', async () => {
+    const res = await fetch(t.url + '/metrics');
+    assert.equal(res.status, 200);
+    const text = await res.text();
+    const value = (name: string) => Number(new RegExp(`^${name.replace(/[{}"]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    assert.ok(value('belfry_events_scheduled_total') >= 50);
+    assert.ok(value('belfry_events_fired_total') >= 50);
+    assert.ok(value('belfry_deliveries_total{outcome="delivered"}') >= 50);
+    assert.ok(value('belfry_deliveries_total{outcome="retry"}') >= 2);
+    assert.ok(value('belfry_deliveries_total{outcome="discard"}') >= 1);
+    assert.ok(value('belfry_fire_lateness_seconds_count') >= 50);
+    assert.ok(value('belfry_events{state="succeeded"}') >= 50);
+    assert.ok(value('belfry_events{state="canceled"}') >= 1);
+  });
 });
