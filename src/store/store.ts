@@ -165,6 +165,11 @@ export interface EventClaimParams {
   now: number;
   owner: string;
   leaseUntil: number;
+  /**
+   * Fencing (cluster): claim only events whose shard is assigned to `owner` in the stored shard
+   * map, checked in the same statement, so a node that lost its shards claims nothing.
+   */
+  fenceByShardOwner?: boolean;
 }
 
 export interface AttemptOutcome {
@@ -206,6 +211,31 @@ export interface TransitionListParams {
   /** Transitions with seq > afterSeq. */
   afterSeq?: number;
   limit: number;
+}
+
+/** A node of the cluster as its heartbeats show it. Times are the store's clock. */
+export interface NodeRecord {
+  id: string;
+  startedAt: number;
+  heartbeatAt: number;
+  /** Milliseconds since its last heartbeat, by the store's clock. */
+  ageMs: number;
+  meta: Record<string, unknown>;
+}
+
+/** The leader lease: one row. `epoch` grows by one each time the lease changes hands. */
+export interface LeaderLease {
+  nodeId: string;
+  epoch: number;
+  /** Store-clock ms. */
+  expiresAt: number;
+}
+
+export interface ShardAssignment {
+  shard: number;
+  nodeId: string;
+  /** The leader epoch that wrote it. */
+  epoch: number;
 }
 
 export interface Store {
@@ -270,9 +300,33 @@ export interface Store {
    */
   eventUpdate(params: EventMutateParams & { patch: EventPatch }): Promise<EventMutateResult>;
 
+  /**
+   * Takes the leader lease when it is free or expired (epoch + 1), or extends it (same epoch)
+   * when `nodeId` holds it; null when another node holds an unexpired lease. Store clock.
+   */
+  leaderAttemptElect(params: { nodeId: string; leaseMs: number }): Promise<LeaderLease | null>;
+  leaderGet(): Promise<LeaderLease | null>;
+  /** Gives the lease up at once (graceful stop), only if `nodeId` holds it at `epoch`. */
+  leaderResign(params: { nodeId: string; epoch: number }): Promise<void>;
+
+  nodeDelete(params: { nodeId: string }): Promise<void>;
+  /** Registers the node or refreshes its heartbeat; returns the store's clock. */
+  nodeHeartbeat(params: { nodeId: string; meta: Record<string, unknown> }): Promise<{ nowMs: number }>;
+  nodeList(): Promise<NodeRecord[]>;
+
+  /**
+   * Replaces the whole shard map, only if (`leaderId`, `epoch`) is the current, unexpired leader
+   * lease (checked in the same transaction). Returns whether it applied.
+   */
+  shardAssign(params: { leaderId: string; epoch: number; assignments: { shard: number; nodeId: string }[] }): Promise<boolean>;
+  shardList(): Promise<ShardAssignment[]>;
+
   tenantCreate(tenant: TenantRecord): Promise<void>;
   tenantGet(params: { id: string }): Promise<TenantRecord | null>;
   tenantList(): Promise<TenantRecord[]>;
+
+  /** The store's clock (PostgreSQL's now()); lease and due-time decisions of a cluster use it. */
+  timeNow(): Promise<number>;
 
   /** The event's trace in order. */
   transitionList(params: TransitionListParams): Promise<TransitionRecord[]>;

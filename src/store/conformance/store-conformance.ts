@@ -7,7 +7,8 @@
  *
  * Tests share one store per section and stay apart by using their own tenants and shards; the
  * few that look across tenants (due lists without a shard filter, rescue, counts, durability)
- * get a store of their own. Times are fixed instants passed as `now`; nothing sleeps.
+ * get a store of their own. Times are fixed instants passed as `now`; nothing sleeps. The cluster
+ * methods read the store's own clock, so their expiry tests poll it under a deadline instead.
  */
 import { after, before, describe } from 'node:test';
 import { basicsCases, tenantKeyDestinationCases } from './cases-accounts.ts';
@@ -15,6 +16,7 @@ import { claimCases, insertCases } from './cases-insert-claim.ts';
 import { dueListCases, groupCases } from './cases-groups-due.ts';
 import { attemptCases, rescueCases } from './cases-attempts-rescue.ts';
 import { cancelCases, replayCases, updateCases } from './cases-mutations.ts';
+import { leaderCases, nodeShardCases } from './cases-cluster.ts';
 import { countDurabilityCases, listCases, transitionCases } from './cases-list-trace.ts';
 import type { MakeStore, StoreHarness, SuiteContext } from './fixtures.ts';
 
@@ -37,6 +39,8 @@ const SECTIONS: [string, Section][] = [
   ['eventList', listCases],
   ['transitionList', transitionCases],
   ['counts and durability', countDurabilityCases],
+  ['leader lease and clock', leaderCases],
+  ['nodes, shard map, fenced claims', nodeShardCases],
 ];
 
 /** Registers the whole suite for one backend. */

@@ -114,11 +114,13 @@ export function insertMany(q: Queries, { events, now }: EventInsertManyParams): 
   return results;
 }
 
-export function claim(q: Queries, { refs, now, owner, leaseUntil }: EventClaimParams): EventRecord[] {
+export function claim(q: Queries, { refs, now, owner, leaseUntil, fenceByShardOwner }: EventClaimParams): EventRecord[] {
   const detail = JSON.stringify({ owner });
   const out: EventRecord[] = [];
   for (const ref of refs) {
-    const before = q.eventClaimCheck.get(ref.tenantId, ref.id, ref.version);
+    const before = fenceByShardOwner
+      ? q.eventClaimCheckFenced.get(ref.tenantId, ref.id, ref.version, owner)
+      : q.eventClaimCheck.get(ref.tenantId, ref.id, ref.version);
     if (!before) continue;
     const row = q.eventClaim.get(owner, leaseUntil, now, ref.tenantId, ref.id, ref.version);
     if (!row) continue;

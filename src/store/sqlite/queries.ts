@@ -6,7 +6,18 @@
  * binds an array faster than an object, and named (`@x`) elsewhere for readability.
  */
 import type Database from 'better-sqlite3';
-import type { ApiKeyRow, DestinationRow, DueRefRow, EventRow, RescueCandidateRow, TenantRow, TransitionRow } from './rows.ts';
+import type {
+  ApiKeyRow,
+  DestinationRow,
+  DueRefRow,
+  EventRow,
+  LeaderLeaseRow,
+  NodeRow,
+  RescueCandidateRow,
+  ShardAssignmentRow,
+  TenantRow,
+  TransitionRow,
+} from './rows.ts';
 
 /** Connection settings, applied before anything else. */
 export const PRAGMAS = [
@@ -106,6 +117,12 @@ export const SQL = {
   eventClaimCheck: `SELECT e.state, e.due_at FROM events e
     WHERE e.tenant_id = ? AND e.id = ? AND e.version = ? AND e.state IN ${FIREABLE}
       AND (e.grp IS NULL OR ${IS_GROUP_HEAD})`,
+  // (tenantId, id, version, owner) → as eventClaimCheck, and only when the event's shard is
+  // assigned to `owner` in the shard map (fenceByShardOwner).
+  eventClaimCheckFenced: `SELECT e.state, e.due_at FROM events e
+    WHERE e.tenant_id = ? AND e.id = ? AND e.version = ? AND e.state IN ${FIREABLE}
+      AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
+      AND EXISTS (SELECT 1 FROM shard_assignments s WHERE s.shard = e.shard AND s.node_id = ?)`,
   // (owner, leaseUntil, now, tenantId, id, version) → EventRow after the claim, or no row.
   eventClaim: `UPDATE events SET state = 'executing', version = version + 1, attempts = attempts + 1,
       lease_owner = ?, lease_until = ?, updated_at = ?
@@ -182,6 +199,40 @@ export const SQL = {
       AND (@toMs IS NULL OR fire_at < @toMs)
     ORDER BY seq DESC LIMIT @limit`,
 
+  // () → LeaderLeaseRow | undefined: the lease as stored, expired or not.
+  leaderGet: `SELECT node_id, epoch, expires_at FROM leader_lease WHERE id = 1`,
+  // (@nodeId, @now, @expiresAt) → LeaderLeaseRow when @nodeId holds the lease afterwards, else no
+  // row. Takes a free or expired lease (epoch + 1; 1 for the first), extends an unexpired one
+  // held by @nodeId (same epoch). SET reads the old row, so the CASE sees the old expiry.
+  leaderElect: `INSERT INTO leader_lease (id, node_id, epoch, expires_at) VALUES (1, @nodeId, 1, @expiresAt)
+    ON CONFLICT (id) DO UPDATE SET
+      epoch = CASE WHEN leader_lease.expires_at > @now THEN leader_lease.epoch ELSE leader_lease.epoch + 1 END,
+      node_id = excluded.node_id, expires_at = excluded.expires_at
+    WHERE leader_lease.expires_at <= @now OR leader_lease.node_id = @nodeId
+    RETURNING node_id, epoch, expires_at`,
+  // (@nodeId, @epoch, @now) → changes 1 when @nodeId held the lease at @epoch; it is expired from @now.
+  leaderResign: `UPDATE leader_lease SET expires_at = min(expires_at, @now)
+    WHERE id = 1 AND node_id = @nodeId AND epoch = @epoch`,
+  // (@leaderId, @epoch, @now) → { ok: 1 } when (@leaderId, @epoch) is the unexpired lease, else no row.
+  leaderCheck: `SELECT 1 AS ok FROM leader_lease
+    WHERE id = 1 AND node_id = @leaderId AND epoch = @epoch AND expires_at > @now`,
+
+  // (@id, @now, @meta json) → nothing. Registers a node (started_at = heartbeat_at = @now) or
+  // refreshes its heartbeat and meta (started_at kept).
+  nodeUpsert: `INSERT INTO nodes (id, started_at, heartbeat_at, meta) VALUES (@id, @now, @now, @meta)
+    ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, meta = excluded.meta`,
+  // () → NodeRow[] by id.
+  nodeList: `SELECT id, started_at, heartbeat_at, meta FROM nodes ORDER BY id`,
+  // (@id) → nothing.
+  nodeDelete: `DELETE FROM nodes WHERE id = @id`,
+
+  // () → nothing. Empties the shard map (shardAssign writes the whole map again after it).
+  shardClear: `DELETE FROM shard_assignments`,
+  // (shard, nodeId, epoch) → nothing.
+  shardInsert: `INSERT INTO shard_assignments (shard, node_id, epoch) VALUES (?, ?, ?)`,
+  // () → ShardAssignmentRow[] by shard.
+  shardList: `SELECT shard, node_id, epoch FROM shard_assignments ORDER BY shard`,
+
   // (tenantId, eventId, seq, at, kind, fromState, toState, attempt, status, error, durationMs,
   //  latenessMs, detail json) → nothing.
   transitionInsert: `INSERT INTO transitions (tenant_id, event_id, seq, at, kind, from_state, to_state,
@@ -214,6 +265,7 @@ export function prepareQueries(db: Database.Database) {
     eventGet: p<EventRow>(SQL.eventGet),
     eventCountByState: p<{ state: string; n: number }>(SQL.eventCountByState),
     eventClaimCheck: p<{ state: string; due_at: number }>(SQL.eventClaimCheck),
+    eventClaimCheckFenced: p<{ state: string; due_at: number }>(SQL.eventClaimCheckFenced),
     eventClaim: p<EventRow>(SQL.eventClaim),
     eventRecordAttempt: p<{ attempts: number; version: number }>(SQL.eventRecordAttempt),
     eventListDueAll: p<DueRefRow>(SQL.eventListDueAll),
@@ -225,6 +277,16 @@ export function prepareQueries(db: Database.Database) {
     eventReplay: p<EventRow>(SQL.eventReplay),
     eventEdit: p<EventRow>(SQL.eventEdit),
     eventList: p<EventRow>(SQL.eventList),
+    leaderGet: p<LeaderLeaseRow>(SQL.leaderGet),
+    leaderElect: p<LeaderLeaseRow>(SQL.leaderElect),
+    leaderResign: p(SQL.leaderResign),
+    leaderCheck: p<{ ok: number }>(SQL.leaderCheck),
+    nodeUpsert: p(SQL.nodeUpsert),
+    nodeList: p<NodeRow>(SQL.nodeList),
+    nodeDelete: p(SQL.nodeDelete),
+    shardClear: p(SQL.shardClear),
+    shardInsert: p(SQL.shardInsert),
+    shardList: p<ShardAssignmentRow>(SQL.shardList),
     transitionInsert: p(SQL.transitionInsert),
     transitionList: p<TransitionRow>(SQL.transitionList),
   };

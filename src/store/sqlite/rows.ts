@@ -4,7 +4,16 @@
  */
 import type { RetryPolicy } from '../../core/backoff.ts';
 import type { DestinationRef, EventRecord, EventState, TransitionRecord } from '../../core/event.ts';
-import type { ApiKeyRecord, DestinationConfig, DestinationRecord, DueRef, TenantRecord } from '../store.ts';
+import type {
+  ApiKeyRecord,
+  DestinationConfig,
+  DestinationRecord,
+  DueRef,
+  LeaderLease,
+  NodeRecord,
+  ShardAssignment,
+  TenantRecord,
+} from '../store.ts';
 
 export interface TenantRow {
   id: string;
@@ -90,6 +99,25 @@ export interface TransitionRow {
   detail: string | null;
 }
 
+export interface NodeRow {
+  id: string;
+  started_at: number;
+  heartbeat_at: number;
+  meta: string;
+}
+
+export interface LeaderLeaseRow {
+  node_id: string;
+  epoch: number;
+  expires_at: number;
+}
+
+export interface ShardAssignmentRow {
+  shard: number;
+  node_id: string;
+  epoch: number;
+}
+
 /** JSON.parse with fast paths for the values most rows hold. */
 function parseJson<T>(text: string): T {
   if (text === '{}') return {} as T;
@@ -171,4 +199,23 @@ export function transitionFromRow(r: TransitionRow): TransitionRecord {
     latenessMs: r.lateness_ms,
     detail: r.detail === null ? null : parseJson<Record<string, unknown>>(r.detail),
   };
+}
+
+/** `nowMs` is the store's clock at the read, for the age. */
+export function nodeFromRow(r: NodeRow, nowMs: number): NodeRecord {
+  return {
+    id: r.id,
+    startedAt: r.started_at,
+    heartbeatAt: r.heartbeat_at,
+    ageMs: Math.max(0, nowMs - r.heartbeat_at),
+    meta: parseJson<Record<string, unknown>>(r.meta),
+  };
+}
+
+export function leaderLeaseFromRow(r: LeaderLeaseRow): LeaderLease {
+  return { nodeId: r.node_id, epoch: r.epoch, expiresAt: r.expires_at };
+}
+
+export function shardAssignmentFromRow(r: ShardAssignmentRow): ShardAssignment {
+  return { shard: r.shard, nodeId: r.node_id, epoch: r.epoch };
 }

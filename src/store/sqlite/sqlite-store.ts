@@ -2,6 +2,9 @@
  * The SQLite backend of Store: one file in the data dir, one connection, one process (a lock
  * file), WAL with synchronous=FULL so that a resolved write is on disk.
  *
+ * Its clock (timeNow, leases, heartbeats) is this process's Date.now(): one process owns the file,
+ * so there is no other clock to agree with.
+ *
  * better-sqlite3 is synchronous: every method does its whole work, in one transaction, before
  * it returns; the methods are async only to satisfy the Store interface. Batches keep each call
  * short (a 1000-event insert holds the event loop for a few milliseconds).
@@ -27,11 +30,15 @@ import type {
   EventPatch,
   EventRecordAttemptsParams,
   EventRescueParams,
+  LeaderLease,
+  NodeRecord,
+  ShardAssignment,
   Store,
   StoreCapabilities,
   TenantRecord,
   TransitionListParams,
 } from '../store.ts';
+import { checkLeaseMs, checkShardAssignments } from '../shard-map.ts';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
 import * as writes from './event-writes.ts';
 import { migrate } from './migrate.ts';
@@ -41,6 +48,9 @@ import {
   destinationFromRow,
   dueRefFromRow,
   eventFromRow,
+  leaderLeaseFromRow,
+  nodeFromRow,
+  shardAssignmentFromRow,
   tenantFromRow,
   transitionFromRow,
 } from './rows.ts';
@@ -264,6 +274,51 @@ export class SqliteStore implements Store {
     return this.write(() => writes.update(this.q, params));
   }
 
+  async leaderAttemptElect(params: { nodeId: string; leaseMs: number }): Promise<LeaderLease | null> {
+    checkLeaseMs(params.leaseMs);
+    const now = Date.now();
+    const row = this.q.leaderElect.get({ nodeId: params.nodeId, now, expiresAt: now + params.leaseMs });
+    return row ? leaderLeaseFromRow(row) : null;
+  }
+
+  async leaderGet(): Promise<LeaderLease | null> {
+    const row = this.q.leaderGet.get();
+    return row ? leaderLeaseFromRow(row) : null;
+  }
+
+  async leaderResign(params: { nodeId: string; epoch: number }): Promise<void> {
+    this.q.leaderResign.run({ nodeId: params.nodeId, epoch: params.epoch, now: Date.now() });
+  }
+
+  async nodeDelete(params: { nodeId: string }): Promise<void> {
+    this.q.nodeDelete.run({ id: params.nodeId });
+  }
+
+  async nodeHeartbeat(params: { nodeId: string; meta: Record<string, unknown> }): Promise<{ nowMs: number }> {
+    const nowMs = Date.now();
+    this.q.nodeUpsert.run({ id: params.nodeId, now: nowMs, meta: JSON.stringify(params.meta) });
+    return { nowMs };
+  }
+
+  async nodeList(): Promise<NodeRecord[]> {
+    const nowMs = Date.now();
+    return this.q.nodeList.all().map((row) => nodeFromRow(row, nowMs));
+  }
+
+  async shardAssign(params: { leaderId: string; epoch: number; assignments: { shard: number; nodeId: string }[] }): Promise<boolean> {
+    checkShardAssignments(params.assignments);
+    return this.write(() => {
+      if (!this.q.leaderCheck.get({ leaderId: params.leaderId, epoch: params.epoch, now: Date.now() })) return false;
+      this.q.shardClear.run();
+      for (const a of params.assignments) this.q.shardInsert.run(a.shard, a.nodeId, params.epoch);
+      return true;
+    });
+  }
+
+  async shardList(): Promise<ShardAssignment[]> {
+    return this.q.shardList.all().map(shardAssignmentFromRow);
+  }
+
   async tenantCreate(tenant: TenantRecord): Promise<void> {
     this.q.tenantInsert.run({ id: tenant.id, name: tenant.name, settings: JSON.stringify(tenant.settings), createdAt: tenant.createdAt });
   }
@@ -275,6 +330,10 @@ export class SqliteStore implements Store {
 
   async tenantList(): Promise<TenantRecord[]> {
     return this.q.tenantList.all().map(tenantFromRow);
+  }
+
+  async timeNow(): Promise<number> {
+    return Date.now();
   }
 
   async transitionList(params: TransitionListParams): Promise<TransitionRecord[]> {

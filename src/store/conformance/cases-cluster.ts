@@ -1,0 +1,219 @@
+/**
+ * Conformance: the cluster methods — leader lease, node registry, shard map, the store's clock,
+ * and claims fenced by the shard map. The lease is one row per store, so every lease test runs
+ * on a store of its own. Lease expiry is observed with a 1 ms lease and a deadline-bounded poll
+ * (the store's clock decides, so the test cannot fake it), never a fixed sleep.
+ */
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import type { LeaderLease, Store } from '../store.ts';
+import {
+  claimOne,
+  insertAll,
+  LEASE_MS,
+  newEvent,
+  newTenant,
+  OWNER_A,
+  OWNER_B,
+  SEC,
+  T0,
+  unique,
+  uniqueShard,
+  withFreshStore,
+  type SuiteContext,
+} from './fixtures.ts';
+
+/** Long enough that no test outlives it. */
+const LONG_LEASE_MS = 600_000;
+/** Bound on waiting for a 1 ms lease to pass by the store's clock. */
+const EXPIRY_WAIT_MS_MAX = 5_000;
+
+/** Polls `attempt` until it returns non-null; fails after EXPIRY_WAIT_MS_MAX. */
+async function eventually<T>(what: string, attempt: () => Promise<T | null>): Promise<T> {
+  const deadline = Date.now() + EXPIRY_WAIT_MS_MAX;
+  for (;;) {
+    const value = await attempt();
+    if (value !== null) return value;
+    if (Date.now() > deadline) assert.fail(`${what}: still null after ${EXPIRY_WAIT_MS_MAX} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+}
+
+async function mustElect(store: Store, nodeId: string, leaseMs = LONG_LEASE_MS): Promise<LeaderLease> {
+  const lease = await store.leaderAttemptElect({ nodeId, leaseMs });
+  assert.ok(lease, `${nodeId} should win the lease`);
+  return lease;
+}
+
+export function leaderCases(ctx: SuiteContext): void {
+  it('takes a free lease at epoch 1, on the store clock; the holder extends it at the same epoch', async () => {
+    await withFreshStore(ctx.make, async (store) => {
+      assert.equal(await store.leaderGet(), null);
+      const before = await store.timeNow();
+      const first = await mustElect(store, OWNER_A);
+      const after = await store.timeNow();
+      assert.deepEqual([first.nodeId, first.epoch], [OWNER_A, 1]);
+      assert.ok(first.expiresAt >= before + LONG_LEASE_MS && first.expiresAt <= after + LONG_LEASE_MS, 'expiry = store clock + leaseMs');
+      assert.deepEqual(await store.leaderGet(), first);
+
+      const extended = await mustElect(store, OWNER_A, LONG_LEASE_MS * 2);
+      assert.deepEqual([extended.nodeId, extended.epoch], [OWNER_A, 1]);
+      assert.ok(extended.expiresAt > first.expiresAt);
+      assert.deepEqual(await store.leaderGet(), extended);
+    });
+  });
+
+  it('refuses another node while the lease is unexpired, and changes nothing', async () => {
+    await withFreshStore(ctx.make, async (store) => {
+      const held = await mustElect(store, OWNER_A);
+      assert.equal(await store.leaderAttemptElect({ nodeId: OWNER_B, leaseMs: LONG_LEASE_MS }), null);
+      assert.deepEqual(await store.leaderGet(), held);
+    });
+  });
+
+  it('lets another node take an expired lease at epoch + 1', async () => {
+    await withFreshStore(ctx.make, async (store) => {
+      const short = await mustElect(store, OWNER_A, 1);
+      assert.equal(short.epoch, 1);
+      const taken = await eventually('B takes the expired lease', () => store.leaderAttemptElect({ nodeId: OWNER_B, leaseMs: LONG_LEASE_MS }));
+      assert.deepEqual([taken.nodeId, taken.epoch], [OWNER_B, 2]);
+      assert.equal(await store.leaderAttemptElect({ nodeId: OWNER_A, leaseMs: LONG_LEASE_MS }), null, 'the old holder is refused');
+      assert.deepEqual(await store.leaderGet(), taken);
+    });
+  });
+
+  it('gives the lease a new epoch when its own holder comes back after expiry', async () => {
+    await withFreshStore(ctx.make, async (store) => {
+      await mustElect(store, OWNER_A, 1);
+      const again = await eventually('A retakes', async () => {
+        const lease = await store.leaderAttemptElect({ nodeId: OWNER_A, leaseMs: LONG_LEASE_MS });
+        return lease && lease.epoch > 1 ? lease : null;
+      });
+      assert.deepEqual([again.nodeId, again.epoch], [OWNER_A, 2]);
+    });
+  });
+
+  it('frees the lease at once on resign, only for the holder at its epoch', async () => {
+    await withFreshStore(ctx.make, async (store) => {
+      const held = await mustElect(store, OWNER_A);
+      await store.leaderResign({ nodeId: OWNER_B, epoch: held.epoch });
+      await store.leaderResign({ nodeId: OWNER_A, epoch: held.epoch + 1 });
+      assert.equal(await store.leaderAttemptElect({ nodeId: OWNER_B, leaseMs: LONG_LEASE_MS }), null, 'wrong node or epoch: still held');
+
+      await store.leaderResign({ nodeId: OWNER_A, epoch: held.epoch });
+      const resigned = await store.leaderGet();
+      assert.ok(resigned && resigned.expiresAt <= (await store.timeNow()), 'a resigned lease is expired');
+      const next = await mustElect(store, OWNER_B);
+      assert.deepEqual([next.nodeId, next.epoch], [OWNER_B, 2]);
+    });
+  });
+
+  it('answers the store clock in epoch milliseconds, never going back between calls', async () => {
+    const store = ctx.store();
+    const a = await store.timeNow();
+    const b = await store.timeNow();
+    assert.ok(Number.isSafeInteger(a) && b >= a);
+    assert.ok(Math.abs(a - Date.now()) < 3_600_000, 'within an hour of this process’s clock: milliseconds, not seconds');
+  });
+}
+
+export function nodeShardCases(ctx: SuiteContext): void {
+  it('registers a node on its first heartbeat and refreshes it on the next', async () => {
+    const store = ctx.store();
+    const nodeId = unique('node');
+    const first = await store.nodeHeartbeat({ nodeId, meta: { host: 'h1', pid: 1 } });
+    assert.ok(Number.isSafeInteger(first.nowMs));
+    const listed = (await store.nodeList()).find((n) => n.id === nodeId);
+    assert.ok(listed);
+    assert.deepEqual([listed.startedAt, listed.heartbeatAt, listed.meta], [first.nowMs, first.nowMs, { host: 'h1', pid: 1 }]);
+    assert.ok(listed.ageMs >= 0 && listed.ageMs < 60_000, 'age by the store clock');
+
+    const second = await store.nodeHeartbeat({ nodeId, meta: { host: 'h1', pid: 2 } });
+    assert.ok(second.nowMs >= first.nowMs);
+    const again = (await store.nodeList()).find((n) => n.id === nodeId);
+    assert.deepEqual([again?.startedAt, again?.heartbeatAt, again?.meta], [first.nowMs, second.nowMs, { host: 'h1', pid: 2 }], 'startedAt kept');
+  });
+
+  it('shows the age of a silent node growing, and forgets a deleted one', async () => {
+    const store = ctx.store();
+    const [quiet, other] = [unique('node'), unique('node')];
+    const { nowMs } = await store.nodeHeartbeat({ nodeId: quiet, meta: {} });
+    await store.nodeHeartbeat({ nodeId: other, meta: {} });
+    const aged = await eventually('age grows', async () => {
+      const n = (await store.nodeList()).find((x) => x.id === quiet);
+      return n && n.ageMs >= 2 ? n : null;
+    });
+    assert.equal(aged.heartbeatAt, nowMs);
+    await store.nodeDelete({ nodeId: quiet });
+    await store.nodeDelete({ nodeId: 'never-registered' });
+    const ids = (await store.nodeList()).map((n) => n.id);
+    assert.ok(!ids.includes(quiet) && ids.includes(other));
+  });
+
+  it('assigns shards only for the current unexpired leader and epoch, replacing the whole map', async () => {
+    await withFreshStore(ctx.make, async (store) => {
+      assert.equal(await store.shardAssign({ leaderId: OWNER_A, epoch: 1, assignments: [{ shard: 0, nodeId: OWNER_A }] }), false, 'no leader yet');
+      const lease = await mustElect(store, OWNER_A);
+      const map1 = [{ shard: 2, nodeId: OWNER_B }, { shard: 0, nodeId: OWNER_A }, { shard: 1, nodeId: OWNER_B }];
+      assert.equal(await store.shardAssign({ leaderId: OWNER_A, epoch: lease.epoch, assignments: map1 }), true);
+      assert.deepEqual(await store.shardList(), [
+        { shard: 0, nodeId: OWNER_A, epoch: 1 },
+        { shard: 1, nodeId: OWNER_B, epoch: 1 },
+        { shard: 2, nodeId: OWNER_B, epoch: 1 },
+      ]);
+      assert.equal(await store.shardAssign({ leaderId: OWNER_B, epoch: lease.epoch, assignments: [] }), false, 'not the leader');
+      assert.equal(await store.shardAssign({ leaderId: OWNER_A, epoch: lease.epoch + 1, assignments: [] }), false, 'not its epoch');
+      assert.equal((await store.shardList()).length, 3, 'refused writes change nothing');
+
+      assert.equal(await store.shardAssign({ leaderId: OWNER_A, epoch: 1, assignments: [{ shard: 5, nodeId: OWNER_A }] }), true);
+      assert.deepEqual(await store.shardList(), [{ shard: 5, nodeId: OWNER_A, epoch: 1 }], 'the old map is gone');
+      await assert.rejects(
+        store.shardAssign({ leaderId: OWNER_A, epoch: 1, assignments: [{ shard: 1, nodeId: OWNER_A }, { shard: 1, nodeId: OWNER_B }] }),
+        RangeError,
+      );
+      assert.deepEqual(await store.shardList(), [{ shard: 5, nodeId: OWNER_A, epoch: 1 }]);
+    });
+  });
+
+  it('refuses the map of a leader whose lease expired or was resigned', async () => {
+    await withFreshStore(ctx.make, async (store) => {
+      const short = await mustElect(store, OWNER_A, 1);
+      await eventually('the lease expires', async () => {
+        const lease = await store.leaderGet();
+        return lease && lease.expiresAt <= (await store.timeNow()) ? lease : null;
+      });
+      assert.equal(await store.shardAssign({ leaderId: OWNER_A, epoch: short.epoch, assignments: [{ shard: 0, nodeId: OWNER_A }] }), false);
+      const next = await mustElect(store, OWNER_B);
+      await store.leaderResign({ nodeId: OWNER_B, epoch: next.epoch });
+      assert.equal(await store.shardAssign({ leaderId: OWNER_B, epoch: next.epoch, assignments: [{ shard: 0, nodeId: OWNER_B }] }), false);
+      assert.deepEqual(await store.shardList(), []);
+    });
+  });
+
+  it('claims with fenceByShardOwner only events in shards assigned to the owner', async () => {
+    await withFreshStore(ctx.make, async (store) => {
+      const tenantId = await newTenant(store);
+      const [mine, theirs, nobody] = [uniqueShard(), uniqueShard(), uniqueShard()];
+      const evs = await insertAll(store, [
+        newEvent(tenantId, 'mine', { shard: mine }),
+        newEvent(tenantId, 'theirs', { shard: theirs }),
+        newEvent(tenantId, 'nobody', { shard: nobody }),
+      ]);
+      const lease = await mustElect(store, OWNER_A);
+      await store.shardAssign({ leaderId: OWNER_A, epoch: lease.epoch, assignments: [{ shard: mine, nodeId: OWNER_A }, { shard: theirs, nodeId: OWNER_B }] });
+      const now = T0 + 20 * SEC;
+      const refs = evs.map((e) => ({ tenantId, id: e.id, version: e.version }));
+      const fenced = (owner: string) => store.eventClaim({ refs, now, owner, leaseUntil: now + LEASE_MS, fenceByShardOwner: true });
+      assert.deepEqual((await fenced(OWNER_A)).map((e) => e.id), ['mine']);
+      assert.deepEqual((await fenced(OWNER_B)).map((e) => e.id), ['theirs']);
+      assert.deepEqual(await fenced('node-c'), []);
+      assert.equal((await store.eventGet({ tenantId, id: 'nobody' }))?.state, 'scheduled', 'an unassigned shard fires for no one');
+
+      // After the map moves `nobody`'s shard to C, C claims it; without the fence anyone may.
+      await store.shardAssign({ leaderId: OWNER_A, epoch: lease.epoch, assignments: [{ shard: nobody, nodeId: 'node-c' }] });
+      assert.deepEqual(await fenced(OWNER_A), []);
+      const unfenced = await claimOne(store, evs[2], now, OWNER_A);
+      assert.equal(unfenced?.id, 'nobody', 'without the fence the map is not consulted');
+    });
+  });
+}
