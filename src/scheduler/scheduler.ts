@@ -39,6 +39,8 @@ export interface SchedulerOptions {
   leaseMs: number;
   /** Claiming pauses while the dispatcher holds this many undelivered events (memory bound). */
   dispatchBacklogMax: number;
+  /** Cluster: claims check the stored shard map in the same statement (fencing). */
+  fenceClaims: boolean;
 }
 
 export const DEFAULT_SCHEDULER_OPTIONS: SchedulerOptions = {
@@ -51,6 +53,7 @@ export const DEFAULT_SCHEDULER_OPTIONS: SchedulerOptions = {
   wheelSizeMax: 500_000,
   leaseMs: 10 * 60_000,
   dispatchBacklogMax: 20_000,
+  fenceClaims: false,
 };
 
 export interface SchedulerDeps {
@@ -66,6 +69,11 @@ export interface SchedulerDeps {
   logger: Logger;
   /** Shards this node may fire; null means all (single node). */
   shards(): number[] | null;
+}
+
+/** Whether `shard` is among `shards` (null: all). */
+function owns(shards: number[] | null, shard: number): boolean {
+  return shards === null || shards.includes(shard);
 }
 
 export interface RunOnceResult {
@@ -212,8 +220,19 @@ export class Scheduler {
   }
 
   private ownsShard(shard: number): boolean {
+    return owns(this.deps.shards(), shard);
+  }
+
+  /**
+   * The owned shards changed: forget entries of shards lost, and read again from the start so the
+   * events of new shards (overdue ones first) are loaded at once.
+   */
+  shardsChanged(): void {
     const shards = this.deps.shards();
-    return shards === null || shards.includes(shard);
+    this.wheel.retain((ref) => owns(shards, ref.shard));
+    this.cursor = null;
+    this.lastSweepMs = -Infinity;
+    if (this.running) void this.runOnce().catch((err) => this.deps.logger.error({ err }, 'read-ahead failed'));
   }
 
   /** Sets the one timer for the earliest entry (or fires at once when it is already due). */
@@ -257,6 +276,7 @@ export class Scheduler {
             now,
             owner: this.deps.owner,
             leaseUntil: now + this.opts.leaseMs,
+            fenceByShardOwner: this.opts.fenceClaims,
           });
           this.deps.metrics.eventsFired.inc(claimed.length);
           if (claimed.length > 0) this.deps.onClaimed(claimed);

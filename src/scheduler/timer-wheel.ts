@@ -65,6 +65,11 @@ export class TimerWheel {
     return out;
   }
 
+  /** Keeps only the live entries for which `keep` is true. */
+  retain(keep: (ref: DueRef) => boolean): void {
+    for (const [key, node] of this.live) if (!keep(node.ref)) this.live.delete(key);
+  }
+
   clear(): void {
     this.heap = [];
     this.live.clear();

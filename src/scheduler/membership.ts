@@ -1,0 +1,79 @@
+/**
+ * Membership: this node's heartbeat in the store, and its own view of whether it may still act.
+ *
+ *   heartbeat ok at (monotonic) t ──▶ alive until t + nodeTtlMs − safetyMs
+ *   no successful heartbeat by then ──▶ not alive: stop firing (shards are about to move)
+ *
+ * The leader declares a node dead once its heartbeat is `nodeTtlMs` old by the store's clock.
+ * `t` is taken when the heartbeat is *sent*, so however long the round trip, this node gives up
+ * its shards before the leader may hand them to another node: a paused or partitioned node
+ * stops firing before anyone else can own its shards. The claim's shard fence in the store is the
+ * second line of defence.
+ */
+import type { Logger } from 'pino';
+import type { Clock } from '../core/clock.ts';
+import type { Store } from '../store/store.ts';
+
+export interface MembershipOptions {
+  heartbeatIntervalMs: number;
+  /** A node whose heartbeat is this old (store clock) is dead. */
+  nodeTtlMs: number;
+  /** This node stops acting this long before its TTL would run out. */
+  safetyMs: number;
+}
+
+export const DEFAULT_MEMBERSHIP_OPTIONS: MembershipOptions = { heartbeatIntervalMs: 500, nodeTtlMs: 3_000, safetyMs: 750 };
+
+export class Membership {
+  private aliveUntilMono = -Infinity;
+  private abort = new AbortController();
+  private loop: Promise<void> | null = null;
+  readonly opts: MembershipOptions;
+
+  constructor(
+    private readonly deps: { store: Store; clock: Clock; nodeId: string; logger: Logger; meta: Record<string, unknown> },
+    opts: Partial<MembershipOptions> = {},
+  ) {
+    this.opts = { ...DEFAULT_MEMBERSHIP_OPTIONS, ...opts };
+  }
+
+  /** True while the last successful heartbeat is recent enough for this node to act. */
+  isAlive(): boolean {
+    return this.deps.clock.monotonicMs() < this.aliveUntilMono;
+  }
+
+  /** One heartbeat; returns whether it reached the store. */
+  async runOnce(): Promise<boolean> {
+    const sentAt = this.deps.clock.monotonicMs();
+    try {
+      await this.deps.store.nodeHeartbeat({ nodeId: this.deps.nodeId, meta: this.deps.meta });
+      this.aliveUntilMono = sentAt + this.opts.nodeTtlMs - this.opts.safetyMs;
+      return true;
+    } catch (err) {
+      this.deps.logger.warn({ err }, 'heartbeat failed');
+      return false;
+    }
+  }
+
+  start(): void {
+    this.abort = new AbortController();
+    this.loop = (async () => {
+      for (;;) {
+        await this.runOnce();
+        try {
+          await this.deps.clock.sleep(this.opts.heartbeatIntervalMs, this.abort.signal);
+        } catch {
+          return;
+        }
+      }
+    })();
+  }
+
+  /** Stops heart-beating and, when `leave`, removes this node from the store at once. */
+  async stop(leave: boolean): Promise<void> {
+    this.abort.abort();
+    await this.loop;
+    this.aliveUntilMono = -Infinity;
+    if (leave) await this.deps.store.nodeDelete({ nodeId: this.deps.nodeId }).catch(() => {});
+  }
+}
