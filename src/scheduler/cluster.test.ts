@@ -1,0 +1,130 @@
+/**
+ * The cluster roles together (membership, elector, shard ownership) for several simulated nodes
+ * on one real store, in real (short) time: election, even shard spread, failover when a node dies
+ * or leaves, and a paused node giving up its shards before anyone else may own them.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { SystemClock } from '../core/clock.ts';
+import { openSqliteStore, type SqliteStore } from '../store/sqlite/sqlite-store.ts';
+import { Elector } from './elector.ts';
+import { Membership } from './membership.ts';
+import { ShardOwnership } from './shard-ownership.ts';
+import { waitUntil } from '../../test/support/node.ts';
+
+const SHARDS = 64;
+const TTL_MS = 400;
+const logger = pino({ level: 'silent' });
+const clock = new SystemClock();
+
+interface SimNode {
+  id: string;
+  membership: Membership;
+  elector: Elector;
+  ownership: ShardOwnership;
+  /** Every change of owned shards, with the time it was seen. */
+  changes: { atMs: number; owned: number[] }[];
+}
+
+function makeNode(store: SqliteStore, id: string): SimNode {
+  const membership = new Membership({ store, clock, nodeId: id, logger, meta: {} }, { heartbeatIntervalMs: 50, nodeTtlMs: TTL_MS, safetyMs: 100 });
+  const elector = new Elector({ store, clock, nodeId: id, logger }, { intervalMs: 50, leaseMs: TTL_MS, nodeTtlMs: TTL_MS, shardCount: SHARDS });
+  const changes: SimNode['changes'] = [];
+  const ownership = new ShardOwnership({ store, clock, nodeId: id, membership, logger, onChange: (owned) => changes.push({ atMs: Date.now(), owned }) }, 25);
+  membership.start();
+  elector.start();
+  ownership.start();
+  return { id, membership, elector, ownership, changes };
+}
+
+/** Stops a node's loops as a SIGKILL would: no goodbye, no resignation. */
+async function kill(n: SimNode): Promise<void> {
+  await Promise.all([n.membership.stop(false), n.ownership.stop()]);
+  // Stop the elector without resigning: drop its lease knowledge first.
+  (n.elector as unknown as { lease: null }).lease = null;
+  await n.elector.stop();
+}
+
+async function ownerMap(store: SqliteStore): Promise<Map<number, string>> {
+  return new Map((await store.shardList()).map((a) => [a.shard, a.nodeId]));
+}
+
+function spreadOk(map: Map<number, string>, live: string[]): boolean {
+  if (map.size !== SHARDS) return false;
+  const counts = live.map((id) => [...map.values()].filter((n) => n === id).length);
+  return [...map.values()].every((n) => live.includes(n)) && Math.max(...counts) - Math.min(...counts) <= 1;
+}
+
+describe('cluster roles', () => {
+  let dir: string;
+  let store: SqliteStore;
+  const nodes: SimNode[] = [];
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'belfry-cluster-'));
+    store = await openSqliteStore({ dataDir: dir });
+  });
+  after(async () => {
+    for (const n of nodes) await kill(n).catch(() => {});
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('elects one leader and spreads shards evenly over three nodes', async () => {
+    nodes.push(makeNode(store, 'a'), makeNode(store, 'b'), makeNode(store, 'c'));
+    await waitUntil('balanced map', async () => spreadOk(await ownerMap(store), ['a', 'b', 'c']), 5_000);
+    await waitUntil('every node sees its shards', () => nodes.every((n) => n.ownership.shards().length >= 21), 5_000);
+    assert.equal(nodes.filter((n) => n.elector.isLeader).length, 1);
+    const owned = nodes.flatMap((n) => n.ownership.shards());
+    assert.equal(new Set(owned).size, SHARDS, 'a shard is owned twice or not at all');
+  });
+
+  it('moves a dead leader’s shards to the others, under a new epoch, and the dead node had stopped first', async () => {
+    const leader = nodes.find((n) => n.elector.isLeader)!;
+    const epochBefore = leader.elector.epoch!;
+    const hisShards = leader.ownership.shards();
+    const killedAt = Date.now();
+    await kill(leader);
+    const rest = nodes.filter((n) => n !== leader && n.membership.isAlive());
+    await waitUntil(
+      'failover seen by the survivors',
+      async () => spreadOk(await ownerMap(store), rest.map((n) => n.id)) && hisShards.every((s) => rest.some((n) => n.ownership.has(s))),
+      5_000,
+    );
+    const newLeader = rest.find((n) => n.elector.isLeader);
+    assert.ok(newLeader, 'no new leader');
+    assert.ok(newLeader.elector.epoch! > epochBefore);
+    const takenAt = Math.min(...rest.flatMap((n) => n.changes.filter((c) => c.atMs >= killedAt && c.owned.some((s) => hisShards.includes(s))).map((c) => c.atMs)));
+    assert.ok(takenAt - killedAt < 5_000);
+    console.log(`cluster roles: shards of a killed leader reassigned ${takenAt - killedAt} ms after the kill (ttl ${TTL_MS} ms)`);
+  });
+
+  it('a paused node stops owning its shards before another node owns them', async () => {
+    const [victim, other] = nodes.filter((n) => n.membership.isAlive());
+    const victimShards = victim.ownership.shards();
+    assert.ok(victimShards.length > 0);
+    // Its heartbeats stop reaching the store (a partition), but the node keeps running.
+    await victim.membership.stop(false);
+    await waitUntil('takeover', () => victimShards.every((s) => other.ownership.has(s)), 5_000);
+    const victimGaveUp = victim.changes.find((c) => c.owned.length === 0)?.atMs;
+    const otherTook = other.changes.find((c) => victimShards.some((s) => c.owned.includes(s)))!.atMs;
+    assert.ok(victimGaveUp !== undefined, 'the paused node never gave up its shards');
+    assert.ok(victimGaveUp <= otherTook, `paused node gave up at ${victimGaveUp}, another took over at ${otherTook}`);
+    assert.deepEqual(victim.ownership.shards(), []);
+  });
+
+  it('a node that leaves hands its shards back at once; a new node gets a fair share', async () => {
+    const d = makeNode(store, 'd');
+    nodes.push(d);
+    const live = () => nodes.filter((n) => n.membership.isAlive()).map((n) => n.id);
+    await waitUntil('d joins', async () => live().includes('d') && spreadOk(await ownerMap(store), live()), 5_000);
+    const leaving = nodes.find((n) => n.membership.isAlive() && n.id !== 'd')!;
+    const leftAt = Date.now();
+    await Promise.all([leaving.membership.stop(true), leaving.ownership.stop(), leaving.elector.stop()]);
+    await waitUntil('d owns everything', async () => spreadOk(await ownerMap(store), ['d']), 5_000);
+    assert.ok(Date.now() - leftAt < TTL_MS, 'shards waited for the TTL instead of moving at once');
+  });
+});
