@@ -23,6 +23,7 @@ import { Scheduler, type SchedulerOptions } from '../scheduler/scheduler.ts';
 import { GroupCommitter } from '../store/group-commit.ts';
 import { openSqliteStore } from '../store/sqlite/sqlite-store.ts';
 import type { Store } from '../store/store.ts';
+import { Cluster, type ClusterOptions } from './cluster.ts';
 import type { NodeConfig } from './config.ts';
 import { Metrics } from './metrics.ts';
 
@@ -31,6 +32,7 @@ export interface NodeOptions {
   logger?: Logger;
   channel?: Channel;
   scheduler?: Partial<SchedulerOptions>;
+  cluster?: Partial<ClusterOptions>;
   limits?: Partial<ApiLimits>;
 }
 
@@ -43,6 +45,8 @@ export interface BelfryNode {
   readonly dispatcher: Dispatcher;
   readonly metrics: Metrics;
   readonly adminKey: string;
+  /** Null on a single-node store. */
+  readonly cluster: Cluster | null;
   /** Graceful stop; resolves when everything is closed. Safe to call twice. */
   stop(): Promise<void>;
 }
@@ -72,19 +76,36 @@ function resolveAdminKey(config: NodeConfig, logger: Logger): string {
   return key;
 }
 
+/**
+ * Test-only: shifts this process's wall clock, to prove that a cluster node decides by the store's
+ * clock and not its own. Not a configuration setting.
+ */
+function localClock(): Clock {
+  const offsetMs = Number(process.env.BELFRY_TEST_CLOCK_OFFSET_MS ?? 0);
+  return new SystemClock(Number.isFinite(offsetMs) ? offsetMs : 0);
+}
+
 export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Promise<BelfryNode> {
-  const clock = opts.clock ?? new SystemClock();
-  const logger = opts.logger ?? pino({ level: config.logLevel, base: { node: config.nodeId ?? undefined } });
   const owner = config.nodeId ?? `node-${randomBytes(6).toString('hex')}`;
+  const logger = opts.logger ?? pino({ level: config.logLevel, base: { node: owner } });
   const adminKey = resolveAdminKey(config, logger);
   const store = await openStore(config);
   await store.migrate();
   const metrics = new Metrics({ defaultMetrics: true });
+
+  // eslint-disable-next-line prefer-const
+  let scheduler: Scheduler;
+  const cluster = store.capabilities.multiNode
+    ? new Cluster(
+        { store, localClock: opts.clock ?? localClock(), nodeId: owner, logger, shardCount: config.shardCount, meta: { pid: process.pid }, onShardsChanged: () => scheduler.shardsChanged() },
+        opts.cluster,
+      )
+    : null;
+  // On a shared store, due times and stored timestamps follow the store's clock.
+  const clock: Clock = cluster ? cluster.clock : (opts.clock ?? localClock());
   const channel = opts.channel ?? new HttpChannel({ clock });
 
   let stopping = false;
-  // eslint-disable-next-line prefer-const
-  let scheduler: Scheduler;
   const dispatcher = new Dispatcher({
     store,
     clock,
@@ -106,9 +127,9 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
       logger,
       onClaimed: (events) => dispatcher.submit(events),
       dispatchBacklog: () => dispatcher.backlog,
-      shards: () => null,
+      shards: () => (cluster ? cluster.ownership.shards() : null),
     },
-    { lookaheadMs: config.lookaheadMs, ...opts.scheduler },
+    { lookaheadMs: config.lookaheadMs, fenceClaims: cluster !== null, ...opts.scheduler },
   );
   const rescuer = new Rescuer({ store, clock, owner, logger, onRescued: (refs) => scheduler.notifyDue(refs) });
   const writer = new GroupCommitter(store, () => clock.now());
@@ -129,6 +150,7 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     ready: async () => {
       const reasons: string[] = [];
       if (stopping) reasons.push('shutting down');
+      if (cluster && cluster.ownership.shards().length === 0) reasons.push('owns no shards');
       try {
         await store.ping();
       } catch (err) {
@@ -138,9 +160,12 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     },
   });
 
+  if (cluster) await cluster.start();
   scheduler.start();
-  const rescued = await rescuer.rescuePreviousRuns();
-  if (store.capabilities.multiNode) rescuer.start();
+  // A single-node store's executing events belong to a previous run of this node: rescue them now.
+  // On a shared store, other nodes' claims are rescued when their leases expire.
+  const rescued = cluster ? 0 : await rescuer.rescuePreviousRuns();
+  if (cluster) rescuer.start();
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
@@ -154,6 +179,8 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
       const deadlineMs = clock.monotonicMs() + config.shutdownTimeoutMs;
       logger.info({ shutdownTimeoutMs: config.shutdownTimeoutMs }, 'shutting down');
       await app.close();
+      // Stop firing, resign and leave first, so other nodes take the shards over while we drain.
+      await cluster?.stop();
       await scheduler.stop();
       await rescuer.stop();
       await dispatcher.drain(deadlineMs);
@@ -164,5 +191,5 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     return stopped;
   };
 
-  return { url, port, app, store, scheduler, dispatcher, metrics, adminKey, stop };
+  return { url, port, app, store, scheduler, dispatcher, metrics, adminKey, cluster, stop };
 }

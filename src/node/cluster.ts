@@ -1,0 +1,102 @@
+/**
+ * The cluster side of a node on a shared store: a store-calibrated clock, membership heartbeats,
+ * the elector (leader lease and shard map), and this node's view of the shards it owns.
+ * A single-node store (SQLite) runs none of it: the node owns every shard.
+ */
+import type { Logger } from 'pino';
+import type { Clock } from '../core/clock.ts';
+import { Elector } from '../scheduler/elector.ts';
+import { Membership, type MembershipOptions } from '../scheduler/membership.ts';
+import { ShardOwnership } from '../scheduler/shard-ownership.ts';
+import { StoreClock } from '../scheduler/store-clock.ts';
+import type { Store } from '../store/store.ts';
+
+export interface ClusterOptions extends MembershipOptions {
+  electorIntervalMs: number;
+  leaderLeaseMs: number;
+  ownershipIntervalMs: number;
+}
+
+export const DEFAULT_CLUSTER_OPTIONS: ClusterOptions = {
+  heartbeatIntervalMs: 500,
+  nodeTtlMs: 3_000,
+  safetyMs: 750,
+  electorIntervalMs: 500,
+  leaderLeaseMs: 3_000,
+  ownershipIntervalMs: 250,
+};
+
+export interface ClusterStatus {
+  nodeId: string;
+  leader: { nodeId: string; epoch: number; expiresAt: number } | null;
+  nodes: { id: string; startedAt: number; heartbeatAgeMs: number; live: boolean; shards: number; meta: Record<string, unknown> }[];
+  shardCount: number;
+  unassignedShards: number;
+  clockSkewMs: number;
+}
+
+export class Cluster {
+  readonly clock: StoreClock;
+  readonly membership: Membership;
+  readonly elector: Elector;
+  readonly ownership: ShardOwnership;
+  readonly opts: ClusterOptions;
+
+  constructor(
+    private readonly deps: { store: Store; localClock: Clock; nodeId: string; logger: Logger; shardCount: number; meta: Record<string, unknown>; onShardsChanged(): void },
+    opts: Partial<ClusterOptions> = {},
+  ) {
+    this.opts = { ...DEFAULT_CLUSTER_OPTIONS, ...opts };
+    const { store, localClock, nodeId, logger } = deps;
+    this.clock = new StoreClock(localClock, store, logger);
+    this.membership = new Membership({ store, clock: localClock, nodeId, logger, meta: deps.meta }, this.opts);
+    this.elector = new Elector(
+      { store, clock: localClock, nodeId, logger },
+      { intervalMs: this.opts.electorIntervalMs, leaseMs: this.opts.leaderLeaseMs, nodeTtlMs: this.opts.nodeTtlMs, shardCount: deps.shardCount },
+    );
+    this.ownership = new ShardOwnership(
+      { store, clock: localClock, nodeId, membership: this.membership, logger, onChange: () => deps.onShardsChanged() },
+      this.opts.ownershipIntervalMs,
+    );
+  }
+
+  /** Calibrates the clock and registers this node before anything fires. */
+  async start(): Promise<void> {
+    await this.clock.calibrate();
+    await this.membership.runOnce();
+    this.clock.start();
+    this.membership.start();
+    this.elector.start();
+    this.ownership.start();
+  }
+
+  /** Stops firing at once, resigns the lease and leaves the cluster so shards move without waiting. */
+  async stop(): Promise<void> {
+    await this.ownership.stop();
+    await this.elector.stop();
+    await this.membership.stop(true);
+    await this.clock.stop();
+  }
+
+  async status(): Promise<ClusterStatus> {
+    const { store } = this.deps;
+    const [leader, nodes, shards] = await Promise.all([store.leaderGet(), store.nodeList(), store.shardList()]);
+    const perNode = new Map<string, number>();
+    for (const s of shards) perNode.set(s.nodeId, (perNode.get(s.nodeId) ?? 0) + 1);
+    return {
+      nodeId: this.deps.nodeId,
+      leader,
+      nodes: nodes.map((n) => ({
+        id: n.id,
+        startedAt: n.startedAt,
+        heartbeatAgeMs: n.ageMs,
+        live: n.ageMs < this.opts.nodeTtlMs,
+        shards: perNode.get(n.id) ?? 0,
+        meta: n.meta,
+      })),
+      shardCount: this.deps.shardCount,
+      unassignedShards: this.deps.shardCount - shards.length,
+      clockSkewMs: this.clock.skewMs,
+    };
+  }
+}
