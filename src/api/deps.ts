@@ -1,5 +1,6 @@
 /** What the API needs from the rest of the node: passed to createApp(), so tests build it in-process. */
 import type { Logger } from 'pino';
+import type { AddressPolicy } from '../core/address.ts';
 import type { Clock } from '../core/clock.ts';
 import type { EventRecord } from '../core/event.ts';
 import type { Metrics } from '../node/metrics.ts';
@@ -35,6 +36,8 @@ export interface AppDeps {
   adminKey: string;
   shardCount: number;
   limits: ApiLimits;
+  /** The private-address guard (built from --allow-hosts), applied to every webhook URL accepted. */
+  addressPolicy: AddressPolicy;
   /** Readiness: store reachable, shards owned, not shutting down. */
   ready(): Promise<{ ok: boolean; reasons: string[] }>;
 }

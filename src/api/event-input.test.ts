@@ -1,8 +1,11 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
+import { AddressPolicy } from '../core/address.ts';
 import { BelfryError } from '../core/errors.ts';
 import { checkHeaders, checkPayloadShape, checkUrl, payloadText, PAYLOAD_DEPTH_MAX, resolveFireAt, resolveRetry } from './event-input.ts';
 import { parseIfMatch } from './routes/event-actions.ts';
+
+const OPEN = new AddressPolicy();
 
 function fieldOf(fn: () => unknown): string | undefined {
   try {
@@ -24,8 +27,28 @@ test('checkHeaders refuses reserved and duplicate names, case-insensitively', ()
 });
 
 test('checkUrl takes absolute http(s) URLs only', () => {
-  assert.equal(checkUrl('url', 'https://a.example/x?y=1'), 'https://a.example/x?y=1');
-  for (const url of ['ftp://a', 'javascript:alert(1)', '/relative', 'a.example', 'http://[::1']) assert.equal(fieldOf(() => checkUrl('url', url)), 'url');
+  assert.equal(checkUrl('url', 'https://a.example/x?y=1', OPEN), 'https://a.example/x?y=1');
+  for (const url of ['ftp://a', 'javascript:alert(1)', '/relative', 'a.example', 'http://[::1']) assert.equal(fieldOf(() => checkUrl('url', url, OPEN)), 'url');
+});
+
+test('checkUrl refuses private, loopback, link-local and metadata hosts in any encoding, unless allowed', () => {
+  const denied = [
+    'http://127.0.0.1/x', 'http://2130706433/x', 'http://0x7f.1/x', 'http://0177.0.0.1/x', 'http://[::1]/x', 'http://[::ffff:127.0.0.1]/x',
+    'http://[::ffff:a9fe:a9fe]/latest', 'http://169.254.169.254/latest/meta-data', 'https://10.0.0.5/', 'https://192.168.1.1:8443/',
+    'http://[fd00:ec2::254]/', 'http://[fe80::1]/', 'http://localhost:8080/', 'http://metadata.google.internal/computeMetadata/v1/',
+  ];
+  for (const url of denied) {
+    assert.equal(fieldOf(() => checkUrl('url', url, OPEN)), 'url', url);
+    try {
+      checkUrl('url', url, OPEN);
+    } catch (err) {
+      assert.match((err as Error).message, /host not allowed: .*--allow-hosts/);
+    }
+  }
+  const loopback = new AddressPolicy(['127.0.0.1', '::1']);
+  assert.equal(checkUrl('url', 'http://127.0.0.1:9/x', loopback), 'http://127.0.0.1:9/x');
+  assert.equal(checkUrl('url', 'http://[::1]:9/x', loopback), 'http://[::1]:9/x');
+  assert.equal(fieldOf(() => checkUrl('url', 'http://10.0.0.1/x', loopback)), 'url');
 });
 
 test('resolveFireAt: fireAt, now + delay, neither, or both (refused)', () => {

@@ -3,6 +3,7 @@
  * express (times, durations, reserved headers, known destinations, payload size). Every check
  * runs before any write, so a rejected request changes nothing.
  */
+import type { AddressPolicy } from '../core/address.ts';
 import { resolveRetryPolicy, type RetryPolicy } from '../core/backoff.ts';
 import { parseDurationMs, parseTimeMs, TIME_MS_MAX } from '../core/duration.ts';
 import { BelfryError, invalid } from '../core/errors.ts';
@@ -41,6 +42,8 @@ export interface EventInputContext {
   shardCount: number;
   payloadBytesMax: number;
   idLengthMax: number;
+  /** The private-address guard applied to inline destination URLs. */
+  addressPolicy: AddressPolicy;
   /** Resolves a destination name of this tenant; null when none is registered. */
   destination(name: string): Promise<DestinationRecord | null>;
 }
@@ -71,8 +74,13 @@ export function checkHeaders(headers: Record<string, string> | undefined): Recor
   return { ...headers };
 }
 
-/** Throws unless `url` is an absolute http(s) URL. */
-export function checkUrl(field: string, url: string): string {
+/**
+ * Throws unless `url` is an absolute http(s) URL whose host the private-address guard accepts.
+ * The WHATWG parser has already turned every IPv4 encoding (2130706433, 0x7f.1, 0177.0.0.1)
+ * into dotted decimal and IPv6 into its canonical form, so the guard sees the address that
+ * would be used. A host name is judged by what it resolves to, at connect time.
+ */
+export function checkUrl(field: string, url: string, policy: AddressPolicy): string {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -80,6 +88,8 @@ export function checkUrl(field: string, url: string): string {
     throw invalid(field, 'must be an absolute http or https URL');
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw invalid(field, 'must be an http or https URL');
+  const denied = policy.checkHost(parsed.hostname);
+  if (denied) throw invalid(field, `host not allowed: ${denied}`);
   return url;
 }
 
@@ -117,7 +127,7 @@ export function payloadText(payload: unknown, bytesMax: number): string {
 }
 
 export async function resolveDestination(ctx: EventInputContext, input: string | { url: string }): Promise<{ ref: DestinationRef; record: DestinationRecord | null }> {
-  if (typeof input === 'object') return { ref: { url: checkUrl('destination.url', input.url) }, record: null };
+  if (typeof input === 'object') return { ref: { url: checkUrl('destination.url', input.url, ctx.addressPolicy) }, record: null };
   const record = await ctx.destination(input);
   if (!record) throw invalid('destination', `no destination named "${input}"; create it with PUT /v1/destinations/${input}`);
   return { ref: { name: input }, record };

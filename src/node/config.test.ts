@@ -50,6 +50,7 @@ describe('resolveConfig', () => {
     ['an unknown flag', ['--prot', '1'], {}],
     ['a short admin key', ['--admin-key', 'short'], {}],
     ['a bad duration', ['--lookahead', 'soon'], {}],
+    ['an invalid allow-hosts range', ['--allow-hosts', '127.0.0.1,10.0.0.0/40'], {}],
   ] as const) {
     it(`rejects ${name} with a message naming it`, () => {
       assert.throws(() => resolveConfig([...argv], env), ConfigError);

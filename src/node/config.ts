@@ -17,6 +17,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { allowEntryError } from '../core/address.ts';
 import { parseDurationMs } from '../core/duration.ts';
 import { SHARD_COUNT_DEFAULT } from '../core/shard.ts';
 
@@ -78,6 +79,11 @@ const asList = (v: unknown) =>
     : typeof v === 'string'
       ? v.split(',').map((s) => s.trim()).filter(Boolean)
       : undefined;
+/** Hosts, addresses and CIDR ranges; undefined (an error naming the setting) when one is invalid. */
+const asAllowList = (v: unknown) => {
+  const list = asList(v);
+  return list && list.every((entry) => allowEntryError(entry) === null) ? list : undefined;
+};
 const asLevel = (v: unknown) => (typeof v === 'string' && ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(v) ? v : undefined);
 
 const SETTINGS: Setting[] = [
@@ -91,7 +97,7 @@ const SETTINGS: Setting[] = [
     parse: (v) => (v === 'sqlite' || (typeof v === 'string' && /^postgres(ql)?:\/\//.test(v)) ? v : undefined),
   },
   { key: 'adminKey', flag: 'admin-key', env: 'BELFRY_ADMIN_KEY', parse: (v) => (typeof v === 'string' && v.length >= 16 ? v : undefined) },
-  { key: 'allowHosts', flag: 'allow-hosts', env: 'BELFRY_ALLOW_HOSTS', parse: asList },
+  { key: 'allowHosts', flag: 'allow-hosts', env: 'BELFRY_ALLOW_HOSTS', parse: asAllowList },
   { key: 'logLevel', flag: 'log-level', env: 'BELFRY_LOG_LEVEL', parse: asLevel },
   { key: 'shardCount', flag: 'shard-count', env: 'BELFRY_SHARD_COUNT', parse: asInt(1, 65536) },
   { key: 'lookaheadMs', flag: 'lookahead', env: 'BELFRY_LOOKAHEAD', parse: asDuration },

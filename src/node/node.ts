@@ -15,6 +15,7 @@ import { createApp } from '../api/app.ts';
 import { DEFAULT_API_LIMITS, type ApiLimits } from '../api/deps.ts';
 import { HttpChannel } from '../channels/http/http-channel.ts';
 import type { Channel } from '../channels/channel.ts';
+import { AddressPolicy } from '../core/address.ts';
 import { SystemClock, type Clock } from '../core/clock.ts';
 import { newSecretToken } from '../core/ids.ts';
 import { Dispatcher } from '../dispatch/dispatcher.ts';
@@ -103,7 +104,8 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     : null;
   // On a shared store, due times and stored timestamps follow the store's clock.
   const clock: Clock = cluster ? cluster.clock : (opts.clock ?? localClock());
-  const channel = opts.channel ?? new HttpChannel({ clock });
+  const addressPolicy = new AddressPolicy(config.allowHosts);
+  const channel = opts.channel ?? new HttpChannel({ clock, policy: addressPolicy });
 
   let stopping = false;
   const dispatcher = new Dispatcher({
@@ -143,6 +145,7 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     adminKey,
     shardCount: config.shardCount,
     limits: { ...DEFAULT_API_LIMITS, ...opts.limits },
+    addressPolicy,
     onEventsChanged: (events) => scheduler.notifyEvents(events),
     onDestinationChanged: (tenantId, name) => {
       dispatcher.destinationChanged(tenantId, name).catch((err) => logger.error({ err }, 'destination refresh failed'));

@@ -9,6 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import pino from 'pino';
 import { createApp } from '../../src/api/app.ts';
 import { DEFAULT_API_LIMITS, type ApiLimits, type AppDeps } from '../../src/api/deps.ts';
+import { AddressPolicy } from '../../src/core/address.ts';
 import { SimClock } from '../../src/core/clock.ts';
 import type { EventRecord } from '../../src/core/event.ts';
 import { Metrics } from '../../src/node/metrics.ts';
@@ -37,6 +38,8 @@ export interface TestApp {
 export interface TestAppOptions {
   limits?: Partial<ApiLimits>;
   ready?: AppDeps['ready'];
+  /** --allow-hosts; default loopback, as the tests' receivers listen there. */
+  allowHosts?: string[];
 }
 
 export function bearer(key: string): Record<string, string> {
@@ -69,6 +72,7 @@ export async function makeTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
     adminKey: ADMIN_KEY,
     shardCount: 16,
     limits: { ...DEFAULT_API_LIMITS, ...opts.limits },
+    addressPolicy: new AddressPolicy(opts.allowHosts ?? ['127.0.0.1', '::1']),
     ready: opts.ready ?? (async () => ({ ok: true, reasons: [] })),
   };
   const app = await createApp(deps);

@@ -4,6 +4,7 @@
  * once, in the response that created it. A replace without `secret` keeps the stored secrets.
  */
 import type { FastifyInstance } from 'fastify';
+import type { AddressPolicy } from '../../core/address.ts';
 import { BelfryError, invalid } from '../../core/errors.ts';
 import { newWebhookSecret } from '../../core/ids.ts';
 import type { DestinationConfig, DestinationRecord } from '../../store/store.ts';
@@ -29,12 +30,12 @@ function destinationNotFound(name: string): BelfryError {
 }
 
 /** The body as stored settings; throws 400 naming the field for what the schema cannot check. */
-export function toDestinationConfig(body: DestinationPutInput): DestinationConfig {
+export function toDestinationConfig(body: DestinationPutInput, policy: AddressPolicy): DestinationConfig {
   const timeoutMs = body.timeout === undefined ? DESTINATION_TIMEOUT_MS_DEFAULT : parseDurationField('timeout', body.timeout);
   if (timeoutMs < 1 || timeoutMs > DESTINATION_TIMEOUT_MS_MAX) throw invalid('timeout', 'must be from 1ms to 5m');
   return {
     kind: 'http',
-    url: checkUrl('url', body.url),
+    url: checkUrl('url', body.url, policy),
     headers: checkHeaders(body.headers),
     timeoutMs,
     retry: resolveRetry(body.retry),
@@ -61,7 +62,7 @@ export function destinationRoutes(app: FastifyInstance, deps: AppDeps): void {
     async (request, reply) => {
       const { tenantId } = request;
       const { name } = request.params;
-      const config = toDestinationConfig(request.body);
+      const config = toDestinationConfig(request.body, deps.addressPolicy);
       const existing = await deps.store.destinationGet({ tenantId, name });
       const generated = request.body.secret === undefined && !existing ? newWebhookSecret() : null;
       const secrets = request.body.secret !== undefined ? [request.body.secret] : generated ? [generated] : existing!.secrets;

@@ -35,6 +35,7 @@ export function inputContext(deps: AppDeps, tenantId: string): EventInputContext
     shardCount: deps.shardCount,
     payloadBytesMax: deps.limits.payloadBytesMax,
     idLengthMax: deps.limits.idLengthMax,
+    addressPolicy: deps.addressPolicy,
     destination: destinationLookup(deps.store, tenantId),
   };
 }

@@ -24,6 +24,9 @@ function dueEvent(target: string, overrides: Partial<DueEvent> = {}): DueEvent {
   };
 }
 
+/** The receivers listen on loopback, which the private-address guard refuses unless allowed. */
+const LOOPBACK = ['127.0.0.1', '::1'];
+
 const noAbort = () => new AbortController().signal;
 
 /** Routes by path: `/status/<code>` answers that code; `/hang` never answers. */
@@ -47,7 +50,7 @@ describe('HttpChannel against a loopback receiver', () => {
 
   before(async () => {
     receiver = await startReceiver({ behavior: routes });
-    channel = new HttpChannel();
+    channel = new HttpChannel({ allowHosts: LOOPBACK });
   });
   after(async () => {
     await channel.close();
@@ -136,7 +139,7 @@ describe('HttpChannel against a loopback receiver', () => {
 
   it('honours Retry-After in seconds and as an HTTP-date on 429 and 503 only', async () => {
     const clock = new SimClock(Date.UTC(2026, 0, 1)); // the date in the route is 30 s later
-    const simChannel = new HttpChannel({ clock });
+    const simChannel = new HttpChannel({ clock, allowHosts: LOOPBACK });
     try {
       const seconds = await simChannel.deliver(dueEvent(`${receiver.url}/retry-after-seconds`), noAbort());
       assert.equal(seconds.kind, 'retry');
@@ -199,7 +202,7 @@ describe('HttpChannel against a loopback receiver', () => {
     const reason = outcome.kind === 'retry' ? outcome.reason : '';
     assert.equal(reason, `HTTP 500: ${'E'.repeat(200)}…`);
 
-    const small = new HttpChannel({ responseBodyBytesMax: 50 });
+    const small = new HttpChannel({ responseBodyBytesMax: 50, allowHosts: LOOPBACK });
     try {
       const clipped = await small.deliver(dueEvent(`${receiver.url}/long-error`), noAbort());
       assert.equal(clipped.kind === 'retry' && clipped.reason, `HTTP 500: ${'E'.repeat(50)}`);
@@ -238,7 +241,7 @@ describe('HttpChannel connection handling', () => {
     const closed = await startReceiver();
     const url = closed.url;
     await closed.close();
-    const channel = new HttpChannel();
+    const channel = new HttpChannel({ allowHosts: LOOPBACK });
     try {
       const outcome = await channel.deliver(dueEvent(`${url}/x`), noAbort());
       assert.equal(outcome.kind, 'retry');
@@ -250,8 +253,8 @@ describe('HttpChannel connection handling', () => {
 
   it('reuses keep-alive connections across many deliveries', async () => {
     const receiver = await startReceiver();
-    const channel = new HttpChannel();
-    const bounded = new HttpChannel({ connectionsPerOrigin: 2 });
+    const channel = new HttpChannel({ allowHosts: LOOPBACK });
+    const bounded = new HttpChannel({ connectionsPerOrigin: 2, allowHosts: LOOPBACK });
     try {
       const workers = 10;
       const perWorker = 30;

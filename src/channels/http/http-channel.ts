@@ -14,6 +14,8 @@
  *   network errors (ECONNREFUSED, ECONNRESET, ENOTFOUND, ...) → retry with the error code
  *   caller's signal aborted     → retry "aborted"
  *   invalid URL, header or secret → discard (retrying cannot fix the input)
+ *   a denied address (private, loopback, link-local, metadata; see core/address.ts), judged on
+ *   the address actually connected to → discard "address denied: ..."
  *
  * The response body is always consumed so the connection goes back to the pool: at most
  * `responseBodyBytesMax` is kept for the reason snippet, the rest is drained up to
@@ -21,8 +23,10 @@
  */
 import { setMaxListeners } from 'node:events';
 import { Agent, request, type Dispatcher } from 'undici';
+import { AddressPolicy } from '../../core/address.ts';
 import { SystemClock, type Clock } from '../../core/clock.ts';
 import type { Channel, DeliveryOutcome, DueEvent } from '../channel.ts';
+import { ADDRESS_DENIED_CODE, guardedConnect, type Resolver } from './guarded-connect.ts';
 import { signPayload } from './signing.ts';
 
 export const CONNECTIONS_PER_ORIGIN_DEFAULT = 64;
@@ -56,6 +60,15 @@ export interface HttpChannelOptions {
   responseBodyBytesMax?: number;
   userAgent?: string;
   clock?: Clock;
+  /**
+   * Hosts, addresses and CIDR ranges opened despite the private-address guard (`--allow-hosts`).
+   * Default none: every private, loopback, link-local and metadata address is refused.
+   */
+  allowHosts?: readonly string[];
+  /** The whole guard, instead of one built from `allowHosts`. */
+  policy?: AddressPolicy;
+  /** Host name resolution (default dns.lookup); tests inject one to play DNS rebinding. */
+  resolve?: Resolver;
 }
 
 /** An outcome before its duration is known. */
@@ -78,6 +91,7 @@ export class HttpChannel implements Channel {
       connections: opts.connectionsPerOrigin ?? CONNECTIONS_PER_ORIGIN_DEFAULT,
       pipelining: 1,
       keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+      connect: guardedConnect({ policy: opts.policy ?? new AddressPolicy(opts.allowHosts ?? []), resolve: opts.resolve }),
     });
   }
 
@@ -267,6 +281,7 @@ export function parseRetryAfterMs(value: string | undefined, nowMs: number): num
 /** Classifies a failure to get a response (the caller has already ruled out timeout and abort). */
 function classifyError(err: unknown, timeoutMs: number): Failure {
   const code = errorCode(err);
+  if (code === ADDRESS_DENIED_CODE) return { kind: 'discard', reason: `address denied: ${errorText(err)}` };
   if (code && INVALID_REQUEST_CODES.has(code)) return { kind: 'discard', reason: `invalid request: ${errorText(err)}` };
   if (code && TIMEOUT_CODES.has(code)) return { kind: 'retry', reason: `timeout after ${timeoutMs}ms` };
   if (code === 'UND_ERR_CONNECT_TIMEOUT') return { kind: 'retry', reason: 'connect timeout' };
