@@ -5,6 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { ApiError, formatApiError } from './client.ts';
 import { UsageError, wantsHelp, type Command, type Io } from './command.ts';
+import { clusterStatus } from './cluster-status.ts';
 import { eventsCancel } from './events-cancel.ts';
 import { eventsGet } from './events-get.ts';
 import { eventsList } from './events-list.ts';
@@ -20,12 +21,14 @@ const GROUPS: Record<string, Record<string, Command>> = {
   events: { schedule: eventsSchedule, get: eventsGet, list: eventsList, cancel: eventsCancel, trace: eventsTrace },
   tenants: { create: tenantsCreate },
   keys: { create: keysCreate },
+  cluster: { status: clusterStatus },
 };
 
 const GROUP_SUMMARY: Record<string, string> = {
   events: 'schedule, get, list, cancel and trace events (tenant API key)',
   tenants: 'create tenants (admin key)',
   keys: 'create API keys for tenants (admin key)',
+  cluster: 'show nodes, leader, shards and lag (admin key)',
 };
 
 const USAGE = `Usage: belfry <command> [options]
@@ -39,6 +42,7 @@ Commands:
   events trace <id>     show an event's execution trace
   tenants create <name> create a tenant (admin)
   keys create <tenant>  create an API key for a tenant (admin)
+  cluster status        nodes, leader, epoch, shards per node, lag (admin)
 
 Run 'belfry <command> --help' for a command's options.
 Environment: BELFRY_URL, BELFRY_API_KEY, BELFRY_ADMIN_KEY.`;
