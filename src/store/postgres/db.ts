@@ -1,0 +1,78 @@
+/**
+ * The connection pool and the one way this backend sends SQL: named prepared statements from
+ * queries.ts, on the pool or on a client holding a transaction.
+ */
+import pg from 'pg';
+import { SQL, type QueryName } from './queries.ts';
+
+/** A pool, or one client of it inside a transaction. */
+export type Queryable = pg.Pool | pg.PoolClient;
+
+/** Lower-case identifier, so it needs no quoting anywhere and cannot smuggle SQL. */
+export const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,62}$/;
+
+/** Bound on any one statement; migrate() lifts it for its own transaction. */
+export const STATEMENT_TIMEOUT_MS = 30_000;
+
+const INT8_OID = 20;
+/**
+ * bigint columns (epoch ms, seq, counts) as JS numbers rather than strings: every value this
+ * backend stores in one is far below 2^53.
+ */
+const TYPES = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+};
+
+export interface PoolOptions {
+  url: string;
+  schema: string;
+  size: number;
+  onError: (err: Error) => void;
+}
+
+/** Every connection of the pool uses the store's schema (search_path) and the statement timeout. */
+export function createPool(opts: PoolOptions): pg.Pool {
+  if (!SCHEMA_NAME.test(opts.schema)) throw new RangeError(`postgres: schema must match ${SCHEMA_NAME}, got ${JSON.stringify(opts.schema)}`);
+  const pool = new pg.Pool({
+    connectionString: opts.url,
+    max: opts.size,
+    options: `-c search_path=${opts.schema} -c statement_timeout=${STATEMENT_TIMEOUT_MS}`,
+    types: TYPES,
+  });
+  // An idle client's connection dies when the server restarts; without a listener the pool's
+  // 'error' event would end the process. The next query opens a new connection.
+  pool.on('error', opts.onError);
+  return pool;
+}
+
+/** Runs statement `name` of queries.ts with positional values. */
+export function run<R extends pg.QueryResultRow = pg.QueryResultRow>(
+  db: Queryable,
+  name: QueryName,
+  values: unknown[] = [],
+): Promise<pg.QueryResult<R>> {
+  return db.query<R>({ name: `belfry_${name}`, text: SQL[name], values });
+}
+
+/**
+ * Runs `fn` in one transaction on one client: `begin` opens it (TX.begin or TX.beginRelaxed),
+ * COMMIT on success, ROLLBACK on a throw. A client whose rollback failed is discarded.
+ */
+export async function inTransaction<T>(pool: pg.Pool, begin: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  let broken: Error | undefined;
+  try {
+    await client.query(begin);
+    const result = await fn(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch((rollbackErr: Error) => {
+      broken = rollbackErr;
+    });
+    throw err;
+  } finally {
+    client.release(broken);
+  }
+}

@@ -1,0 +1,235 @@
+/**
+ * The event writes of the PostgreSQL backend. Each state change is ONE statement of queries.ts
+ * that updates the event(s) and appends their transitions, so each is atomic without a
+ * transaction of its own; only inserts open one, when their tenants' durability is relaxed. A
+ * transition's seq is the version its change produced (1 = created).
+ */
+import type pg from 'pg';
+import type { EventRecord, EventState } from '../../core/event.ts';
+import { canonicalJson } from '../../core/ids.ts';
+import type {
+  DueRef,
+  EventClaimParams,
+  EventInsertManyParams,
+  EventInsertResult,
+  EventMutateParams,
+  EventMutateResult,
+  EventPatch,
+  EventRecordAttemptsParams,
+  EventRescueParams,
+  NewEvent,
+} from '../store.ts';
+import { run, type Queryable } from './db.ts';
+import { dueRefFromRow, eventFromRow, type DueRefRow, type EventRow } from './rows.ts';
+
+const ATTEMPT_TARGETS: ReadonlySet<string> = new Set(['succeeded', 'discarded', 'awaiting_retry', 'archived']);
+/** A mutation re-reads and retries when the row changed between its read and its write; bounded. */
+const MUTATE_ATTEMPTS_MAX = 5;
+
+/** JSON text of a string map; most events carry no headers or tags, so skip the serialiser then. */
+function jsonObject(map: Record<string, string>): string {
+  for (const _ in map) return JSON.stringify(map);
+  return '{}';
+}
+
+function keyOf(tenantId: string, id: string): string {
+  return `${tenantId}\u0000${id}`;
+}
+
+function createdRecord(e: NewEvent, seq: number, now: number): EventRecord {
+  return {
+    tenantId: e.tenantId, id: e.id, shard: e.shard, seq, state: 'scheduled', version: 1, fireAt: e.fireAt,
+    dueAt: e.fireAt, destination: e.destination, payload: e.payload, headers: e.headers, group: e.group,
+    retry: e.retry, expireAt: e.expireAt, tags: e.tags, attempts: 0, lastStatus: null, lastError: null,
+    requestHash: e.requestHash, createdAt: now, updatedAt: now, leaseOwner: null, leaseUntil: null,
+  };
+}
+
+/**
+ * Inserts the batch in one statement; the first occurrence of a repeated id wins. The events not
+ * inserted (stored before, or repeated in the batch) are read back in one more statement.
+ */
+export async function insertMany(db: Queryable, { events, now }: EventInsertManyParams): Promise<EventInsertResult[]> {
+  const n = events.length;
+  const cols = {
+    tenantIds: new Array<string>(n), ids: new Array<string>(n), shards: new Array<number>(n), fireAts: new Array<number>(n),
+    destinations: new Array<string>(n), payloads: new Array<string>(n), headers: new Array<string>(n),
+    groups: new Array<string | null>(n), retries: new Array<string | null>(n), expireAts: new Array<number | null>(n),
+    tags: new Array<string>(n), hashes: new Array<string>(n),
+  };
+  for (let i = 0; i < n; i++) {
+    const e = events[i];
+    cols.tenantIds[i] = e.tenantId;
+    cols.ids[i] = e.id;
+    cols.shards[i] = e.shard;
+    cols.fireAts[i] = e.fireAt;
+    cols.destinations[i] = JSON.stringify(e.destination);
+    cols.payloads[i] = e.payload;
+    cols.headers[i] = jsonObject(e.headers);
+    cols.groups[i] = e.group;
+    cols.retries[i] = e.retry === null ? null : JSON.stringify(e.retry);
+    cols.expireAts[i] = e.expireAt;
+    cols.tags[i] = jsonObject(e.tags);
+    cols.hashes[i] = e.requestHash;
+  }
+  const inserted = await run<{ tenant_id: string; id: string; seq: number }>(db, 'eventInsertMany', [
+    cols.tenantIds, cols.ids, cols.shards, cols.fireAts, cols.destinations, cols.payloads, cols.headers,
+    cols.groups, cols.retries, cols.expireAts, cols.tags, cols.hashes, now,
+  ]);
+  const seqByKey = new Map<string, number>();
+  for (const row of inserted.rows) seqByKey.set(keyOf(row.tenant_id, row.id), row.seq);
+
+  const results: EventInsertResult[] = new Array(n);
+  const missing: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const key = keyOf(events[i].tenantId, events[i].id);
+    const seq = seqByKey.get(key);
+    if (seq === undefined) {
+      missing.push(i);
+      continue;
+    }
+    seqByKey.delete(key); // a later repeat of this id in the batch is `existing` or `conflict`
+    results[i] = { kind: 'created', event: createdRecord(events[i], seq, now) };
+  }
+  if (missing.length > 0) await settleExisting(db, events, missing, results);
+  return results;
+}
+
+/** Fills the results of events that were not inserted with the stored row: existing or conflict. */
+async function settleExisting(db: Queryable, events: NewEvent[], missing: number[], results: EventInsertResult[]): Promise<void> {
+  const stored = await run<EventRow>(db, 'eventGetMany', [missing.map((i) => events[i].tenantId), missing.map((i) => events[i].id)]);
+  const byKey = new Map(stored.rows.map((r): [string, EventRow] => [keyOf(r.tenant_id, r.id), r]));
+  for (const i of missing) {
+    const e = events[i];
+    const row = byKey.get(keyOf(e.tenantId, e.id));
+    if (!row) throw new Error(`postgres: event ${e.tenantId}/${e.id} neither inserted nor found`);
+    results[i] = { kind: row.request_hash === e.requestHash ? 'existing' : 'conflict', event: eventFromRow(row) };
+  }
+}
+
+export async function claim(db: Queryable, p: EventClaimParams): Promise<EventRecord[]> {
+  const res = await run<EventRow>(db, 'eventClaim', [
+    p.refs.map((r) => r.tenantId),
+    p.refs.map((r) => r.id),
+    p.refs.map((r) => r.version),
+    p.owner,
+    p.leaseUntil,
+    p.now,
+    JSON.stringify({ owner: p.owner }),
+    p.fenceByShardOwner === true,
+  ]);
+  return res.rows.map(eventFromRow);
+}
+
+export async function recordAttempts(db: Queryable, { outcomes, now }: EventRecordAttemptsParams): Promise<boolean[]> {
+  for (const o of outcomes) {
+    if (!ATTEMPT_TARGETS.has(o.to)) throw new RangeError(`eventRecordAttempts: cannot move executing to ${o.to}`);
+  }
+  const res = await run<{ ord: number }>(db, 'eventRecordAttempts', [
+    outcomes.map((o) => o.tenantId),
+    outcomes.map((o) => o.id),
+    outcomes.map((o) => o.version),
+    outcomes.map((o) => o.owner),
+    outcomes.map((o) => o.to),
+    outcomes.map((o) => (o.to === 'awaiting_retry' ? (o.retryAt ?? now) : null)),
+    outcomes.map((o) => o.status ?? null),
+    outcomes.map((o) => o.error ?? null),
+    outcomes.map((o) => o.durationMs),
+    now,
+  ]);
+  const applied = new Array<boolean>(outcomes.length).fill(false);
+  for (const row of res.rows) applied[row.ord - 1] = true;
+  return applied;
+}
+
+export async function rescue(db: Queryable, p: EventRescueParams): Promise<DueRef[]> {
+  const res = await run<DueRefRow>(db, 'eventRescue', [p.leaseExpiredBefore, p.notOwnedBy ?? null, p.limit, p.now]);
+  return res.rows.map(dueRefFromRow);
+}
+
+/**
+ * The shared frame of cancel, replay and update: not_found, then the version (a stale If-Match
+ * wins over the state), then the state; `change` is the conditional write at the version read.
+ * When another writer changed the row in between, `change` finds nothing and the frame reads
+ * again (the outcome is then decided on the newer row), at most MUTATE_ATTEMPTS_MAX times.
+ * No row lock is held while deciding, so a claimer's SKIP LOCKED never passes over a row that a
+ * no-op mutation was merely looking at.
+ */
+async function mutate(
+  db: Queryable,
+  p: EventMutateParams,
+  allowed: readonly EventState[],
+  change: (current: EventRow) => Promise<EventRow | undefined>,
+): Promise<EventMutateResult> {
+  for (let attempt = 0; attempt < MUTATE_ATTEMPTS_MAX; attempt++) {
+    const current = (await run<EventRow>(db, 'eventGet', [p.tenantId, p.id])).rows[0];
+    if (!current) return { kind: 'not_found' };
+    if (p.expectedVersion !== undefined && current.version !== p.expectedVersion) {
+      return { kind: 'version_mismatch', event: eventFromRow(current) };
+    }
+    if (!allowed.includes(current.state)) return { kind: 'wrong_state', event: eventFromRow(current) };
+    const changed = await change(current);
+    if (changed) return { kind: 'ok', event: eventFromRow(changed) };
+  }
+  throw new Error(`postgres: event ${p.tenantId}/${p.id} kept changing; gave up after ${MUTATE_ATTEMPTS_MAX} attempts`);
+}
+
+async function first(res: Promise<pg.QueryResult<EventRow>>): Promise<EventRow | undefined> {
+  return (await res).rows[0];
+}
+
+export function cancel(db: Queryable, p: EventMutateParams): Promise<EventMutateResult> {
+  return mutate(db, p, ['scheduled', 'awaiting_retry'], (cur) =>
+    first(run<EventRow>(db, 'eventCancel', [p.now, p.tenantId, p.id, cur.version, cur.state])),
+  );
+}
+
+export function replay(db: Queryable, p: EventMutateParams): Promise<EventMutateResult> {
+  return mutate(db, p, ['archived', 'discarded'], (cur) =>
+    first(run<EventRow>(db, 'eventReplay', [
+      p.now, p.tenantId, p.id, cur.version, cur.state, JSON.stringify({ attemptsBefore: cur.attempts }),
+    ])),
+  );
+}
+
+/** JSON equality that ignores key order, for the "which fields changed" list. */
+function sameJson(stored: string, next: unknown): boolean {
+  return canonicalJson(JSON.parse(stored)) === canonicalJson(next);
+}
+
+/**
+ * Edits a scheduled event. A patch that changes nothing (same values, same requestHash) returns
+ * ok with the event untouched: no new version, no transition.
+ */
+export function update(db: Queryable, p: EventMutateParams & { patch: EventPatch }): Promise<EventMutateResult> {
+  return mutate(db, p, ['scheduled'], async (cur) => {
+    const { patch } = p;
+    const fields: string[] = [];
+    const fireAt = patch.fireAt ?? cur.fire_at;
+    if (fireAt !== cur.fire_at) fields.push('fireAt');
+    const payload = patch.payload ?? cur.payload;
+    if (payload !== cur.payload) fields.push('payload');
+    let headers = cur.headers;
+    if (patch.headers !== undefined && !sameJson(cur.headers, patch.headers)) {
+      headers = JSON.stringify(patch.headers);
+      fields.push('headers');
+    }
+    let destination = cur.destination;
+    if (patch.destination !== undefined && !sameJson(cur.destination, patch.destination)) {
+      destination = JSON.stringify(patch.destination);
+      fields.push('destination');
+    }
+    const expireAt = patch.expireAt === undefined ? cur.expire_at : patch.expireAt;
+    if (expireAt !== cur.expire_at) fields.push('expireAt');
+    const requestHash = patch.requestHash ?? cur.request_hash;
+    if (fields.length === 0 && requestHash === cur.request_hash) return cur;
+
+    // A scheduled event fires at fireAt; after a replay it was due now, and an explicit new
+    // fireAt takes over again.
+    const dueAt = fireAt !== cur.fire_at ? fireAt : cur.due_at;
+    const detail = JSON.stringify({ fields, fireAtBefore: cur.fire_at, fireAtAfter: fireAt });
+    return first(run<EventRow>(db, 'eventEdit', [
+      fireAt, dueAt, payload, headers, destination, expireAt, requestHash, p.now, p.tenantId, p.id, cur.version, detail,
+    ]));
+  });
+}

@@ -1,0 +1,255 @@
+/**
+ * The PostgreSQL backend against the Store conformance suite, on a real server: every store gets
+ * a fresh schema with a random name, dropped (CASCADE) in its cleanup. Then what only this
+ * backend has: concurrent migrations, concurrent claimers, relaxed durability, the database clock.
+ *
+ * The server is BELFRY_TEST_POSTGRES_URL (default postgres://postgres@127.0.0.1:5432/postgres).
+ * When it cannot be reached, the suite is skipped and says why.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { after, describe, it } from 'node:test';
+import pg from 'pg';
+import type { EventRecord } from '../../core/event.ts';
+import { runStoreConformance } from '../conformance/store-conformance.ts';
+import { insertAll, newEvent, T0, SEC } from '../conformance/fixtures.ts';
+import type { NewEvent } from '../store.ts';
+import { createPool } from './db.ts';
+import { migrate } from './migrate.ts';
+import { openPostgresStore, type PostgresStore } from './postgres-store.ts';
+
+const URL = process.env.BELFRY_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+
+const admin = new pg.Pool({ connectionString: URL, max: 2 });
+admin.on('error', () => {});
+const unreachable: string | null = await admin
+  .query('SELECT 1')
+  .then(() => null)
+  .catch((err: Error) => `PostgreSQL at ${URL} is not reachable (${err.message}); set BELFRY_TEST_POSTGRES_URL`);
+
+const schemas = new Set<string>();
+function freshSchema(): string {
+  const schema = `belfry_test_${randomBytes(6).toString('hex')}`;
+  schemas.add(schema);
+  return schema;
+}
+async function dropSchema(schema: string): Promise<void> {
+  await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  schemas.delete(schema);
+}
+after(async () => {
+  for (const schema of [...schemas]) await dropSchema(schema).catch(() => {});
+  await admin.end();
+});
+
+if (unreachable !== null) {
+  describe('Store conformance: postgres', () => {
+    it('needs a PostgreSQL server', (t) => t.skip(unreachable));
+  });
+} else {
+  runStoreConformance('postgres', async () => {
+    const schema = freshSchema();
+    const store = await openPostgresStore({ url: URL, schema, poolSize: 4 });
+    return {
+      store,
+      cleanup: async () => {
+        await store.close();
+        await dropSchema(schema);
+      },
+      reopen: () => openPostgresStore({ url: URL, schema, poolSize: 4 }),
+    };
+  });
+
+  describe('PostgresStore specifics', () => {
+    /** Runs `fn` on a store in a fresh schema, dropped afterwards. */
+    async function withStore(fn: (store: PostgresStore, schema: string) => Promise<void>, poolSize = 4): Promise<void> {
+      const schema = freshSchema();
+      const store = await openPostgresStore({ url: URL, schema, poolSize });
+      try {
+        await fn(store, schema);
+      } finally {
+        await store.close();
+        await dropSchema(schema);
+      }
+    }
+
+    it('names its capabilities and keeps every table in its own schema', async () => {
+      await withStore(async (store, schema) => {
+        assert.deepEqual(store.capabilities, { skipLocked: true, multiNode: true });
+        const tables = await admin.query<{ table_name: string }>(
+          `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name`,
+          [schema],
+        );
+        assert.deepEqual(tables.rows.map((r) => r.table_name), [
+          'api_keys', 'destinations', 'events', 'leader_lease', 'nodes', 'schema_migrations', 'shard_assignments', 'tenants', 'transitions',
+        ]);
+      });
+    });
+
+    it('refuses a schema name that would need quoting', async () => {
+      await assert.rejects(openPostgresStore({ url: URL, schema: 'Bad"Name' }), RangeError);
+    });
+
+    it('applies each migration exactly once when four processes migrate a fresh schema at once', async () => {
+      const schema = freshSchema();
+      const pools = [1, 2, 3, 4].map(() => createPool({ url: URL, schema, size: 1, onError: () => {} }));
+      try {
+        const applied = await Promise.all(pools.map((pool) => migrate(pool, schema)));
+        assert.deepEqual(applied.flat().sort(), [1, 2], 'each version applied by exactly one of them');
+        assert.equal(applied.filter((a) => a.length > 0).length, 1, 'the first holder of the lock applied all');
+        const ledger = await admin.query(`SELECT version FROM "${schema}".schema_migrations ORDER BY version`);
+        assert.deepEqual(ledger.rows.map((r) => r.version), [1, 2]);
+        assert.deepEqual(await Promise.all(pools.map((pool) => migrate(pool, schema))), [[], [], [], []]);
+      } finally {
+        await Promise.all(pools.map((pool) => pool.end()));
+        await dropSchema(schema);
+      }
+    });
+
+    it('never lets two concurrent claimers (two pools, as two nodes) claim the same event', async () => {
+      await withStore(async (store, schema) => {
+        const other = await openPostgresStore({ url: URL, schema, poolSize: 4 });
+        try {
+          const tenantId = 'race';
+          await store.tenantCreate({ id: tenantId, name: tenantId, settings: {}, createdAt: T0 });
+          const events: NewEvent[] = [];
+          for (let i = 0; i < 2_000; i++) events.push(newEvent(tenantId, `e${i}`, { shard: i % 8 }));
+          const stored = await insertAll(store, events);
+          const refs = stored.map((e) => ({ tenantId, id: e.id, version: e.version }));
+          const now = T0 + 20 * SEC;
+          /** Claims every ref in batches of 100, several batches in flight, in its own order. */
+          const claimer = async (s: PostgresStore, owner: string, order: typeof refs) => {
+            const batches: (typeof refs)[] = [];
+            for (let i = 0; i < order.length; i += 100) batches.push(order.slice(i, i + 100));
+            const got = await Promise.all(batches.map((b) => s.eventClaim({ refs: b, now, owner, leaseUntil: now + 60 * SEC })));
+            return got.flat();
+          };
+          const [a, b] = await Promise.all([claimer(store, 'node-a', refs), claimer(other, 'node-b', [...refs].reverse())]);
+          const idsA = new Set(a.map((e) => e.id));
+          assert.ok(b.every((e) => !idsA.has(e.id)), 'no event claimed by both');
+          assert.equal(a.length + b.length, 2_000, 'every event claimed once');
+          const traces = await admin.query(
+            `SELECT count(*)::int AS n FROM "${schema}".transitions WHERE to_state = 'executing'`,
+          );
+          assert.equal(traces.rows[0].n, 2_000, 'one claim transition per event');
+        } finally {
+          await other.close();
+        }
+      });
+    });
+
+    it('keeps one member per group executing while two nodes claim and finish groups concurrently', async () => {
+      await withStore(async (store, schema) => {
+        const other = await openPostgresStore({ url: URL, schema, poolSize: 4 });
+        try {
+          const tenantId = 'groups';
+          await store.tenantCreate({ id: tenantId, name: tenantId, settings: {}, createdAt: T0 });
+          const events: NewEvent[] = [];
+          for (let g = 0; g < 20; g++) {
+            for (let m = 0; m < 10; m++) events.push(newEvent(tenantId, `g${g}-m${m}`, { group: `g${g}`, fireAt: T0 + m, shard: g % 4 }));
+          }
+          await insertAll(store, events);
+          const order: string[] = [];
+          const node = async (s: PostgresStore, owner: string) => {
+            for (let round = 0; round < 1_000; round++) {
+              const due = await s.eventListDue({ shards: null, after: null, untilMs: T0 + 60 * SEC, limit: 100 });
+              const running = await admin.query(`SELECT count(*)::int AS n FROM "${schema}".events WHERE state = 'executing'`);
+              if (due.length === 0 && running.rows[0].n === 0) return;
+              const claimed: EventRecord[] = await s.eventClaim({ refs: due, now: T0 + SEC, owner, leaseUntil: T0 + 60 * SEC });
+              const busy = await admin.query(
+                `SELECT grp, count(*)::int AS n FROM "${schema}".events WHERE state = 'executing' GROUP BY grp HAVING count(*) > 1`,
+              );
+              assert.deepEqual(busy.rows, [], 'at most one executing member per group');
+              for (const e of claimed) order.push(e.id);
+              const applied = await s.eventRecordAttempts({
+                outcomes: claimed.map((e) => ({ tenantId, id: e.id, version: e.version, owner, to: 'succeeded' as const, durationMs: 1 })),
+                now: T0 + 2 * SEC,
+              });
+              assert.ok(applied.every(Boolean));
+            }
+            assert.fail('the groups never drained');
+          };
+          await Promise.all([node(store, 'node-a'), node(other, 'node-b')]);
+          assert.equal(order.length, 200, 'each member claimed exactly once');
+          for (let g = 0; g < 20; g++) {
+            const members = order.filter((id) => id.startsWith(`g${g}-`));
+            assert.deepEqual(members, [...Array(10).keys()].map((m) => `g${g}-m${m}`), `group g${g} fired in order`);
+          }
+        } finally {
+          await other.close();
+        }
+      });
+    });
+
+    it('commits the inserts of relaxed tenants with synchronous_commit off, and only theirs', async () => {
+      await withStore(async (store) => {
+        await store.tenantCreate({ id: 'fast', name: 'fast', settings: { durability: 'relaxed' }, createdAt: T0 });
+        await store.tenantCreate({ id: 'safe', name: 'safe', settings: { durability: 'strict' }, createdAt: T0 });
+        // Each COMMIT this store sends reports the setting in force inside its transaction.
+        const atCommit: string[] = [];
+        const wrapped = new WeakSet<pg.PoolClient>();
+        store.pool.on('acquire', (client: pg.PoolClient) => {
+          if (wrapped.has(client)) return;
+          wrapped.add(client);
+          const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+          (client as unknown as { query: (...args: unknown[]) => unknown }).query = (...args: unknown[]) => {
+            if (args[0] !== 'COMMIT') return query(...args);
+            return (query(`SELECT current_setting('synchronous_commit') AS s`) as Promise<pg.QueryResult<{ s: string }>>).then((r) => {
+              atCommit.push(r.rows[0].s);
+              return query(...args);
+            });
+          };
+        });
+
+        await insertAll(store, [newEvent('fast', 'f1'), newEvent('fast', 'f2')]);
+        assert.deepEqual(atCommit, ['off'], 'relaxed: its own transaction, synchronous_commit off');
+        await insertAll(store, [newEvent('safe', 's1')]);
+        await insertAll(store, [newEvent('fast', 'f3'), newEvent('safe', 's2')]);
+        assert.deepEqual(atCommit, ['off'], 'strict and mixed batches commit as the server is configured');
+        const session = await store.pool.query<{ s: string }>(`SELECT current_setting('synchronous_commit') AS s`);
+        assert.equal(session.rows[0].s, 'on', 'SET LOCAL ended with its transaction');
+        assert.equal((await store.eventGet({ tenantId: 'fast', id: 'f2' }))?.state, 'scheduled');
+      }, 1);
+    });
+
+    it('times leases and heartbeats by the database clock, not the caller’s', async () => {
+      await withStore(async (store) => {
+        const realNow = Date.now;
+        const skewMs = 3_600_000;
+        Date.now = () => realNow() + skewMs; // this process's clock runs an hour fast
+        try {
+          const dbBefore = await store.timeNow();
+          const lease = await store.leaderAttemptElect({ nodeId: 'node-a', leaseMs: 60_000 });
+          const { nowMs } = await store.nodeHeartbeat({ nodeId: 'node-a', meta: {} });
+          const dbAfter = await store.timeNow();
+          assert.ok(lease);
+          assert.ok(lease.expiresAt >= dbBefore + 60_000 && lease.expiresAt <= dbAfter + 60_000, 'expiry on the database clock');
+          assert.ok(nowMs >= dbBefore && nowMs <= dbAfter, 'heartbeat on the database clock');
+          assert.ok(Math.abs(dbAfter - (Date.now() - skewMs)) < 60_000, 'the database clock is not the skewed one');
+        } finally {
+          Date.now = realNow;
+        }
+      });
+    });
+
+    it('shares the lease and the shard map between nodes of one schema', async () => {
+      await withStore(async (store, schema) => {
+        const other = await openPostgresStore({ url: URL, schema, poolSize: 1 });
+        try {
+          const [a, b] = await Promise.all([
+            store.leaderAttemptElect({ nodeId: 'node-a', leaseMs: 60_000 }),
+            other.leaderAttemptElect({ nodeId: 'node-b', leaseMs: 60_000 }),
+          ]);
+          assert.equal([a, b].filter((l) => l !== null).length, 1, 'exactly one of two simultaneous elections wins');
+          const winner = (a ?? b)!;
+          assert.equal(winner.epoch, 1);
+          const leaderStore = a ? store : other;
+          assert.equal(await leaderStore.shardAssign({ leaderId: winner.nodeId, epoch: 1, assignments: [{ shard: 3, nodeId: 'node-b' }] }), true);
+          assert.deepEqual(await (a ? other : store).shardList(), [{ shard: 3, nodeId: 'node-b', epoch: 1 }]);
+        } finally {
+          await other.close();
+        }
+      });
+    });
+  });
+}

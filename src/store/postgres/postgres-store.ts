@@ -1,0 +1,350 @@
+/**
+ * The PostgreSQL backend of Store: many Belfry nodes share one database. All tables live in one
+ * schema (default `belfry`; every pooled connection sets it as its search_path), created and
+ * upgraded by migrate() under an advisory lock so nodes may start together.
+ *
+ * - Claims lock rows with FOR UPDATE SKIP LOCKED: a node never waits for another node's claim.
+ * - Every state change is one statement that also appends its transition (see queries.ts).
+ * - Cluster state (leader lease, heartbeats, shard map) is timed by the DATABASE clock, so nodes
+ *   with skewed clocks agree; timeNow() returns it.
+ * - A resolved write is durable (synchronous_commit as configured, `on` by default), except the
+ *   inserts of tenants whose settings say `durability: "relaxed"`: those commit with
+ *   synchronous_commit = off (see docs/postgres.md for what a crash can lose then).
+ */
+import type pg from 'pg';
+import { BelfryError } from '../../core/errors.ts';
+import { EVENT_STATES, type EventRecord, type EventState, type TransitionRecord } from '../../core/event.ts';
+import { checkLeaseMs, checkShardAssignments } from '../shard-map.ts';
+import type {
+  ApiKeyRecord,
+  DestinationRecord,
+  DueRef,
+  EventClaimParams,
+  EventGroupHeadParams,
+  EventInsertManyParams,
+  EventInsertResult,
+  EventListDueParams,
+  EventListPage,
+  EventListParams,
+  EventMutateParams,
+  EventMutateResult,
+  EventPatch,
+  EventRecordAttemptsParams,
+  EventRescueParams,
+  LeaderLease,
+  NodeRecord,
+  ShardAssignment,
+  Store,
+  StoreCapabilities,
+  TenantRecord,
+  TransitionListParams,
+} from '../store.ts';
+import { createPool, inTransaction, run } from './db.ts';
+import * as writes from './event-writes.ts';
+import { migrate } from './migrate.ts';
+import { TX } from './queries.ts';
+import {
+  apiKeyFromRow,
+  destinationFromRow,
+  dueRefFromRow,
+  eventFromRow,
+  leaderLeaseFromRow,
+  nodeFromRow,
+  shardAssignmentFromRow,
+  tenantFromRow,
+  transitionFromRow,
+  type ApiKeyRow,
+  type DestinationRow,
+  type DueRefRow,
+  type EventRow,
+  type LeaderLeaseRow,
+  type NodeRow,
+  type ShardAssignmentRow,
+  type TenantRow,
+  type TransitionRow,
+} from './rows.ts';
+import { TenantDurability } from './tenant-durability.ts';
+
+export const POSTGRES_SCHEMA_DEFAULT = 'belfry';
+/**
+ * Connections per node. A node's hot paths (insert batches, claim batches, outcome batches, the
+ * read-ahead) run a handful of statements at a time; more connections than that only add
+ * server processes. See docs/postgres.md for sizing against max_connections.
+ */
+export const POSTGRES_POOL_SIZE_DEFAULT = 10;
+/** Bound on one page of eventList / eventListDue / transitionList / eventRescue. */
+export const PAGE_LIMIT_MAX = 10_000;
+
+export interface PostgresStoreOptions {
+  /** A libpq-style URL: `postgres://user:password@host:5432/database`. */
+  url: string;
+  /** Lower-case identifier; created by migrate() when missing. Default `belfry`. */
+  schema?: string;
+  /** Default POSTGRES_POOL_SIZE_DEFAULT. */
+  poolSize?: number;
+  /** Errors of idle pooled connections (the server restarted, the network dropped); ignored by default. */
+  onPoolError?: (err: Error) => void;
+}
+
+/** Opens a pool on `url`, then creates or upgrades the schema. */
+export async function openPostgresStore(opts: PostgresStoreOptions): Promise<PostgresStore> {
+  const schema = opts.schema ?? POSTGRES_SCHEMA_DEFAULT;
+  const size = opts.poolSize ?? POSTGRES_POOL_SIZE_DEFAULT;
+  if (!Number.isInteger(size) || size < 1 || size > 1_000) throw new RangeError(`postgres: poolSize must be 1..1000, got ${size}`);
+  const pool = createPool({ url: opts.url, schema, size, onError: opts.onPoolError ?? (() => {}) });
+  const store = new PostgresStore(pool, schema);
+  try {
+    await store.migrate();
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+  return store;
+}
+
+function checkLimit(limit: number, what: string): void {
+  if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_LIMIT_MAX) {
+    throw new RangeError(`${what}: limit must be an integer from 1 to ${PAGE_LIMIT_MAX}, got ${limit}`);
+  }
+}
+
+/** eventList cursors: base64url of the last row's seq (the same form as the SQLite backend). */
+function encodeCursor(seq: number): string {
+  return Buffer.from(String(seq)).toString('base64url');
+}
+function decodeCursor(cursor: string): number {
+  const seq = Number(Buffer.from(cursor, 'base64url').toString());
+  if (!Number.isSafeInteger(seq) || seq < 1) throw new BelfryError('invalid_request', 'cursor: not a cursor of this list', [{ field: 'cursor', message: 'not a cursor of this list' }]);
+  return seq;
+}
+
+export class PostgresStore implements Store {
+  readonly capabilities: StoreCapabilities = { skipLocked: true, multiNode: true };
+  private readonly durability = new TenantDurability();
+  private closed = false;
+
+  constructor(
+    /** The pool (its connections use `schema`); for diagnostics and tests. */
+    readonly pool: pg.Pool,
+    readonly schema: string,
+  ) {}
+
+  async migrate(): Promise<void> {
+    await migrate(this.pool, this.schema);
+  }
+
+  async ping(): Promise<void> {
+    if ((await run<{ ok: number }>(this.pool, 'ping')).rows[0]?.ok !== 1) throw new Error('postgres: ping failed');
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+
+  async apiKeyCreate(key: ApiKeyRecord): Promise<void> {
+    await run(this.pool, 'apiKeyInsert', [key.id, key.tenantId, key.hash, key.prefix, key.createdAt, key.revokedAt]);
+  }
+
+  async apiKeyFindByHash(params: { hash: string }): Promise<ApiKeyRecord | null> {
+    const row = (await run<ApiKeyRow>(this.pool, 'apiKeyByHash', [params.hash])).rows[0];
+    return row ? apiKeyFromRow(row) : null;
+  }
+
+  async apiKeyList(params: { tenantId: string }): Promise<ApiKeyRecord[]> {
+    return (await run<ApiKeyRow>(this.pool, 'apiKeyList', [params.tenantId])).rows.map(apiKeyFromRow);
+  }
+
+  async apiKeyRevoke(params: { tenantId: string; id: string; now: number }): Promise<boolean> {
+    return (await run(this.pool, 'apiKeyRevoke', [params.tenantId, params.id, params.now])).rowCount === 1;
+  }
+
+  async destinationDelete(params: { tenantId: string; name: string }): Promise<boolean> {
+    return (await run(this.pool, 'destinationDelete', [params.tenantId, params.name])).rowCount === 1;
+  }
+
+  async destinationGet(params: { tenantId: string; name: string }): Promise<DestinationRecord | null> {
+    const row = (await run<DestinationRow>(this.pool, 'destinationGet', [params.tenantId, params.name])).rows[0];
+    return row ? destinationFromRow(row) : null;
+  }
+
+  async destinationList(params: { tenantId: string }): Promise<DestinationRecord[]> {
+    return (await run<DestinationRow>(this.pool, 'destinationList', [params.tenantId])).rows.map(destinationFromRow);
+  }
+
+  async destinationPut(params: { destination: DestinationRecord }): Promise<{ created: boolean; destination: DestinationRecord }> {
+    const d = params.destination;
+    const row = (
+      await run<DestinationRow & { created: boolean }>(this.pool, 'destinationUpsert', [
+        d.tenantId, d.name, JSON.stringify(d.config), JSON.stringify(d.secrets), d.createdAt, d.updatedAt,
+      ])
+    ).rows[0];
+    if (!row) throw new Error(`postgres: destination ${d.tenantId}/${d.name} upsert returned nothing`);
+    return { created: row.created, destination: destinationFromRow(row) };
+  }
+
+  async eventCancel(params: EventMutateParams): Promise<EventMutateResult> {
+    return writes.cancel(this.pool, params);
+  }
+
+  async eventClaim(params: EventClaimParams): Promise<EventRecord[]> {
+    if (params.refs.length === 0) return [];
+    return writes.claim(this.pool, params);
+  }
+
+  async eventCountByState(): Promise<Record<EventState, number>> {
+    const counts = Object.fromEntries(EVENT_STATES.map((s) => [s, 0])) as Record<EventState, number>;
+    for (const row of (await run<{ state: EventState; n: number }>(this.pool, 'eventCountByState')).rows) counts[row.state] = row.n;
+    return counts;
+  }
+
+  async eventGet(params: { tenantId: string; id: string }): Promise<EventRecord | null> {
+    const row = (await run<EventRow>(this.pool, 'eventGet', [params.tenantId, params.id])).rows[0];
+    return row ? eventFromRow(row) : null;
+  }
+
+  async eventGroupHead(params: EventGroupHeadParams): Promise<DueRef | null> {
+    const row = (await run<DueRefRow & { state: EventState }>(this.pool, 'eventGroupFirst', [params.tenantId, params.group])).rows[0];
+    if (!row || row.state === 'executing') return null;
+    return dueRefFromRow(row);
+  }
+
+  /**
+   * One statement for the whole batch. When every tenant of the batch is relaxed, it runs in a
+   * transaction with synchronous_commit = off: the commit answers before its WAL is flushed.
+   */
+  async eventInsertMany(params: EventInsertManyParams): Promise<EventInsertResult[]> {
+    if (params.events.length === 0) return [];
+    const relaxed = await this.durability.allRelaxed(this.pool, params.events.map((e) => e.tenantId));
+    if (!relaxed) return writes.insertMany(this.pool, params);
+    return inTransaction(this.pool, TX.beginRelaxed, (client) => writes.insertMany(client, params));
+  }
+
+  async eventList(params: EventListParams): Promise<EventListPage> {
+    checkLimit(params.limit, 'eventList');
+    const rows = (
+      await run<EventRow>(this.pool, 'eventList', [
+        params.tenantId,
+        params.cursor === undefined ? Number.MAX_SAFE_INTEGER : decodeCursor(params.cursor),
+        params.state ?? null,
+        params.destination ?? null,
+        params.group ?? null,
+        params.fromMs ?? null,
+        params.toMs ?? null,
+        params.limit + 1,
+      ])
+    ).rows;
+    const more = rows.length > params.limit;
+    if (more) rows.length = params.limit;
+    return { events: rows.map(eventFromRow), nextCursor: more ? encodeCursor(rows[rows.length - 1].seq) : null };
+  }
+
+  async eventListDue(params: EventListDueParams): Promise<DueRef[]> {
+    checkLimit(params.limit, 'eventListDue');
+    if (params.shards !== null && params.shards.length === 0) return [];
+    const bind = [
+      params.untilMs,
+      params.after?.dueAt ?? Number.MIN_SAFE_INTEGER,
+      params.after?.tenantId ?? '',
+      params.after?.id ?? '',
+      params.limit,
+    ];
+    const res =
+      params.shards === null
+        ? await run<DueRefRow>(this.pool, 'eventListDueAll', bind)
+        : await run<DueRefRow>(this.pool, 'eventListDueShards', [...bind, [...new Set(params.shards)]]);
+    return res.rows.map(dueRefFromRow);
+  }
+
+  async eventRecordAttempts(params: EventRecordAttemptsParams): Promise<boolean[]> {
+    if (params.outcomes.length === 0) return [];
+    return writes.recordAttempts(this.pool, params);
+  }
+
+  async eventReplay(params: EventMutateParams): Promise<EventMutateResult> {
+    return writes.replay(this.pool, params);
+  }
+
+  async eventRescue(params: EventRescueParams): Promise<DueRef[]> {
+    checkLimit(params.limit, 'eventRescue');
+    return writes.rescue(this.pool, params);
+  }
+
+  async eventUpdate(params: EventMutateParams & { patch: EventPatch }): Promise<EventMutateResult> {
+    return writes.update(this.pool, params);
+  }
+
+  async leaderAttemptElect(params: { nodeId: string; leaseMs: number }): Promise<LeaderLease | null> {
+    checkLeaseMs(params.leaseMs);
+    const row = (await run<LeaderLeaseRow>(this.pool, 'leaderElect', [params.nodeId, params.leaseMs])).rows[0];
+    return row ? leaderLeaseFromRow(row) : null;
+  }
+
+  async leaderGet(): Promise<LeaderLease | null> {
+    const row = (await run<LeaderLeaseRow>(this.pool, 'leaderGet')).rows[0];
+    return row ? leaderLeaseFromRow(row) : null;
+  }
+
+  async leaderResign(params: { nodeId: string; epoch: number }): Promise<void> {
+    await run(this.pool, 'leaderResign', [params.nodeId, params.epoch]);
+  }
+
+  async nodeDelete(params: { nodeId: string }): Promise<void> {
+    await run(this.pool, 'nodeDelete', [params.nodeId]);
+  }
+
+  async nodeHeartbeat(params: { nodeId: string; meta: Record<string, unknown> }): Promise<{ nowMs: number }> {
+    const row = (await run<{ heartbeat_at: number }>(this.pool, 'nodeHeartbeat', [params.nodeId, JSON.stringify(params.meta)])).rows[0];
+    return { nowMs: row.heartbeat_at };
+  }
+
+  async nodeList(): Promise<NodeRecord[]> {
+    return (await run<NodeRow>(this.pool, 'nodeList')).rows.map(nodeFromRow);
+  }
+
+  /**
+   * In one transaction: share-lock the lease row if (leaderId, epoch) holds it unexpired (so no
+   * election can commit meanwhile), then replace the map.
+   */
+  async shardAssign(params: { leaderId: string; epoch: number; assignments: { shard: number; nodeId: string }[] }): Promise<boolean> {
+    checkShardAssignments(params.assignments);
+    return inTransaction(this.pool, TX.begin, async (client) => {
+      if ((await run(client, 'leaderCheckForShare', [params.leaderId, params.epoch])).rowCount !== 1) return false;
+      await run(client, 'shardClear');
+      await run(client, 'shardInsertMany', [
+        params.assignments.map((a) => a.shard),
+        params.assignments.map((a) => a.nodeId),
+        params.epoch,
+      ]);
+      return true;
+    });
+  }
+
+  async shardList(): Promise<ShardAssignment[]> {
+    return (await run<ShardAssignmentRow>(this.pool, 'shardList')).rows.map(shardAssignmentFromRow);
+  }
+
+  async tenantCreate(tenant: TenantRecord): Promise<void> {
+    await run(this.pool, 'tenantInsert', [tenant.id, tenant.name, JSON.stringify(tenant.settings), tenant.createdAt]);
+  }
+
+  async tenantGet(params: { id: string }): Promise<TenantRecord | null> {
+    const row = (await run<TenantRow>(this.pool, 'tenantGet', [params.id])).rows[0];
+    return row ? tenantFromRow(row) : null;
+  }
+
+  async tenantList(): Promise<TenantRecord[]> {
+    return (await run<TenantRow>(this.pool, 'tenantList')).rows.map(tenantFromRow);
+  }
+
+  async timeNow(): Promise<number> {
+    return (await run<{ now_ms: number }>(this.pool, 'timeNow')).rows[0].now_ms;
+  }
+
+  async transitionList(params: TransitionListParams): Promise<TransitionRecord[]> {
+    checkLimit(params.limit, 'transitionList');
+    const res = await run<TransitionRow>(this.pool, 'transitionList', [params.tenantId, params.eventId, params.afterSeq ?? 0, params.limit]);
+    return res.rows.map(transitionFromRow);
+  }
+}

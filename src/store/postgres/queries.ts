@@ -1,0 +1,373 @@
+/**
+ * Every SQL statement of the PostgreSQL backend, each under a comment naming its parameters
+ * ($1, $2, ...) and what it returns. Tables are unqualified: each connection's search_path is the
+ * store's schema. Statements run as named prepared statements (the key below is the name), so
+ * each connection parses and plans each one once.
+ *
+ * Shapes that recur:
+ * - A batch travels as parallel arrays unnested WITH ORDINALITY (`ord`), so one statement serves
+ *   a whole batch and results can be put back in input order.
+ * - A state change and its transition are one statement: `WITH changed AS (UPDATE ... RETURNING)
+ *   INSERT INTO transitions SELECT ... FROM changed`. A statement is atomic, so nothing is ever
+ *   half-written, without a BEGIN/COMMIT round trip.
+ * - Cluster times come from the database clock (NOW_MS), never from a parameter.
+ */
+
+/** The database clock in epoch milliseconds, read at the moment of evaluation. */
+const NOW_MS = `floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
+
+/** The non-terminal states, in the exact spelling of the partial indexes (so the planner uses them). */
+const LIVE = `('scheduled', 'executing', 'awaiting_retry')`;
+const FIREABLE = `('scheduled', 'awaiting_retry')`;
+
+/** The columns of an EventRow, in order; `e.`-qualified for statements that join. */
+const EVENT_COLUMNS = `seq, tenant_id, id, shard, state, version, fire_at, due_at, destination, payload,
+  headers, grp, retry, expire_at, tags, attempts, last_status, last_error, request_hash,
+  created_at, updated_at, lease_owner, lease_until`;
+const EVENT_COLUMNS_E = EVENT_COLUMNS.split(',').map((c) => `e.${c.trim()}`).join(', ');
+
+const TRANSITION_COLUMNS = `tenant_id, event_id, seq, at, kind, from_state, to_state, attempt, status, error,
+  duration_ms, lateness_ms, detail`;
+
+/**
+ * True when row `e` (a grouped event) has no other live member of its group before it by
+ * (fire_at, seq). An index range scan of events_group_live that stops at the first row.
+ *
+ * Why this is safe for claims from several nodes without locking the head: the predicate can
+ * only turn true when every earlier live member has become terminal (or moved later), and a
+ * member reaches a terminal state only from executing (outcome, rescue) or by a user cancel —
+ * never by a claim. Two claims of one group therefore never both see "I am the head": of any two
+ * live members one is before the other, and the later one's probe sees the earlier one live
+ * (scheduled or executing) in every snapshot until it is terminal. Two claims of the same row
+ * meet at its row lock (FOR UPDATE SKIP LOCKED: the second skips it, or, if the first already
+ * committed, its version check fails).
+ */
+const IS_GROUP_HEAD = `NOT EXISTS (
+    SELECT 1 FROM events o
+    WHERE o.tenant_id = e.tenant_id AND o.grp = e.grp AND o.state IN ${LIVE}
+      AND (o.fire_at, o.seq) < (e.fire_at, e.seq))`;
+
+/** The per-shard due scan of eventListDue: fireable rows of shard `s.shard`, after the cursor. */
+const DUE_IN_SHARD = `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp FROM events e
+    WHERE e.shard = s.shard AND e.state IN ${FIREABLE} AND e.due_at <= $1
+      AND (e.due_at, e.tenant_id, e.id) > ($2, $3, $4)
+      AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
+    ORDER BY e.due_at, e.tenant_id, e.id LIMIT $5`;
+
+/** `CREATE SCHEMA IF NOT EXISTS` for a schema name already checked against SCHEMA_NAME. */
+export function schemaCreateSql(schema: string): string {
+  return `CREATE SCHEMA IF NOT EXISTS "${schema}"`;
+}
+
+export const SQL = {
+  // ($1 schema) → nothing. Serialises migrate() across processes until the transaction ends.
+  migrateLock: `SELECT pg_advisory_xact_lock(hashtext('belfry.migrate'), hashtext($1))`,
+  // () → nothing. Creates the migration ledger.
+  migrationsTableCreate: `CREATE TABLE IF NOT EXISTS schema_migrations (
+    version integer PRIMARY KEY, name text NOT NULL, applied_at bigint NOT NULL)`,
+  // () → { version }[]: the applied migrations.
+  migrationsApplied: `SELECT version FROM schema_migrations ORDER BY version`,
+  // ($1 version, $2 name) → nothing.
+  migrationRecord: `INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, ${NOW_MS})`,
+
+  // () → { ok: 1 }.
+  ping: `SELECT 1 AS ok`,
+  // () → { now_ms }: the database clock.
+  timeNow: `SELECT ${NOW_MS} AS now_ms`,
+
+  // ($1 id, $2 name, $3 settings json, $4 createdAt) → nothing; throws on a duplicate id.
+  tenantInsert: `INSERT INTO tenants (id, name, settings, created_at) VALUES ($1, $2, $3::jsonb, $4)`,
+  // ($1 id) → TenantRow | no row.
+  tenantGet: `SELECT id, name, settings, created_at FROM tenants WHERE id = $1`,
+  // () → TenantRow[] by creation.
+  tenantList: `SELECT id, name, settings, created_at FROM tenants ORDER BY created_at, id`,
+  // ($1 ids text[]) → { id, durability }[]: settings.durability (null when unset) of those tenants.
+  tenantDurability: `SELECT id, settings->>'durability' AS durability FROM tenants WHERE id = ANY($1::text[])`,
+
+  // ($1 id, $2 tenantId, $3 hash, $4 prefix, $5 createdAt, $6 revokedAt) → nothing.
+  apiKeyInsert: `INSERT INTO api_keys (id, tenant_id, hash, prefix, created_at, revoked_at)
+    VALUES ($1, $2, $3, $4, $5, $6)`,
+  // ($1 hash) → ApiKeyRow | no row (revoked keys included; the caller checks revoked_at).
+  apiKeyByHash: `SELECT id, tenant_id, hash, prefix, created_at, revoked_at FROM api_keys WHERE hash = $1`,
+  // ($1 tenantId) → ApiKeyRow[] by creation.
+  apiKeyList: `SELECT id, tenant_id, hash, prefix, created_at, revoked_at FROM api_keys
+    WHERE tenant_id = $1 ORDER BY created_at, id`,
+  // ($1 tenantId, $2 id, $3 now) → rowCount 1 when a live key was revoked, else 0.
+  apiKeyRevoke: `UPDATE api_keys SET revoked_at = $3 WHERE tenant_id = $1 AND id = $2 AND revoked_at IS NULL`,
+
+  // ($1 tenantId, $2 name) → DestinationRow | no row.
+  destinationGet: `SELECT tenant_id, name, config, secrets, created_at, updated_at FROM destinations
+    WHERE tenant_id = $1 AND name = $2`,
+  // ($1 tenantId) → DestinationRow[] by name.
+  destinationList: `SELECT tenant_id, name, config, secrets, created_at, updated_at FROM destinations
+    WHERE tenant_id = $1 ORDER BY name`,
+  // ($1 tenantId, $2 name, $3 config json, $4 secrets json, $5 createdAt, $6 updatedAt) →
+  // DestinationRow as stored + { created } (xmax = 0 only for a freshly inserted row). A replace
+  // keeps the original created_at.
+  destinationUpsert: `INSERT INTO destinations (tenant_id, name, config, secrets, created_at, updated_at)
+    VALUES ($1, $2, $3::jsonb, $4::jsonb, $5, $6)
+    ON CONFLICT (tenant_id, name) DO UPDATE SET
+      config = excluded.config, secrets = excluded.secrets, updated_at = excluded.updated_at
+    RETURNING tenant_id, name, config, secrets, created_at, updated_at, (xmax = 0) AS created`,
+  // ($1 tenantId, $2 name) → rowCount 1 when deleted.
+  destinationDelete: `DELETE FROM destinations WHERE tenant_id = $1 AND name = $2`,
+
+  // ($1 tenantIds, $2 ids, $3 shards int[], $4 fireAts bigint[], $5 destinations, $6 payloads,
+  //  $7 headers, $8 groups, $9 retries, $10 expireAts bigint[], $11 tags, $12 requestHashes: text[]
+  //  unless noted, one element per event; $13 now) → { tenant_id, id, seq }[] of the rows inserted.
+  // Each new row gets its `created` transition in the same statement. seq is drawn in input
+  // order (creation order), but rows are inserted in (tenant_id, id) order: two batches that
+  // share ids then wait on each other's rows in the same order and never deadlock. A repeated id
+  // inside the batch: its first occurrence sorts first and is inserted; the others do nothing.
+  eventInsertMany: `WITH input AS (
+      SELECT i.*, nextval('events_seq') AS seq
+      FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[], $5::text[], $6::text[], $7::text[],
+                  $8::text[], $9::text[], $10::bigint[], $11::text[], $12::text[])
+        WITH ORDINALITY AS i(tenant_id, id, shard, fire_at, destination, payload, headers, grp, retry,
+                             expire_at, tags, request_hash, ord)
+    ), inserted AS (
+      INSERT INTO events (seq, tenant_id, id, shard, state, version, fire_at, due_at, destination, payload,
+          headers, grp, retry, expire_at, tags, attempts, request_hash, created_at, updated_at)
+      SELECT seq, tenant_id, id, shard, 'scheduled', 1, fire_at, fire_at, destination, payload,
+          headers, grp, retry, expire_at, tags, 0, request_hash, $13, $13
+      FROM input ORDER BY tenant_id, id, ord
+      ON CONFLICT (tenant_id, id) DO NOTHING
+      RETURNING tenant_id, id, seq
+    ), traced AS (
+      INSERT INTO transitions (tenant_id, event_id, seq, at, kind, from_state, to_state, attempt)
+      SELECT tenant_id, id, 1, $13, 'created', NULL, 'scheduled', 0 FROM inserted
+    )
+    SELECT tenant_id, id, seq FROM inserted`,
+  // ($1 tenantIds text[], $2 ids text[]) → EventRow[] of those that exist (any order).
+  eventGetMany: `SELECT ${EVENT_COLUMNS_E} FROM events e
+    JOIN unnest($1::text[], $2::text[]) AS k(tenant_id, id) ON e.tenant_id = k.tenant_id AND e.id = k.id`,
+  // ($1 tenantId, $2 id) → EventRow | no row.
+  eventGet: `SELECT ${EVENT_COLUMNS} FROM events WHERE tenant_id = $1 AND id = $2`,
+  // () → { state, n }[] over all tenants.
+  eventCountByState: `SELECT state, count(*)::bigint AS n FROM events GROUP BY state`,
+
+  // ($1 tenantIds text[], $2 ids text[], $3 versions int[], $4 owner, $5 leaseUntil, $6 now,
+  //  $7 transition detail json, $8 fence boolean) → (EventRow + ord)[] of the events claimed, in
+  //  ref order. Claims each ref still fireable at exactly that version and (if grouped) its
+  //  group's head, and, when $8, in a shard the shard map gives to $4 (read in this statement's
+  //  snapshot: a map committed later fences every later claim). Rows locked by another claimer
+  //  are skipped, never waited for. Each claim appends its transition, lateness = now - due_at.
+  eventClaim: `WITH refs AS (
+      SELECT DISTINCT ON (tenant_id, id, version) tenant_id, id, version, ord
+      FROM unnest($1::text[], $2::text[], $3::int[]) WITH ORDINALITY AS r(tenant_id, id, version, ord)
+      ORDER BY tenant_id, id, version, ord
+    ), claimable AS (
+      SELECT e.tenant_id, e.id, e.state AS from_state, r.ord
+      FROM refs r JOIN events e ON e.tenant_id = r.tenant_id AND e.id = r.id
+      WHERE e.version = r.version AND e.state IN ${FIREABLE}
+        AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
+        AND (NOT $8::boolean OR EXISTS (
+          SELECT 1 FROM shard_assignments s WHERE s.shard = e.shard AND s.node_id = $4))
+      FOR UPDATE OF e SKIP LOCKED
+    ), claimed AS (
+      UPDATE events e SET state = 'executing', version = e.version + 1, attempts = e.attempts + 1,
+          lease_owner = $4, lease_until = $5, updated_at = $6
+      FROM claimable c
+      WHERE e.tenant_id = c.tenant_id AND e.id = c.id
+      RETURNING ${EVENT_COLUMNS_E}, c.from_state, c.ord
+    ), traced AS (
+      INSERT INTO transitions (tenant_id, event_id, seq, at, kind, from_state, to_state, attempt, lateness_ms, detail)
+      SELECT tenant_id, id, version, $6, 'state', from_state, 'executing', attempts, $6 - due_at, $7 FROM claimed
+    )
+    SELECT * FROM claimed ORDER BY ord`,
+
+  // ($1 tenantIds, $2 ids, $3 versions int[], $4 owners, $5 toStates, $6 retryAts bigint[] (null
+  //  elements unless awaiting_retry), $7 statuses int[], $8 errors, $9 durationsMs bigint[],
+  //  $10 now) → { ord }[] of the outcomes that applied. An outcome applies when its event is still
+  //  executing at that version under that owner; of several outcomes for one event only the
+  //  first that matches applies (as if applied one by one: the first changes the version). Each
+  //  appends its transition. Waits for a row another transaction holds (a rescue or cancel), then
+  //  re-checks it.
+  eventRecordAttempts: `WITH input AS (
+      SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::bigint[],
+                           $7::int[], $8::text[], $9::bigint[])
+        WITH ORDINALITY AS o(tenant_id, id, version, owner, to_state, retry_at, status, error, duration_ms, ord)
+    ), first AS (
+      SELECT DISTINCT ON (o.tenant_id, o.id) o.*
+      FROM input o JOIN events e ON e.tenant_id = o.tenant_id AND e.id = o.id
+      WHERE e.version = o.version AND e.state = 'executing' AND e.lease_owner = o.owner
+      ORDER BY o.tenant_id, o.id, o.ord
+    ), done AS (
+      UPDATE events e SET state = f.to_state, due_at = coalesce(f.retry_at, e.due_at), last_status = f.status,
+          last_error = f.error, updated_at = $10, version = e.version + 1, lease_owner = NULL, lease_until = NULL
+      FROM first f
+      WHERE e.tenant_id = f.tenant_id AND e.id = f.id AND e.version = f.version
+        AND e.state = 'executing' AND e.lease_owner = f.owner
+      RETURNING e.tenant_id, e.id, e.version, e.attempts, f.to_state, f.retry_at, f.status, f.error, f.duration_ms, f.ord
+    ), traced AS (
+      INSERT INTO transitions (${TRANSITION_COLUMNS})
+      SELECT tenant_id, id, version, $10, 'state', 'executing', to_state, attempts, status, error, duration_ms, NULL,
+        CASE WHEN retry_at IS NULL THEN NULL ELSE '{"retryAt":' || retry_at || '}' END
+      FROM done
+    )
+    SELECT ord FROM done`,
+
+  // ($1 untilMs, $2 afterDueAt, $3 afterTenantId, $4 afterId, $5 limit, $6 shards int[]) →
+  // DueRefRow[] in (due_at, tenant_id, id) order: fireable, due by untilMs, after the cursor,
+  // group heads only, in those shards. Each shard is one LIMITed range scan of events_due
+  // (shard, due_at, tenant_id, id); the union of the per-shard heads is cut to the limit.
+  eventListDueShards: `SELECT d.* FROM unnest($6::int[]) AS s(shard)
+    CROSS JOIN LATERAL (${DUE_IN_SHARD}) d
+    ORDER BY d.due_at, d.tenant_id, d.id LIMIT $5`,
+  // ($1 untilMs, $2 afterDueAt, $3 afterTenantId, $4 afterId, $5 limit) → as eventListDueShards,
+  // over every shard that has a fireable row: the shards are found by a loose index scan of
+  // events_due (one index probe per distinct shard), then scanned as above.
+  eventListDueAll: `WITH RECURSIVE shards(shard) AS (
+      SELECT min(shard) FROM events WHERE state IN ${FIREABLE}
+      UNION ALL
+      SELECT (SELECT min(x.shard) FROM events x WHERE x.state IN ${FIREABLE} AND x.shard > shards.shard)
+      FROM shards WHERE shards.shard IS NOT NULL
+    )
+    SELECT d.* FROM shards s
+    CROSS JOIN LATERAL (${DUE_IN_SHARD}) d
+    WHERE s.shard IS NOT NULL
+    ORDER BY d.due_at, d.tenant_id, d.id LIMIT $5`,
+  // ($1 tenantId, $2 group) → (DueRefRow + state) of the group's first live event by
+  // (fire_at, seq), or no row. One probe of events_group_live.
+  eventGroupFirst: `SELECT tenant_id, id, version, due_at, shard, grp, state FROM events
+    WHERE tenant_id = $1 AND grp = $2 AND state IN ${LIVE}
+    ORDER BY fire_at, seq LIMIT 1`,
+
+  // ($1 leaseExpiredBefore, $2 notOwnedBy|null, $3 limit, $4 now) → (DueRefRow + attempts)[] of
+  // the executing events made awaiting_retry (due now): those whose lease ended, or, when $2 is
+  // given, held by another owner; oldest lease first, rows held by others skipped. Each appends
+  // its transition naming the reason and the old owner.
+  eventRescue: `WITH candidates AS (
+      SELECT tenant_id, id, lease_owner, lease_until, (lease_until < $1) AS expired FROM events
+      WHERE state = 'executing'
+        AND (lease_until < $1 OR ($2::text IS NOT NULL AND lease_owner IS DISTINCT FROM $2::text))
+      ORDER BY lease_until LIMIT $3
+      FOR UPDATE SKIP LOCKED
+    ), rescued AS (
+      UPDATE events e SET state = 'awaiting_retry', due_at = $4, updated_at = $4, version = e.version + 1,
+          lease_owner = NULL, lease_until = NULL
+      FROM candidates c
+      WHERE e.tenant_id = c.tenant_id AND e.id = c.id
+      RETURNING e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.attempts, c.expired,
+        c.lease_owner AS old_owner, c.lease_until AS old_lease_until
+    ), traced AS (
+      INSERT INTO transitions (${TRANSITION_COLUMNS})
+      SELECT tenant_id, id, version, $4, 'state', 'executing', 'awaiting_retry', attempts, NULL, NULL, NULL, NULL,
+        json_build_object('reason', CASE WHEN expired THEN 'lease expired' ELSE 'owner gone' END,
+                          'owner', old_owner)::text
+      FROM rescued
+    )
+    SELECT tenant_id, id, version, due_at, shard, grp FROM rescued ORDER BY old_lease_until, tenant_id, id`,
+
+  // ($1 now, $2 tenantId, $3 id, $4 version, $5 fromState) → EventRow after the cancel, or no row
+  // when not cancelable at that version; appends the `state` transition.
+  eventCancel: `WITH changed AS (
+      UPDATE events SET state = 'canceled', version = version + 1, updated_at = $1, lease_owner = NULL, lease_until = NULL
+      WHERE tenant_id = $2 AND id = $3 AND version = $4 AND state IN ${FIREABLE}
+      RETURNING ${EVENT_COLUMNS}
+    ), traced AS (
+      INSERT INTO transitions (${TRANSITION_COLUMNS})
+      SELECT tenant_id, id, version, $1, 'state', $5::text, 'canceled', attempts, NULL, NULL, NULL, NULL, NULL FROM changed
+    )
+    SELECT * FROM changed`,
+  // ($1 now, $2 tenantId, $3 id, $4 version, $5 fromState, $6 detail json) → EventRow after the
+  // replay (scheduled, due now, attempts 0, last status and error cleared), or no row when not
+  // replayable at that version; appends the `replayed` transition.
+  eventReplay: `WITH changed AS (
+      UPDATE events SET state = 'scheduled', due_at = $1, attempts = 0, last_status = NULL, last_error = NULL,
+          version = version + 1, updated_at = $1, lease_owner = NULL, lease_until = NULL
+      WHERE tenant_id = $2 AND id = $3 AND version = $4 AND state IN ('archived', 'discarded')
+      RETURNING ${EVENT_COLUMNS}
+    ), traced AS (
+      INSERT INTO transitions (${TRANSITION_COLUMNS})
+      SELECT tenant_id, id, version, $1, 'replayed', $5::text, 'scheduled', 0, NULL, NULL, NULL, NULL, $6 FROM changed
+    )
+    SELECT * FROM changed`,
+  // ($1 fireAt, $2 dueAt, $3 payload, $4 headers json, $5 destination json, $6 expireAt, $7 requestHash,
+  //  $8 now, $9 tenantId, $10 id, $11 version, $12 detail json) → EventRow after the edit, or no
+  //  row when not scheduled at that version; appends the `updated` transition.
+  eventEdit: `WITH changed AS (
+      UPDATE events SET fire_at = $1, due_at = $2, payload = $3, headers = $4, destination = $5, expire_at = $6,
+          request_hash = $7, version = version + 1, updated_at = $8
+      WHERE tenant_id = $9 AND id = $10 AND version = $11 AND state = 'scheduled'
+      RETURNING ${EVENT_COLUMNS}
+    ), traced AS (
+      INSERT INTO transitions (${TRANSITION_COLUMNS})
+      SELECT tenant_id, id, version, $8, 'updated', 'scheduled', 'scheduled', attempts, NULL, NULL, NULL, NULL, $12
+      FROM changed
+    )
+    SELECT * FROM changed`,
+
+  // ($1 tenantId, $2 beforeSeq, $3 state|null, $4 destination name|null, $5 group|null,
+  //  $6 fromMs|null, $7 toMs|null, $8 limit) → EventRow[] newest first (seq desc), seq < beforeSeq,
+  //  matching every given filter. A backward range scan of events_tenant_seq.
+  eventList: `SELECT ${EVENT_COLUMNS} FROM events
+    WHERE tenant_id = $1 AND seq < $2
+      AND ($3::text IS NULL OR state = $3::text)
+      AND ($4::text IS NULL OR destination::json ->> 'name' = $4::text)
+      AND ($5::text IS NULL OR grp = $5::text)
+      AND ($6::bigint IS NULL OR fire_at >= $6::bigint)
+      AND ($7::bigint IS NULL OR fire_at < $7::bigint)
+    ORDER BY seq DESC LIMIT $8`,
+
+  // ($1 tenantId, $2 eventId, $3 afterSeq, $4 limit) → TransitionRow[] in trace order.
+  transitionList: `SELECT ${TRANSITION_COLUMNS} FROM transitions
+    WHERE tenant_id = $1 AND event_id = $2 AND seq > $3
+    ORDER BY seq LIMIT $4`,
+
+  // () → LeaderLeaseRow | no row: the lease as stored, expired or not.
+  leaderGet: `SELECT node_id, epoch, expires_at FROM leader_lease WHERE id = 1`,
+  // ($1 nodeId, $2 leaseMs) → LeaderLeaseRow when $1 holds the lease afterwards, else no row.
+  // Takes a free or expired lease (epoch + 1; 1 for the first), extends an unexpired one held by
+  // $1 (same epoch); expiry = database clock + leaseMs. The row lock of the upsert serialises
+  // concurrent elections: the loser sees the winner's committed row and gets no row.
+  // (excluded.expires_at - $2 is this statement's clock reading.)
+  leaderElect: `INSERT INTO leader_lease AS l (id, node_id, epoch, expires_at)
+    SELECT 1, $1, 1, t.now_ms + $2::bigint FROM (SELECT ${NOW_MS} AS now_ms) t
+    ON CONFLICT (id) DO UPDATE SET
+      epoch = CASE WHEN l.expires_at > excluded.expires_at - $2::bigint THEN l.epoch ELSE l.epoch + 1 END,
+      node_id = excluded.node_id, expires_at = excluded.expires_at
+    WHERE l.expires_at <= excluded.expires_at - $2::bigint OR l.node_id = $1
+    RETURNING node_id, epoch, expires_at`,
+  // ($1 nodeId, $2 epoch) → nothing. When $1 holds the lease at $2, it expires now.
+  leaderResign: `UPDATE leader_lease SET expires_at = least(expires_at, ${NOW_MS})
+    WHERE id = 1 AND node_id = $1 AND epoch = $2`,
+  // ($1 leaderId, $2 epoch) → { ok } when ($1, $2) is the unexpired lease, else no row. Takes a
+  // share lock on the lease row, so no election can change it before the transaction ends.
+  leaderCheckForShare: `SELECT 1 AS ok FROM leader_lease
+    WHERE id = 1 AND node_id = $1 AND epoch = $2 AND expires_at > ${NOW_MS}
+    FOR SHARE`,
+
+  // ($1 id, $2 meta json) → { heartbeat_at }: the database clock it wrote. Registers a node
+  // (started_at = heartbeat_at = now) or refreshes its heartbeat and meta (started_at kept).
+  nodeHeartbeat: `INSERT INTO nodes (id, started_at, heartbeat_at, meta)
+    SELECT $1, t.now_ms, t.now_ms, $2::jsonb FROM (SELECT ${NOW_MS} AS now_ms) t
+    ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at, meta = excluded.meta
+    RETURNING heartbeat_at`,
+  // () → (NodeRow + now_ms)[] by id; now_ms is the database clock, for the age.
+  nodeList: `SELECT id, started_at, heartbeat_at, meta, ${NOW_MS} AS now_ms FROM nodes ORDER BY id`,
+  // ($1 id) → nothing.
+  nodeDelete: `DELETE FROM nodes WHERE id = $1`,
+
+  // () → nothing. Empties the shard map (shardAssign writes the whole map again after it).
+  shardClear: `DELETE FROM shard_assignments`,
+  // ($1 shards int[], $2 nodeIds text[], $3 epoch) → nothing.
+  shardInsertMany: `INSERT INTO shard_assignments (shard, node_id, epoch)
+    SELECT shard, node_id, $3 FROM unnest($1::int[], $2::text[]) AS a(shard, node_id)`,
+  // () → ShardAssignmentRow[] by shard.
+  shardList: `SELECT shard, node_id, epoch FROM shard_assignments ORDER BY shard`,
+} as const;
+
+export type QueryName = keyof typeof SQL;
+
+/** Statements run outside the prepared set: transaction control and the durability switch. */
+export const TX = {
+  // () → nothing.
+  begin: `BEGIN`,
+  // () → nothing. Opens a transaction whose commit does not wait for the WAL flush (relaxed tenants).
+  beginRelaxed: `BEGIN; SET LOCAL synchronous_commit = off`,
+  // () → nothing. Lifts the connection's statement timeout for this transaction (migrations may build indexes).
+  noStatementTimeout: `SET LOCAL statement_timeout = 0`,
+  commit: `COMMIT`,
+  rollback: `ROLLBACK`,
+} as const;
