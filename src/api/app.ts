@@ -10,26 +10,75 @@ import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { Authenticator } from './auth.ts';
 import type { AppDeps } from './deps.ts';
+import { PAYLOAD_DEPTH_MAX } from './event-input.ts';
+import { formatLimit, LIMIT_SPECS, limitBounds, type TenantLimits } from './limits.ts';
+import { KEYS_LIVE_MAX } from './routes/keys.ts';
+import { TRANSITIONS_MAX } from './routes/event-actions.ts';
+import { LIST_LIMIT_DEFAULT } from './routes/events.ts';
+import { ID_LENGTH_MAX } from './schemas/common.ts';
 import { frameworkErrorHandler, registerErrorHandling } from './errors.ts';
+import { accountRoutes } from './routes/account.ts';
 import { destinationRoutes } from './routes/destinations.ts';
 import { eventActionRoutes } from './routes/event-actions.ts';
 import { eventRoutes } from './routes/events.ts';
 import { healthRoutes } from './routes/health.ts';
 import { tenantRoutes } from './routes/tenants.ts';
+import { TenantQuotas } from './tenant-quotas.ts';
 
 /** Path parameters longer than this are refused by the router before validation (ids are ≤ 200). */
 const PARAM_LENGTH_MAX = 1_000;
 
 export const API_VERSION = '0.1.0';
 
-async function registerOpenApi(app: FastifyInstance): Promise<void> {
+/** Bounds that are the same for every tenant, for the OpenAPI document. */
+function fixedLimits(bodyBytesMax: number): [string, string][] {
+  return [
+    ['request body', `${bodyBytesMax} bytes, refused with 413 before parsing`],
+    ['payload nesting', `${PAYLOAD_DEPTH_MAX} levels of objects and arrays`],
+    ['ids and groups', `1-${ID_LENGTH_MAX} characters of [A-Za-z0-9._:@~=+-] (idLengthMax may lower it)`],
+    ['destination names', '1-100 characters of [A-Za-z0-9._-]'],
+    ['URLs', '2048 characters, http or https, not a private, loopback, link-local or metadata address unless the operator allows it'],
+    ['headers', '50 per event or destination; names 1-100 token characters; values printable ASCII (headerValueLengthMax)'],
+    ['tags', '32 per event; names 1-64 characters, values 256'],
+    ['durations', '10 years; times in years 2000-9999'],
+    ['retry', 'maxAttempts 1-100, coefficient 1-10'],
+    ['list pages', `1-1000 events (default ${LIST_LIMIT_DEFAULT}); a trace returns up to ${TRANSITIONS_MAX} transitions`],
+    ['API keys', `${KEYS_LIVE_MAX} live keys per tenant; a rotated key's grace period at most 7d`],
+    ['delivery responses', 'at most 4096 bytes of a response body are read for the trace, which keeps 200 characters'],
+  ];
+}
+
+/** The document's description: what Belfry is, and every limit with its default. */
+function openApiDescription(bodyBytesMax: number): string {
+  const perTenant = LIMIT_SPECS.map((s) => `| \`${s.name}\` | ${formatLimit(s, s.default)} | ${limitBounds(s)} | ${s.protects} |`);
+  const fixed = fixedLimits(bodyBytesMax).map(([what, bound]) => `| ${what} | ${bound} |`);
+  return [
+    'Durable, multi-tenant time-based event scheduler with reliable delivery.',
+    '',
+    "## Per-tenant limits (node defaults; the operator may set a tenant's own with PATCH /v1/tenants/{tenantId}; GET /v1/limits shows them)",
+    '',
+    '| limit | default | a tenant may have | protects |',
+    '| --- | --- | --- | --- |',
+    ...perTenant,
+    '',
+    'A request over a limit is refused with a 4xx whose `details[0].limit` names it, and writes nothing.',
+    '',
+    '## Fixed limits',
+    '',
+    '| what | bound |',
+    '| --- | --- |',
+    ...fixed,
+  ].join('\n');
+}
+
+async function registerOpenApi(app: FastifyInstance, bodyBytesMax: number): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
       info: {
         title: 'Belfry',
         version: API_VERSION,
-        description: 'Durable, multi-tenant time-based event scheduler with reliable delivery.',
+        description: openApiDescription(bodyBytesMax),
       },
       components: {
         securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'a tenant API key (bk_...) or, for admin routes, the admin key' } },
@@ -37,7 +86,8 @@ async function registerOpenApi(app: FastifyInstance): Promise<void> {
       tags: [
         { name: 'events', description: 'schedule, change, cancel and trace events' },
         { name: 'destinations', description: 'where events are delivered' },
-        { name: 'admin', description: 'tenants and API keys (admin key)' },
+        { name: 'account', description: "a tenant's own limits and API keys" },
+        { name: 'admin', description: 'tenants, their limits and API keys (admin key)' },
         { name: 'operations', description: 'health, readiness, metrics' },
       ],
     },
@@ -69,21 +119,25 @@ export async function createApp(deps: AppDeps): Promise<FastifyInstance> {
     ajv: { customOptions: { removeAdditional: false, useDefaults: false, coerceTypes: false, allErrors: false, allowUnionTypes: true } },
   });
   app.decorateRequest('tenantId', '');
+  app.decorateRequest('limits', null as unknown as TenantLimits);
   registerJsonParser(app);
   registerErrorHandling(app, deps.logger, deps.limits.bodyBytesMax);
-  await registerOpenApi(app);
+  await registerOpenApi(app, deps.limits.bodyBytesMax);
 
   const auth = new Authenticator(deps.store, deps.clock, deps.adminKey);
+  const quotas = new TenantQuotas(deps.store, deps.clock, deps.limits);
   healthRoutes(app, deps);
   await app.register(async (scope) => {
     scope.addHook('onRequest', auth.requireAdmin);
-    tenantRoutes(scope, deps, auth);
+    tenantRoutes(scope, deps, auth, quotas);
   });
   await app.register(async (scope) => {
     scope.addHook('onRequest', auth.requireTenant);
+    scope.addHook('onRequest', quotas.onRequest);
     eventRoutes(scope, deps);
     eventActionRoutes(scope, deps);
     destinationRoutes(scope, deps);
+    accountRoutes(scope, deps, auth);
   });
   await app.ready();
   return app;

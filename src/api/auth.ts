@@ -4,9 +4,10 @@
  * - The admin key (from config) may call only the admin routes; it is not a tenant.
  * - A tenant key is `bk_` + 32 random bytes (base64url). Only its SHA-256 is stored, with a short
  *   prefix to recognise it in lists. A revoked key fails like an unknown one.
- * - Lookups are cached for KEY_CACHE_TTL_MS so a busy client costs no store read per request.
- *   A revocation through this node drops the entry at once; one through another node takes
- *   effect here within the TTL.
+ * - Lookups are cached for KEY_CACHE_TTL_MS (1 s) so a busy client costs no store read per
+ *   request. A revocation through this node drops the entry at once; one through another node
+ *   sharing the store takes effect here within the TTL: that is the bound on "revoked at once,
+ *   on every node".
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
@@ -25,7 +26,11 @@ declare module 'fastify' {
 export const API_KEY_PREFIX = 'bk_';
 /** Characters of a key kept as its visible prefix ("bk_" and 8 more): 48 bits, not enough to guess the rest. */
 export const API_KEY_VISIBLE_CHARS = 11;
-export const KEY_CACHE_TTL_MS = 2_000;
+/**
+ * The bound on how long another node keeps accepting a key revoked elsewhere: a lookup is
+ * cached this long. One store read per key per second per node is the price.
+ */
+export const KEY_CACHE_TTL_MS = 1_000;
 export const KEY_CACHE_ENTRIES_MAX = 10_000;
 const TOKEN_LENGTH_MAX = 512;
 
@@ -75,7 +80,8 @@ export class Authenticator {
     if (this.adminDigest && timingSafeEqual(digest(token), this.adminDigest)) return { kind: 'admin' };
     if (!token.startsWith(API_KEY_PREFIX)) throw unauthorized('invalid API key');
     const record = await this.lookup(sha256Hex(token));
-    if (!record || record.revokedAt !== null) throw unauthorized('invalid or revoked API key');
+    // A rotated key in its grace period has a revokedAt still to come.
+    if (!record || (record.revokedAt !== null && record.revokedAt <= this.clock.now())) throw unauthorized('invalid or revoked API key');
     return { kind: 'tenant', tenantId: record.tenantId, keyId: record.id };
   }
 

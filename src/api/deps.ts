@@ -5,22 +5,20 @@ import type { Clock } from '../core/clock.ts';
 import type { EventRecord } from '../core/event.ts';
 import type { Metrics } from '../node/metrics.ts';
 import type { EventInsertResult, NewEvent, Store } from '../store/store.ts';
+import { DEFAULT_TENANT_LIMITS, type TenantLimits } from './limits.ts';
 
-/** Limits on what one request may carry. */
-export interface ApiLimits {
-  payloadBytesMax: number;
-  batchEventsMax: number;
-  idLengthMax: number;
+/**
+ * Limits on what one request may carry: the node's default per-tenant limits (each tenant may
+ * have its own, see limits.ts) and the bound on any request body, checked before parsing.
+ */
+export interface ApiLimits extends TenantLimits {
   /** Request bodies larger than this are refused with 413 before parsing. */
   bodyBytesMax: number;
 }
 
-export const DEFAULT_API_LIMITS: ApiLimits = {
-  payloadBytesMax: 256 * 1024,
-  batchEventsMax: 1_000,
-  idLengthMax: 200,
-  bodyBytesMax: 64 * 1024 * 1024,
-};
+export const BODY_BYTES_MAX_DEFAULT = 64 * 1024 * 1024;
+
+export const DEFAULT_API_LIMITS: ApiLimits = { ...DEFAULT_TENANT_LIMITS, bodyBytesMax: BODY_BYTES_MAX_DEFAULT };
 
 export interface AppDeps {
   store: Store;

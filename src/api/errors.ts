@@ -15,6 +15,7 @@ export interface ApiError {
   code: string;
   message: string;
   details: ErrorDetail[];
+  headers?: Record<string, string>;
 }
 
 /** One ajv error, as Fastify attaches it to a validation failure. */
@@ -124,7 +125,11 @@ const CODE_BY_STATUS: Record<number, string> = {
 
 /** Maps any thrown value to the response it deserves; null means a 500. */
 export function toApiError(err: unknown, bodyBytesMax: number): ApiError | null {
-  if (err instanceof BelfryError) return { status: err.status, code: err.code, message: err.message, details: err.details };
+  if (err instanceof BelfryError) {
+    const mapped: ApiError = { status: err.status, code: err.code, message: err.message, details: err.details };
+    if (Object.keys(err.headers).length > 0) mapped.headers = err.headers;
+    return mapped;
+  }
   if (typeof err !== 'object' || err === null) return null;
   const fe = err as FastifyError & { validation?: AjvErrorLike[]; validationContext?: string };
   if (Array.isArray(fe.validation)) {
@@ -153,6 +158,7 @@ function truncate(message: string): string {
 function send(reply: FastifyReply, e: ApiError): FastifyReply {
   const error: Record<string, unknown> = { code: e.code, message: e.message };
   if (e.details.length > 0) error.details = e.details;
+  if (e.headers) for (const [name, value] of Object.entries(e.headers)) reply.header(name, value);
   return reply.status(e.status).type('application/json; charset=utf-8').send({ error });
 }
 

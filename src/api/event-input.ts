@@ -11,6 +11,7 @@ import type { DestinationRef, EventRecord } from '../core/event.ts';
 import { canonicalJson, newSortableId, sha256Hex } from '../core/ids.ts';
 import { shardOf } from '../core/shard.ts';
 import type { DestinationRecord, EventPatch, NewEvent, Store } from '../store/store.ts';
+import { overLimit, type TenantLimits } from './limits.ts';
 import type { RetryInputBody } from './schemas/common.ts';
 import type { EventCreateInput, EventPatchInput } from './schemas/events.ts';
 
@@ -40,8 +41,8 @@ export interface EventInputContext {
   tenantId: string;
   now: number;
   shardCount: number;
-  payloadBytesMax: number;
-  idLengthMax: number;
+  /** The tenant's limits. */
+  limits: TenantLimits;
   /** The private-address guard applied to inline destination URLs. */
   addressPolicy: AddressPolicy;
   /** Resolves a destination name of this tenant; null when none is registered. */
@@ -61,10 +62,12 @@ export function destinationLookup(store: Pick<Store, 'destinationGet'>, tenantId
   };
 }
 
-export function checkHeaders(headers: Record<string, string> | undefined): Record<string, string> {
+/** Refuses reserved and duplicate names, and values longer than `valueLengthMax` (headerValueLengthMax). */
+export function checkHeaders(headers: Record<string, string> | undefined, valueLengthMax = Infinity): Record<string, string> {
   if (!headers) return {};
   const seen = new Set<string>();
-  for (const name of Object.keys(headers)) {
+  for (const [name, value] of Object.entries(headers)) {
+    if (value.length > valueLengthMax) throw overLimit('headerValueLengthMax', valueLengthMax, `headers.${name}`, `value of ${value.length} characters`);
     const lower = name.toLowerCase();
     if (RESERVED_HEADERS.has(lower) || RESERVED_HEADER_PREFIXES.some((p) => lower.startsWith(p)))
       throw invalid(`headers.${name}`, 'is a reserved header that Belfry sets itself');
@@ -115,15 +118,23 @@ export function checkPayloadShape(payload: unknown): void {
   }
 }
 
-/** The payload as JSON text, refused (413) above the limit; checkPayloadShape must have passed. */
+/** The payload as JSON text, refused (413) above payloadBytesMax; checkPayloadShape must have passed. */
 export function payloadText(payload: unknown, bytesMax: number): string {
   const text = JSON.stringify(payload === undefined ? null : payload);
   const bytes = Buffer.byteLength(text, 'utf8');
-  if (bytes > bytesMax)
-    throw new BelfryError('payload_too_large', `payload: ${bytes} bytes is larger than the limit of ${bytesMax} bytes`, [
-      { field: 'payload', message: `at most ${bytesMax} bytes`, limitBytes: bytesMax },
-    ]);
+  if (bytes > bytesMax) throw overLimit('payloadBytesMax', bytesMax, 'payload', `${bytes} bytes`);
   return text;
+}
+
+/** Refuses a due time further ahead of now than the tenant's scheduleAheadMax. */
+export function checkAhead(ctx: EventInputContext, fireAt: number, field: string): void {
+  const aheadMs = fireAt - ctx.now;
+  if (aheadMs > ctx.limits.scheduleAheadMsMax) throw overLimit('scheduleAheadMsMax', ctx.limits.scheduleAheadMsMax, field, 'due too far ahead');
+}
+
+/** Refuses an id or group longer than the tenant's idLengthMax (the schema allows up to 200). */
+export function checkIdLength(ctx: EventInputContext, field: string, id: string | undefined): void {
+  if (id !== undefined && id.length > ctx.limits.idLengthMax) throw overLimit('idLengthMax', ctx.limits.idLengthMax, field, `${id.length} characters`);
 }
 
 export async function resolveDestination(ctx: EventInputContext, input: string | { url: string }): Promise<{ ref: DestinationRef; record: DestinationRecord | null }> {
@@ -170,15 +181,17 @@ export function resolveRetry(input: RetryInputBody | undefined, base?: RetryPoli
 
 /** A create body as a NewEvent; throws a BelfryError for the first thing wrong. */
 export async function toNewEvent(ctx: EventInputContext, body: EventCreateInput): Promise<NewEvent> {
-  if (body.id !== undefined && body.id.length > ctx.idLengthMax) throw invalid('id', `must be at most ${ctx.idLengthMax} characters`);
+  checkIdLength(ctx, 'id', body.id);
+  checkIdLength(ctx, 'group', body.group);
   // First: the request hash and the payload text walk the payload recursively.
   checkPayloadShape(body.payload);
   const fireAt = resolveFireAt(ctx.now, body.fireAt, body.delay) ?? ctx.now;
+  checkAhead(ctx, fireAt, body.delay !== undefined ? 'delay' : 'fireAt');
   const { ref, record } = await resolveDestination(ctx, body.destination);
-  const headers = checkHeaders(body.headers);
+  const headers = checkHeaders(body.headers, ctx.limits.headerValueLengthMax);
   const retry = resolveRetry(body.retry, record?.config.retry ?? undefined);
   const expireAt = body.expireAfter === undefined ? null : Math.min(fireAt + parseDurationField('expireAfter', body.expireAfter), TIME_MS_MAX);
-  const payload = payloadText(body.payload, ctx.payloadBytesMax);
+  const payload = payloadText(body.payload, ctx.limits.payloadBytesMax);
   const id = body.id ?? newSortableId(ctx.now);
   const group = body.group ?? null;
   return {
@@ -207,12 +220,13 @@ export async function toEventPatch(ctx: EventInputContext, current: EventRecord,
   const patch: EventPatch = {};
   const fireAt = resolveFireAt(ctx.now, body.fireAt, body.delay);
   if (fireAt !== null) {
+    checkAhead(ctx, fireAt, body.delay !== undefined ? 'delay' : 'fireAt');
     patch.fireAt = fireAt;
     if (current.expireAt !== null) patch.expireAt = Math.min(fireAt + Math.max(0, current.expireAt - current.fireAt), TIME_MS_MAX);
   }
   if (body.destination !== undefined) patch.destination = (await resolveDestination(ctx, body.destination)).ref;
-  if (body.headers !== undefined) patch.headers = checkHeaders(body.headers);
-  if (body.payload !== undefined) patch.payload = payloadText(body.payload, ctx.payloadBytesMax);
+  if (body.headers !== undefined) patch.headers = checkHeaders(body.headers, ctx.limits.headerValueLengthMax);
+  if (body.payload !== undefined) patch.payload = payloadText(body.payload, ctx.limits.payloadBytesMax);
   patch.requestHash = sha256Hex(`patched:${current.requestHash}:${canonicalJson(body)}`);
   return patch;
 }

@@ -9,6 +9,7 @@ export type ErrorCode =
   | 'precondition_failed'
   | 'payload_too_large'
   | 'rate_limited'
+  | 'quota_exceeded'
   | 'unavailable'
   | 'internal';
 
@@ -21,6 +22,8 @@ const STATUS: Record<ErrorCode, number> = {
   precondition_failed: 412,
   payload_too_large: 413,
   rate_limited: 429,
+  /** A tenant quota (pending events, destinations) is used up; waiting a second does not help. */
+  quota_exceeded: 403,
   unavailable: 503,
   internal: 500,
 };
@@ -37,6 +40,8 @@ export class BelfryError extends Error {
     readonly code: ErrorCode,
     message: string,
     readonly details: ErrorDetail[] = [],
+    /** Response headers that go with the error (Retry-After on a 429). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
     this.name = 'BelfryError';

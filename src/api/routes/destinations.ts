@@ -11,6 +11,7 @@ import type { DestinationConfig, DestinationRecord } from '../../store/store.ts'
 import type { AppDeps } from '../deps.ts';
 import { checkHeaders, checkUrl, parseDurationField, resolveRetry } from '../event-input.ts';
 import { toDestinationJson } from '../event-json.ts';
+import { overLimit, type TenantLimits } from '../limits.ts';
 import { BEARER_SECURITY, errorResponses } from '../schemas/common.ts';
 import {
   DestinationJson,
@@ -30,18 +31,27 @@ function destinationNotFound(name: string): BelfryError {
 }
 
 /** The body as stored settings; throws 400 naming the field for what the schema cannot check. */
-export function toDestinationConfig(body: DestinationPutInput, policy: AddressPolicy): DestinationConfig {
+export function toDestinationConfig(body: DestinationPutInput, policy: AddressPolicy, limits: TenantLimits): DestinationConfig {
   const timeoutMs = body.timeout === undefined ? DESTINATION_TIMEOUT_MS_DEFAULT : parseDurationField('timeout', body.timeout);
   if (timeoutMs < 1 || timeoutMs > DESTINATION_TIMEOUT_MS_MAX) throw invalid('timeout', 'must be from 1ms to 5m');
   return {
     kind: 'http',
     url: checkUrl('url', body.url, policy),
-    headers: checkHeaders(body.headers),
+    headers: checkHeaders(body.headers, limits.headerValueLengthMax),
     timeoutMs,
     retry: resolveRetry(body.retry),
     rateLimitPerSecond: body.rateLimit?.perSecond ?? null,
     maxConcurrency: body.maxConcurrency ?? DESTINATION_CONCURRENCY_DEFAULT,
   };
+}
+
+/**
+ * Refuses a new destination past the tenant's destinationsMax. Two concurrent creations may
+ * both pass the count: the quota can be overshot by the requests in flight, never more.
+ */
+async function checkDestinationQuota(deps: AppDeps, tenantId: string, max: number): Promise<void> {
+  const count = (await deps.store.destinationList({ tenantId })).length;
+  if (count >= max) throw overLimit('destinationsMax', max, 'name', `${count} destinations already registered`);
 }
 
 export function destinationRoutes(app: FastifyInstance, deps: AppDeps): void {
@@ -62,8 +72,9 @@ export function destinationRoutes(app: FastifyInstance, deps: AppDeps): void {
     async (request, reply) => {
       const { tenantId } = request;
       const { name } = request.params;
-      const config = toDestinationConfig(request.body, deps.addressPolicy);
+      const config = toDestinationConfig(request.body, deps.addressPolicy, request.limits);
       const existing = await deps.store.destinationGet({ tenantId, name });
+      if (!existing) await checkDestinationQuota(deps, tenantId, request.limits.destinationsMax);
       const generated = request.body.secret === undefined && !existing ? newWebhookSecret() : null;
       const secrets = request.body.secret !== undefined ? [request.body.secret] : generated ? [generated] : existing!.secrets;
       const now = deps.clock.now();

@@ -5,7 +5,7 @@
  * so a change that loses a race with the scheduler answers with a definite outcome: the new
  * event, 409 with the state the event reached, or 412 when its version moved.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { BelfryError, invalid } from '../../core/errors.ts';
 import type { EventRecord } from '../../core/event.ts';
 import type { EventMutateResult } from '../../store/store.ts';
@@ -65,13 +65,14 @@ const PATCH_ALLOWED = 'only a scheduled event can be changed';
 const CANCEL_ALLOWED = 'only a scheduled or awaiting_retry event can be canceled';
 const REPLAY_ALLOWED = 'only an archived or discarded event can be replayed';
 
-async function patchEvent(deps: AppDeps, tenantId: string, id: string, body: EventPatchInput, ifMatch: number | undefined): Promise<EventRecord> {
+async function patchEvent(deps: AppDeps, request: FastifyRequest, id: string, body: EventPatchInput, ifMatch: number | undefined): Promise<EventRecord> {
+  const { tenantId } = request;
   for (let attempt = 0; ; attempt++) {
     const current = await deps.store.eventGet({ tenantId, id });
     if (!current) throw eventNotFound(id);
     if (ifMatch !== undefined && current.version !== ifMatch) throw versionMismatch(current, ifMatch);
     if (current.state !== 'scheduled') throw wrongState(current, PATCH_ALLOWED);
-    const ctx = inputContext(deps, tenantId);
+    const ctx = inputContext(deps, request);
     const patch = await toEventPatch(ctx, current, body);
     // The patch was computed from `current` (expiry window, request hash): apply it to that version only.
     const result = await deps.store.eventUpdate({ tenantId, id, expectedVersion: current.version, now: ctx.now, patch });
@@ -85,6 +86,7 @@ export function eventActionRoutes(app: FastifyInstance, deps: AppDeps): void {
   app.patch<{ Params: EventIdParamsInput; Body: EventPatchInput; Headers: { 'if-match'?: string } }>(
     '/v1/events/:id',
     {
+      config: { schedules: true },
       schema: {
         tags,
         summary: 'Change a scheduled event',
@@ -93,12 +95,12 @@ export function eventActionRoutes(app: FastifyInstance, deps: AppDeps): void {
         params: EventIdParams,
         headers: IfMatchHeaders,
         body: EventPatchBody,
-        response: { 200: EventJson, ...errorResponses(400, 401, 403, 404, 409, 412, 413, 415) },
+        response: { 200: EventJson, ...errorResponses(400, 401, 403, 404, 409, 412, 413, 415, 429) },
       },
     },
     async (request, reply) => {
       const ifMatch = parseIfMatch(request.headers['if-match']);
-      const event = await patchEvent(deps, request.tenantId, request.params.id, request.body, ifMatch);
+      const event = await patchEvent(deps, request, request.params.id, request.body, ifMatch);
       deps.onEventsChanged([event]);
       reply.header('etag', etag(event));
       return toEventJson(event);
@@ -132,13 +134,14 @@ export function eventActionRoutes(app: FastifyInstance, deps: AppDeps): void {
   app.post<{ Params: EventIdParamsInput; Headers: { 'if-match'?: string } }>(
     '/v1/events/:id/replay',
     {
+      config: { schedules: true },
       schema: {
         tags,
         summary: 'Deliver an archived or discarded event again',
         security: BEARER_SECURITY,
         params: EventIdParams,
         headers: IfMatchHeaders,
-        response: { 200: EventJson, ...errorResponses(400, 401, 403, 404, 409, 412) },
+        response: { 200: EventJson, ...errorResponses(400, 401, 403, 404, 409, 412, 429) },
       },
     },
     async (request, reply) => {

@@ -11,6 +11,7 @@ import type { AppDeps } from '../deps.ts';
 import { validationError, type AjvErrorLike } from '../errors.ts';
 import { destinationLookup, toNewEvent, type EventInputContext } from '../event-input.ts';
 import { etag, toEventJson } from '../event-json.ts';
+import { overLimit } from '../limits.ts';
 import { BEARER_SECURITY, errorResponses } from '../schemas/common.ts';
 import {
   EventBatchBody,
@@ -28,13 +29,14 @@ import {
 
 export const LIST_LIMIT_DEFAULT = 100;
 
-export function inputContext(deps: AppDeps, tenantId: string): EventInputContext {
+/** What checking an event body needs: the tenant (as authenticated) and its limits. */
+export function inputContext(deps: AppDeps, request: FastifyRequest): EventInputContext {
+  const { tenantId } = request;
   return {
     tenantId,
     now: deps.clock.now(),
     shardCount: deps.shardCount,
-    payloadBytesMax: deps.limits.payloadBytesMax,
-    idLengthMax: deps.limits.idLengthMax,
+    limits: request.limits,
     addressPolicy: deps.addressPolicy,
     destination: destinationLookup(deps.store, tenantId),
   };
@@ -59,7 +61,7 @@ function afterInsert(deps: AppDeps, results: EventInsertResult[]): void {
 }
 
 async function createOne(deps: AppDeps, request: FastifyRequest<{ Body: EventCreateInput }>, reply: FastifyReply) {
-  const newEvent = await toNewEvent(inputContext(deps, request.tenantId), request.body);
+  const newEvent = await toNewEvent(inputContext(deps, request), request.body);
   const results = await deps.writer.insert([newEvent]);
   afterInsert(deps, results);
   const result = results[0];
@@ -79,9 +81,10 @@ function errorResult(err: BelfryError): BatchResult {
 /** Validates each item on its own; writes the valid ones in one insert; answers in order. */
 async function createBatch(deps: AppDeps, request: FastifyRequest<{ Body: EventBatchInput }>) {
   const items = request.body.events;
-  if (items.length > deps.limits.batchEventsMax) throw invalid('events', `at most ${deps.limits.batchEventsMax} events per batch`);
+  const max = request.limits.batchEventsMax;
+  if (items.length > max) throw overLimit('batchEventsMax', max, 'events', `${items.length} events in one batch`);
   const validate = request.compileValidationSchema(EventCreateBody, 'body');
-  const ctx = inputContext(deps, request.tenantId);
+  const ctx = inputContext(deps, request);
   const results: BatchResult[] = new Array(items.length);
   const pending: { index: number; event: NewEvent }[] = [];
   for (let i = 0; i < items.length; i++) {
@@ -116,13 +119,14 @@ export function eventRoutes(app: FastifyInstance, deps: AppDeps): void {
   app.post<{ Body: EventCreateInput }>(
     '/v1/events',
     {
+      config: { schedules: true },
       schema: {
         tags,
         summary: 'Schedule an event',
         description: '201 when created; 200 with the stored event when the same id and body were sent before; 409 when the id is used by a different body.',
         security: BEARER_SECURITY,
         body: EventCreateBody,
-        response: { 200: EventJson, 201: EventJson, ...errorResponses(400, 401, 403, 409, 413, 415) },
+        response: { 200: EventJson, 201: EventJson, ...errorResponses(400, 401, 403, 409, 413, 415, 429) },
       },
     },
     (request, reply) => createOne(deps, request, reply),
@@ -131,13 +135,14 @@ export function eventRoutes(app: FastifyInstance, deps: AppDeps): void {
   app.post<{ Body: EventBatchInput }>(
     '/v1/events/batch',
     {
+      config: { schedules: true },
       schema: {
         tags,
         summary: 'Schedule many events',
         description: 'One result per item, in order. Invalid items are not written; the valid ones are written in one transaction.',
         security: BEARER_SECURITY,
         body: EventBatchBody,
-        response: { 200: EventBatchResponse, ...errorResponses(400, 401, 403, 413, 415) },
+        response: { 200: EventBatchResponse, ...errorResponses(400, 401, 403, 413, 415, 429) },
       },
     },
     (request) => createBatch(deps, request),

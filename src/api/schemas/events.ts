@@ -1,6 +1,7 @@
 /** Schemas of /v1/events: what a client sends, and the one shape of an event the API returns. */
 import { Type, type Static } from '@sinclair/typebox';
 import { EVENT_STATES, type EventState, type TransitionRecord } from '../../core/event.ts';
+import { BATCH_EVENTS_CAP } from '../limits.ts';
 import {
   DurationInput,
   HeadersInput,
@@ -60,7 +61,13 @@ export type EventPatchInput = Static<typeof EventPatchBody>;
 
 /** The batch envelope; each item is validated on its own so one bad item fails alone. */
 export const EventBatchBody = Type.Object(
-  { events: Type.Array(Type.Unknown({ description: 'an event body, as for POST /v1/events' }), { minItems: 1, maxItems: 1000 }) },
+  {
+    events: Type.Array(Type.Unknown({ description: 'an event body, as for POST /v1/events' }), {
+      minItems: 1,
+      maxItems: BATCH_EVENTS_CAP,
+      description: `at most the tenant's batchEventsMax (default 1000; never more than ${BATCH_EVENTS_CAP})`,
+    }),
+  },
   { additionalProperties: false },
 );
 export type EventBatchInput = Static<typeof EventBatchBody>;

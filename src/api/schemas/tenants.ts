@@ -1,6 +1,6 @@
 /** Schemas of the admin routes: tenants and their API keys. Keys are shown once, at creation. */
 import { Type, type Static } from '@sinclair/typebox';
-import { Id, Nullable, TimeOutput } from './common.ts';
+import { DurationInput, Id, Nullable, TimeOutput } from './common.ts';
 
 export const TenantCreateBody = Type.Object(
   { name: Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\x00-\\x1f\\x7f]+$' }) },
@@ -30,3 +30,21 @@ export const ApiKeyCreatedJson = Type.Object({
   createdAt: TimeOutput,
 });
 export const ApiKeyListResponse = Type.Object({ keys: Type.Array(ApiKeyJson) });
+
+export const KeyRotateBody = Type.Object(
+  {
+    gracePeriod: Type.Optional(
+      Type.Unsafe<string | number>({ ...DurationInput, description: 'how long the old key keeps working (up to 7d); default 0: revoked at once' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type KeyRotateInput = Static<typeof KeyRotateBody>;
+
+export const KeyIdParams = Type.Object({ keyId: Id }, { additionalProperties: false });
+
+export const ApiKeyRotatedJson = Type.Object({
+  ...ApiKeyCreatedJson.properties,
+  replaces: Type.String({ description: 'the id of the rotated key' }),
+  replacedKeyRevokedAt: Type.String({ description: 'when the rotated key stops working (RFC 3339)' }),
+});
