@@ -1,0 +1,77 @@
+/** Starts receiver-child.ts as a separate process and asks it for counts and statistics over IPC. */
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import type { ChildMessage, ChildRequest, ReceiverStats } from './receiver-child.ts';
+import { sleep } from './stats.ts';
+
+const CHILD = fileURLToPath(new URL('./receiver-child.ts', import.meta.url));
+const START_MS_MAX = 15_000;
+const ANSWER_MS_MAX = 15_000;
+const POLL_MS = 250;
+
+export interface ReceiverProcess {
+  url: string;
+  /** Counts only (no lateness samples): cheap enough to poll. */
+  count(): Promise<ReceiverStats>;
+  stats(): Promise<ReceiverStats>;
+  /** Resolves once `distinct >= n`, or at `deadline` (epoch ms) with whatever arrived. */
+  waitForDistinct(n: number, deadline: number): Promise<ReceiverStats>;
+  close(): Promise<void>;
+}
+
+export async function startReceiverProcess(): Promise<ReceiverProcess> {
+  const child = fork(CHILD, [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const url = await firstMessage(child).catch((err: unknown) => {
+    child.kill('SIGKILL');
+    throw err;
+  });
+  let seq = 0;
+  const ask = (type: ChildRequest['type']) =>
+    new Promise<ReceiverStats>((resolve, reject) => {
+      const mine = ++seq;
+      const timer = setTimeout(() => done(new Error(`receiver did not answer "${type}" within ${ANSWER_MS_MAX}ms`)), ANSWER_MS_MAX);
+      const onMessage = (msg: ChildMessage) => {
+        if ('seq' in msg && msg.seq === mine) done(null, msg.stats);
+      };
+      const done = (err: Error | null, stats?: ReceiverStats) => {
+        clearTimeout(timer);
+        child.off('message', onMessage);
+        if (err) reject(err);
+        else resolve(stats!);
+      };
+      child.on('message', onMessage);
+      child.send({ seq: mine, type } satisfies ChildRequest);
+    });
+  const count = () => ask('count');
+  return {
+    url,
+    count,
+    stats: () => ask('stats'),
+    async waitForDistinct(n, deadline) {
+      for (;;) {
+        const now = await count();
+        if (now.distinct >= n || Date.now() >= deadline) return now;
+        await sleep(POLL_MS);
+      }
+    },
+    async close() {
+      if (child.connected) child.send({ seq: 0, type: 'close' } satisfies ChildRequest);
+      const timer = setTimeout(() => child.kill('SIGKILL'), ANSWER_MS_MAX);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+function firstMessage(child: ChildProcess): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`receiver did not start within ${START_MS_MAX}ms`)), START_MS_MAX);
+    child.once('exit', (code) => reject(new Error(`receiver exited before ready (code ${code})`)));
+    child.once('message', (msg: ChildMessage) => {
+      clearTimeout(timer);
+      if ('url' in msg) resolve(msg.url);
+      else reject(new Error('receiver: unexpected first message'));
+    });
+  });
+}
