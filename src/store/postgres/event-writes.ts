@@ -8,6 +8,7 @@ import type pg from 'pg';
 import type { EventRecord, EventState } from '../../core/event.ts';
 import { canonicalJson } from '../../core/ids.ts';
 import type {
+  AttemptOutcome,
   DueRef,
   EventClaimParams,
   EventInsertManyParams,
@@ -19,7 +20,8 @@ import type {
   EventRescueParams,
   NewEvent,
 } from '../store.ts';
-import { run, type Queryable } from './db.ts';
+import { inTransaction, run, type Queryable } from './db.ts';
+import { TX } from './queries.ts';
 import { dueRefFromRow, eventFromRow, type DueRefRow, type EventRow } from './rows.ts';
 
 const ATTEMPT_TARGETS: ReadonlySet<string> = new Set(['succeeded', 'discarded', 'awaiting_retry', 'archived']);
@@ -121,25 +123,57 @@ export async function claim(db: Queryable, p: EventClaimParams): Promise<EventRe
   return res.rows.map(eventFromRow);
 }
 
-export async function recordAttempts(db: Queryable, { outcomes, now }: EventRecordAttemptsParams): Promise<boolean[]> {
+/**
+ * Applies outcomes as if one by one, like the SQLite backend: of several outcomes for one event,
+ * the first that matches applies and changes the version, so the later ones do not. Each round
+ * sends at most one outcome per event in one statement; a second round exists only when the
+ * batch repeats an event (then all rounds share one transaction).
+ */
+export async function recordAttempts(pool: pg.Pool, { outcomes, now }: EventRecordAttemptsParams): Promise<boolean[]> {
   for (const o of outcomes) {
     if (!ATTEMPT_TARGETS.has(o.to)) throw new RangeError(`eventRecordAttempts: cannot move executing to ${o.to}`);
   }
+  const rounds: number[][] = [];
+  const seen = new Map<string, number>();
+  outcomes.forEach((o, i) => {
+    const key = keyOf(o.tenantId, o.id);
+    const round = seen.get(key) ?? 0;
+    seen.set(key, round + 1);
+    (rounds[round] ??= []).push(i);
+  });
+  const applied = new Array<boolean>(outcomes.length).fill(false);
+  if (rounds.length === 1) {
+    await recordRound(pool, outcomes, rounds[0], now, applied);
+    return applied;
+  }
+  return inTransaction(pool, TX.begin, async (client) => {
+    const done = new Set<string>();
+    for (const round of rounds) {
+      const pending = round.filter((i) => !done.has(keyOf(outcomes[i].tenantId, outcomes[i].id)));
+      await recordRound(client, outcomes, pending, now, applied);
+      for (const i of pending) if (applied[i]) done.add(keyOf(outcomes[i].tenantId, outcomes[i].id));
+    }
+    return applied;
+  });
+}
+
+/** One statement for `indexes` (distinct events); marks the ones that applied. */
+async function recordRound(db: Queryable, outcomes: AttemptOutcome[], indexes: number[], now: number, applied: boolean[]): Promise<void> {
+  if (indexes.length === 0) return;
+  const pick = <T>(f: (o: AttemptOutcome) => T) => indexes.map((i) => f(outcomes[i]));
   const res = await run<{ ord: number }>(db, 'eventRecordAttempts', [
-    outcomes.map((o) => o.tenantId),
-    outcomes.map((o) => o.id),
-    outcomes.map((o) => o.version),
-    outcomes.map((o) => o.owner),
-    outcomes.map((o) => o.to),
-    outcomes.map((o) => (o.to === 'awaiting_retry' ? (o.retryAt ?? now) : null)),
-    outcomes.map((o) => o.status ?? null),
-    outcomes.map((o) => o.error ?? null),
-    outcomes.map((o) => o.durationMs),
+    pick((o) => o.tenantId),
+    pick((o) => o.id),
+    pick((o) => o.version),
+    pick((o) => o.owner),
+    pick((o) => o.to),
+    pick((o) => (o.to === 'awaiting_retry' ? (o.retryAt ?? now) : null)),
+    pick((o) => o.status ?? null),
+    pick((o) => o.error ?? null),
+    pick((o) => o.durationMs),
     now,
   ]);
-  const applied = new Array<boolean>(outcomes.length).fill(false);
-  for (const row of res.rows) applied[row.ord - 1] = true;
-  return applied;
+  for (const row of res.rows) applied[indexes[row.ord - 1]] = true;
 }
 
 export async function rescue(db: Queryable, p: EventRescueParams): Promise<DueRef[]> {

@@ -16,6 +16,7 @@ import { insertAll, newEvent, T0, SEC } from '../conformance/fixtures.ts';
 import type { NewEvent } from '../store.ts';
 import { createPool } from './db.ts';
 import { migrate } from './migrate.ts';
+import { perShardLimit } from './due-list.ts';
 import { openPostgresStore, type PostgresStore } from './postgres-store.ts';
 
 const URL = process.env.BELFRY_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
@@ -104,6 +105,45 @@ if (unreachable !== null) {
         await Promise.all(pools.map((pool) => pool.end()));
         await dropSchema(schema);
       }
+    });
+
+    it('merges per-shard due scans exactly, also when one shard holds most of the backlog', async () => {
+      await withStore(async (store) => {
+        await store.tenantCreate({ id: 'due', name: 'due', settings: {}, createdAt: T0 });
+        let seed = 7;
+        const random = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648) / 2_147_483_648);
+        const events: NewEvent[] = [];
+        for (let i = 0; i < 600; i++) {
+          // Shard 5 takes half of everything; the rest spread over 39 shards; due times collide often.
+          const shard = i % 2 === 0 ? 5 : Math.floor(random() * 40);
+          events.push(newEvent('due', `d${String(i).padStart(4, '0')}`, { shard, fireAt: T0 + Math.floor(random() * 50) * SEC }));
+        }
+        await insertAll(store, events);
+        const key = (e: { dueAt?: number; fireAt?: number; id: string }) => [e.dueAt ?? e.fireAt, e.id] as const;
+        const byKey = (a: readonly [number | undefined, string], b: readonly [number | undefined, string]) =>
+          a[0]! - b[0]! || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0);
+        for (const [shards, limit] of [[null, 7], [null, 50], [[5, 1, 2, 3], 13], [[...Array(40).keys()], 100]] as const) {
+          const wanted = events.filter((e) => shards === null || (shards as readonly number[]).includes(e.shard));
+          const expected = wanted.map((e) => key(e)).sort(byKey).map((k) => k[1]);
+          const seen: string[] = [];
+          let after: { dueAt: number; tenantId: string; id: string } | null = null;
+          for (let page = 0; page < 1_000; page++) {
+            const refs = await store.eventListDue({ shards: shards === null ? null : [...shards], after, untilMs: T0 + 60 * SEC, limit });
+            seen.push(...refs.map((r) => r.id));
+            if (refs.length < limit) break;
+            const last = refs[refs.length - 1];
+            after = { dueAt: last.dueAt, tenantId: last.tenantId, id: last.id };
+          }
+          assert.deepEqual(seen, expected, `shards ${JSON.stringify(shards)}, pages of ${limit}`);
+        }
+      });
+    });
+
+    it('sizes per-shard reads to about twice an even share, never above what is wanted', () => {
+      assert.equal(perShardLimit(2_000, 128), 40);
+      assert.equal(perShardLimit(2_000, 1), 2_000);
+      assert.equal(perShardLimit(5, 256), 5);
+      assert.equal(perShardLimit(100, 0), 100);
     });
 
     it('never lets two concurrent claimers (two pools, as two nodes) claim the same event', async () => {

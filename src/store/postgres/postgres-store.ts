@@ -40,6 +40,7 @@ import type {
   TransitionListParams,
 } from '../store.ts';
 import { createPool, inTransaction, run } from './db.ts';
+import { listDue } from './due-list.ts';
 import * as writes from './event-writes.ts';
 import { migrate } from './migrate.ts';
 import { TX } from './queries.ts';
@@ -243,18 +244,7 @@ export class PostgresStore implements Store {
   async eventListDue(params: EventListDueParams): Promise<DueRef[]> {
     checkLimit(params.limit, 'eventListDue');
     if (params.shards !== null && params.shards.length === 0) return [];
-    const bind = [
-      params.untilMs,
-      params.after?.dueAt ?? Number.MIN_SAFE_INTEGER,
-      params.after?.tenantId ?? '',
-      params.after?.id ?? '',
-      params.limit,
-    ];
-    const res =
-      params.shards === null
-        ? await run<DueRefRow>(this.pool, 'eventListDueAll', bind)
-        : await run<DueRefRow>(this.pool, 'eventListDueShards', [...bind, [...new Set(params.shards)]]);
-    return res.rows.map(dueRefFromRow);
+    return listDue(this.pool, params);
   }
 
   async eventRecordAttempts(params: EventRecordAttemptsParams): Promise<boolean[]> {

@@ -47,12 +47,33 @@ const IS_GROUP_HEAD = `NOT EXISTS (
     WHERE o.tenant_id = e.tenant_id AND o.grp = e.grp AND o.state IN ${LIVE}
       AND (o.fire_at, o.seq) < (e.fire_at, e.seq))`;
 
-/** The per-shard due scan of eventListDue: fireable rows of shard `s.shard`, after the cursor. */
+/** The per-shard due scan of eventListDue: the first $6 fireable rows of shard `s.shard` after the cursor. */
 const DUE_IN_SHARD = `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp FROM events e
     WHERE e.shard = s.shard AND e.state IN ${FIREABLE} AND e.due_at <= $1
       AND (e.due_at, e.tenant_id, e.id) > ($2, $3, $4)
       AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
-    ORDER BY e.due_at, e.tenant_id, e.id LIMIT $5`;
+    ORDER BY e.due_at, e.tenant_id, e.id LIMIT $6`;
+
+/**
+ * The merge of the per-shard heads in `per_shard` (rows with the shard's row count): the rows
+ * that are certainly the first ones overall, in order, at most $5, and whether a bound cut them.
+ * A shard that returned its full $6 rows may hold more after its last row; the smallest such
+ * last row is the bound, and every row up to it is complete. Without a bound, every shard was
+ * drained: the rows are all there is.
+ */
+const DUE_MERGE = `bound AS (
+      SELECT due_at, tenant_id, id FROM (
+        SELECT p.due_at, p.tenant_id, p.id,
+          row_number() OVER (PARTITION BY p.shard ORDER BY p.due_at DESC, p.tenant_id DESC, p.id DESC) AS from_end
+        FROM per_shard p WHERE p.shard_rows = $6) last_rows
+      WHERE from_end = 1
+      ORDER BY due_at, tenant_id, id LIMIT 1
+    )
+    SELECT p.tenant_id, p.id, p.version, p.due_at, p.shard, p.grp, EXISTS (SELECT 1 FROM bound) AS bounded
+    FROM per_shard p
+    WHERE NOT EXISTS (SELECT 1 FROM bound)
+       OR (p.due_at, p.tenant_id, p.id) <= (SELECT b.due_at, b.tenant_id, b.id FROM bound b)
+    ORDER BY p.due_at, p.tenant_id, p.id LIMIT $5`;
 
 /** `CREATE SCHEMA IF NOT EXISTS` for a schema name already checked against SCHEMA_NAME. */
 export function schemaCreateSql(schema: string): string {
@@ -139,8 +160,10 @@ export const SQL = {
     )
     SELECT tenant_id, id, seq FROM inserted`,
   // ($1 tenantIds text[], $2 ids text[]) → EventRow[] of those that exist (any order).
-  eventGetMany: `SELECT ${EVENT_COLUMNS_E} FROM events e
-    JOIN unnest($1::text[], $2::text[]) AS k(tenant_id, id) ON e.tenant_id = k.tenant_id AND e.id = k.id`,
+  // One primary-key probe per key (LIMIT keeps the LATERAL sub-select from being flattened).
+  eventGetMany: `SELECT e.* FROM unnest($1::text[], $2::text[]) AS k(tenant_id, id)
+    CROSS JOIN LATERAL (SELECT ${EVENT_COLUMNS} FROM events
+      WHERE events.tenant_id = k.tenant_id AND events.id = k.id LIMIT 1) e`,
   // ($1 tenantId, $2 id) → EventRow | no row.
   eventGet: `SELECT ${EVENT_COLUMNS} FROM events WHERE tenant_id = $1 AND id = $2`,
   // () → { state, n }[] over all tenants.
@@ -152,23 +175,29 @@ export const SQL = {
   //  group's head, and, when $8, in a shard the shard map gives to $4 (read in this statement's
   //  snapshot: a map committed later fences every later claim). Rows locked by another claimer
   //  are skipped, never waited for. Each claim appends its transition, lateness = now - due_at.
+  //  The lookup is a LATERAL sub-select with FOR UPDATE, which the planner never flattens into a
+  //  join: each ref is one primary-key probe whatever the statistics say (a fresh table, not yet
+  //  analyzed, otherwise invites a hash join over every fireable row). The UPDATE then finds the
+  //  rows it locked by ctid (a TID scan): a locked row cannot move before the statement ends.
   eventClaim: `WITH refs AS (
       SELECT DISTINCT ON (tenant_id, id, version) tenant_id, id, version, ord
       FROM unnest($1::text[], $2::text[], $3::int[]) WITH ORDINALITY AS r(tenant_id, id, version, ord)
       ORDER BY tenant_id, id, version, ord
     ), claimable AS (
-      SELECT e.tenant_id, e.id, e.state AS from_state, r.ord
-      FROM refs r JOIN events e ON e.tenant_id = r.tenant_id AND e.id = r.id
-      WHERE e.version = r.version AND e.state IN ${FIREABLE}
-        AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
-        AND (NOT $8::boolean OR EXISTS (
-          SELECT 1 FROM shard_assignments s WHERE s.shard = e.shard AND s.node_id = $4))
-      FOR UPDATE OF e SKIP LOCKED
+      SELECT l.row_id, l.from_state, r.ord
+      FROM refs r CROSS JOIN LATERAL (
+        SELECT e.ctid AS row_id, e.state AS from_state FROM events e
+        WHERE e.tenant_id = r.tenant_id AND e.id = r.id AND e.version = r.version AND e.state IN ${FIREABLE}
+          AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
+          AND (NOT $8::boolean OR EXISTS (
+            SELECT 1 FROM shard_assignments s WHERE s.shard = e.shard AND s.node_id = $4))
+        FOR UPDATE SKIP LOCKED
+      ) l
     ), claimed AS (
       UPDATE events e SET state = 'executing', version = e.version + 1, attempts = e.attempts + 1,
           lease_owner = $4, lease_until = $5, updated_at = $6
       FROM claimable c
-      WHERE e.tenant_id = c.tenant_id AND e.id = c.id
+      WHERE e.ctid = c.row_id
       RETURNING ${EVENT_COLUMNS_E}, c.from_state, c.ord
     ), traced AS (
       INSERT INTO transitions (tenant_id, event_id, seq, at, kind, from_state, to_state, attempt, lateness_ms, detail)
@@ -179,26 +208,28 @@ export const SQL = {
   // ($1 tenantIds, $2 ids, $3 versions int[], $4 owners, $5 toStates, $6 retryAts bigint[] (null
   //  elements unless awaiting_retry), $7 statuses int[], $8 errors, $9 durationsMs bigint[],
   //  $10 now) → { ord }[] of the outcomes that applied. An outcome applies when its event is still
-  //  executing at that version under that owner; of several outcomes for one event only the
-  //  first that matches applies (as if applied one by one: the first changes the version). Each
-  //  appends its transition. Waits for a row another transaction holds (a rescue or cancel), then
-  //  re-checks it.
-  eventRecordAttempts: `WITH input AS (
-      SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::bigint[],
-                           $7::int[], $8::text[], $9::bigint[])
-        WITH ORDINALITY AS o(tenant_id, id, version, owner, to_state, retry_at, status, error, duration_ms, ord)
-    ), first AS (
-      SELECT DISTINCT ON (o.tenant_id, o.id) o.*
-      FROM input o JOIN events e ON e.tenant_id = o.tenant_id AND e.id = o.id
-      WHERE e.version = o.version AND e.state = 'executing' AND e.lease_owner = o.owner
-      ORDER BY o.tenant_id, o.id, o.ord
+  //  executing at that version under that owner; each appends its transition. The batch must not
+  //  name one event twice (UPDATE ... FROM would apply one of them, unspecified which): the caller
+  //  splits repeats into later rounds. Each outcome is one primary-key probe (LATERAL ... FOR
+  //  UPDATE, as in eventClaim) that waits for a row another transaction holds (a rescue, a
+  //  cancel) and re-checks it; the UPDATE then changes exactly the rows it locked (by ctid).
+  eventRecordAttempts: `WITH target AS (
+      SELECT l.row_id, o.to_state, o.retry_at, o.status, o.error, o.duration_ms, o.ord
+      FROM unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::bigint[], $7::int[], $8::text[],
+                  $9::bigint[]) WITH ORDINALITY AS o(tenant_id, id, version, owner, to_state, retry_at, status, error,
+                                                     duration_ms, ord)
+      CROSS JOIN LATERAL (
+        SELECT e.ctid AS row_id FROM events e
+        WHERE e.tenant_id = o.tenant_id AND e.id = o.id AND e.version = o.version
+          AND e.state = 'executing' AND e.lease_owner = o.owner
+        FOR UPDATE
+      ) l
     ), done AS (
-      UPDATE events e SET state = f.to_state, due_at = coalesce(f.retry_at, e.due_at), last_status = f.status,
-          last_error = f.error, updated_at = $10, version = e.version + 1, lease_owner = NULL, lease_until = NULL
-      FROM first f
-      WHERE e.tenant_id = f.tenant_id AND e.id = f.id AND e.version = f.version
-        AND e.state = 'executing' AND e.lease_owner = f.owner
-      RETURNING e.tenant_id, e.id, e.version, e.attempts, f.to_state, f.retry_at, f.status, f.error, f.duration_ms, f.ord
+      UPDATE events e SET state = t.to_state, due_at = coalesce(t.retry_at, e.due_at), last_status = t.status,
+          last_error = t.error, updated_at = $10, version = e.version + 1, lease_owner = NULL, lease_until = NULL
+      FROM target t
+      WHERE e.ctid = t.row_id
+      RETURNING e.tenant_id, e.id, e.version, e.attempts, t.to_state, t.retry_at, t.status, t.error, t.duration_ms, t.ord
     ), traced AS (
       INSERT INTO transitions (${TRANSITION_COLUMNS})
       SELECT tenant_id, id, version, $10, 'state', 'executing', to_state, attempts, status, error, duration_ms, NULL,
@@ -207,26 +238,29 @@ export const SQL = {
     )
     SELECT ord FROM done`,
 
-  // ($1 untilMs, $2 afterDueAt, $3 afterTenantId, $4 afterId, $5 limit, $6 shards int[]) →
-  // DueRefRow[] in (due_at, tenant_id, id) order: fireable, due by untilMs, after the cursor,
-  // group heads only, in those shards. Each shard is one LIMITed range scan of events_due
-  // (shard, due_at, tenant_id, id); the union of the per-shard heads is cut to the limit.
-  eventListDueShards: `SELECT d.* FROM unnest($6::int[]) AS s(shard)
-    CROSS JOIN LATERAL (${DUE_IN_SHARD}) d
-    ORDER BY d.due_at, d.tenant_id, d.id LIMIT $5`,
-  // ($1 untilMs, $2 afterDueAt, $3 afterTenantId, $4 afterId, $5 limit) → as eventListDueShards,
-  // over every shard that has a fireable row: the shards are found by a loose index scan of
-  // events_due (one index probe per distinct shard), then scanned as above.
+  // ($1 untilMs, $2 afterDueAt, $3 afterTenantId, $4 afterId, $5 limit, $6 perShardLimit,
+  //  $7 shards int[]) → (DueRefRow + bounded)[]: in (due_at, tenant_id, id) order, fireable, due by
+  //  untilMs, after the cursor, group heads only, in those shards — the first ones overall, at
+  //  most $5 (see DUE_MERGE; `bounded` false means nothing else is due). Each shard is one range
+  //  scan of events_due (shard, due_at, tenant_id, id) that stops after $6 rows, so a page costs
+  //  about shards x $6 index entries, not shards x $5, however large the backlog.
+  eventListDueShards: `WITH per_shard AS MATERIALIZED (
+      SELECT d.*, count(*) OVER (PARTITION BY d.shard) AS shard_rows
+      FROM unnest($7::int[]) AS s(shard) CROSS JOIN LATERAL (${DUE_IN_SHARD}) d
+    ), ${DUE_MERGE}`,
+  // ($1 untilMs, $2 afterDueAt, $3 afterTenantId, $4 afterId, $5 limit, $6 perShardLimit) → as
+  // eventListDueShards, over every shard that has a fireable row: the shards are found by a loose
+  // index scan of events_due (one index probe per distinct shard).
   eventListDueAll: `WITH RECURSIVE shards(shard) AS (
       SELECT min(shard) FROM events WHERE state IN ${FIREABLE}
       UNION ALL
       SELECT (SELECT min(x.shard) FROM events x WHERE x.state IN ${FIREABLE} AND x.shard > shards.shard)
       FROM shards WHERE shards.shard IS NOT NULL
-    )
-    SELECT d.* FROM shards s
-    CROSS JOIN LATERAL (${DUE_IN_SHARD}) d
-    WHERE s.shard IS NOT NULL
-    ORDER BY d.due_at, d.tenant_id, d.id LIMIT $5`,
+    ), per_shard AS MATERIALIZED (
+      SELECT d.*, count(*) OVER (PARTITION BY d.shard) AS shard_rows
+      FROM shards s CROSS JOIN LATERAL (${DUE_IN_SHARD}) d
+      WHERE s.shard IS NOT NULL
+    ), ${DUE_MERGE}`,
   // ($1 tenantId, $2 group) → (DueRefRow + state) of the group's first live event by
   // (fire_at, seq), or no row. One probe of events_group_live.
   eventGroupFirst: `SELECT tenant_id, id, version, due_at, shard, grp, state FROM events
@@ -238,7 +272,7 @@ export const SQL = {
   // given, held by another owner; oldest lease first, rows held by others skipped. Each appends
   // its transition naming the reason and the old owner.
   eventRescue: `WITH candidates AS (
-      SELECT tenant_id, id, lease_owner, lease_until, (lease_until < $1) AS expired FROM events
+      SELECT ctid AS row_id, lease_owner, lease_until, (lease_until < $1) AS expired FROM events
       WHERE state = 'executing'
         AND (lease_until < $1 OR ($2::text IS NOT NULL AND lease_owner IS DISTINCT FROM $2::text))
       ORDER BY lease_until LIMIT $3
@@ -247,7 +281,7 @@ export const SQL = {
       UPDATE events e SET state = 'awaiting_retry', due_at = $4, updated_at = $4, version = e.version + 1,
           lease_owner = NULL, lease_until = NULL
       FROM candidates c
-      WHERE e.tenant_id = c.tenant_id AND e.id = c.id
+      WHERE e.ctid = c.row_id
       RETURNING e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.attempts, c.expired,
         c.lease_owner AS old_owner, c.lease_until AS old_lease_until
     ), traced AS (
