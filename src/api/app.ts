@@ -134,8 +134,8 @@ export async function createApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(async (scope) => {
     scope.addHook('onRequest', auth.requireTenant);
     scope.addHook('onRequest', quotas.onRequest);
-    eventRoutes(scope, deps);
-    eventActionRoutes(scope, deps);
+    eventRoutes(scope, deps, quotas);
+    eventActionRoutes(scope, deps, quotas);
     destinationRoutes(scope, deps);
     accountRoutes(scope, deps, auth);
   });

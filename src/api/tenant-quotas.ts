@@ -1,13 +1,23 @@
 /**
  * Per-tenant limits at request time: each tenant's effective limits (its overrides over the
- * node's defaults, cached briefly) and its scheduling rate (a token bucket per tenant).
+ * node's defaults, cached briefly), its scheduling rate (a token bucket per tenant) and its
+ * pending-events quota (an estimate, recounted rarely).
  *
  * Bounds and staleness:
  * - Limits are cached for LIMITS_CACHE_TTL_MS; a change through this node applies at once, one
  *   through another node within the TTL.
  * - The rate is enforced per node (buckets live in memory): a tenant spreading requests over N
  *   nodes gets up to N times its rate. Bucket capacity is one second of the rate (the burst).
- * - Both maps hold at most TENANTS_TRACKED_MAX tenants; the oldest entry goes first.
+ * - Pending events: counting them scans the tenant's pending index entries (~8 ms per 200k on
+ *   SQLite), so each node keeps an estimate per tenant: its last count plus the events it
+ *   accepted since. The estimate only over-counts (events finish, and are not subtracted), so it
+ *   is recounted only when a request would pass the limit by it, at most once per
+ *   max(PENDING_RECOUNT_MS_MIN, 50 × the last count's duration) so counting takes ≤ 2% of the
+ *   time even for a tenant sitting at its limit. On a shared store (several nodes) it is also
+ *   recounted when older than PENDING_STALE_MS_CLUSTER, as other nodes accept events too.
+ *   Overshoot bound: the requests in flight at once (they are checked before any of them
+ *   commits), plus, in a cluster, what other nodes accept within PENDING_STALE_MS_CLUSTER.
+ * - Every map holds at most TENANTS_TRACKED_MAX tenants; the oldest entry goes first.
  */
 import type { FastifyRequest } from 'fastify';
 import type { Clock } from '../core/clock.ts';
@@ -26,7 +36,16 @@ declare module 'fastify' {
 }
 
 export const LIMITS_CACHE_TTL_MS = 1_000;
+export const PENDING_RECOUNT_MS_MIN = 1_000;
+export const PENDING_STALE_MS_CLUSTER = 5_000;
 export const TENANTS_TRACKED_MAX = 10_000;
+
+interface PendingEstimate {
+  count: number;
+  countedAtMs: number;
+  /** How long the last count took: spaces the next one. */
+  countMs: number;
+}
 
 interface Bucket {
   tokens: number;
@@ -46,9 +65,11 @@ function boundedSet<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
 export class TenantQuotas {
   private readonly limitsCache = new Map<string, { limits: TenantLimits; expiresMs: number }>();
   private readonly buckets = new Map<string, Bucket>();
+  private readonly pending = new Map<string, PendingEstimate>();
+  private readonly counting = new Map<string, Promise<PendingEstimate>>();
 
   constructor(
-    private readonly store: Pick<Store, 'tenantGet'>,
+    private readonly store: Pick<Store, 'tenantGet' | 'eventCountPending' | 'capabilities'>,
     private readonly clock: Clock,
     private readonly defaults: TenantLimits,
   ) {}
@@ -68,6 +89,7 @@ export class TenantQuotas {
   forget(tenantId: string): void {
     this.limitsCache.delete(tenantId);
     this.buckets.delete(tenantId);
+    this.pending.delete(tenantId);
   }
 
   /**
@@ -86,6 +108,47 @@ export class TenantQuotas {
     }
     bucket.tokens -= 1;
     boundedSet(this.buckets, tenantId, bucket, TENANTS_TRACKED_MAX);
+  }
+
+  /**
+   * Throws 403 `quota_exceeded` when `adding` more pending events would take the tenant past
+   * `max`. Call before writing; report what was written with pendingAdded().
+   */
+  async checkPending(tenantId: string, adding: number, max: number): Promise<void> {
+    if (adding <= 0) return;
+    const nowMs = this.clock.monotonicMs();
+    let estimate = this.pending.get(tenantId);
+    const stale = estimate !== undefined && this.store.capabilities.multiNode && nowMs - estimate.countedAtMs >= PENDING_STALE_MS_CLUSTER;
+    if (!estimate || stale) estimate = await this.countPending(tenantId);
+    if (estimate.count + adding <= max) return;
+    const spacingMs = Math.max(PENDING_RECOUNT_MS_MIN, 50 * estimate.countMs);
+    if (nowMs - estimate.countedAtMs >= spacingMs) estimate = await this.countPending(tenantId);
+    if (estimate.count + adding <= max) return;
+    throw overLimit('pendingEventsMax', max, adding > 1 ? 'events' : '', `${estimate.count} events pending, ${adding} more asked for`);
+  }
+
+  /** Counts `n` events this node just made pending (created or replayed) into the tenant's estimate. */
+  pendingAdded(tenantId: string, n: number): void {
+    const estimate = this.pending.get(tenantId);
+    if (estimate && n > 0) estimate.count += n;
+  }
+
+  private countPending(tenantId: string): Promise<PendingEstimate> {
+    let p = this.counting.get(tenantId);
+    if (!p) {
+      const startMs = this.clock.monotonicMs();
+      p = this.store
+        .eventCountPending({ tenantId })
+        .then((count) => {
+          const endMs = this.clock.monotonicMs();
+          const estimate = { count, countedAtMs: endMs, countMs: endMs - startMs };
+          boundedSet(this.pending, tenantId, estimate, TENANTS_TRACKED_MAX);
+          return estimate;
+        })
+        .finally(() => this.counting.delete(tenantId));
+      this.counting.set(tenantId, p);
+    }
+    return p;
   }
 
   /** onRequest hook of the tenant routes, after authentication: loads limits, applies the rate. */

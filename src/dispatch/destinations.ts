@@ -5,14 +5,15 @@
 import { DEFAULT_RETRY, type RetryPolicy } from '../core/backoff.ts';
 import type { Clock } from '../core/clock.ts';
 import type { DestinationRef } from '../core/event.ts';
-import type { Store } from '../store/store.ts';
+import type { DestinationSecret, Store } from '../store/store.ts';
 
 export interface DeliverySettings {
   /** The virtual queue: one per (tenant, destination). */
   queueKey: string;
   target: string;
   headers: Record<string, string>;
-  secrets: string[];
+  /** Newest first; an old secret of a rotation signs until its expiresAt (see activeSecrets). */
+  secrets: DestinationSecret[];
   timeoutMs: number;
   retry: RetryPolicy;
   rateLimitPerSecond: number | null;
@@ -24,6 +25,11 @@ export interface DeliverySettings {
 export const INLINE_TIMEOUT_MS = 10_000;
 export const INLINE_CONCURRENCY_MAX = 20;
 export const DESTINATION_CACHE_MS = 5_000;
+
+/** The secrets that sign a delivery made at `nowMs`: those not expired, newest first. */
+export function activeSecrets(secrets: readonly DestinationSecret[], nowMs: number): string[] {
+  return secrets.filter((s) => s.expiresAt === null || s.expiresAt > nowMs).map((s) => s.secret);
+}
 
 export function queueKeyOf(tenantId: string, destination: DestinationRef): string {
   if ('name' in destination) return `${tenantId}\u0000name:${destination.name}`;

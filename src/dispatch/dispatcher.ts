@@ -16,7 +16,7 @@ import type { Clock } from '../core/clock.ts';
 import type { EventRecord } from '../core/event.ts';
 import type { Metrics } from '../node/metrics.ts';
 import type { DueRef, Store } from '../store/store.ts';
-import { DestinationResolver, queueKeyOf, type DeliverySettings } from './destinations.ts';
+import { activeSecrets, DestinationResolver, queueKeyOf, type DeliverySettings } from './destinations.ts';
 import { decideNext } from './outcome.ts';
 import { OutcomeRecorder, type RecordedOutcome } from './recorder.ts';
 import { VirtualQueue } from './virtual-queue.ts';
@@ -108,7 +108,8 @@ export class Dispatcher {
       headers: { ...settings.headers, ...event.headers },
       // An inline destination's queue is shared by its origin; the URL is the event's own.
       target: 'url' in event.destination ? event.destination.url : settings.target,
-      secrets: settings.secrets,
+      // Judged per delivery, so a rotated-out secret stops signing at its expiry, cache or not.
+      secrets: activeSecrets(settings.secrets, startedAt),
       timeoutMs: settings.timeoutMs,
       dueAt: event.dueAt,
     };

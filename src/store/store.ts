@@ -51,12 +51,26 @@ export interface DestinationConfig {
   maxConcurrency: number;
 }
 
+/** A signing secret of a destination. */
+export interface DestinationSecret {
+  /** `whsec_` + base64. */
+  secret: string;
+  /** Signs until this instant (an old secret kept through a rotation's grace period); null: until replaced. */
+  expiresAt: number | null;
+}
+
+/** Stored secrets as records; accepts the bare strings older versions stored. */
+export function secretsFromJson(value: unknown): DestinationSecret[] {
+  if (!Array.isArray(value)) return [];
+  return value.map((s: unknown) => (typeof s === 'string' ? { secret: s, expiresAt: null } : (s as DestinationSecret)));
+}
+
 export interface DestinationRecord {
   tenantId: string;
   name: string;
   config: DestinationConfig;
-  /** Signing secrets, newest first (`whsec_…`). Never returned by the API. */
-  secrets: string[];
+  /** Signing secrets, newest first. Never returned by the API after creation. */
+  secrets: DestinationSecret[];
   createdAt: number;
   updatedAt: number;
 }
@@ -251,7 +265,13 @@ export interface Store {
   apiKeyFindByHash(params: { hash: string }): Promise<ApiKeyRecord | null>;
   apiKeyList(params: { tenantId: string }): Promise<ApiKeyRecord[]>;
   /** Returns false when no such live key of that tenant exists. */
-  apiKeyRevoke(params: { tenantId: string; id: string; now: number }): Promise<boolean>;
+  /**
+   * Revokes a key of that tenant that is live at `now` (not revoked, or revoked at a time still
+   * to come: a rotated key in its grace period), with effect at `at` (default `now`). A revoke
+   * only ever brings the revocation time forward, never back. Returns false when no such live
+   * key exists.
+   */
+  apiKeyRevoke(params: { tenantId: string; id: string; now: number; at?: number }): Promise<boolean>;
 
   destinationDelete(params: { tenantId: string; name: string }): Promise<boolean>;
   destinationGet(params: { tenantId: string; name: string }): Promise<DestinationRecord | null>;
@@ -270,6 +290,12 @@ export interface Store {
   eventClaim(params: EventClaimParams): Promise<EventRecord[]>;
   /** Counts of events per state, over all tenants (for metrics). */
   eventCountByState(): Promise<Record<EventState, number>>;
+  /**
+   * Events of one tenant not yet finished (scheduled, executing, awaiting_retry): what the
+   * pendingEventsMax quota counts. Costs an index scan of pending events (a backend may scan
+   * every tenant's), so callers count rarely and estimate between counts.
+   */
+  eventCountPending(params: { tenantId: string }): Promise<number>;
   eventGet(params: { tenantId: string; id: string }): Promise<EventRecord | null>;
   /**
    * The next event of a group that may fire now: the non-terminal event first by (fireAt, seq),
@@ -324,6 +350,8 @@ export interface Store {
   tenantCreate(tenant: TenantRecord): Promise<void>;
   tenantGet(params: { id: string }): Promise<TenantRecord | null>;
   tenantList(): Promise<TenantRecord[]>;
+  /** Replaces a tenant's settings; returns the tenant as stored, or null when there is none. */
+  tenantUpdate(params: { id: string; settings: Record<string, unknown> }): Promise<TenantRecord | null>;
 
   /** The store's clock (PostgreSQL's now()); lease and due-time decisions of a cluster use it. */
   timeNow(): Promise<number>;

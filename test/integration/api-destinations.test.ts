@@ -32,7 +32,7 @@ describe('PUT /v1/destinations/{name}', () => {
       { name: 'orders-webhook', url: 'https://orders.example.com/hooks/belfry', headers: {}, timeout: '10s', retry: null, rateLimit: null, maxConcurrency: 20, secret: undefined, createdAt: undefined, updatedAt: undefined },
     );
     const stored = await t.store.destinationGet({ tenantId: t.tenantId, name: 'orders-webhook' });
-    assert.deepEqual(stored!.secrets, [d.secret]);
+    assert.deepEqual(stored!.secrets, [{ secret: d.secret, expiresAt: null }]);
     assert.deepEqual(t.destinationsChanged.at(-1), [t.tenantId, 'orders-webhook']);
 
     const got = await req('GET', '/v1/destinations/orders-webhook');
@@ -60,13 +60,13 @@ describe('PUT /v1/destinations/{name}', () => {
       full,
     );
     assert.equal(d.createdAt, created.createdAt);
-    assert.deepEqual((await t.store.destinationGet({ tenantId: t.tenantId, name: 'billing' }))!.secrets, [created.secret]);
+    assert.deepEqual((await t.store.destinationGet({ tenantId: t.tenantId, name: 'billing' }))!.secrets, [{ secret: created.secret, expiresAt: null }]);
 
     const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
     const withSecret = await req('PUT', '/v1/destinations/billing', { url: 'https://billing.example/v2', secret });
     assert.equal(withSecret.statusCode, 200);
     assert.ok(!withSecret.body.includes('whsec_'));
-    assert.deepEqual((await t.store.destinationGet({ tenantId: t.tenantId, name: 'billing' }))!.secrets, [secret]);
+    assert.deepEqual((await t.store.destinationGet({ tenantId: t.tenantId, name: 'billing' }))!.secrets, [{ secret, expiresAt: null }]);
 
     const createdWithSecret = await req('PUT', '/v1/destinations/given-secret', { url: 'https://x.example', secret });
     assert.equal(createdWithSecret.statusCode, 201);

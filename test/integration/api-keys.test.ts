@@ -93,6 +93,16 @@ describe('rotation', () => {
     assert.equal(await listEvents(rotated.key), 200);
   });
 
+  test('revoking a key in its grace period ends the grace at once', async () => {
+    const old = await newKey();
+    const res = await t.app.inject({ method: 'POST', url: `/v1/tenants/${t.tenantId}/keys/${old.id}/rotate`, ...as(ADMIN_KEY), payload: { gracePeriod: '1d' } });
+    assert.equal(res.statusCode, 201);
+    assert.equal(await listEvents(old.key), 200);
+    assert.equal((await t.app.inject({ method: 'DELETE', url: `/v1/tenants/${t.tenantId}/keys/${old.id}`, ...as(ADMIN_KEY) })).statusCode, 204);
+    assert.equal(await listEvents(old.key), 401);
+    assert.equal(await listEvents(res.json().key), 200);
+  });
+
   test('refuses a grace period over 7 days and unknown fields', async () => {
     const old = await newKey();
     for (const payload of [{ gracePeriod: '8d' }, { gracePeriod: -1 }, { grace: '1h' }]) {

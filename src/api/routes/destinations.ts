@@ -7,10 +7,11 @@ import type { FastifyInstance } from 'fastify';
 import type { AddressPolicy } from '../../core/address.ts';
 import { BelfryError, invalid } from '../../core/errors.ts';
 import { newWebhookSecret } from '../../core/ids.ts';
-import type { DestinationConfig, DestinationRecord } from '../../store/store.ts';
+import { formatDuration } from '../../core/duration.ts';
+import type { DestinationConfig, DestinationRecord, DestinationSecret } from '../../store/store.ts';
 import type { AppDeps } from '../deps.ts';
 import { checkHeaders, checkUrl, parseDurationField, resolveRetry } from '../event-input.ts';
-import { toDestinationJson } from '../event-json.ts';
+import { isoTime, toDestinationJson } from '../event-json.ts';
 import { overLimit, type TenantLimits } from '../limits.ts';
 import { BEARER_SECURITY, errorResponses } from '../schemas/common.ts';
 import {
@@ -18,8 +19,11 @@ import {
   DestinationListResponse,
   DestinationNameParams,
   DestinationPutBody,
+  SecretRotateBody,
+  SecretRotatedJson,
   type DestinationNameParamsInput,
   type DestinationPutInput,
+  type SecretRotateInput,
 } from '../schemas/destinations.ts';
 
 export const DESTINATION_TIMEOUT_MS_DEFAULT = 10_000;
@@ -43,6 +47,24 @@ export function toDestinationConfig(body: DestinationPutInput, policy: AddressPo
     rateLimitPerSecond: body.rateLimit?.perSecond ?? null,
     maxConcurrency: body.maxConcurrency ?? DESTINATION_CONCURRENCY_DEFAULT,
   };
+}
+
+/** Longest an old secret keeps signing after a rotation, and the default. */
+export const SECRET_GRACE_MS_MAX = 7 * 86_400_000;
+export const SECRET_GRACE_MS_DEFAULT = 86_400_000;
+/** Secrets a destination signs with at once: the new one and the newest old ones in their grace. */
+export const SECRETS_MAX = 5;
+
+/**
+ * The secrets after a rotation at `now`: the new one first, then the old ones still signing at
+ * `now`, each ending at `until` or at its own earlier expiry; at most SECRETS_MAX in all.
+ */
+export function rotatedSecrets(current: readonly DestinationSecret[], secret: string, now: number, until: number): DestinationSecret[] {
+  const old = current
+    .filter((s) => (s.expiresAt === null || s.expiresAt > now) && s.secret !== secret)
+    .map((s) => ({ secret: s.secret, expiresAt: Math.min(s.expiresAt ?? until, until) }))
+    .filter((s) => s.expiresAt > now);
+  return [{ secret, expiresAt: null }, ...old].slice(0, SECRETS_MAX);
 }
 
 /**
@@ -76,7 +98,8 @@ export function destinationRoutes(app: FastifyInstance, deps: AppDeps): void {
       const existing = await deps.store.destinationGet({ tenantId, name });
       if (!existing) await checkDestinationQuota(deps, tenantId, request.limits.destinationsMax);
       const generated = request.body.secret === undefined && !existing ? newWebhookSecret() : null;
-      const secrets = request.body.secret !== undefined ? [request.body.secret] : generated ? [generated] : existing!.secrets;
+      const given = request.body.secret ?? generated;
+      const secrets = given !== null ? [{ secret: given, expiresAt: null }] : existing!.secrets;
       const now = deps.clock.now();
       const record: DestinationRecord = { tenantId, name, config, secrets, createdAt: existing?.createdAt ?? now, updatedAt: now };
       const { created, destination } = await deps.store.destinationPut({ destination: record });
@@ -84,6 +107,39 @@ export function destinationRoutes(app: FastifyInstance, deps: AppDeps): void {
       reply.status(created ? 201 : 200);
       const json = toDestinationJson(destination);
       return generated ? { ...json, secret: generated } : json;
+    },
+  );
+
+  app.post<{ Params: DestinationNameParamsInput; Body: SecretRotateInput }>(
+    '/v1/destinations/:name/rotate-secret',
+    {
+      // The body is optional: no body means the default grace period and a generated secret.
+      preValidation: async (request) => {
+        request.body ??= {};
+      },
+      schema: {
+        tags,
+        summary: 'Rotate the signing secret: a new one (returned once), the old one signing beside it for a grace period',
+        description: `Deliveries carry one signature per active secret, so receivers that know either verify. Default grace ${formatDuration(SECRET_GRACE_MS_DEFAULT)}, at most ${formatDuration(SECRET_GRACE_MS_MAX)}; at most ${SECRETS_MAX} secrets at once (the oldest go first).`,
+        security: BEARER_SECURITY,
+        params: DestinationNameParams,
+        body: SecretRotateBody,
+        response: { 200: SecretRotatedJson, ...errorResponses(400, 401, 403, 404, 415) },
+      },
+    },
+    async (request) => {
+      const { tenantId } = request;
+      const { name } = request.params;
+      const graceMs = request.body.gracePeriod === undefined ? SECRET_GRACE_MS_DEFAULT : parseDurationField('gracePeriod', request.body.gracePeriod);
+      if (graceMs > SECRET_GRACE_MS_MAX) throw invalid('gracePeriod', `must be at most ${formatDuration(SECRET_GRACE_MS_MAX)}`);
+      const existing = await deps.store.destinationGet({ tenantId, name });
+      if (!existing) throw destinationNotFound(name);
+      const now = deps.clock.now();
+      const secret = request.body.secret ?? newWebhookSecret();
+      const secrets = rotatedSecrets(existing.secrets, secret, now, now + graceMs);
+      await deps.store.destinationPut({ destination: { ...existing, secrets, updatedAt: now } });
+      deps.onDestinationChanged(tenantId, name);
+      return { name, secret, previousSecretsExpireAt: isoTime(now + graceMs) };
     },
   );
 

@@ -21,6 +21,7 @@ import {
   type EventIdParamsInput,
   type EventPatchInput,
 } from '../schemas/events.ts';
+import type { TenantQuotas } from '../tenant-quotas.ts';
 import { eventNotFound, inputContext } from './events.ts';
 
 /** Transitions returned by one trace request; an event's trace is bounded by its retry policy and edits. */
@@ -81,7 +82,7 @@ async function patchEvent(deps: AppDeps, request: FastifyRequest, id: string, bo
   }
 }
 
-export function eventActionRoutes(app: FastifyInstance, deps: AppDeps): void {
+export function eventActionRoutes(app: FastifyInstance, deps: AppDeps, quotas: TenantQuotas): void {
   const tags = ['events'];
   app.patch<{ Params: EventIdParamsInput; Body: EventPatchInput; Headers: { 'if-match'?: string } }>(
     '/v1/events/:id',
@@ -147,8 +148,10 @@ export function eventActionRoutes(app: FastifyInstance, deps: AppDeps): void {
     async (request, reply) => {
       const { id } = request.params;
       const expectedVersion = parseIfMatch(request.headers['if-match']);
+      await quotas.checkPending(request.tenantId, 1, request.limits.pendingEventsMax);
       const result = await deps.store.eventReplay({ tenantId: request.tenantId, id, expectedVersion, now: deps.clock.now() });
       const event = outcome(result, id, expectedVersion, REPLAY_ALLOWED);
+      quotas.pendingAdded(request.tenantId, 1);
       deps.onEventsChanged([event]);
       reply.header('etag', etag(event));
       return toEventJson(event);

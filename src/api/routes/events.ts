@@ -12,6 +12,7 @@ import { validationError, type AjvErrorLike } from '../errors.ts';
 import { destinationLookup, toNewEvent, type EventInputContext } from '../event-input.ts';
 import { etag, toEventJson } from '../event-json.ts';
 import { overLimit } from '../limits.ts';
+import type { TenantQuotas } from '../tenant-quotas.ts';
 import { BEARER_SECURITY, errorResponses } from '../schemas/common.ts';
 import {
   EventBatchBody,
@@ -52,18 +53,25 @@ function insertConflict(event: EventRecord): BelfryError {
   ]);
 }
 
-/** Tells the scheduler and the metrics about newly created events. */
-function afterInsert(deps: AppDeps, results: EventInsertResult[]): void {
+/** Tells the scheduler, the pending quota and the metrics about newly created events. */
+function afterInsert(deps: AppDeps, quotas: TenantQuotas, tenantId: string, results: EventInsertResult[]): void {
   const created = results.filter((r) => r.kind === 'created').map((r) => r.event);
   if (created.length === 0) return;
+  quotas.pendingAdded(tenantId, created.length);
   deps.metrics.eventsScheduled.inc(created.length);
   deps.onEventsChanged(created);
 }
 
-async function createOne(deps: AppDeps, request: FastifyRequest<{ Body: EventCreateInput }>, reply: FastifyReply) {
+async function createOne(deps: AppDeps, quotas: TenantQuotas, request: FastifyRequest<{ Body: EventCreateInput }>, reply: FastifyReply) {
   const newEvent = await toNewEvent(inputContext(deps, request), request.body);
+  try {
+    await quotas.checkPending(request.tenantId, 1, request.limits.pendingEventsMax);
+  } catch (err) {
+    // A repeat of a stored id adds nothing: it still answers as it did (idempotency), at the limit or not.
+    if (!(await deps.store.eventGet({ tenantId: request.tenantId, id: newEvent.id }))) throw err;
+  }
   const results = await deps.writer.insert([newEvent]);
-  afterInsert(deps, results);
+  afterInsert(deps, quotas, request.tenantId, results);
   const result = results[0];
   if (result.kind === 'conflict') throw insertConflict(result.event);
   reply.status(result.kind === 'created' ? 201 : 200).header('etag', etag(result.event));
@@ -79,7 +87,7 @@ function errorResult(err: BelfryError): BatchResult {
 }
 
 /** Validates each item on its own; writes the valid ones in one insert; answers in order. */
-async function createBatch(deps: AppDeps, request: FastifyRequest<{ Body: EventBatchInput }>) {
+async function createBatch(deps: AppDeps, quotas: TenantQuotas, request: FastifyRequest<{ Body: EventBatchInput }>) {
   const items = request.body.events;
   const max = request.limits.batchEventsMax;
   if (items.length > max) throw overLimit('batchEventsMax', max, 'events', `${items.length} events in one batch`);
@@ -99,8 +107,9 @@ async function createBatch(deps: AppDeps, request: FastifyRequest<{ Body: EventB
       results[i] = errorResult(err);
     }
   }
+  await quotas.checkPending(request.tenantId, pending.length, request.limits.pendingEventsMax);
   const inserted = pending.length > 0 ? await deps.writer.insert(pending.map((p) => p.event)) : [];
-  afterInsert(deps, inserted);
+  afterInsert(deps, quotas, request.tenantId, inserted);
   inserted.forEach((r, k) => {
     results[pending[k].index] = r.kind === 'conflict' ? errorResult(insertConflict(r.event)) : { status: r.kind, event: toEventJson(r.event) };
   });
@@ -114,7 +123,7 @@ function queryTime(field: string, value: string | undefined): number | undefined
   return ms;
 }
 
-export function eventRoutes(app: FastifyInstance, deps: AppDeps): void {
+export function eventRoutes(app: FastifyInstance, deps: AppDeps, quotas: TenantQuotas): void {
   const tags = ['events'];
   app.post<{ Body: EventCreateInput }>(
     '/v1/events',
@@ -129,7 +138,7 @@ export function eventRoutes(app: FastifyInstance, deps: AppDeps): void {
         response: { 200: EventJson, 201: EventJson, ...errorResponses(400, 401, 403, 409, 413, 415, 429) },
       },
     },
-    (request, reply) => createOne(deps, request, reply),
+    (request, reply) => createOne(deps, quotas, request, reply),
   );
 
   app.post<{ Body: EventBatchInput }>(
@@ -145,7 +154,7 @@ export function eventRoutes(app: FastifyInstance, deps: AppDeps): void {
         response: { 200: EventBatchResponse, ...errorResponses(400, 401, 403, 413, 415, 429) },
       },
     },
-    (request) => createBatch(deps, request),
+    (request) => createBatch(deps, quotas, request),
   );
 
   app.get<{ Params: EventIdParamsInput }>(

@@ -72,7 +72,7 @@ async function rotateKey(deps: AppDeps, auth: Authenticator, tenantId: string, k
   if (!old || !isLive(old, now)) throw keyNotFound(keyId);
   const made = await createKey(deps, tenantId);
   const revokeAt = Math.min(now + graceMs, old.revokedAt ?? Infinity);
-  await deps.store.apiKeyRevoke({ tenantId, id: keyId, now: revokeAt });
+  await deps.store.apiKeyRevoke({ tenantId, id: keyId, now, at: revokeAt });
   auth.forget(keyId);
   return { ...createdJson(made), replaces: keyId, replacedKeyRevokedAt: isoTime(revokeAt) };
 }

@@ -1,17 +1,33 @@
 /**
- * Admin routes (admin key only): tenants and their API keys. A key is shown once, in the
- * response that created it; lists show its prefix only. Revoking a key drops it from this
+ * Admin routes (admin key only): tenants, their limits and their API keys. A key is shown once,
+ * in the response that created it; lists show its prefix only. Revoking a key drops it from this
  * node's auth cache at once.
+ *
+ * A tenant's own limits live in its settings (`settings.limits`, by JSON name); PATCH changes
+ * only the limits it names and leaves every other setting (durability) as it was. A change
+ * applies at once on this node and within LIMITS_CACHE_TTL_MS (1 s) on the others.
  */
 import type { FastifyInstance } from 'fastify';
-import { BelfryError } from '../../core/errors.ts';
+import { BelfryError, invalid } from '../../core/errors.ts';
 import { newSortableId } from '../../core/ids.ts';
 import type { TenantRecord } from '../../store/store.ts';
 import type { Authenticator } from '../auth.ts';
 import type { AppDeps } from '../deps.ts';
 import { isoTime } from '../event-json.ts';
 import { BEARER_SECURITY, errorResponses } from '../schemas/common.ts';
-import { TenantCreateBody, TenantJson, TenantKeyParams, TenantListResponse, TenantParams, type TenantCreateInput, type TenantParamsInput } from '../schemas/tenants.ts';
+import { limitBounds, limitJsonValue, LIMIT_SPECS, limitsJson, parseLimitValue, resolveTenantLimits, type TenantLimits } from '../limits.ts';
+import {
+  TenantCreateBody,
+  TenantDetailJson,
+  TenantJson,
+  TenantKeyParams,
+  TenantListResponse,
+  TenantParams,
+  TenantPatchBody,
+  type TenantCreateInput,
+  type TenantParamsInput,
+  type TenantPatchInput,
+} from '../schemas/tenants.ts';
 import type { TenantQuotas } from '../tenant-quotas.ts';
 import { keyRoutes } from './keys.ts';
 
@@ -19,13 +35,46 @@ function tenantJson(t: TenantRecord) {
   return { id: t.id, name: t.name, createdAt: isoTime(t.createdAt) };
 }
 
+function storedOverrides(t: TenantRecord): Record<string, unknown> {
+  const o = t.settings.limits;
+  return typeof o === 'object' && o !== null && !Array.isArray(o) ? (o as Record<string, unknown>) : {};
+}
+
+/** A tenant with its limits in effect and the ones it has of its own. */
+function tenantDetailJson(t: TenantRecord, defaults: TenantLimits) {
+  const limits = resolveTenantLimits(defaults, t.settings);
+  const own = storedOverrides(t);
+  const overrides = Object.fromEntries(LIMIT_SPECS.filter((s) => own[s.name] !== undefined).map((s) => [s.name, limitJsonValue(s, limits[s.key])]));
+  return { ...tenantJson(t), limits: limitsJson(limits), overrides };
+}
+
+/** The stored overrides after a patch: each given limit checked and set, each null removed. */
+function patchedOverrides(current: Record<string, unknown>, patch: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...current };
+  for (const [name, raw] of Object.entries(patch)) {
+    const spec = LIMIT_SPECS.find((s) => s.name === name)!;
+    if (raw === null) {
+      delete out[name];
+      continue;
+    }
+    const value = parseLimitValue(spec, raw);
+    if (value === null) throw invalid(`limits.${name}`, `must be ${limitBounds(spec)}`);
+    out[name] = limitJsonValue(spec, value);
+  }
+  return out;
+}
+
+function tenantNotFound(tenantId: string): BelfryError {
+  return new BelfryError('not_found', `no tenant with id "${tenantId}"`, [{ field: 'tenantId', message: 'not found' }]);
+}
+
 async function requireTenant(deps: AppDeps, tenantId: string): Promise<TenantRecord> {
   const tenant = await deps.store.tenantGet({ id: tenantId });
-  if (!tenant) throw new BelfryError('not_found', `no tenant with id "${tenantId}"`, [{ field: 'tenantId', message: 'not found' }]);
+  if (!tenant) throw tenantNotFound(tenantId);
   return tenant;
 }
 
-export function tenantRoutes(app: FastifyInstance, deps: AppDeps, auth: Authenticator, _quotas: TenantQuotas): void {
+export function tenantRoutes(app: FastifyInstance, deps: AppDeps, auth: Authenticator, quotas: TenantQuotas): void {
   const tags = ['admin'];
   app.post<{ Body: TenantCreateInput }>(
     '/v1/tenants',
@@ -51,6 +100,44 @@ export function tenantRoutes(app: FastifyInstance, deps: AppDeps, auth: Authenti
     '/v1/tenants',
     { schema: { tags, summary: 'List tenants', security: BEARER_SECURITY, response: { 200: TenantListResponse, ...errorResponses(401, 403) } } },
     async () => ({ tenants: (await deps.store.tenantList()).map(tenantJson) }),
+  );
+
+  app.get<{ Params: TenantParamsInput }>(
+    '/v1/tenants/:tenantId',
+    {
+      schema: {
+        tags,
+        summary: 'Get a tenant with its limits',
+        security: BEARER_SECURITY,
+        params: TenantParams,
+        response: { 200: TenantDetailJson, ...errorResponses(400, 401, 403, 404) },
+      },
+    },
+    async (request) => tenantDetailJson(await requireTenant(deps, request.params.tenantId), deps.limits),
+  );
+
+  app.patch<{ Params: TenantParamsInput; Body: TenantPatchInput }>(
+    '/v1/tenants/:tenantId',
+    {
+      schema: {
+        tags,
+        summary: "Set a tenant's own limits (null: back to the node's default)",
+        security: BEARER_SECURITY,
+        params: TenantParams,
+        body: TenantPatchBody,
+        response: { 200: TenantDetailJson, ...errorResponses(400, 401, 403, 404, 415) },
+      },
+    },
+    async (request) => {
+      const tenant = await requireTenant(deps, request.params.tenantId);
+      const limits = patchedOverrides(storedOverrides(tenant), request.body.limits ?? {});
+      const settings: Record<string, unknown> = { ...tenant.settings, limits };
+      if (Object.keys(limits).length === 0) delete settings.limits;
+      const updated = await deps.store.tenantUpdate({ id: tenant.id, settings });
+      if (!updated) throw tenantNotFound(tenant.id);
+      quotas.forget(tenant.id);
+      return tenantDetailJson(updated, deps.limits);
+    },
   );
 
   keyRoutes(app, deps, auth, {

@@ -39,3 +39,18 @@ export const DestinationJson = Type.Object({
 export type DestinationJsonOutput = Static<typeof DestinationJson>;
 
 export const DestinationListResponse = Type.Object({ destinations: Type.Array(DestinationJson) });
+
+export const SecretRotateBody = Type.Object(
+  {
+    gracePeriod: Type.Optional(Type.Unsafe<string | number>({ ...DurationInput, description: 'how long the old secret keeps signing beside the new one; default 24h, at most 7d' })),
+    secret: Type.Optional(Type.String({ pattern: SECRET_PATTERN, description: 'the new secret; generated when left out' })),
+  },
+  { additionalProperties: false },
+);
+export type SecretRotateInput = Static<typeof SecretRotateBody>;
+
+export const SecretRotatedJson = Type.Object({
+  name: Type.String(),
+  secret: Type.String({ description: 'the new secret; shown only in this response' }),
+  previousSecretsExpireAt: TimeOutput,
+});

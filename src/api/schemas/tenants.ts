@@ -1,6 +1,7 @@
 /** Schemas of the admin routes: tenants and their API keys. Keys are shown once, at creation. */
 import { Type, type Static } from '@sinclair/typebox';
 import { DurationInput, Id, Nullable, TimeOutput } from './common.ts';
+import { LimitsJson, LimitsPatch } from './limits.ts';
 
 export const TenantCreateBody = Type.Object(
   { name: Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\x00-\\x1f\\x7f]+$' }) },
@@ -16,6 +17,15 @@ export type TenantKeyParamsInput = Static<typeof TenantKeyParams>;
 
 export const TenantJson = Type.Object({ id: Type.String(), name: Type.String(), createdAt: TimeOutput });
 export const TenantListResponse = Type.Object({ tenants: Type.Array(TenantJson) });
+
+export const TenantPatchBody = Type.Object({ limits: Type.Optional(LimitsPatch) }, { additionalProperties: false, minProperties: 1 });
+export type TenantPatchInput = { limits?: Record<string, number | string | null> };
+
+export const TenantDetailJson = Type.Object({
+  ...TenantJson.properties,
+  limits: LimitsJson,
+  overrides: Type.Object({}, { additionalProperties: true, description: "the limits this tenant has of its own (the others are the node's defaults)" }),
+});
 
 export const ApiKeyJson = Type.Object({
   id: Type.String(),

@@ -42,7 +42,7 @@ function destination(tenantId: string, name: string, o: Partial<DestinationRecor
       rateLimitPerSecond: 200,
       maxConcurrency: 20,
     },
-    secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'],
+    secrets: [{ secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', expiresAt: null }],
     createdAt: T0,
     updatedAt: T0,
     ...o,
@@ -120,7 +120,10 @@ export function tenantKeyDestinationCases(ctx: SuiteContext): void {
 
     const replaced = destination(tenantId, 'orders', {
       config: { ...d.config, url: 'https://example.com/v2', rateLimitPerSecond: null, retry: null },
-      secrets: ['whsec_bmV3', 'whsec_b2xk'],
+      secrets: [
+        { secret: 'whsec_bmV3', expiresAt: null },
+        { secret: 'whsec_b2xk', expiresAt: T0 + 60 * 60_000 },
+      ],
       createdAt: T0 + 50,
       updatedAt: T0 + 50,
     });

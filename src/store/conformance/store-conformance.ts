@@ -18,6 +18,7 @@ import { attemptCases, rescueCases } from './cases-attempts-rescue.ts';
 import { cancelCases, replayCases, updateCases } from './cases-mutations.ts';
 import { leaderCases, nodeShardCases } from './cases-cluster.ts';
 import { countDurabilityCases, listCases, transitionCases } from './cases-list-trace.ts';
+import { quotaCases } from './cases-quotas.ts';
 import type { MakeStore, StoreHarness, SuiteContext } from './fixtures.ts';
 
 export type { MakeStore, StoreHarness, SuiteContext } from './fixtures.ts';
@@ -27,6 +28,7 @@ type Section = (ctx: SuiteContext) => void;
 const SECTIONS: [string, Section][] = [
   ['basics', basicsCases],
   ['tenants, api keys, destinations', tenantKeyDestinationCases],
+  ['tenant settings, pending counts, key grace, secret expiry', quotaCases],
   ['eventInsertMany', insertCases],
   ['eventClaim', claimCases],
   ['groups', groupCases],

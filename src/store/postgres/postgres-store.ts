@@ -157,8 +157,8 @@ export class PostgresStore implements Store {
     return (await run<ApiKeyRow>(this.pool, 'apiKeyList', [params.tenantId])).rows.map(apiKeyFromRow);
   }
 
-  async apiKeyRevoke(params: { tenantId: string; id: string; now: number }): Promise<boolean> {
-    return (await run(this.pool, 'apiKeyRevoke', [params.tenantId, params.id, params.now])).rowCount === 1;
+  async apiKeyRevoke(params: { tenantId: string; id: string; now: number; at?: number }): Promise<boolean> {
+    return (await run(this.pool, 'apiKeyRevoke', [params.tenantId, params.id, params.now, params.at ?? params.now])).rowCount === 1;
   }
 
   async destinationDelete(params: { tenantId: string; name: string }): Promise<boolean> {
@@ -192,6 +192,10 @@ export class PostgresStore implements Store {
   async eventClaim(params: EventClaimParams): Promise<EventRecord[]> {
     if (params.refs.length === 0) return [];
     return writes.claim(this.pool, params);
+  }
+
+  async eventCountPending(params: { tenantId: string }): Promise<number> {
+    return (await run<{ n: number }>(this.pool, 'eventCountPending', [params.tenantId])).rows[0].n;
   }
 
   async eventCountByState(): Promise<Record<EventState, number>> {
@@ -321,6 +325,11 @@ export class PostgresStore implements Store {
 
   async tenantGet(params: { id: string }): Promise<TenantRecord | null> {
     const row = (await run<TenantRow>(this.pool, 'tenantGet', [params.id])).rows[0];
+    return row ? tenantFromRow(row) : null;
+  }
+
+  async tenantUpdate(params: { id: string; settings: Record<string, unknown> }): Promise<TenantRecord | null> {
+    const row = (await run<TenantRow>(this.pool, 'tenantUpdate', [params.id, JSON.stringify(params.settings)])).rows[0];
     return row ? tenantFromRow(row) : null;
   }
 

@@ -102,6 +102,8 @@ export const SQL = {
   tenantGet: `SELECT id, name, settings, created_at FROM tenants WHERE id = $1`,
   // () → TenantRow[] by creation.
   tenantList: `SELECT id, name, settings, created_at FROM tenants ORDER BY created_at, id`,
+  // ($1 id, $2 settings json) → TenantRow as stored | no row when there is no such tenant.
+  tenantUpdate: `UPDATE tenants SET settings = $2::jsonb WHERE id = $1 RETURNING id, name, settings, created_at`,
   // ($1 ids text[]) → { id, durability }[]: settings.durability (null when unset) of those tenants.
   tenantDurability: `SELECT id, settings->>'durability' AS durability FROM tenants WHERE id = ANY($1::text[])`,
 
@@ -113,8 +115,10 @@ export const SQL = {
   // ($1 tenantId) → ApiKeyRow[] by creation.
   apiKeyList: `SELECT id, tenant_id, hash, prefix, created_at, revoked_at FROM api_keys
     WHERE tenant_id = $1 ORDER BY created_at, id`,
-  // ($1 tenantId, $2 id, $3 now) → rowCount 1 when a live key was revoked, else 0.
-  apiKeyRevoke: `UPDATE api_keys SET revoked_at = $3 WHERE tenant_id = $1 AND id = $2 AND revoked_at IS NULL`,
+  // ($1 tenantId, $2 id, $3 now, $4 at) → rowCount 1 when a key live at $3 was revoked (at $4, or at
+  // its earlier revocation time if it had one), else 0.
+  apiKeyRevoke: `UPDATE api_keys SET revoked_at = LEAST(COALESCE(revoked_at, $4), $4)
+    WHERE tenant_id = $1 AND id = $2 AND (revoked_at IS NULL OR revoked_at > $3)`,
 
   // ($1 tenantId, $2 name) → DestinationRow | no row.
   destinationGet: `SELECT tenant_id, name, config, secrets, created_at, updated_at FROM destinations
@@ -168,6 +172,12 @@ export const SQL = {
   eventGet: `SELECT ${EVENT_COLUMNS} FROM events WHERE tenant_id = $1 AND id = $2`,
   // () → { state, n }[] over all tenants.
   eventCountByState: `SELECT state, count(*)::bigint AS n FROM events GROUP BY state`,
+  // ($1 tenantId) → { n }: the tenant's unfinished events. No index of its own (it would cost every
+  // insert); the state conditions match the partial indexes events_due and events_executing, so
+  // the planner can count from them without touching finished rows.
+  eventCountPending: `SELECT
+      (SELECT count(*) FROM events WHERE state IN ('scheduled', 'awaiting_retry') AND tenant_id = $1)
+    + (SELECT count(*) FROM events WHERE state = 'executing' AND tenant_id = $1) AS n`,
 
   // ($1 tenantIds text[], $2 ids text[], $3 versions int[], $4 owner, $5 leaseUntil, $6 now,
   //  $7 transition detail json, $8 fence boolean) → (EventRow + ord)[] of the events claimed, in

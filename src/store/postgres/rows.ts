@@ -15,6 +15,7 @@ import type {
   ShardAssignment,
   TenantRecord,
 } from '../store.ts';
+import { secretsFromJson } from '../store.ts';
 
 export interface TenantRow {
   id: string;
@@ -36,7 +37,8 @@ export interface DestinationRow {
   tenant_id: string;
   name: string;
   config: DestinationConfig;
-  secrets: string[];
+  /** jsonb: DestinationSecret records, or bare strings as older versions stored. */
+  secrets: unknown;
   created_at: number;
   updated_at: number;
 }
@@ -132,7 +134,7 @@ export function destinationFromRow(r: DestinationRow): DestinationRecord {
     tenantId: r.tenant_id,
     name: r.name,
     config: r.config,
-    secrets: r.secrets,
+    secrets: secretsFromJson(r.secrets),
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };

@@ -70,6 +70,8 @@ export const SQL = {
   tenantGet: `SELECT id, name, settings, created_at FROM tenants WHERE id = @id`,
   // () → TenantRow[] by creation.
   tenantList: `SELECT id, name, settings, created_at FROM tenants ORDER BY created_at, id`,
+  // (@id, @settings json) → TenantRow as stored | undefined when there is no such tenant.
+  tenantUpdate: `UPDATE tenants SET settings = @settings WHERE id = @id RETURNING id, name, settings, created_at`,
 
   // (@id, @tenantId, @hash, @prefix, @createdAt, @revokedAt) → nothing.
   apiKeyInsert: `INSERT INTO api_keys (id, tenant_id, hash, prefix, created_at, revoked_at)
@@ -79,9 +81,10 @@ export const SQL = {
   // (@tenantId) → ApiKeyRow[] by creation.
   apiKeyList: `SELECT id, tenant_id, hash, prefix, created_at, revoked_at FROM api_keys
     WHERE tenant_id = @tenantId ORDER BY created_at, id`,
-  // (@tenantId, @id, @now) → changes 1 when a live key was revoked, else 0.
-  apiKeyRevoke: `UPDATE api_keys SET revoked_at = @now
-    WHERE tenant_id = @tenantId AND id = @id AND revoked_at IS NULL`,
+  // (@tenantId, @id, @now, @at) → changes 1 when a key live at @now was revoked (at @at, or at its
+  // earlier revocation time if it had one), else 0.
+  apiKeyRevoke: `UPDATE api_keys SET revoked_at = min(coalesce(revoked_at, @at), @at)
+    WHERE tenant_id = @tenantId AND id = @id AND (revoked_at IS NULL OR revoked_at > @now)`,
 
   // (@tenantId, @name) → DestinationRow | undefined.
   destinationGet: `SELECT tenant_id, name, config, secrets, created_at, updated_at FROM destinations
@@ -111,6 +114,15 @@ export const SQL = {
   eventGet: `SELECT ${EVENT_COLUMNS} FROM events WHERE tenant_id = ? AND id = ?`,
   // () → { state, n }[] over all tenants.
   eventCountByState: `SELECT state, count(*) AS n FROM events GROUP BY state`,
+  // (@tenantId) → { n }: the tenant's unfinished events. No index of its own (one measured ~15% off
+  // batch insert throughput): the fireable ones are counted from the partial index events_due
+  // (covering: tenant_id is in it), the executing ones (bounded by deliveries in flight) from
+  // events_executing. Costs a scan of every tenant's pending index entries (~8 ms per 200k).
+  eventCountPending: `SELECT
+      (SELECT count(*) FROM events INDEXED BY events_due
+        WHERE state IN ('scheduled', 'awaiting_retry') AND tenant_id = @tenantId)
+    + (SELECT count(*) FROM events INDEXED BY events_executing
+        WHERE state = 'executing' AND tenant_id = @tenantId) AS n`,
 
   // (tenantId, id, version) → { state, due_at } when the event may be claimed now: fireable, at that
   // version, and (if grouped) its group's head; otherwise no row.
@@ -253,6 +265,7 @@ export function prepareQueries(db: Database.Database) {
     tenantInsert: p(SQL.tenantInsert),
     tenantGet: p<TenantRow>(SQL.tenantGet),
     tenantList: p<TenantRow>(SQL.tenantList),
+    tenantUpdate: p<TenantRow>(SQL.tenantUpdate),
     apiKeyInsert: p(SQL.apiKeyInsert),
     apiKeyByHash: p<ApiKeyRow>(SQL.apiKeyByHash),
     apiKeyList: p<ApiKeyRow>(SQL.apiKeyList),
@@ -264,6 +277,7 @@ export function prepareQueries(db: Database.Database) {
     eventInsert: p(SQL.eventInsert),
     eventGet: p<EventRow>(SQL.eventGet),
     eventCountByState: p<{ state: string; n: number }>(SQL.eventCountByState),
+    eventCountPending: p<{ n: number }>(SQL.eventCountPending),
     eventClaimCheck: p<{ state: string; due_at: number }>(SQL.eventClaimCheck),
     eventClaimCheckFenced: p<{ state: string; due_at: number }>(SQL.eventClaimCheckFenced),
     eventClaim: p<EventRow>(SQL.eventClaim),

@@ -14,6 +14,7 @@ import type {
   ShardAssignment,
   TenantRecord,
 } from '../store.ts';
+import { secretsFromJson } from '../store.ts';
 
 export interface TenantRow {
   id: string;
@@ -145,7 +146,7 @@ export function destinationFromRow(r: DestinationRow): DestinationRecord {
     tenantId: r.tenant_id,
     name: r.name,
     config: parseJson<DestinationConfig>(r.config),
-    secrets: parseJson<string[]>(r.secrets),
+    secrets: secretsFromJson(parseJson<unknown>(r.secrets)),
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };

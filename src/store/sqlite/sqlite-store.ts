@@ -154,8 +154,9 @@ export class SqliteStore implements Store {
     return this.q.apiKeyList.all({ tenantId: params.tenantId }).map(apiKeyFromRow);
   }
 
-  async apiKeyRevoke(params: { tenantId: string; id: string; now: number }): Promise<boolean> {
-    return this.q.apiKeyRevoke.run(params).changes === 1;
+  async apiKeyRevoke(params: { tenantId: string; id: string; now: number; at?: number }): Promise<boolean> {
+    const { tenantId, id, now } = params;
+    return this.q.apiKeyRevoke.run({ tenantId, id, now, at: params.at ?? now }).changes === 1;
   }
 
   async destinationDelete(params: { tenantId: string; name: string }): Promise<boolean> {
@@ -201,6 +202,10 @@ export class SqliteStore implements Store {
     const counts = Object.fromEntries(EVENT_STATES.map((s) => [s, 0])) as Record<EventState, number>;
     for (const row of this.q.eventCountByState.all()) counts[row.state as EventState] = row.n;
     return counts;
+  }
+
+  async eventCountPending(params: { tenantId: string }): Promise<number> {
+    return this.q.eventCountPending.get({ tenantId: params.tenantId })!.n;
   }
 
   async eventGet(params: { tenantId: string; id: string }): Promise<EventRecord | null> {
@@ -321,6 +326,11 @@ export class SqliteStore implements Store {
 
   async tenantCreate(tenant: TenantRecord): Promise<void> {
     this.q.tenantInsert.run({ id: tenant.id, name: tenant.name, settings: JSON.stringify(tenant.settings), createdAt: tenant.createdAt });
+  }
+
+  async tenantUpdate(params: { id: string; settings: Record<string, unknown> }): Promise<TenantRecord | null> {
+    const row = this.q.tenantUpdate.get({ id: params.id, settings: JSON.stringify(params.settings) });
+    return row ? tenantFromRow(row) : null;
   }
 
   async tenantGet(params: { id: string }): Promise<TenantRecord | null> {

@@ -1,0 +1,97 @@
+/**
+ * Signing secrets: write-only (shown once, never returned again, never in a list), and rotated
+ * with a grace period during which deliveries carry a signature for the old and the new secret.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { verifySignature } from '../../src/channels/http/signing.ts';
+import { activeSecrets } from '../../src/dispatch/destinations.ts';
+import { startTestNode, type TestNode } from '../support/node.ts';
+import { startReceiver, type ReceivedRequest, type Receiver } from '../support/receiver.ts';
+
+function verifies(req: ReceivedRequest, secret: string): boolean {
+  return verifySignature({
+    msgId: String(req.headers['webhook-id']),
+    timestampSec: String(req.headers['webhook-timestamp']),
+    body: req.body,
+    signatureHeader: String(req.headers['webhook-signature']),
+    secret,
+    nowSec: Math.floor(Date.now() / 1000),
+  });
+}
+
+describe('signing secrets', () => {
+  let t: TestNode;
+  let rx: Receiver;
+
+  before(async () => {
+    t = await startTestNode();
+    rx = await startReceiver();
+  });
+  after(async () => {
+    await t.close();
+    await rx.close();
+  });
+
+  async function deliver(id: string): Promise<ReceivedRequest> {
+    assert.equal((await t.api('POST', '/v1/events', { id, destination: 'signed', payload: { id } })).status, 201);
+    await rx.waitFor((reqs) => reqs.some((r) => r.headers['webhook-id'] === id), 10_000);
+    return rx.requests.find((r) => r.headers['webhook-id'] === id)!;
+  }
+
+  it('never returns a secret after the response that made it', async () => {
+    const put = await t.api('PUT', '/v1/destinations/signed', { url: `${rx.url}/hook` });
+    assert.equal(put.status, 201);
+    const first: string = put.body.secret;
+    assert.match(first, /^whsec_/);
+    for (const res of [
+      await t.api('GET', '/v1/destinations/signed'),
+      await t.api('GET', '/v1/destinations'),
+      await t.api('PUT', '/v1/destinations/signed', { url: `${rx.url}/hook` }),
+    ]) {
+      assert.ok(!JSON.stringify(res.body).includes(first), 'secret leaked');
+      assert.ok(!JSON.stringify(res.body).includes('whsec_'), 'a secret leaked');
+    }
+    assert.ok(verifies(await deliver('before-rotation'), first));
+  });
+
+  it('a rotation signs with the new and the old secret through the grace period, then the new only', async () => {
+    const [{ secret: old }] = (await t.node.store.destinationGet({ tenantId: t.tenantId, name: 'signed' }))!.secrets;
+    const rotated = await t.api('POST', '/v1/destinations/signed/rotate-secret', { gracePeriod: '1h' });
+    assert.equal(rotated.status, 200, JSON.stringify(rotated.body));
+    const fresh: string = rotated.body.secret;
+    assert.notEqual(fresh, old);
+    assert.ok(Math.abs(Date.parse(rotated.body.previousSecretsExpireAt) - (Date.now() + 3_600_000)) < 10_000);
+    assert.ok(!JSON.stringify((await t.api('GET', '/v1/destinations/signed')).body).includes(fresh));
+
+    const during = await deliver('during-grace');
+    assert.equal(String(during.headers['webhook-signature']).split(' ').length, 2);
+    assert.ok(verifies(during, fresh), 'the new secret verifies');
+    assert.ok(verifies(during, old), 'the old secret still verifies');
+
+    // Past the grace period (judged per delivery, as the dispatcher does), the old one stops signing.
+    const stored = (await t.node.store.destinationGet({ tenantId: t.tenantId, name: 'signed' }))!.secrets;
+    assert.deepEqual(activeSecrets(stored, Date.now()), [fresh, old]);
+    assert.deepEqual(activeSecrets(stored, Date.now() + 3_600_000 + 1_000), [fresh]);
+
+    // A rotation without grace drops every old secret at once.
+    const now = (await t.api('POST', '/v1/destinations/signed/rotate-secret', { gracePeriod: 0 })).body.secret as string;
+    const after = await deliver('after-rotation');
+    assert.equal(String(after.headers['webhook-signature']).split(' ').length, 1);
+    assert.ok(verifies(after, now));
+    assert.ok(!verifies(after, fresh) && !verifies(after, old));
+  });
+
+  it('rotate-secret: the default grace is 24h; bounds and unknown destinations are refused', async () => {
+    const res = await t.api('POST', '/v1/destinations/signed/rotate-secret');
+    assert.equal(res.status, 200);
+    assert.ok(Math.abs(Date.parse(res.body.previousSecretsExpireAt) - (Date.now() + 86_400_000)) < 10_000);
+    assert.equal((await t.api('POST', '/v1/destinations/signed/rotate-secret', { gracePeriod: '8d' })).status, 400);
+    assert.equal((await t.api('POST', '/v1/destinations/signed/rotate-secret', { secret: 'nope' })).status, 400);
+    assert.equal((await t.api('POST', '/v1/destinations/signed/rotate-secret', { grace: '1h' })).status, 400);
+    assert.equal((await t.api('POST', '/v1/destinations/missing/rotate-secret')).status, 404);
+    // Repeated rotations keep a bounded set of secrets.
+    for (let i = 0; i < 10; i++) await t.api('POST', '/v1/destinations/signed/rotate-secret');
+    assert.ok((await t.node.store.destinationGet({ tenantId: t.tenantId, name: 'signed' }))!.secrets.length <= 5);
+  });
+});
