@@ -22,6 +22,7 @@ import { Dispatcher } from '../dispatch/dispatcher.ts';
 import { Rescuer } from '../scheduler/rescuer.ts';
 import { Scheduler, type SchedulerOptions } from '../scheduler/scheduler.ts';
 import { GroupCommitter } from '../store/group-commit.ts';
+import { openPostgresStore } from '../store/postgres/postgres-store.ts';
 import { openSqliteStore } from '../store/sqlite/sqlite-store.ts';
 import type { Store } from '../store/store.ts';
 import { Cluster, type ClusterOptions } from './cluster.ts';
@@ -52,9 +53,20 @@ export interface BelfryNode {
   stop(): Promise<void>;
 }
 
-async function openStore(config: NodeConfig): Promise<Store> {
+/**
+ * `sqlite`, or a `postgres://` URL; a `schema` query parameter picks the PostgreSQL schema
+ * (default `belfry`), so several clusters or test runs can share one database.
+ */
+async function openStore(config: NodeConfig, logger: Logger): Promise<Store> {
   if (config.store === 'sqlite') return openSqliteStore({ dataDir: config.dataDir });
-  throw new Error(`store ${config.store.replace(/\/\/[^@/]*@/, '//***@')}: PostgreSQL support is not built yet; use --store sqlite`);
+  const url = new URL(config.store);
+  const schema = url.searchParams.get('schema') ?? undefined;
+  url.searchParams.delete('schema');
+  return openPostgresStore({
+    url: url.toString(),
+    schema,
+    onPoolError: (err) => logger.warn({ err: err.message }, 'a pooled PostgreSQL connection failed'),
+  });
 }
 
 /**
@@ -90,7 +102,7 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
   const owner = config.nodeId ?? `node-${randomBytes(6).toString('hex')}`;
   const logger = opts.logger ?? pino({ level: config.logLevel, base: { node: owner } });
   const adminKey = resolveAdminKey(config, logger);
-  const store = await openStore(config);
+  const store = await openStore(config, logger);
   await store.migrate();
   const metrics = new Metrics({ defaultMetrics: true });
 
