@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DEFAULT_TENANT_LIMITS } from '../api/limits.ts';
 import { ConfigError, DEFAULT_CONFIG, resolveConfig } from './config.ts';
 
 function configFile(content: unknown): string {
@@ -56,6 +57,25 @@ describe('resolveConfig', () => {
       assert.throws(() => resolveConfig([...argv], env), ConfigError);
     });
   }
+
+  it('takes the default of every per-tenant limit from flags, env and file, in that order', () => {
+    assert.deepEqual(resolveConfig([], {}).limits, DEFAULT_TENANT_LIMITS);
+    const file = configFile({ payloadBytesMax: 1000, scheduleAheadMax: '30d', destinationsMax: 7 });
+    const c = resolveConfig(['--config', file, '--payload-bytes-max', '2048', '--schedule-requests-per-second', '50'], {
+      BELFRY_PAYLOAD_BYTES_MAX: '999',
+      BELFRY_PENDING_EVENTS_MAX: '12345',
+      BELFRY_SCHEDULE_AHEAD_MAX: '90d',
+    });
+    assert.equal(c.limits.payloadBytesMax, 2048);
+    assert.equal(c.limits.scheduleRequestsPerSecond, 50);
+    assert.equal(c.limits.pendingEventsMax, 12345);
+    assert.equal(c.limits.scheduleAheadMsMax, 90 * 86_400_000);
+    assert.equal(c.limits.destinationsMax, 7);
+    assert.equal(c.limits.batchEventsMax, DEFAULT_TENANT_LIMITS.batchEventsMax);
+    assert.throws(() => resolveConfig(['--batch-events-max', '0'], {}), /batchEventsMax: must be from 1 to 10000/);
+    assert.throws(() => resolveConfig(['--id-length-max', '500'], {}), /idLengthMax/);
+    assert.throws(() => resolveConfig([], { BELFRY_SCHEDULE_AHEAD_MAX: 'forever' }), /BELFRY_SCHEDULE_AHEAD_MAX/);
+  });
 
   it('rejects unknown keys in the file', () => {
     assert.throws(() => resolveConfig(['--config', configFile({ prot: 1 })], {}), /unknown setting "prot"/);

@@ -14,9 +14,15 @@
  * | --lookahead        | BELFRY_LOOKAHEAD          | lookahead         | 3s             |
  * | --shutdown-timeout | BELFRY_SHUTDOWN_TIMEOUT   | shutdownTimeout   | 30s            |
  * | --node-id          | BELFRY_NODE_ID            | nodeId            | random per run |
+ *
+ * Plus the default of every per-tenant limit (src/api/limits.ts), each overridable per tenant
+ * through the admin API: flag `--<kebab-name>`, env `BELFRY_<SNAKE_NAME>`, file key `<name>`:
+ *   --payload-bytes-max, --batch-events-max, --pending-events-max, --schedule-requests-per-second,
+ *   --schedule-ahead-max (a duration), --id-length-max, --header-value-length-max, --destinations-max.
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { DEFAULT_TENANT_LIMITS, LIMIT_SPECS, limitBounds, parseLimitValue, type LimitName, type TenantLimits } from '../api/limits.ts';
 import { allowEntryError } from '../core/address.ts';
 import { parseDurationMs } from '../core/duration.ts';
 import { SHARD_COUNT_DEFAULT } from '../core/shard.ts';
@@ -35,6 +41,8 @@ export interface NodeConfig {
   lookaheadMs: number;
   shutdownTimeoutMs: number;
   nodeId: string | null;
+  /** Default per-tenant limits. */
+  limits: TenantLimits;
 }
 
 export const DEFAULT_CONFIG: NodeConfig = {
@@ -49,6 +57,7 @@ export const DEFAULT_CONFIG: NodeConfig = {
   lookaheadMs: 3_000,
   shutdownTimeoutMs: 30_000,
   nodeId: null,
+  limits: DEFAULT_TENANT_LIMITS,
 };
 
 /** One setting: its flag, env variable and file key, and how to parse a string or file value. */
@@ -57,6 +66,10 @@ interface Setting {
   flag: string;
   env: string;
   parse(value: unknown): unknown;
+  /** Set for a per-tenant limit default: which one (`key` is then `limits`). */
+  limit?: LimitName;
+  /** The key in the config file when it is not `key`. */
+  fileKey?: string;
 }
 
 export class ConfigError extends Error {
@@ -103,6 +116,16 @@ const SETTINGS: Setting[] = [
   { key: 'lookaheadMs', flag: 'lookahead', env: 'BELFRY_LOOKAHEAD', parse: asDuration },
   { key: 'shutdownTimeoutMs', flag: 'shutdown-timeout', env: 'BELFRY_SHUTDOWN_TIMEOUT', parse: asDuration },
   { key: 'nodeId', flag: 'node-id', env: 'BELFRY_NODE_ID', parse: asString },
+  ...LIMIT_SPECS.map(
+    (spec): Setting => ({
+      key: 'limits',
+      limit: spec.key,
+      fileKey: spec.name,
+      flag: spec.name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`),
+      env: `BELFRY_${spec.name.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`,
+      parse: (v) => parseLimitValue(spec, v) ?? undefined,
+    }),
+  ),
 ];
 
 const FILE_KEYS: Record<string, keyof NodeConfig> = {
@@ -136,6 +159,12 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
 
 function set(out: NodeConfig, s: Setting, raw: unknown, source: string): void {
   const value = s.parse(raw);
+  if (s.limit) {
+    const spec = LIMIT_SPECS.find((x) => x.key === s.limit)!;
+    if (value === undefined) fail(source, `invalid value ${JSON.stringify(raw)} for ${spec.name}: must be ${limitBounds(spec)}`);
+    out.limits = { ...out.limits, [s.limit]: value };
+    return;
+  }
   if (value === undefined) fail(source, `invalid value ${JSON.stringify(raw)} for ${s.key}`);
   (out as unknown as Record<string, unknown>)[s.key] = value;
 }
@@ -150,7 +179,7 @@ function applyFile(out: NodeConfig, path: string): void {
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) fail(`config file ${path}`, 'must hold a JSON object');
   for (const [fileKey, raw] of Object.entries(parsed)) {
     const key = FILE_KEYS[fileKey] ?? fileKey;
-    const s = SETTINGS.find((x) => x.key === key);
+    const s = SETTINGS.find((x) => (x.fileKey ?? x.key) === key);
     if (!s) fail(`config file ${path}`, `unknown setting "${fileKey}"`);
     set(out, s, raw, `config file ${path}, key "${fileKey}"`);
   }

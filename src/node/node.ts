@@ -156,7 +156,7 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     logger,
     adminKey,
     shardCount: config.shardCount,
-    limits: { ...DEFAULT_API_LIMITS, ...opts.limits },
+    limits: { ...DEFAULT_API_LIMITS, ...config.limits, ...opts.limits },
     addressPolicy,
     onEventsChanged: (events) => scheduler.notifyEvents(events),
     onDestinationChanged: (tenantId, name) => {
