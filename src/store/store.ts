@@ -318,6 +318,12 @@ export interface Store {
   eventRecordAttempts(params: EventRecordAttemptsParams): Promise<boolean[]>;
   /** Makes an `archived` or `discarded` event `scheduled` again, due now, attempts reset to 0. */
   eventReplay(params: EventMutateParams): Promise<EventMutateResult>;
+  /**
+   * Extends the lease of every event `owner` holds in `executing` to `leaseUntil` (never
+   * shortens one); returns how many it extended. A live node calls it periodically, so only a
+   * dead node's claims expire and are rescued.
+   */
+  eventLeaseRenew(params: { owner: string; leaseUntil: number }): Promise<number>;
   /** Makes expired executing leases due again as `awaiting_retry`; returns the refs it changed. */
   eventRescue(params: EventRescueParams): Promise<DueRef[]>;
   /**
@@ -346,6 +352,11 @@ export interface Store {
    */
   shardAssign(params: { leaderId: string; epoch: number; assignments: { shard: number; nodeId: string }[] }): Promise<boolean>;
   shardList(): Promise<ShardAssignment[]>;
+  /**
+   * Per shard with fireable events due at or before `now`: how many, and the oldest due time.
+   * Shards with nothing due are left out; at most `limit` shards, the most late first.
+   */
+  shardLag(params: { now: number; limit: number }): Promise<{ shard: number; dueEvents: number; oldestDueAt: number }[]>;
 
   tenantCreate(tenant: TenantRecord): Promise<void>;
   tenantGet(params: { id: string }): Promise<TenantRecord | null>;

@@ -19,6 +19,7 @@ import { cancelCases, replayCases, updateCases } from './cases-mutations.ts';
 import { leaderCases, nodeShardCases } from './cases-cluster.ts';
 import { countDurabilityCases, listCases, transitionCases } from './cases-list-trace.ts';
 import { quotaCases } from './cases-quotas.ts';
+import { leaseRenewCases, shardLagCases } from './cases-lease-lag.ts';
 import type { MakeStore, StoreHarness, SuiteContext } from './fixtures.ts';
 
 export type { MakeStore, StoreHarness, SuiteContext } from './fixtures.ts';
@@ -35,6 +36,8 @@ const SECTIONS: [string, Section][] = [
   ['eventListDue', dueListCases],
   ['eventRecordAttempts', attemptCases],
   ['eventRescue', rescueCases],
+  ['eventLeaseRenew', leaseRenewCases],
+  ['shardLag', shardLagCases],
   ['eventCancel', cancelCases],
   ['eventUpdate', updateCases],
   ['eventReplay', replayCases],

@@ -107,7 +107,7 @@ try {
       executing.map((r) => r.tenant_id), executing.map((r) => r.id), executing.map((r) => r.version), executing.map(() => 'node-a'),
       executing.map(() => 'succeeded'), executing.map(() => null), executing.map(() => 200), executing.map(() => null), executing.map(() => 4), now,
     ]);
-    await explain(client, 'rescue of expired leases', 'eventRescue', [now + 30_000, null, 1_000, now + 30_000]);
+    await explain(client, 'rescue of expired leases (at most 1,000)', 'eventRescue', [now + 120_000, null, 1_000, now + 120_000]);
     await explain(client, 'get one event', 'eventGet', ['tenant-3', 'evt-0050003']);
     await explain(client, 'list a tenant, newest first', 'eventList', ['tenant-3', Number.MAX_SAFE_INTEGER, null, null, null, null, null, 51]);
     await explain(client, 'list a tenant by state', 'eventList', ['tenant-3', Number.MAX_SAFE_INTEGER, 'awaiting_retry', null, null, null, null, 51]);

@@ -1,7 +1,8 @@
 /**
  * Measures the PostgreSQL store's write paths on one connection-pool, in a throwaway schema:
- * eventInsertMany (100k events, batches of 1000; strict then relaxed tenant) and claim + record
- * (20k events, batches of 500). Not a test; the numbers go in docs/postgres.md.
+ * eventInsertMany (100k events, batches of 1000; strict then relaxed tenant), claim + record
+ * (20k events, batches of 500), and single-event inserts (8 in flight; strict then relaxed).
+ * Not a test; the numbers go in docs/postgres.md.
  *
  *   node --import tsx src/store/postgres/measure-throughput.ts [postgres://...]
  */
@@ -16,6 +17,8 @@ const INSERT_TOTAL = 100_000;
 const INSERT_BATCH = 1_000;
 const CLAIM_TOTAL = 20_000;
 const CLAIM_BATCH = 500;
+const SINGLE_TOTAL = 4_000;
+const SINGLE_CONCURRENCY = 8;
 const T0 = Date.UTC(2026, 0, 1);
 
 function event(tenantId: string, i: number): NewEvent {
@@ -36,6 +39,20 @@ async function insertRate(store: PostgresStore, tenantId: string): Promise<numbe
     if (results.some((r) => r.kind !== 'created')) throw new Error('measure: an insert was not created');
   }
   return INSERT_TOTAL / ((performance.now() - started) / 1_000);
+}
+
+/** One event per call, SINGLE_CONCURRENCY calls in flight: where the commit's WAL flush shows. */
+async function singleRate(store: PostgresStore, tenantId: string, offset: number): Promise<number> {
+  let next = 0;
+  const worker = async () => {
+    while (next < SINGLE_TOTAL) {
+      const i = offset + next++;
+      await store.eventInsertMany({ events: [event(tenantId, i)], now: T0 });
+    }
+  };
+  const started = performance.now();
+  await Promise.all(Array.from({ length: SINGLE_CONCURRENCY }, worker));
+  return SINGLE_TOTAL / ((performance.now() - started) / 1_000);
 }
 
 async function claimRecordRate(store: PostgresStore, tenantId: string): Promise<number> {
@@ -63,7 +80,10 @@ try {
   const strictInsert = await insertRate(store, 'strict');
   const relaxedInsert = await insertRate(store, 'relaxed');
   const claimRecord = await claimRecordRate(store, 'strict');
+  const strictSingle = await singleRate(store, 'strict', INSERT_TOTAL);
+  const relaxedSingle = await singleRate(store, 'relaxed', INSERT_TOTAL);
   console.log(`eventInsertMany, batches of ${INSERT_BATCH}: strict ${Math.round(strictInsert)} events/s, relaxed ${Math.round(relaxedInsert)} events/s`);
+  console.log(`eventInsertMany, one event per call, ${SINGLE_CONCURRENCY} in flight: strict ${Math.round(strictSingle)} events/s, relaxed ${Math.round(relaxedSingle)} events/s`);
   console.log(`eventClaim + eventRecordAttempts, batches of ${CLAIM_BATCH}: ${Math.round(claimRecord)} events/s`);
 } finally {
   await store.close();

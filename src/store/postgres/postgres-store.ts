@@ -73,6 +73,8 @@ export const POSTGRES_SCHEMA_DEFAULT = 'belfry';
  * server processes. See docs/postgres.md for sizing against max_connections.
  */
 export const POSTGRES_POOL_SIZE_DEFAULT = 10;
+/** eventCountByState counts exactly up to this many rows (a scan of ~100 ms), and estimates above. */
+export const EXACT_COUNT_ROWS_MAX = 250_000;
 /** Bound on one page of eventList / eventListDue / transitionList / eventRescue. */
 export const PAGE_LIMIT_MAX = 10_000;
 
@@ -198,9 +200,22 @@ export class PostgresStore implements Store {
     return (await run<{ n: number }>(this.pool, 'eventCountPending', [params.tenantId])).rows[0].n;
   }
 
+  /**
+   * Exact below EXACT_COUNT_ROWS_MAX rows. Above, a metrics scrape must not scan the table (10M
+   * rows take seconds of a core), so: executing exactly (its partial index holds only the
+   * deliveries in flight), every other state estimated from the statistics of the last ANALYZE
+   * (row estimate x the state's share), which autovacuum refreshes as the table changes.
+   */
   async eventCountByState(): Promise<Record<EventState, number>> {
     const counts = Object.fromEntries(EVENT_STATES.map((s) => [s, 0])) as Record<EventState, number>;
-    for (const row of (await run<{ state: EventState; n: number }>(this.pool, 'eventCountByState')).rows) counts[row.state] = row.n;
+    const estimate = (await run<{ n: number }>(this.pool, 'eventRowEstimate')).rows[0]?.n ?? -1;
+    const frequencies = estimate < EXACT_COUNT_ROWS_MAX ? [] : (await run<{ state: EventState; freq: number }>(this.pool, 'eventStateFrequencies')).rows;
+    if (frequencies.length === 0) {
+      for (const row of (await run<{ state: EventState; n: number }>(this.pool, 'eventCountByState')).rows) counts[row.state] = row.n;
+      return counts;
+    }
+    for (const row of frequencies) if (row.state in counts) counts[row.state] = Math.round(estimate * row.freq);
+    counts.executing = (await run<{ n: number }>(this.pool, 'eventCountExecuting')).rows[0].n;
     return counts;
   }
 
@@ -282,6 +297,16 @@ export class PostgresStore implements Store {
 
   async leaderResign(params: { nodeId: string; epoch: number }): Promise<void> {
     await run(this.pool, 'leaderResign', [params.nodeId, params.epoch]);
+  }
+
+  async eventLeaseRenew(params: { owner: string; leaseUntil: number }): Promise<number> {
+    return (await run(this.pool, 'eventLeaseRenew', [params.owner, params.leaseUntil])).rowCount ?? 0;
+  }
+
+  async shardLag(params: { now: number; limit: number }): Promise<{ shard: number; dueEvents: number; oldestDueAt: number }[]> {
+    checkLimit(params.limit, 'shardLag');
+    const res = await run<{ shard: number; due_events: number; oldest_due_at: string | number }>(this.pool, 'shardLag', [params.now, params.limit]);
+    return res.rows.map((r) => ({ shard: r.shard, dueEvents: r.due_events, oldestDueAt: Number(r.oldest_due_at) }));
   }
 
   async nodeDelete(params: { nodeId: string }): Promise<void> {

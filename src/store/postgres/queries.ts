@@ -170,8 +170,15 @@ export const SQL = {
       WHERE events.tenant_id = k.tenant_id AND events.id = k.id LIMIT 1) e`,
   // ($1 tenantId, $2 id) → EventRow | no row.
   eventGet: `SELECT ${EVENT_COLUMNS} FROM events WHERE tenant_id = $1 AND id = $2`,
-  // () → { state, n }[] over all tenants.
+  // () → { state, n }[] over all tenants: a full scan, for tables below EXACT_COUNT_ROWS_MAX.
   eventCountByState: `SELECT state, count(*)::bigint AS n FROM events GROUP BY state`,
+  // () → { n }: the planner's estimate of the events rows (-1 before the first ANALYZE).
+  eventRowEstimate: `SELECT reltuples::bigint AS n FROM pg_class WHERE oid = 'events'::regclass`,
+  // () → { state, freq }[]: the most common states and their share of the rows at the last ANALYZE.
+  eventStateFrequencies: `SELECT unnest(most_common_vals::text::text[]) AS state, unnest(most_common_freqs) AS freq
+    FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'events' AND attname = 'state'`,
+  // () → { n }: executing events, exactly (their partial index; there are as many as deliveries in flight).
+  eventCountExecuting: `SELECT count(*)::bigint AS n FROM events WHERE state = 'executing'`,
   // ($1 tenantId) → { n }: the tenant's unfinished events. No index of its own (it would cost every
   // insert); the state conditions match the partial indexes events_due and events_executing, so
   // the planner can count from them without touching finished rows.
@@ -392,6 +399,16 @@ export const SQL = {
   nodeList: `SELECT id, started_at, heartbeat_at, meta, ${NOW_MS} AS now_ms FROM nodes ORDER BY id`,
   // ($1 id) → nothing.
   nodeDelete: `DELETE FROM nodes WHERE id = $1`,
+
+  // ($1 owner, $2 leaseUntil) → row count: extends the leases $1 holds on executing events
+  // (served by the partial index events_executing).
+  eventLeaseRenew: `UPDATE events SET lease_until = $2
+    WHERE state = 'executing' AND lease_owner = $1 AND lease_until < $2`,
+  // ($1 now, $2 limit) → { shard, due_events, oldest_due_at }[]: fireable rows due by $1, per
+  // shard (served by the partial index events_due, shard first).
+  shardLag: `SELECT shard, count(*)::int AS due_events, min(due_at) AS oldest_due_at FROM events
+    WHERE state IN ('scheduled', 'awaiting_retry') AND due_at <= $1
+    GROUP BY shard ORDER BY oldest_due_at LIMIT $2`,
 
   // () → nothing. Empties the shard map (shardAssign writes the whole map again after it).
   shardClear: `DELETE FROM shard_assignments`,

@@ -167,6 +167,13 @@ export const SQL = {
     WHERE tenant_id = @tenantId AND grp = @group AND state IN ${LIVE}
     ORDER BY fire_at, seq LIMIT 1`,
 
+  // (@owner, @leaseUntil) → changes: extends the leases @owner holds on executing events.
+  eventLeaseRenew: `UPDATE events SET lease_until = @leaseUntil
+    WHERE state = 'executing' AND lease_owner = @owner AND lease_until < @leaseUntil`,
+  // (@now, @limit) → { shard, due_events, oldest_due_at }[]: fireable rows due by @now, per shard.
+  shardLag: `SELECT shard, count(*) AS due_events, min(due_at) AS oldest_due_at FROM events
+    WHERE state IN ('scheduled', 'awaiting_retry') AND due_at <= @now
+    GROUP BY shard ORDER BY oldest_due_at LIMIT @limit`,
   // (@leaseExpiredBefore, @notOwnedBy|null, @limit) → { tenant_id, id, version, lease_owner, expired }[]
   // executing events whose lease ended, or (when notOwnedBy is given) held by another owner.
   eventRescueCandidates: `SELECT tenant_id, id, version, lease_owner, (lease_until < @leaseExpiredBefore) AS expired
@@ -285,6 +292,8 @@ export function prepareQueries(db: Database.Database) {
     eventListDueAll: p<DueRefRow>(SQL.eventListDueAll),
     eventListDueShards: p<DueRefRow>(SQL.eventListDueShards),
     eventGroupFirst: p<DueRefRow & { state: string }>(SQL.eventGroupFirst),
+    eventLeaseRenew: p(SQL.eventLeaseRenew),
+    shardLag: p<{ shard: number; due_events: number; oldest_due_at: number }>(SQL.shardLag),
     eventRescueCandidates: p<RescueCandidateRow>(SQL.eventRescueCandidates),
     eventRescue: p<DueRefRow & { attempts: number }>(SQL.eventRescue),
     eventCancel: p<EventRow>(SQL.eventCancel),

@@ -270,6 +270,10 @@ export class SqliteStore implements Store {
     return this.write(() => writes.replay(this.q, params));
   }
 
+  async eventLeaseRenew(params: { owner: string; leaseUntil: number }): Promise<number> {
+    return this.write(() => this.q.eventLeaseRenew.run({ owner: params.owner, leaseUntil: params.leaseUntil }).changes);
+  }
+
   async eventRescue(params: EventRescueParams): Promise<DueRef[]> {
     checkLimit(params.limit, 'eventRescue');
     return this.write(() => writes.rescue(this.q, params));
@@ -340,6 +344,11 @@ export class SqliteStore implements Store {
 
   async tenantList(): Promise<TenantRecord[]> {
     return this.q.tenantList.all().map(tenantFromRow);
+  }
+
+  async shardLag(params: { now: number; limit: number }): Promise<{ shard: number; dueEvents: number; oldestDueAt: number }[]> {
+    checkLimit(params.limit, 'shardLag');
+    return this.q.shardLag.all({ now: params.now, limit: params.limit }).map((r) => ({ shard: r.shard, dueEvents: r.due_events, oldestDueAt: r.oldest_due_at }));
   }
 
   async timeNow(): Promise<number> {
