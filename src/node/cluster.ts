@@ -15,6 +15,8 @@ export interface ClusterOptions extends MembershipOptions {
   electorIntervalMs: number;
   leaderLeaseMs: number;
   ownershipIntervalMs: number;
+  /** Lease of a claimed event; renewed every third of it while this node is alive. */
+  claimLeaseMs: number;
 }
 
 export const DEFAULT_CLUSTER_OPTIONS: ClusterOptions = {
@@ -24,6 +26,7 @@ export const DEFAULT_CLUSTER_OPTIONS: ClusterOptions = {
   electorIntervalMs: 500,
   leaderLeaseMs: 3_000,
   ownershipIntervalMs: 250,
+  claimLeaseMs: 15_000,
 };
 
 export interface ClusterStatus {
@@ -36,6 +39,8 @@ export interface ClusterStatus {
 }
 
 export class Cluster {
+  private leaseAbort = new AbortController();
+  private leaseLoop: Promise<void> | null = null;
   readonly clock: StoreClock;
   readonly membership: Membership;
   readonly elector: Elector;
@@ -68,10 +73,33 @@ export class Cluster {
     this.membership.start();
     this.elector.start();
     this.ownership.start();
+    this.leaseAbort = new AbortController();
+    this.leaseLoop = this.renewClaimLeases();
+  }
+
+  /**
+   * Keeps this node's claims (executing events) leased while it is alive, so the rescuers of
+   * other nodes take over only the claims of a node that died or was cut off.
+   */
+  private async renewClaimLeases(): Promise<void> {
+    const { store, localClock, nodeId, logger } = this.deps;
+    for (;;) {
+      try {
+        await localClock.sleep(this.opts.claimLeaseMs / 3, this.leaseAbort.signal);
+      } catch {
+        return;
+      }
+      if (!this.membership.isAlive()) continue;
+      await store
+        .eventLeaseRenew({ owner: nodeId, leaseUntil: this.clock.now() + this.opts.claimLeaseMs })
+        .catch((err) => logger.warn({ err }, 'renewing claim leases failed'));
+    }
   }
 
   /** Stops firing at once, resigns the lease and leaves the cluster so shards move without waiting. */
   async stop(): Promise<void> {
+    this.leaseAbort.abort();
+    await this.leaseLoop;
     await this.ownership.stop();
     await this.elector.stop();
     await this.membership.stop(true);

@@ -29,6 +29,9 @@ import { Cluster, type ClusterOptions } from './cluster.ts';
 import type { NodeConfig } from './config.ts';
 import { Metrics } from './metrics.ts';
 
+/** How often a cluster node looks for claims whose lease ended (their node died). */
+const RESCUE_INTERVAL_MS = 2_000;
+
 export interface NodeOptions {
   clock?: Clock;
   logger?: Logger;
@@ -143,9 +146,13 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
       dispatchBacklog: () => dispatcher.backlog,
       shards: () => (cluster ? cluster.ownership.shards() : null),
     },
-    { lookaheadMs: config.lookaheadMs, fenceClaims: cluster !== null, ...opts.scheduler },
+    {
+      lookaheadMs: config.lookaheadMs,
+      ...(cluster ? { fenceClaims: true, leaseMs: cluster.opts.claimLeaseMs } : {}),
+      ...opts.scheduler,
+    },
   );
-  const rescuer = new Rescuer({ store, clock, owner, logger, onRescued: (refs) => scheduler.notifyDue(refs) });
+  const rescuer = new Rescuer({ store, clock, owner, logger, onRescued: (refs) => scheduler.notifyDue(refs) }, RESCUE_INTERVAL_MS);
   const writer = new GroupCommitter(store, () => clock.now());
 
   const app = await createApp({
