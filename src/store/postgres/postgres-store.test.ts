@@ -146,6 +146,35 @@ if (unreachable !== null) {
       assert.equal(perShardLimit(100, 0), 100);
     });
 
+    it('counts states of a large table from its statistics, executing exactly', async () => {
+      await withStore(async (store, schema) => {
+        // Rows written directly: 300k events in a known mix of states (a tenth executing).
+        await admin.query(`INSERT INTO "${schema}".events (tenant_id, id, shard, state, version, fire_at, due_at,
+            destination, payload, headers, tags, request_hash, created_at, updated_at)
+          SELECT 'big', 'e' || i, i % 256,
+            (ARRAY['scheduled','scheduled','scheduled','scheduled','succeeded','succeeded','succeeded','archived','canceled','executing'])[1 + i % 10],
+            1, 0, 0, '{}', '{}', '{}', '{}', 'h', 0, 0
+          FROM generate_series(1, 300000) AS i`);
+        await admin.query(`ANALYZE "${schema}".events`);
+        const counts = await store.eventCountByState();
+        assert.equal(counts.executing, 30_000, 'executing is counted exactly');
+        const stats = await admin.query<{ state: string; freq: number }>(
+          `SELECT unnest(most_common_vals::text::text[]) AS state, unnest(most_common_freqs) AS freq
+           FROM pg_stats WHERE schemaname = $1 AND tablename = 'events' AND attname = 'state'`,
+          [schema],
+        );
+        const rows = (await admin.query<{ n: number }>(`SELECT reltuples AS n FROM pg_class WHERE oid = '"${schema}".events'::regclass`)).rows[0].n;
+        for (const { state, freq } of stats.rows) {
+          if (state !== 'executing') assert.equal(counts[state as keyof typeof counts], Math.round(rows * freq), `${state} from the statistics`);
+        }
+        const expected = { scheduled: 120_000, succeeded: 90_000, archived: 30_000, canceled: 30_000 };
+        for (const [state, n] of Object.entries(expected)) {
+          const got = counts[state as keyof typeof counts];
+          assert.ok(Math.abs(got - n) <= 6_000, `${state}: estimate ${got} within 2% of the table of ${n}`);
+        }
+      });
+    });
+
     it('never lets two concurrent claimers (two pools, as two nodes) claim the same event', async () => {
       await withStore(async (store, schema) => {
         const other = await openPostgresStore({ url: URL, schema, poolSize: 4 });
