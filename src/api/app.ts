@@ -18,6 +18,7 @@ import { LIST_LIMIT_DEFAULT } from './routes/events.ts';
 import { ID_LENGTH_MAX } from './schemas/common.ts';
 import { frameworkErrorHandler, registerErrorHandling } from './errors.ts';
 import { accountRoutes } from './routes/account.ts';
+import { clusterRoutes } from './routes/cluster.ts';
 import { destinationRoutes } from './routes/destinations.ts';
 import { eventActionRoutes } from './routes/event-actions.ts';
 import { eventRoutes } from './routes/events.ts';
@@ -130,6 +131,7 @@ export async function createApp(deps: AppDeps): Promise<FastifyInstance> {
   await app.register(async (scope) => {
     scope.addHook('onRequest', auth.requireAdmin);
     tenantRoutes(scope, deps, auth, quotas);
+    clusterRoutes(scope, deps);
   });
   await app.register(async (scope) => {
     scope.addHook('onRequest', auth.requireTenant);

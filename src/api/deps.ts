@@ -6,6 +6,7 @@ import type { EventRecord } from '../core/event.ts';
 import type { Metrics } from '../node/metrics.ts';
 import type { EventInsertResult, NewEvent, Store } from '../store/store.ts';
 import { DEFAULT_TENANT_LIMITS, type TenantLimits } from './limits.ts';
+import type { ClusterView } from './schemas/cluster.ts';
 
 /**
  * Limits on what one request may carry: the node's default per-tenant limits (each tenant may
@@ -36,6 +37,8 @@ export interface AppDeps {
   limits: ApiLimits;
   /** The private-address guard (built from --allow-hosts), applied to every webhook URL accepted. */
   addressPolicy: AddressPolicy;
+  /** GET /v1/cluster: the cluster as this node sees it (absent: 503). */
+  clusterStatus?(): Promise<ClusterView>;
   /** Readiness: store reachable, shards owned, not shutting down. */
   ready(): Promise<{ ok: boolean; reasons: string[] }>;
 }

@@ -13,6 +13,7 @@ import type { FastifyInstance } from 'fastify';
 import { pino, type Logger } from 'pino';
 import { createApp } from '../api/app.ts';
 import { DEFAULT_API_LIMITS, type ApiLimits } from '../api/deps.ts';
+import type { ClusterView } from '../api/schemas/cluster.ts';
 import { HttpChannel } from '../channels/http/http-channel.ts';
 import type { Channel } from '../channels/channel.ts';
 import { AddressPolicy } from '../core/address.ts';
@@ -29,6 +30,8 @@ import { Cluster, type ClusterOptions } from './cluster.ts';
 import type { NodeConfig } from './config.ts';
 import { Metrics } from './metrics.ts';
 
+/** Shards listed in GET /v1/cluster's lag, the latest first. */
+const CLUSTER_LAG_SHARDS_MAX = 64;
 /** How often a cluster node looks for claims whose lease ended (their node died). */
 const RESCUE_INTERVAL_MS = 2_000;
 
@@ -102,6 +105,7 @@ function localClock(): Clock {
 }
 
 export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Promise<BelfryNode> {
+  const startedAt = Date.now();
   const owner = config.nodeId ?? `node-${randomBytes(6).toString('hex')}`;
   const logger = opts.logger ?? pino({ level: config.logLevel, base: { node: owner } });
   const adminKey = resolveAdminKey(config, logger);
@@ -155,6 +159,37 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
   const rescuer = new Rescuer({ store, clock, owner, logger, onRescued: (refs) => scheduler.notifyDue(refs) }, RESCUE_INTERVAL_MS);
   const writer = new GroupCommitter(store, () => clock.now());
 
+  /** GET /v1/cluster: the cluster as this node sees it, or this one node owning every shard. */
+  const clusterView = async (): Promise<ClusterView> => {
+    const now = clock.now();
+    const lagRows = await store.shardLag({ now, limit: CLUSTER_LAG_SHARDS_MAX });
+    const iso = (ms: number) => new Date(ms).toISOString();
+    if (!cluster) {
+      return {
+        mode: 'single',
+        nodeId: owner,
+        leader: null,
+        shardCount: config.shardCount,
+        unassignedShards: 0,
+        clockSkewMs: 0,
+        nodes: [{ id: owner, live: true, heartbeatAgeMs: 0, shards: config.shardCount, startedAt: iso(startedAt) }],
+        lag: lagRows.map((l) => ({ shard: l.shard, nodeId: owner, dueEvents: l.dueEvents, lagMs: now - l.oldestDueAt })),
+      };
+    }
+    const [status, shardMap] = await Promise.all([cluster.status(), store.shardList()]);
+    const ownerOf = new Map(shardMap.map((a) => [a.shard, a.nodeId]));
+    return {
+      mode: 'cluster',
+      nodeId: owner,
+      leader: status.leader ? { nodeId: status.leader.nodeId, epoch: status.leader.epoch, expiresAt: iso(status.leader.expiresAt) } : null,
+      shardCount: status.shardCount,
+      unassignedShards: status.unassignedShards,
+      clockSkewMs: status.clockSkewMs,
+      nodes: status.nodes.map((n) => ({ id: n.id, live: n.live, heartbeatAgeMs: n.heartbeatAgeMs, shards: n.shards, startedAt: iso(n.startedAt) })),
+      lag: lagRows.map((l) => ({ shard: l.shard, nodeId: ownerOf.get(l.shard) ?? null, dueEvents: l.dueEvents, lagMs: now - l.oldestDueAt })),
+    };
+  };
+
   const app = await createApp({
     store,
     clock,
@@ -169,6 +204,7 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     onDestinationChanged: (tenantId, name) => {
       dispatcher.destinationChanged(tenantId, name).catch((err) => logger.error({ err }, 'destination refresh failed'));
     },
+    clusterStatus: () => clusterView(),
     ready: async () => {
       const reasons: string[] = [];
       if (stopping) reasons.push('shutting down');
