@@ -278,6 +278,9 @@ if (unreachable !== null) {
         const session = await store.pool.query<{ s: string }>(`SELECT current_setting('synchronous_commit') AS s`);
         assert.equal(session.rows[0].s, 'on', 'SET LOCAL ended with its transaction');
         assert.equal((await store.eventGet({ tenantId: 'fast', id: 'f2' }))?.state, 'scheduled');
+        await store.tenantUpdate({ id: 'safe', settings: { durability: 'relaxed' } });
+        await insertAll(store, [newEvent('safe', 's3')]);
+        assert.deepEqual(atCommit, ['off', 'off'], 'a settings change on this node applies to the next insert');
       }, 1);
     });
 

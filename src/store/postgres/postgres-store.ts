@@ -355,6 +355,8 @@ export class PostgresStore implements Store {
 
   async tenantUpdate(params: { id: string; settings: Record<string, unknown> }): Promise<TenantRecord | null> {
     const row = (await run<TenantRow>(this.pool, 'tenantUpdate', [params.id, JSON.stringify(params.settings)])).rows[0];
+    // This node sees a durability change at once; the others within TENANT_SETTINGS_TTL_MS.
+    this.durability.clear();
     return row ? tenantFromRow(row) : null;
   }
 
