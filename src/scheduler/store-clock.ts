@@ -1,7 +1,7 @@
 /**
  * A Clock that follows the store's clock: wall time is the local clock plus an offset measured
- * against the store (PostgreSQL's now()) every `calibrateEveryMs`, corrected by half the round
- * trip. Due-time decisions of a cluster then agree across nodes even when one node's own clock is
+ * against the store (PostgreSQL's clock) every `calibrateEveryMs`, biased so that it never runs
+ * ahead of the store's. Due-time decisions of a cluster then agree across nodes even when one node's own clock is
  * seconds off; monotonic time, timers and sleeps stay local.
  */
 import type { Logger } from 'pino';
@@ -38,19 +38,23 @@ export class StoreClock implements Clock {
     return this.local.setTimer(ms, fn);
   }
 
-  /** Measures the offset once (best of three round trips). */
+  /**
+   * Measures the offset once (best of three round trips). The store read its clock somewhere
+   * inside the round trip, so `store − local-at-reply` is a lower bound of the true offset: this
+   * clock may run up to one round trip behind the store's, never ahead of it, and so a due time
+   * is never judged reached early.
+   */
   async calibrate(): Promise<number> {
     let best: { rttMs: number; offsetMs: number } | null = null;
     for (let i = 0; i < 3; i++) {
       const t0 = this.local.monotonicMs();
-      const wall0 = this.local.now();
       const storeMs = await this.store.timeNow();
       const rttMs = this.local.monotonicMs() - t0;
-      const offsetMs = storeMs - (wall0 + rttMs / 2);
+      const offsetMs = storeMs - this.local.now();
       if (!best || rttMs < best.rttMs) best = { rttMs, offsetMs };
     }
     const changed = Math.abs(best!.offsetMs - this.offsetMs) > 50;
-    this.offsetMs = Math.round(best!.offsetMs);
+    this.offsetMs = Math.floor(best!.offsetMs);
     if (changed) this.logger.info({ skewMs: this.offsetMs, rttMs: best!.rttMs }, 'clock calibrated against the store');
     return this.offsetMs;
   }
