@@ -19,6 +19,7 @@ import type { DueRef, Store } from '../store/store.ts';
 import { activeSecrets, DestinationResolver, queueKeyOf, type DeliverySettings } from './destinations.ts';
 import { decideNext } from './outcome.ts';
 import { OutcomeRecorder, type RecordedOutcome } from './recorder.ts';
+import { TenantPolicies, type TenantPolicy } from './tenant-policy.ts';
 import { VirtualQueue } from './virtual-queue.ts';
 
 export interface DispatcherDeps {
@@ -42,6 +43,7 @@ export class Dispatcher {
   private readonly resolver: DestinationResolver;
   private readonly recorder: OutcomeRecorder<Ctx>;
   private readonly random: () => number;
+  private readonly policies: TenantPolicies;
   /** Events submitted whose outcome is not yet recorded. */
   private outstanding = 0;
   private idleWaiters: (() => void)[] = [];
@@ -49,6 +51,7 @@ export class Dispatcher {
   constructor(private readonly deps: DispatcherDeps) {
     this.random = deps.random ?? Math.random;
     this.resolver = new DestinationResolver(deps.store, deps.clock);
+    this.policies = new TenantPolicies((id) => deps.store.tenantGet({ id }), deps.clock);
     this.recorder = new OutcomeRecorder<Ctx>(deps.store, deps.clock, (batch, applied) => this.afterRecord(batch, applied), deps.logger);
   }
 
@@ -60,10 +63,41 @@ export class Dispatcher {
   submit(events: EventRecord[]): void {
     this.outstanding += events.length;
     for (const event of events) {
-      const queue = this.queues.get(queueKeyOf(event.tenantId, event.destination));
-      if (queue) queue.push(event);
-      else void this.resolveAndPush(event);
+      const policy = this.policies.peek(event.tenantId);
+      if (policy) this.route(event, policy);
+      else
+        void this.policies.get(event.tenantId).then(
+          (p) => this.route(event, p),
+          (err) => {
+            this.deps.logger.error({ err, id: event.id }, 'loading the tenant policy failed');
+            this.finish(event, null, { kind: 'retry', reason: 'tenant lookup failed', durationMs: 0 });
+          },
+        );
     }
+  }
+
+  /** Archives a first fire that comes later than the tenant's missedAfter; queues the rest. */
+  private route(event: EventRecord, policy: TenantPolicy): void {
+    const lateMs = this.deps.clock.now() - event.fireAt;
+    if (policy.missedAfterMs !== null && event.attempts === 1 && event.dueAt === event.fireAt && lateMs > policy.missedAfterMs) {
+      this.deps.metrics.deliveries.inc({ outcome: 'missed' });
+      this.recorder.add(
+        {
+          tenantId: event.tenantId,
+          id: event.id,
+          version: event.version,
+          owner: this.deps.owner,
+          to: 'archived',
+          error: `missed: fired ${lateMs} ms late, beyond the tenant's missedAfter of ${policy.missedAfterMs} ms`,
+          durationMs: 0,
+        },
+        { event },
+      );
+      return;
+    }
+    const queue = this.queues.get(queueKeyOf(event.tenantId, event.destination));
+    if (queue) queue.push(event);
+    else void this.resolveAndPush(event);
   }
 
   private async resolveAndPush(event: EventRecord): Promise<void> {

@@ -167,6 +167,7 @@ describe('GET /openapi.json', () => {
       ['patch', '/v1/tenants/{tenantId}'],
       ['post', '/v1/destinations/{name}/rotate-secret'],
       ['get', '/v1/limits'],
+      ['get', '/v1/cluster'],
       ['post', '/v1/keys'],
       ['get', '/v1/keys'],
       ['delete', '/v1/keys/{keyId}'],

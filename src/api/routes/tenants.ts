@@ -9,7 +9,9 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { BelfryError, invalid } from '../../core/errors.ts';
+import { formatDuration, parseDurationMs } from '../../core/duration.ts';
 import { newSortableId } from '../../core/ids.ts';
+import { tenantPolicyOf } from '../../dispatch/tenant-policy.ts';
 import type { TenantRecord } from '../../store/store.ts';
 import type { Authenticator } from '../auth.ts';
 import type { AppDeps } from '../deps.ts';
@@ -32,7 +34,27 @@ import type { TenantQuotas } from '../tenant-quotas.ts';
 import { keyRoutes } from './keys.ts';
 
 function tenantJson(t: TenantRecord) {
-  return { id: t.id, name: t.name, createdAt: isoTime(t.createdAt) };
+  const missedAfterMs = tenantPolicyOf(t.settings).missedAfterMs;
+  return {
+    id: t.id,
+    name: t.name,
+    durability: t.settings.durability === 'relaxed' ? ('relaxed' as const) : ('strict' as const),
+    missedAfter: missedAfterMs === null ? null : formatDuration(missedAfterMs),
+    createdAt: isoTime(t.createdAt),
+  };
+}
+
+/** Applies `durability` and `missedAfter` of a create or patch body to stored settings. */
+function withPolicy(settings: Record<string, unknown>, body: { durability?: 'strict' | 'relaxed'; missedAfter?: string | number | null }): Record<string, unknown> {
+  const out = { ...settings };
+  if (body.durability !== undefined) out.durability = body.durability;
+  if (body.missedAfter === null) delete out.missedAfter;
+  else if (body.missedAfter !== undefined) {
+    const ms = parseDurationMs(body.missedAfter);
+    if (ms === null) throw invalid('missedAfter', 'must be a duration such as "30s", "5m" or milliseconds');
+    out.missedAfter = ms;
+  }
+  return out;
 }
 
 function storedOverrides(t: TenantRecord): Record<string, unknown> {
@@ -89,7 +111,7 @@ export function tenantRoutes(app: FastifyInstance, deps: AppDeps, auth: Authenti
     },
     async (request, reply) => {
       const now = deps.clock.now();
-      const tenant: TenantRecord = { id: 't_' + newSortableId(now), name: request.body.name, settings: {}, createdAt: now };
+      const tenant: TenantRecord = { id: 't_' + newSortableId(now), name: request.body.name, settings: withPolicy({}, request.body), createdAt: now };
       await deps.store.tenantCreate(tenant);
       reply.status(201);
       return tenantJson(tenant);
@@ -121,7 +143,7 @@ export function tenantRoutes(app: FastifyInstance, deps: AppDeps, auth: Authenti
     {
       schema: {
         tags,
-        summary: "Set a tenant's own limits (null: back to the node's default)",
+        summary: "Set a tenant's own limits (null: back to the node's default), durability and missedAfter",
         security: BEARER_SECURITY,
         params: TenantParams,
         body: TenantPatchBody,
@@ -131,7 +153,7 @@ export function tenantRoutes(app: FastifyInstance, deps: AppDeps, auth: Authenti
     async (request) => {
       const tenant = await requireTenant(deps, request.params.tenantId);
       const limits = patchedOverrides(storedOverrides(tenant), request.body.limits ?? {});
-      const settings: Record<string, unknown> = { ...tenant.settings, limits };
+      const settings: Record<string, unknown> = { ...withPolicy(tenant.settings, request.body), limits };
       if (Object.keys(limits).length === 0) delete settings.limits;
       const updated = await deps.store.tenantUpdate({ id: tenant.id, settings });
       if (!updated) throw tenantNotFound(tenant.id);

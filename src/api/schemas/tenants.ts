@@ -3,11 +3,21 @@ import { Type, type Static } from '@sinclair/typebox';
 import { DurationInput, Id, Nullable, TimeOutput } from './common.ts';
 import { LimitsJson, LimitsPatch } from './limits.ts';
 
+/** Per-tenant policy: how its writes are made durable, and when a late first fire is archived. */
+const Durability = Type.Union([Type.Literal('strict'), Type.Literal('relaxed')], {
+  description: 'strict (default): acknowledged writes survive a crash of the database; relaxed: on PostgreSQL, synchronous_commit=off for this tenant (faster; a database crash may lose the last ~0.6 s of acknowledged writes)',
+});
+const MissedAfter = Nullable(DurationInput);
+
 export const TenantCreateBody = Type.Object(
-  { name: Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\x00-\\x1f\\x7f]+$' }) },
+  {
+    name: Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\x00-\\x1f\\x7f]+$' }),
+    durability: Type.Optional(Durability),
+    missedAfter: Type.Optional(MissedAfter),
+  },
   { additionalProperties: false },
 );
-export type TenantCreateInput = Static<typeof TenantCreateBody>;
+export type TenantCreateInput = { name: string; durability?: 'strict' | 'relaxed'; missedAfter?: string | number | null };
 
 export const TenantParams = Type.Object({ tenantId: Id }, { additionalProperties: false });
 export type TenantParamsInput = Static<typeof TenantParams>;
@@ -15,11 +25,20 @@ export type TenantParamsInput = Static<typeof TenantParams>;
 export const TenantKeyParams = Type.Object({ tenantId: Id, keyId: Id }, { additionalProperties: false });
 export type TenantKeyParamsInput = Static<typeof TenantKeyParams>;
 
-export const TenantJson = Type.Object({ id: Type.String(), name: Type.String(), createdAt: TimeOutput });
+export const TenantJson = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  durability: Durability,
+  missedAfter: Nullable(Type.String({ description: 'a duration, or null' })),
+  createdAt: TimeOutput,
+});
 export const TenantListResponse = Type.Object({ tenants: Type.Array(TenantJson) });
 
-export const TenantPatchBody = Type.Object({ limits: Type.Optional(LimitsPatch) }, { additionalProperties: false, minProperties: 1 });
-export type TenantPatchInput = { limits?: Record<string, number | string | null> };
+export const TenantPatchBody = Type.Object(
+  { limits: Type.Optional(LimitsPatch), durability: Type.Optional(Durability), missedAfter: Type.Optional(MissedAfter) },
+  { additionalProperties: false, minProperties: 1 },
+);
+export type TenantPatchInput = { limits?: Record<string, number | string | null>; durability?: 'strict' | 'relaxed'; missedAfter?: string | number | null };
 
 export const TenantDetailJson = Type.Object({
   ...TenantJson.properties,
