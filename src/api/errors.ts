@@ -8,6 +8,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { BelfryError, type ErrorDetail } from '../core/errors.ts';
+import { StoreUnavailableError } from '../store/store.ts';
 
 /** An error response. `code` extends core's ErrorCode with the HTTP-only `unsupported_media_type`. */
 export interface ApiError {
@@ -129,6 +130,9 @@ export function toApiError(err: unknown, bodyBytesMax: number): ApiError | null 
     const mapped: ApiError = { status: err.status, code: err.code, message: err.message, details: err.details };
     if (Object.keys(err.headers).length > 0) mapped.headers = err.headers;
     return mapped;
+  }
+  if (err instanceof StoreUnavailableError) {
+    return { status: 503, code: 'unavailable', message: 'the store is unreachable; try again shortly', details: [], headers: { 'retry-after': '1' } };
   }
   if (typeof err !== 'object' || err === null) return null;
   const fe = err as FastifyError & { validation?: AjvErrorLike[]; validationContext?: string };

@@ -13,6 +13,17 @@
 import type { RetryPolicy } from '../core/backoff.ts';
 import type { DestinationRef, EventRecord, EventState, TransitionRecord } from '../core/event.ts';
 
+/**
+ * The store cannot be reached (connection refused or lost, the database restarting or out of
+ * connections). Callers answer 503 and try again; it is never the client's fault.
+ */
+export class StoreUnavailableError extends Error {
+  override name = 'StoreUnavailableError';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+  }
+}
+
 /** What a backend can do, named, so callers never branch on a dialect. */
 export interface StoreCapabilities {
   /** Row claims never block another node (FOR UPDATE SKIP LOCKED). */

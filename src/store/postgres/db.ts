@@ -3,6 +3,7 @@
  * queries.ts, on the pool or on a client holding a transaction.
  */
 import pg from 'pg';
+import { StoreUnavailableError } from '../store.ts';
 import { SQL, type QueryName } from './queries.ts';
 
 /** A pool, or one client of it inside a transaction. */
@@ -52,7 +53,21 @@ export function run<R extends pg.QueryResultRow = pg.QueryResultRow>(
   name: QueryName,
   values: unknown[] = [],
 ): Promise<pg.QueryResult<R>> {
-  return db.query<R>({ name: `belfry_${name}`, text: SQL[name], values });
+  return db.query<R>({ name: `belfry_${name}`, text: SQL[name], values }).catch(rethrowUnavailable);
+}
+
+/** Socket errors and PostgreSQL's connection-class SQLSTATEs (08xxx, 57P01-03 shutdown, 53300 too many connections). */
+const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '53300']);
+
+/** Rethrows a lost or refused connection as StoreUnavailableError; any other error unchanged. */
+export function rethrowUnavailable(err: unknown): never {
+  const e = err as { code?: unknown; message?: unknown };
+  const code = typeof e?.code === 'string' ? e.code : '';
+  const message = typeof e?.message === 'string' ? e.message : String(err);
+  if (UNAVAILABLE_CODES.has(code) || code.startsWith('08') || /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(message)) {
+    throw new StoreUnavailableError(`PostgreSQL unavailable: ${message}`, { cause: err });
+  }
+  throw err;
 }
 
 /**
@@ -60,7 +75,7 @@ export function run<R extends pg.QueryResultRow = pg.QueryResultRow>(
  * COMMIT on success, ROLLBACK on a throw. A client whose rollback failed is discarded.
  */
 export async function inTransaction<T>(pool: pg.Pool, begin: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
+  const client = await pool.connect().catch(rethrowUnavailable);
   let broken: Error | undefined;
   try {
     await client.query(begin);
@@ -71,7 +86,7 @@ export async function inTransaction<T>(pool: pg.Pool, begin: string, fn: (client
     await client.query('ROLLBACK').catch((rollbackErr: Error) => {
       broken = rollbackErr;
     });
-    throw err;
+    rethrowUnavailable(err);
   } finally {
     client.release(broken);
   }
