@@ -14,7 +14,7 @@ import { after, before, describe, it } from 'node:test';
 /** Bounds on every wait: a CLI that hangs fails the test instead. */
 const CLI_RUN_MS_MAX = 30_000;
 /** Far enough ahead that the event never fires while the test runs. */
-const FIRE_AT_FAR = '2099-01-01T00:00:00Z';
+const FIRE_AT_FAR = new Date(Date.now() + 30 * 86_400_000).toISOString();
 /** The destination is never called (the event is far in the future); allow-listed so no guard or DNS is involved. */
 const DESTINATION_URL = 'http://127.0.0.1:9/hook';
 
