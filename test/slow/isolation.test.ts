@@ -2,6 +2,7 @@
  * Isolation: a destination that fails every request, or hangs until timeout, must not delay
  * another destination's events due at the same moments (one virtual queue per destination,
  * circuit breaker). Issue requirement: B's 2,000 events each delivered within 100 ms of due.
+ * A timing assertion: it runs in the slow suite, alone, not beside other test files.
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
