@@ -17,6 +17,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
+import { callApi as api } from '../support/http.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { killNodeProcess, startNodeProcess, stopNodeProcess, type NodeProcess } from '../support/process.ts';
 import { percentile, waitUntil } from '../support/node.ts';
@@ -31,15 +32,6 @@ const REASSIGN_MS_MAX = 5_000;
 const schema = `belfry_ft_${randomBytes(4).toString('hex')}`;
 const storeUrl = `${PG_URL}?schema=${schema}`;
 
-async function api(url: string, key: string, method: string, path: string, body?: unknown) {
-  const res = await fetch(url + path, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    body: body !== undefined ? JSON.stringify(body) : undefined,
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : null };
-}
 
 function restartPostgres(): void {
   const version = readdirSync('/etc/postgresql')[0];

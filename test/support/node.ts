@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { pino } from 'pino';
 import { DEFAULT_CONFIG, type NodeConfig } from '../../src/node/config.ts';
 import { startNode, type BelfryNode, type NodeOptions } from '../../src/node/node.ts';
+import { callApi } from './http.ts';
 
 export const ADMIN_KEY = 'test-admin-key-0123456789abcdef';
 
@@ -27,15 +28,7 @@ export async function startTestNode(config: Partial<NodeConfig> = {}, opts: Node
     { logger: pino({ level: process.env.BELFRY_TEST_LOG ?? 'silent' }), ...opts },
   );
   const url = node.url;
-  const api: TestNode['api'] = async (method, path, body, key, headers = {}) => {
-    const res = await fetch(url + path, {
-      method,
-      headers: { authorization: `Bearer ${key ?? tenantKey}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
-      body: body !== undefined ? JSON.stringify(body) : undefined,
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : null, headers: res.headers };
-  };
+  const api: TestNode['api'] = (method, path, body, key, headers = {}) => callApi(url, key ?? tenantKey, method, path, body, headers);
   let tenantKey = ADMIN_KEY;
   const tenant = await api('POST', '/v1/tenants', { name: 'test' }, ADMIN_KEY);
   if (tenant.status !== 201) throw new Error(`tenant create failed: ${tenant.status} ${JSON.stringify(tenant.body)}`);
