@@ -38,6 +38,9 @@ export interface DispatcherDeps {
 
 type Ctx = { event: EventRecord };
 
+/** Virtual queues kept before idle ones are forgotten. */
+export const QUEUES_MAX = 10_000;
+
 export class Dispatcher {
   private readonly queues = new Map<string, VirtualQueue<EventRecord>>();
   private readonly resolver: DestinationResolver;
@@ -111,6 +114,7 @@ export class Dispatcher {
     }
     let queue = this.queues.get(settings.queueKey);
     if (!queue) {
+      if (this.queues.size >= QUEUES_MAX) this.dropIdleQueues();
       queue = new VirtualQueue<EventRecord>(settings, this.deps.clock, {
         deliver: (e, s, signal) => this.deliverOne(e, s, signal),
         done: (e, s, outcome) => this.finish(e, s, outcome),
@@ -118,6 +122,14 @@ export class Dispatcher {
       this.queues.set(settings.queueKey, queue);
     }
     queue.push(event);
+  }
+
+  /**
+   * Bounds the map of virtual queues (inline URLs can name any number of origins): forgets the
+   * queues with nothing waiting or in flight. Their breakers start closed if the origin comes back.
+   */
+  private dropIdleQueues(): void {
+    for (const [key, queue] of this.queues) if (queue.size === 0) this.queues.delete(key);
   }
 
   /** A destination changed on this node: later deliveries use its new settings. */
@@ -208,7 +220,9 @@ export class Dispatcher {
     }
     const waitMs = deadlineMs - this.deps.clock.monotonicMs();
     if (this.outstanding > 0 && waitMs > 0) {
-      await Promise.race([new Promise<void>((r) => this.idleWaiters.push(r)), this.deps.clock.sleep(waitMs)]);
+      const deadline = new AbortController();
+      await Promise.race([new Promise<void>((r) => this.idleWaiters.push(r)), this.deps.clock.sleep(waitMs, deadline.signal).catch(() => {})]);
+      deadline.abort();
     }
     for (const queue of this.queues.values()) queue.abortInflight();
     await this.recorder.flush();
