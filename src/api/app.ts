@@ -16,7 +16,7 @@ import { KEYS_LIVE_MAX } from './routes/keys.ts';
 import { TRANSITIONS_MAX } from './routes/event-actions.ts';
 import { LIST_LIMIT_DEFAULT } from './routes/events.ts';
 import { ID_LENGTH_MAX } from './schemas/common.ts';
-import { frameworkErrorHandler, registerErrorHandling } from './errors.ts';
+import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './errors.ts';
 import { accountRoutes } from './routes/account.ts';
 import { clusterRoutes } from './routes/cluster.ts';
 import { destinationRoutes } from './routes/destinations.ts';
@@ -117,6 +117,7 @@ export async function createApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit: deps.limits.bodyBytesMax,
     routerOptions: { maxParamLength: PARAM_LENGTH_MAX },
     frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
     ajv: { customOptions: { removeAdditional: false, useDefaults: false, coerceTypes: false, allErrors: false, allowUnionTypes: true } },
   });
   app.decorateRequest('tenantId', '');

@@ -43,4 +43,7 @@ test('toApiError maps typed, framework and unknown errors', () => {
   assert.equal(toApiError(new Error('database is locked'), 1), null);
   assert.equal(toApiError(Object.assign(new Error('not ours'), { statusCode: 400 }), 1), null, 'only Fastify errors are trusted with their status');
   assert.equal(toApiError('a string', 1), null);
+  assert.equal(toApiError(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }), 1)?.status, 400, 'a client hanging up mid-body is not a 500');
+  const limited = toApiError(new BelfryError('rate_limited', 'slow down', [], { 'retry-after': '1' }), 1);
+  assert.deepEqual(limited?.headers, { 'retry-after': '1' });
 });

@@ -5,6 +5,7 @@
  * huge number, a control character in an id, an oversized body) ends as a 4xx naming what to fix;
  * only errors no rule here recognises become `500 internal`, and those are logged.
  */
+import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { BelfryError, type ErrorDetail } from '../core/errors.ts';
@@ -140,6 +141,10 @@ export function toApiError(err: unknown, bodyBytesMax: number): ApiError | null 
     const be = validationError(fe.validation, fe.validationContext ?? 'request');
     return { status: 400, code: be.code, message: be.message, details: be.details };
   }
+  // The client hung up while its body was being read: nobody is left to answer, and it is not Belfry's fault.
+  if (fe.code === 'ECONNRESET' || fe.code === 'ECONNABORTED') {
+    return { status: 400, code: 'invalid_request', message: 'the client closed the connection before the request was complete', details: [] };
+  }
   const byCode = fe.code ? BY_FASTIFY_CODE[fe.code] : undefined;
   if (byCode) return byCode(fe, bodyBytesMax);
   // Fastify's own client errors (empty JSON body, bad content-length, prototype poisoning, ...).
@@ -183,4 +188,32 @@ export function registerErrorHandling(app: FastifyInstance, logger: Logger, body
 export function frameworkErrorHandler(err: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
   const mapped = toApiError(err, 0) ?? { status: 400, code: 'invalid_request', message: truncate(err.message), details: [] };
   void send(reply, mapped);
+}
+
+/**
+ * For Fastify's `clientErrorHandler`: a request Node's HTTP parser refuses before Fastify sees it
+ * (a raw non-ASCII byte or control character in the request line or a header, a bad
+ * Content-Length or chunk, headers too large, a request that took too long) gets the same error
+ * shape as every other error, then the connection is closed, as Node does.
+ */
+export function clientErrorHandler(err: Error & { code?: string }, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  let status = 400;
+  let code = 'invalid_request';
+  let message = 'the request is not valid HTTP/1.1 (request line, headers or body framing)';
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    status = 408;
+    code = 'request_timeout';
+    message = 'the request did not arrive in time';
+  } else if (err.code === 'HPE_HEADER_OVERFLOW') {
+    status = 431;
+    code = 'headers_too_large';
+    message = 'the request headers are larger than the server accepts';
+  }
+  const body = JSON.stringify({ error: { code, message } });
+  if (socket.writable) {
+    const reason = status === 400 ? 'Bad Request' : status === 408 ? 'Request Timeout' : 'Request Header Fields Too Large';
+    socket.write(`HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy();
 }

@@ -40,6 +40,8 @@ export interface TestAppOptions {
   ready?: AppDeps['ready'];
   /** --allow-hosts; default loopback, as the tests' receivers listen there. */
   allowHosts?: string[];
+  /** Default: silent. */
+  logger?: AppDeps['logger'];
 }
 
 export function bearer(key: string): Record<string, string> {
@@ -68,7 +70,7 @@ export async function makeTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
     onEventsChanged: (events) => changed.push(events),
     onDestinationChanged: (tenantId, name) => destinationsChanged.push([tenantId, name]),
     metrics: new Metrics(),
-    logger: pino({ level: 'silent' }),
+    logger: opts.logger ?? pino({ level: 'silent' }),
     adminKey: ADMIN_KEY,
     shardCount: 16,
     limits: { ...DEFAULT_API_LIMITS, ...opts.limits },
