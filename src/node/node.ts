@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { createApp } from '../api/app.ts';
 import { DEFAULT_API_LIMITS, type ApiLimits } from '../api/deps.ts';
 import type { ClusterView } from '../api/schemas/cluster.ts';
@@ -28,6 +28,7 @@ import { openSqliteStore } from '../store/sqlite/sqlite-store.ts';
 import type { Store } from '../store/store.ts';
 import { Cluster, type ClusterOptions } from './cluster.ts';
 import type { NodeConfig } from './config.ts';
+import { createLogger } from './logger.ts';
 import { Metrics } from './metrics.ts';
 
 /** Shards listed in GET /v1/cluster's lag, the latest first. */
@@ -107,7 +108,7 @@ function localClock(): Clock {
 export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Promise<BelfryNode> {
   const startedAt = Date.now();
   const owner = config.nodeId ?? `node-${randomBytes(6).toString('hex')}`;
-  const logger = opts.logger ?? pino({ level: config.logLevel, base: { node: owner } });
+  const logger = opts.logger ?? createLogger(config.logLevel, owner);
   const adminKey = resolveAdminKey(config, logger);
   const store = await openStore(config, logger);
   await store.migrate();

@@ -1,0 +1,122 @@
+/**
+ * Nothing secret in the logs: a real node process at log level `trace` goes through a full run
+ * (tenants, keys made, rotated and revoked, destinations with generated and given secrets, a
+ * secret rotation, signed deliveries that succeed, fail and are retried, requests with wrong
+ * keys and bad bodies carrying secrets, a graceful stop), and every line it wrote is searched
+ * for every secret it ever saw: the admin key, each API key (valid or forged), each signing
+ * secret, in full and by its key material.
+ */
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { waitUntil } from '../support/node.ts';
+import { startNodeProcess, stopNodeProcess, type NodeProcess } from '../support/process.ts';
+import { startReceiver, type Receiver } from '../support/receiver.ts';
+
+describe('logs of a full run hold no secret', { timeout: 120_000 }, () => {
+  const adminKey = `admin-${randomBytes(16).toString('hex')}`;
+  const secrets = new Set<string>([adminKey]);
+  let dataDir = '';
+  let node: NodeProcess;
+  let rx: Receiver;
+  let failOnce = new Set<string>();
+
+  before(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'belfry-logs-'));
+    rx = await startReceiver({
+      behavior: (req) => {
+        const id = String(req.headers['webhook-id']);
+        if (failOnce.delete(id)) return { status: 500, body: `echo ${req.headers['webhook-signature']} ${req.headers.authorization ?? ''}` };
+        if (req.path === '/gone') return { status: 410, body: 'gone' };
+        return { status: 200 };
+      },
+    });
+    // The admin key comes from the environment: never on a command line, where `ps` shows it.
+    node = await startNodeProcess(['--data', dataDir, '--allow-hosts', '127.0.0.1', '--log-level', 'trace'], { BELFRY_ADMIN_KEY: adminKey });
+  });
+  after(async () => {
+    await rx.close();
+    await rm(dataDir, { recursive: true, force: true });
+  });
+
+  async function api(method: string, path: string, key: string, body?: unknown): Promise<{ status: number; body: any }> {
+    const res = await fetch(node.url + path, {
+      method,
+      headers: { authorization: `Bearer ${key}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : null };
+  }
+
+  it('runs the full scenario, then finds none of its secrets in any line the node wrote', async () => {
+    const tenant = await api('POST', '/v1/tenants', adminKey, { name: 'logs' });
+    assert.equal(tenant.status, 201);
+    const t = tenant.body.id as string;
+    const k1 = await api('POST', `/v1/tenants/${t}/keys`, adminKey);
+    const key: string = k1.body.key;
+    secrets.add(key);
+    const k2 = await api('POST', '/v1/keys', key);
+    secrets.add(k2.body.key);
+
+    const generated = await api('PUT', '/v1/destinations/main', key, { url: `${rx.url}/hook` });
+    assert.equal(generated.status, 201);
+    secrets.add(generated.body.secret);
+    const given = 'whsec_' + randomBytes(32).toString('base64');
+    secrets.add(given);
+    assert.equal((await api('PUT', '/v1/destinations/given', key, { url: `${rx.url}/gone`, secret: given })).status, 201);
+    const rotated = await api('POST', '/v1/destinations/main/rotate-secret', key, { gracePeriod: '1h' });
+    assert.equal(rotated.status, 200);
+    secrets.add(rotated.body.secret);
+
+    // Bad requests that carry secrets: a forged key, a valid secret next to an invalid field, broken JSON.
+    const forged = 'bk_' + randomBytes(32).toString('base64url');
+    secrets.add(forged);
+    assert.equal((await api('GET', '/v1/events', forged)).status, 401);
+    const another = 'whsec_' + randomBytes(32).toString('base64');
+    secrets.add(another);
+    assert.equal((await api('PUT', '/v1/destinations/bad', key, { url: 'ftp://x', secret: another })).status, 400);
+    assert.equal((await api('PUT', '/v1/destinations/bad', key, `{"url":"${rx.url}","secret":"${another}",`)).status, 400);
+    assert.equal((await api('POST', '/v1/destinations/main/rotate-secret', key, { secret: `${another}!` })).status, 400);
+
+    // Deliveries: signed successes, a failure (the receiver echoes the signature) then a retry, a discard.
+    failOnce = new Set(['log-2']);
+    for (const [id, destination] of [['log-1', 'main'], ['log-2', 'main'], ['log-3', 'given']] as const) {
+      assert.equal((await api('POST', '/v1/events', key, { id, destination, payload: { id }, retry: { maxAttempts: 3, minBackoff: '100ms', maxBackoff: '200ms' } })).status, 201);
+    }
+    await waitUntil(
+      'deliveries to finish',
+      async () => {
+        const states = await Promise.all(['log-1', 'log-2', 'log-3'].map(async (id) => (await api('GET', `/v1/events/${id}`, key)).body.state));
+        return states.join() === 'succeeded,succeeded,discarded';
+      },
+      20_000,
+      50,
+    );
+
+    // Keys: rotate one with a grace period, revoke the other, and use both.
+    const rot = await api('POST', `/v1/tenants/${t}/keys/${k1.body.id}/rotate`, adminKey, { gracePeriod: '1m' });
+    secrets.add(rot.body.key);
+    assert.equal((await api('DELETE', `/v1/keys/${k2.body.id}`, rot.body.key)).status, 204);
+    assert.equal((await api('GET', '/v1/events', k2.body.key)).status, 401);
+    assert.equal((await api('GET', '/v1/events', key)).status, 200);
+
+    const exit = await stopNodeProcess(node);
+    assert.equal(exit.code, 0);
+
+    const output = node.output.join('');
+    const leaks: string[] = [];
+    for (const secret of secrets) {
+      const material = secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret;
+      for (const needle of new Set([secret, material, material.slice(0, 24)])) {
+        if (output.includes(needle)) leaks.push(`${secret.slice(0, 10)}… found in the logs`);
+      }
+    }
+    assert.match(output, /"msg":"listening"/);
+    assert.doesNotMatch(output, /authorization/i, 'no request header dump');
+    assert.deepEqual(leaks, []);
+  });
+});
