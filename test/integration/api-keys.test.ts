@@ -61,6 +61,8 @@ describe("a tenant's own keys (/v1/keys)", () => {
     assert.equal(over.statusCode, 403);
     assert.equal(over.json().error.code, 'quota_exceeded');
     assert.equal(over.json().error.details[0].limit, 'keysLiveMax');
+    const rotated = await t.app.inject({ method: 'POST', url: `/v1/keys/${first.id}/rotate`, ...as(first.key) });
+    assert.equal(rotated.statusCode, 201, 'a rotation at the cap still works: the old key is on its way out');
   });
 });
 

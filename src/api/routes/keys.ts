@@ -51,9 +51,10 @@ function isLive(k: ApiKeyRecord, now: number): boolean {
   return k.revokedAt === null || k.revokedAt > now;
 }
 
-async function createKey(deps: AppDeps, tenantId: string) {
+/** Makes a key; `replacing` (a rotation) is not counted against KEYS_LIVE_MAX, as it is on its way out. */
+async function createKey(deps: AppDeps, tenantId: string, replacing?: string) {
   const now = deps.clock.now();
-  const live = (await deps.store.apiKeyList({ tenantId })).filter((k) => isLive(k, now)).length;
+  const live = (await deps.store.apiKeyList({ tenantId })).filter((k) => isLive(k, now) && k.id !== replacing).length;
   if (live >= KEYS_LIVE_MAX) {
     throw new BelfryError('quota_exceeded', `keys: the tenant already has ${live} live keys (at most ${KEYS_LIVE_MAX}); revoke one first`, [
       { field: 'keys', message: `at most ${KEYS_LIVE_MAX} live keys`, limit: 'keysLiveMax', max: KEYS_LIVE_MAX },
@@ -70,7 +71,7 @@ async function rotateKey(deps: AppDeps, auth: Authenticator, tenantId: string, k
   const now = deps.clock.now();
   const old = (await deps.store.apiKeyList({ tenantId })).find((k) => k.id === keyId);
   if (!old || !isLive(old, now)) throw keyNotFound(keyId);
-  const made = await createKey(deps, tenantId);
+  const made = await createKey(deps, tenantId, keyId);
   const revokeAt = Math.min(now + graceMs, old.revokedAt ?? Infinity);
   await deps.store.apiKeyRevoke({ tenantId, id: keyId, now, at: revokeAt });
   auth.forget(keyId);
