@@ -74,6 +74,14 @@ describe('signing secrets', () => {
     assert.deepEqual(activeSecrets(stored, Date.now()), [fresh, old]);
     assert.deepEqual(activeSecrets(stored, Date.now() + 3_600_000 + 1_000), [fresh]);
 
+    // An old secret whose grace period has ended no longer signs (judged at each delivery).
+    const record = (await t.node.store.destinationGet({ tenantId: t.tenantId, name: 'signed' }))!;
+    await t.node.store.destinationPut({ destination: { ...record, secrets: [stored[0], { secret: old, expiresAt: Date.now() - 1 }] } });
+    await t.node.dispatcher.destinationChanged(t.tenantId, 'signed');
+    const expired = await deliver('after-grace');
+    assert.equal(String(expired.headers['webhook-signature']).split(' ').length, 1);
+    assert.ok(verifies(expired, fresh) && !verifies(expired, old));
+
     // A rotation without grace drops every old secret at once.
     const now = (await t.api('POST', '/v1/destinations/signed/rotate-secret', { gracePeriod: 0 })).body.secret as string;
     const after = await deliver('after-rotation');
