@@ -19,7 +19,7 @@ import type {
   NewEvent,
 } from '../store.ts';
 import type { Queries } from './queries.ts';
-import { eventFromRow, type EventRow } from './rows.ts';
+import { claimedEventFromTuple, eventFromRow, type EventRow } from './rows.ts';
 
 const ATTEMPT_TARGETS: ReadonlySet<string> = new Set(['succeeded', 'discarded', 'awaiting_retry', 'archived']);
 
@@ -79,9 +79,15 @@ function createdRecord(e: NewEvent, seq: number, now: number): EventRecord {
   };
 }
 
-/** Inserts each event, or reports the stored one (the first of a batch wins a repeated id). */
+/**
+ * Inserts each event, or reports the stored one (the first of a batch wins a repeated id). The
+ * `created` transitions of the inserted rows are appended by one statement at the end, over the
+ * seq range this call inserted.
+ */
 export function insertMany(q: Queries, { events, now }: EventInsertManyParams): EventInsertResult[] {
   const results: EventInsertResult[] = new Array(events.length);
+  let firstSeq = 0;
+  let lastSeq = 0;
   for (let i = 0; i < events.length; i++) {
     const e = events[i];
     const inserted = q.eventInsert.run(
@@ -102,18 +108,24 @@ export function insertMany(q: Queries, { events, now }: EventInsertManyParams): 
       now,
     );
     if (inserted.changes === 1) {
-      // Positional, without an intermediate object: this is the hottest write of the system.
-      q.transitionInsert.run(e.tenantId, e.id, 1, now, 'created', null, 'scheduled', 0, null, null, null, null, null);
-      results[i] = { kind: 'created', event: createdRecord(e, Number(inserted.lastInsertRowid), now) };
+      const seq = Number(inserted.lastInsertRowid);
+      if (firstSeq === 0) firstSeq = seq;
+      lastSeq = seq;
+      results[i] = { kind: 'created', event: createdRecord(e, seq, now) };
       continue;
     }
     const stored = q.eventGet.get(e.tenantId, e.id);
     if (!stored) throw new Error(`sqlite: event ${e.tenantId}/${e.id} neither inserted nor found`);
     results[i] = { kind: stored.request_hash === e.requestHash ? 'existing' : 'conflict', event: eventFromRow(stored) };
   }
+  if (firstSeq !== 0) q.transitionInsertCreated.run(firstSeq, lastSeq);
   return results;
 }
 
+/**
+ * Claims each ref still claimable, in order: reads the row (the check), updates it by seq, appends
+ * its transition, and returns it as the update left it, without reading it again.
+ */
 export function claim(q: Queries, { refs, now, owner, leaseUntil, fenceByShardOwner }: EventClaimParams): EventRecord[] {
   const detail = JSON.stringify({ owner });
   const out: EventRecord[] = [];
@@ -122,13 +134,16 @@ export function claim(q: Queries, { refs, now, owner, leaseUntil, fenceByShardOw
       ? q.eventClaimCheckFenced.get(ref.tenantId, ref.id, ref.version, owner)
       : q.eventClaimCheck.get(ref.tenantId, ref.id, ref.version);
     if (!before) continue;
-    const row = q.eventClaim.get(owner, leaseUntil, now, ref.tenantId, ref.id, ref.version);
-    if (!row) continue;
+    const [seq, , , , state, version, , dueAt] = before;
+    if (q.eventClaim.run(owner, leaseUntil, now, seq, version).changes !== 1) {
+      throw new Error(`sqlite: claim of ${ref.tenantId}/${ref.id} v${version} changed nothing after its check`);
+    }
+    const claimed = claimedEventFromTuple(before, owner, leaseUntil, now);
     q.transitionInsert.run(
-      ref.tenantId, ref.id, row.version, now, 'state', before.state, 'executing', row.attempts,
-      null, null, null, now - before.due_at, detail,
+      ref.tenantId, ref.id, claimed.version, now, 'state', state, 'executing', claimed.attempts,
+      null, null, null, now - dueAt, detail,
     );
-    out.push(eventFromRow(row));
+    out.push(claimed);
   }
   return out;
 }
@@ -138,14 +153,18 @@ export function recordAttempts(q: Queries, { outcomes, now }: EventRecordAttempt
   for (let i = 0; i < outcomes.length; i++) {
     const o = outcomes[i];
     if (!ATTEMPT_TARGETS.has(o.to)) throw new RangeError(`eventRecordAttempts: cannot move executing to ${o.to}`);
+    const current = q.eventRecordCheck.get(o.tenantId, o.id, o.version, o.owner);
+    applied[i] = current !== undefined;
+    if (!current) continue;
+    const [seq, attempts] = current;
     const retryAt = o.to === 'awaiting_retry' ? (o.retryAt ?? now) : null;
     const status = o.status ?? null;
     const error = o.error ?? null;
-    const row = q.eventRecordAttempt.get(o.to, retryAt, status, error, now, o.tenantId, o.id, o.version, o.owner);
-    applied[i] = row !== undefined;
-    if (!row) continue;
+    if (q.eventRecordAttempt.run(o.to, retryAt, status, error, now, seq, o.version).changes !== 1) {
+      throw new Error(`sqlite: outcome of ${o.tenantId}/${o.id} v${o.version} changed nothing after its check`);
+    }
     q.transitionInsert.run(
-      o.tenantId, o.id, row.version, now, 'state', 'executing', o.to, row.attempts, status, error, o.durationMs,
+      o.tenantId, o.id, o.version + 1, now, 'state', 'executing', o.to, attempts, status, error, o.durationMs,
       null, retryAt === null ? null : JSON.stringify({ retryAt }),
     );
   }

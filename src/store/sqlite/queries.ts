@@ -11,6 +11,7 @@ import type {
   DestinationRow,
   DueRefRow,
   EventRow,
+  EventTuple,
   LeaderLeaseRow,
   NodeRow,
   RescueCandidateRow,
@@ -38,7 +39,7 @@ export const PRAGMAS = [
 const LIVE = `('scheduled', 'executing', 'awaiting_retry')`;
 const FIREABLE = `('scheduled', 'awaiting_retry')`;
 
-/** The columns of an EventRow, in order. */
+/** The columns of an EventRow, in order (also the order of an EventTuple). */
 const EVENT_COLUMNS = `seq, tenant_id, id, shard, state, version, fire_at, due_at, destination, payload,
   headers, grp, retry, expire_at, tags, attempts, last_status, last_error, request_hash,
   created_at, updated_at, lease_owner, lease_until`;
@@ -124,28 +125,35 @@ export const SQL = {
     + (SELECT count(*) FROM events INDEXED BY events_executing
         WHERE state = 'executing' AND tenant_id = @tenantId) AS n`,
 
-  // (tenantId, id, version) → { state, due_at } when the event may be claimed now: fireable, at that
-  // version, and (if grouped) its group's head; otherwise no row.
-  eventClaimCheck: `SELECT e.state, e.due_at FROM events e
+  // (tenantId, id, version) → EventTuple (raw: an array in EVENT_COLUMNS order) of the event as it
+  // is before the claim, when it may be claimed now: fireable, at that version, and (if grouped)
+  // its group's head; otherwise no row. The claim's UPDATE then goes by seq without RETURNING:
+  // measured 3.3 µs (raw read) + 2.5 µs (update by seq) per row against 1.4 µs (check) + 10.4 µs
+  // (UPDATE ... RETURNING every column, as objects).
+  eventClaimCheck: `SELECT ${EVENT_COLUMNS} FROM events e
     WHERE e.tenant_id = ? AND e.id = ? AND e.version = ? AND e.state IN ${FIREABLE}
       AND (e.grp IS NULL OR ${IS_GROUP_HEAD})`,
   // (tenantId, id, version, owner) → as eventClaimCheck, and only when the event's shard is
   // assigned to `owner` in the shard map (fenceByShardOwner).
-  eventClaimCheckFenced: `SELECT e.state, e.due_at FROM events e
+  eventClaimCheckFenced: `SELECT ${EVENT_COLUMNS} FROM events e
     WHERE e.tenant_id = ? AND e.id = ? AND e.version = ? AND e.state IN ${FIREABLE}
       AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
       AND EXISTS (SELECT 1 FROM shard_assignments s WHERE s.shard = e.shard AND s.node_id = ?)`,
-  // (owner, leaseUntil, now, tenantId, id, version) → EventRow after the claim, or no row.
+  // (owner, leaseUntil, now, seq, version) → run(): changes 1 when claimed. Runs right after
+  // eventClaimCheck found the row claimable, in the same transaction.
   eventClaim: `UPDATE events SET state = 'executing', version = version + 1, attempts = attempts + 1,
       lease_owner = ?, lease_until = ?, updated_at = ?
-    WHERE tenant_id = ? AND id = ? AND version = ? AND state IN ${FIREABLE}
-    RETURNING ${EVENT_COLUMNS}`,
-  // (toState, retryAt|null, status, error, now, tenantId, id, version, owner) → { attempts, version }
-  // after the change, or no row when the event is no longer executing at that version under that owner.
+    WHERE seq = ? AND version = ? AND state IN ${FIREABLE}`,
+  // (tenantId, id, version, owner) → [seq, attempts] (raw) when the event is executing at that
+  // version under that owner, else no row.
+  eventRecordCheck: `SELECT seq, attempts FROM events
+    WHERE tenant_id = ? AND id = ? AND version = ? AND state = 'executing' AND lease_owner = ?`,
+  // (toState, retryAt|null, status, error, now, seq, version) → run(): changes 1 when recorded. Runs
+  // right after eventRecordCheck, in the same transaction (check + update by seq: 3.6 µs per row,
+  // against 4.8 µs for one UPDATE ... RETURNING).
   eventRecordAttempt: `UPDATE events SET state = ?, due_at = coalesce(?, due_at), last_status = ?,
       last_error = ?, updated_at = ?, version = version + 1, lease_owner = NULL, lease_until = NULL
-    WHERE tenant_id = ? AND id = ? AND version = ? AND state = 'executing' AND lease_owner = ?
-    RETURNING attempts, version`,
+    WHERE seq = ? AND version = ? AND state = 'executing'`,
 
   // (@untilMs, @afterDueAt, @afterTenantId, @afterId, @limit) → DueRefRow[] in (due_at, tenant_id, id)
   // order: fireable, due by untilMs, after the cursor, group heads only; all shards.
@@ -257,6 +265,14 @@ export const SQL = {
   transitionInsert: `INSERT INTO transitions (tenant_id, event_id, seq, at, kind, from_state, to_state,
       attempt, status, error, duration_ms, lateness_ms, detail)
     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  // (fromSeq, toSeq) → nothing. Appends the `created` transition (seq 1, at created_at) of every
+  // event with fromSeq ≤ seq ≤ toSeq: the rows one eventInsertMany just inserted (seq is
+  // AUTOINCREMENT and the transaction holds the write lock, so that range holds only them).
+  // 0.45 µs per row, against 1.6 µs for one transitionInsert per event.
+  transitionInsertCreated: `INSERT INTO transitions (tenant_id, event_id, seq, at, kind, from_state, to_state,
+      attempt, status, error, duration_ms, lateness_ms, detail)
+    SELECT tenant_id, id, 1, created_at, 'created', NULL, 'scheduled', 0, NULL, NULL, NULL, NULL, NULL
+    FROM events WHERE seq BETWEEN ? AND ?`,
   // (@tenantId, @eventId, @afterSeq, @limit) → TransitionRow[] in trace order.
   transitionList: `SELECT tenant_id, event_id, seq, at, kind, from_state, to_state, attempt, status, error,
       duration_ms, lateness_ms, detail FROM transitions
@@ -267,6 +283,8 @@ export const SQL = {
 /** Prepares every statement once (the schema must exist); the result is the backend's only handle on SQL. */
 export function prepareQueries(db: Database.Database) {
   const p = <Row = unknown>(sql: string) => db.prepare<unknown[], Row>(sql);
+  /** Rows as arrays in column order: no object (and no property per column) per row. */
+  const raw = <Tuple>(sql: string) => db.prepare<unknown[], Tuple>(sql).raw(true);
   return {
     ping: p<{ ok: number }>(SQL.ping),
     tenantInsert: p(SQL.tenantInsert),
@@ -285,10 +303,11 @@ export function prepareQueries(db: Database.Database) {
     eventGet: p<EventRow>(SQL.eventGet),
     eventCountByState: p<{ state: string; n: number }>(SQL.eventCountByState),
     eventCountPending: p<{ n: number }>(SQL.eventCountPending),
-    eventClaimCheck: p<{ state: string; due_at: number }>(SQL.eventClaimCheck),
-    eventClaimCheckFenced: p<{ state: string; due_at: number }>(SQL.eventClaimCheckFenced),
-    eventClaim: p<EventRow>(SQL.eventClaim),
-    eventRecordAttempt: p<{ attempts: number; version: number }>(SQL.eventRecordAttempt),
+    eventClaimCheck: raw<EventTuple>(SQL.eventClaimCheck),
+    eventClaimCheckFenced: raw<EventTuple>(SQL.eventClaimCheckFenced),
+    eventClaim: p(SQL.eventClaim),
+    eventRecordCheck: raw<[seq: number, attempts: number]>(SQL.eventRecordCheck),
+    eventRecordAttempt: p(SQL.eventRecordAttempt),
     eventListDueAll: p<DueRefRow>(SQL.eventListDueAll),
     eventListDueShards: p<DueRefRow>(SQL.eventListDueShards),
     eventGroupFirst: p<DueRefRow & { state: string }>(SQL.eventGroupFirst),
@@ -311,6 +330,7 @@ export function prepareQueries(db: Database.Database) {
     shardInsert: p(SQL.shardInsert),
     shardList: p<ShardAssignmentRow>(SQL.shardList),
     transitionInsert: p(SQL.transitionInsert),
+    transitionInsertCreated: p(SQL.transitionInsertCreated),
     transitionList: p<TransitionRow>(SQL.transitionList),
   };
 }

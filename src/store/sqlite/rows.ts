@@ -67,6 +67,33 @@ export interface EventRow {
   lease_until: number | null;
 }
 
+/** An EventRow as a raw statement returns it: an array in EVENT_COLUMNS order. */
+export type EventTuple = [
+  seq: number,
+  tenantId: string,
+  id: string,
+  shard: number,
+  state: EventState,
+  version: number,
+  fireAt: number,
+  dueAt: number,
+  destination: string,
+  payload: string,
+  headers: string,
+  grp: string | null,
+  retry: string | null,
+  expireAt: number | null,
+  tags: string,
+  attempts: number,
+  lastStatus: number | null,
+  lastError: string | null,
+  requestHash: string,
+  createdAt: number,
+  updatedAt: number,
+  leaseOwner: string | null,
+  leaseUntil: number | null,
+];
+
 export interface DueRefRow {
   tenant_id: string;
   id: string;
@@ -177,6 +204,38 @@ export function eventFromRow(r: EventRow): EventRecord {
     updatedAt: r.updated_at,
     leaseOwner: r.lease_owner,
     leaseUntil: r.lease_until,
+  };
+}
+
+/**
+ * The event a claim made of `t` (the row as read just before the claim's UPDATE): the same row
+ * with the columns that UPDATE sets (SQL.eventClaim), without reading it back.
+ */
+export function claimedEventFromTuple(t: EventTuple, owner: string, leaseUntil: number, now: number): EventRecord {
+  return {
+    tenantId: t[1],
+    id: t[2],
+    shard: t[3],
+    seq: t[0],
+    state: 'executing',
+    version: t[5] + 1,
+    fireAt: t[6],
+    dueAt: t[7],
+    destination: parseJson<DestinationRef>(t[8]),
+    payload: t[9],
+    headers: parseJson<Record<string, string>>(t[10]),
+    group: t[11],
+    retry: t[12] === null ? null : parseJson<RetryPolicy | null>(t[12]),
+    expireAt: t[13],
+    tags: parseJson<Record<string, string>>(t[14]),
+    attempts: t[15] + 1,
+    lastStatus: t[16],
+    lastError: t[17],
+    requestHash: t[18],
+    createdAt: t[19],
+    updatedAt: now,
+    leaseOwner: owner,
+    leaseUntil,
   };
 }
 
