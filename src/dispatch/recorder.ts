@@ -2,12 +2,20 @@
  * Records delivery outcomes in batches: every outcome finished in the same turn of the event loop
  * shares one transaction (the same group commit as inserts), so 10,000 deliveries/s cost a few
  * hundred commits, not 10,000. After the commit, `onRecorded` sees the batch and which applied.
+ *
+ * Under load, commits start at most every RECORD_INTERVAL_MS_MIN, so the outcomes that finish
+ * meanwhile share one: a commit's fixed cost dominates small batches (measured per outcome, CPU:
+ * 17 µs in batches of 10, 9 µs of 100, 6.5 µs of 1,000), and at 8,000 deliveries/s one commit per
+ * turn of the event loop took 17 % of the node's time. An outcome arriving after a quiet spell is
+ * still recorded on the next turn; a full batch is written at once.
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import type { AttemptOutcome, Store } from '../store/store.ts';
 
 export const RECORD_BATCH_MAX = 2_000;
+/** Least time between the starts of two commits while outcomes keep coming (monotonic ms). */
+export const RECORD_INTERVAL_MS_MIN = 5;
 
 export interface RecordedOutcome<T> {
   outcome: AttemptOutcome;
@@ -17,7 +25,10 @@ export interface RecordedOutcome<T> {
 export class OutcomeRecorder<T> {
   private queue: RecordedOutcome<T>[] = [];
   private flushing: Promise<void> | null = null;
+  /** A flush is due: on the next turn, or when `cancelTimer`'s timer fires. */
   private scheduled = false;
+  private cancelTimer: (() => void) | null = null;
+  private lastFlushMs = -Infinity;
 
   constructor(
     private readonly store: Pick<Store, 'eventRecordAttempts'>,
@@ -32,14 +43,27 @@ export class OutcomeRecorder<T> {
 
   add(outcome: AttemptOutcome, context: T): void {
     this.queue.push({ outcome, context });
-    if (!this.scheduled && !this.flushing) {
-      this.scheduled = true;
-      setImmediate(() => {
-        this.scheduled = false;
-        void this.flush();
-      });
+    if (this.flushing) return;
+    if (this.scheduled) {
+      // A full batch does not wait for the interval.
+      if (this.cancelTimer && this.queue.length >= RECORD_BATCH_MAX) {
+        this.cancelTimer();
+        this.cancelTimer = null;
+        setImmediate(this.onScheduled);
+      }
+      return;
     }
+    this.scheduled = true;
+    const waitMs = this.lastFlushMs + RECORD_INTERVAL_MS_MIN - this.clock.monotonicMs();
+    if (waitMs <= 0 || this.queue.length >= RECORD_BATCH_MAX) setImmediate(this.onScheduled);
+    else this.cancelTimer = this.clock.setTimer(waitMs, this.onScheduled);
   }
+
+  private readonly onScheduled = (): void => {
+    this.scheduled = false;
+    this.cancelTimer = null;
+    void this.flush();
+  };
 
   /** Writes everything queued; resolves when the queue is empty. */
   async flush(): Promise<void> {
@@ -52,6 +76,7 @@ export class OutcomeRecorder<T> {
   }
 
   private async flushBatch(batch: RecordedOutcome<T>[]): Promise<void> {
+    this.lastFlushMs = this.clock.monotonicMs();
     for (let attempt = 0; ; attempt++) {
       try {
         const applied = await this.store.eventRecordAttempts({ outcomes: batch.map((b) => b.outcome), now: this.clock.now() });
