@@ -28,7 +28,11 @@ export class VirtualQueue<T> {
   private bucket: TokenBucket | null = null;
   private readonly breaker: CircuitBreaker;
   private wakeTimer: (() => void) | null = null;
-  private readonly inflight = new Set<AbortController>();
+  /**
+   * Shared by every delivery started since the last abortInflight(): aborting it aborts them all,
+   * without an AbortController (and a set entry) per delivery.
+   */
+  private abort = new AbortController();
 
   constructor(
     private settings: DeliverySettings,
@@ -72,9 +76,11 @@ export class VirtualQueue<T> {
     return waiting;
   }
 
-  /** Aborts every delivery in flight (shutdown deadline). */
+  /** Aborts every delivery in flight (shutdown deadline); deliveries started later get a fresh signal. */
   abortInflight(): void {
-    for (const ac of this.inflight) ac.abort();
+    const inflight = this.abort;
+    this.abort = new AbortController();
+    inflight.abort();
   }
 
   private shift(): T {
@@ -118,18 +124,17 @@ export class VirtualQueue<T> {
   private start(item: T): void {
     this.active++;
     const settings = this.settings;
-    const ac = new AbortController();
-    this.inflight.add(ac);
-    void this.hooks
-      .deliver(item, settings, ac.signal)
-      .catch((err: unknown): DeliveryOutcome => ({ kind: 'retry', reason: `channel error: ${String(err)}`, durationMs: 0 }))
-      .then((outcome) => {
-        this.inflight.delete(ac);
-        this.active--;
-        if (outcome.kind === 'retry') this.breaker.onFailure();
-        else this.breaker.onSuccess();
-        this.hooks.done(item, settings, outcome);
-        this.pump();
-      });
+    this.hooks.deliver(item, settings, this.abort.signal).then(
+      (outcome) => this.finish(item, settings, outcome),
+      (err: unknown) => this.finish(item, settings, { kind: 'retry', reason: `channel error: ${String(err)}`, durationMs: 0 }),
+    );
+  }
+
+  private finish(item: T, settings: DeliverySettings, outcome: DeliveryOutcome): void {
+    this.active--;
+    if (outcome.kind === 'retry') this.breaker.onFailure();
+    else this.breaker.onSuccess();
+    this.hooks.done(item, settings, outcome);
+    this.pump();
   }
 }

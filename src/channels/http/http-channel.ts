@@ -21,12 +21,12 @@
  * `responseBodyBytesMax` is kept for the reason snippet, the rest is drained up to
  * RESPONSE_DRAIN_BYTES_MAX, beyond which the connection is dropped instead.
  */
-import { setMaxListeners } from 'node:events';
-import { Agent, request, type Dispatcher } from 'undici';
+import { Agent, util } from 'undici';
 import { AddressPolicy } from '../../core/address.ts';
 import { SystemClock, type Clock } from '../../core/clock.ts';
 import type { Channel, DeliveryOutcome, DueEvent } from '../channel.ts';
 import { ADDRESS_DENIED_CODE, guardedConnect, type Resolver } from './guarded-connect.ts';
+import { ResponseCollector } from './response-collector.ts';
 import { signPayload } from './signing.ts';
 
 export const CONNECTIONS_PER_ORIGIN_DEFAULT = 64;
@@ -75,13 +75,24 @@ export interface HttpChannelOptions {
 export type Verdict = DeliveryOutcome extends infer O ? (O extends unknown ? Omit<O, 'durationMs'> : never) : never;
 type Failure = Extract<Verdict, { reason: string }>;
 
+/** Bound on the parsed targets kept (a destination's deliveries share one; inline URLs vary). */
+const TARGETS_CACHED_MAX = 1_024;
+
+/** Where to send: the parts of a target URL undici takes, or why it cannot be one. */
+type Target = { origin: string; path: string } | string;
+
 export class HttpChannel implements Channel {
   private readonly agent: Agent;
   private readonly clock: Clock;
   private readonly responseBodyBytesMax: number;
   private readonly userAgent: string;
-  /** Caller signals already freed from the listener-count warning. */
-  private readonly signalsSeen = new WeakSet<AbortSignal>();
+  /**
+   * The deliveries in flight under each caller signal. A dispatcher shares one signal across many
+   * deliveries; one 'abort' listener per signal (instead of one per delivery, which Node's
+   * EventTarget adds and removes in time linear in the listeners present) aborts them all.
+   */
+  private readonly inflightBySignal = new WeakMap<AbortSignal, Set<ResponseCollector>>();
+  private readonly targets = new Map<string, Target>();
 
   constructor(opts: HttpChannelOptions = {}) {
     this.clock = opts.clock ?? new SystemClock();
@@ -112,68 +123,85 @@ export class HttpChannel implements Channel {
   }
 
   private async attempt(event: DueEvent, signal: AbortSignal): Promise<Verdict> {
-    const url = parseTarget(event.target);
-    if (typeof url === 'string') return { kind: 'discard', reason: url };
+    const target = this.target(event.target);
+    if (typeof target === 'string') return { kind: 'discard', reason: target };
     const headers = this.buildHeaders(event);
     if (typeof headers === 'string') return { kind: 'discard', reason: headers };
     if (signal.aborted) return { kind: 'retry', reason: 'aborted before sending' };
 
     const timeoutMs = boundTimeoutMs(event.timeoutMs);
-    const controller = new AbortController();
+    const collector = new ResponseCollector(this.responseBodyBytesMax, RESPONSE_DRAIN_BYTES_MAX);
     let timedOut = false;
     const cancelTimer = this.clock.setTimer(timeoutMs, () => {
       timedOut = true;
-      controller.abort(new Error(`timeout after ${timeoutMs}ms`));
+      collector.abort(new Error(`timeout after ${timeoutMs}ms`));
     });
-    const onAbort = () => controller.abort(signal.reason);
-    this.allowManyListeners(signal);
-    signal.addEventListener('abort', onAbort, { once: true });
+    const inflight = this.follow(signal, collector);
     const failed = (err: unknown): Failure => {
       if (timedOut) return { kind: 'retry', reason: `timeout after ${timeoutMs}ms` };
       if (signal.aborted) return { kind: 'retry', reason: 'aborted' };
       return classifyError(err, timeoutMs);
     };
     try {
-      let response: Dispatcher.ResponseData;
       try {
-        response = await request(url, {
-          dispatcher: this.agent,
-          method: 'POST',
-          headers,
-          body: event.payload,
-          signal: controller.signal,
-          // Backstops only: the abort above fires first and covers connect+headers+body.
-          headersTimeout: timeoutMs + 1_000,
-          bodyTimeout: timeoutMs + 1_000,
-        });
+        this.agent.dispatch(
+          {
+            origin: target.origin,
+            path: target.path,
+            method: 'POST',
+            headers,
+            body: event.payload,
+            // Backstops only: the timer above fires first and covers connect+headers+body.
+            headersTimeout: timeoutMs + 1_000,
+            bodyTimeout: timeoutMs + 1_000,
+          },
+          collector,
+        );
       } catch (err) {
-        return failed(err);
+        collector.onError(err as Error);
       }
-      const status = response.statusCode;
-      const ok = status >= 200 && status < 300;
-      let snippet: string;
-      try {
-        snippet = await readBodySnippet(response.body, ok ? 0 : this.responseBodyBytesMax);
-      } catch (err) {
-        if (ok) return { kind: 'delivered', status };
-        snippet = `(body unread: ${failed(err).reason})`;
+      const exchange = await collector.done;
+      if (exchange.kind === 'failure') return failed(exchange.error);
+      const { status } = exchange;
+      let snippet = exchange.snippet;
+      if (exchange.bodyError) {
+        // The status is the receiver's answer; a 2xx stays delivered even if its body then fails.
+        if (status >= 200 && status < 300) return { kind: 'delivered', status };
+        snippet = `(body unread: ${failed(exchange.bodyError).reason})`;
       }
-      return classifyStatus(status, response.headers, snippet, this.clock.now());
+      return classifyStatus(status, exchange.rawHeaders ? util.parseHeaders(exchange.rawHeaders) : {}, snippet, this.clock.now());
     } finally {
       cancelTimer();
-      signal.removeEventListener('abort', onAbort);
+      inflight.delete(collector);
     }
   }
 
-  /**
-   * A dispatcher may share one signal (its shutdown) across every delivery. Each delivery's
-   * listener is removed when it ends, so their number is bounded by the deliveries in flight;
-   * Node's leak warning at 11 would be noise.
-   */
-  private allowManyListeners(signal: AbortSignal): void {
-    if (this.signalsSeen.has(signal)) return;
-    this.signalsSeen.add(signal);
-    setMaxListeners(0, signal);
+  /** Adds `collector` to the deliveries that `signal` aborts; returns that set. */
+  private follow(signal: AbortSignal, collector: ResponseCollector): Set<ResponseCollector> {
+    let inflight = this.inflightBySignal.get(signal);
+    if (!inflight) {
+      const set = new Set<ResponseCollector>();
+      signal.addEventListener('abort', () => {
+        const reason = signal.reason instanceof Error ? signal.reason : new Error('aborted');
+        for (const c of set) c.abort(reason);
+      }, { once: true });
+      this.inflightBySignal.set(signal, set);
+      inflight = set;
+    }
+    inflight.add(collector);
+    return inflight;
+  }
+
+  /** The parsed target, from a bounded cache (parsing a URL per delivery cost ~1 µs). */
+  private target(text: string): Target {
+    let target = this.targets.get(text);
+    if (target === undefined) {
+      if (this.targets.size >= TARGETS_CACHED_MAX) this.targets.clear();
+      const url = parseTarget(text);
+      target = typeof url === 'string' ? url : { origin: url.origin, path: url.pathname + url.search };
+      this.targets.set(text, target);
+    }
+    return target;
   }
 
   private buildHeaders(event: DueEvent): Record<string, string> | string {
@@ -211,26 +239,6 @@ function parseTarget(target: string): URL | string {
 function boundTimeoutMs(timeoutMs: number): number {
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0) return TIMEOUT_MS_DEFAULT;
   return Math.min(Math.ceil(timeoutMs), TIMEOUT_MS_MAX);
-}
-
-/**
- * Reads the whole body so the socket can be reused, keeping at most `bytesMax` of it. A body
- * longer than RESPONSE_DRAIN_BYTES_MAX is cut off, which drops that one connection.
- */
-async function readBodySnippet(body: Dispatcher.ResponseData['body'], bytesMax: number): Promise<string> {
-  const kept: Buffer[] = [];
-  let keptBytes = 0;
-  let totalBytes = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    totalBytes += chunk.length;
-    if (keptBytes < bytesMax) {
-      const part = chunk.subarray(0, bytesMax - keptBytes);
-      kept.push(part);
-      keptBytes += part.length;
-    }
-    if (totalBytes > RESPONSE_DRAIN_BYTES_MAX) break; // leaving the loop destroys the stream
-  }
-  return Buffer.concat(kept).toString('utf8');
 }
 
 /** Pure classification of a response; exported for tests. */

@@ -43,7 +43,23 @@ export interface SignInput {
  */
 export function signPayload({ msgId, timestampSec, body, secrets }: SignInput): string {
   if (!Number.isInteger(timestampSec) || timestampSec < 0) throw new RangeError('timestampSec must be whole seconds');
-  return secrets.map((secret) => `v1,${signWithKey(decodeSecret(secret), msgId, timestampSec, body)}`).join(' ');
+  if (secrets.length === 1) return `v1,${signWithKey(signingKey(secrets[0]), msgId, timestampSec, body)}`;
+  return secrets.map((secret) => `v1,${signWithKey(signingKey(secret), msgId, timestampSec, body)}`).join(' ');
+}
+
+/** Bound on the decoded signing keys kept: every delivery of a destination signs with the same few. */
+const SIGNING_KEYS_CACHED_MAX = 256;
+const signingKeys = new Map<string, Buffer>();
+
+/** decodeSecret, memoised (a delivery signs with the same secret as the previous one). */
+function signingKey(secret: string): Buffer {
+  let key = signingKeys.get(secret);
+  if (key === undefined) {
+    key = decodeSecret(secret);
+    if (signingKeys.size >= SIGNING_KEYS_CACHED_MAX) signingKeys.clear();
+    signingKeys.set(secret, key);
+  }
+  return key;
 }
 
 export interface VerifyInput {
