@@ -7,6 +7,12 @@ describe('shardOf', () => {
     assert.equal(fnv1a32(''), 0x811c9dc5);
     assert.equal(fnv1a32('a'), 0xe40c292c);
   });
+
+  it('is fnv1a32 of tenant, NUL, group or id: stable for the events already stored', () => {
+    const names = ['', 'a', 't_01jd9x', 'order-8812', 'é😀\u0000x', 'g'.repeat(200)];
+    for (const t of names) for (const g of names) for (const n of [1, 7, 256, 4096]) assert.equal(shardOf(t, g, n), fnv1a32(`${t}\u0000${g}`) % n);
+    assert.equal(shardOf('t_1', 'order-8812'), 21);
+  });
   it('keeps a group in one shard and spreads ids evenly', () => {
     const counts = new Array(256).fill(0);
     for (let i = 0; i < 256_00; i++) counts[shardOf('tenant-1', `event-${i}`)]++;

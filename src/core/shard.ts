@@ -2,18 +2,30 @@
 
 export const SHARD_COUNT_DEFAULT = 256;
 
-/** FNV-1a, 32 bits, over UTF-16 code units: fast, stable across processes and versions. */
-export function fnv1a32(text: string): number {
-  let hash = 0x811c9dc5;
+const FNV_OFFSET = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+
+/** Continues an FNV-1a hash over the UTF-16 code units of `text`. */
+function fnvUpdate(hash: number, text: string): number {
   for (let i = 0; i < text.length; i++) {
     hash ^= text.charCodeAt(i);
-    hash = Math.imul(hash, 0x01000193);
+    hash = Math.imul(hash, FNV_PRIME);
   }
-  return hash >>> 0;
+  return hash;
 }
 
+/** FNV-1a, 32 bits, over UTF-16 code units: fast, stable across processes and versions. */
+export function fnv1a32(text: string): number {
+  return fnvUpdate(FNV_OFFSET, text) >>> 0;
+}
+
+/**
+ * fnv1a32(`${tenantId}\u0000${groupOrId}`) % shardCount, hashed part by part: the joined string
+ * is never built (it was 2 % of a batch insert's CPU, flattened once per event).
+ */
 export function shardOf(tenantId: string, groupOrId: string, shardCount: number = SHARD_COUNT_DEFAULT): number {
-  return fnv1a32(`${tenantId}\u0000${groupOrId}`) % shardCount;
+  const hash = fnvUpdate(Math.imul(fnvUpdate(FNV_OFFSET, tenantId), FNV_PRIME), groupOrId);
+  return (hash >>> 0) % shardCount;
 }
 
 /**
