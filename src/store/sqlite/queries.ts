@@ -28,8 +28,12 @@ export const PRAGMAS = [
   'synchronous = FULL',
   'busy_timeout = 5000',
   'foreign_keys = ON',
-  // 64 MiB page cache: the due index and the recent rows stay hot under a large backlog.
-  'cache_size = -65536',
+  // 8 MiB page cache. Bigger costs every commit: when a b-tree page splits, SQLite renumbers pages
+  // through the pending-byte page number (262145), so the commit's cache truncation scans the
+  // whole hash table, whose size follows the cache. Measured with 64 MiB: 4 % of the node's CPU
+  // while firing (CPU per recorded outcome in batches of 50: 11.4 µs at 64 MiB, 7.3 µs at 2 MiB);
+  // reads of a 600,000-event store were no slower at 8 MiB (the OS page cache holds the file).
+  'cache_size = -8192',
   'temp_store = MEMORY',
   // Keeps the WAL file from growing without bound after a burst.
   'journal_size_limit = 67108864',
