@@ -87,6 +87,10 @@ describe('SqliteStore specifics', () => {
       assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
       assert.equal(db.pragma('synchronous', { simple: true }), 2);
       assert.equal(db.pragma('foreign_keys', { simple: true }), 1);
+      // Bookkeeping writes commit without their own fsync, and leave FULL in force for the API's.
+      await reopened.eventClaim({ refs: [{ tenantId: 'none', id: 'none', version: 1 }], now: 0, owner: 'x', leaseUntil: 1 });
+      await reopened.eventRecordAttempts({ outcomes: [{ tenantId: 'none', id: 'none', version: 1, owner: 'x', to: 'succeeded', durationMs: 1 }], now: 0 });
+      assert.equal(db.pragma('synchronous', { simple: true }), 2);
       const versions = db.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all();
       assert.deepEqual(versions, [1, 2], 'reopening applies nothing twice');
     } finally {
