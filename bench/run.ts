@@ -1,49 +1,36 @@
 /**
- * The benchmark command:
+ * The benchmark command (see bench/README.md):
  *
- *   npm run bench -- <scenario|all> [--n N] [--rate R] [--duration 30s] [--concurrency C] [--store sqlite]
+ *   npm run bench -- <ingest|fire|precision|burst|backlog|limits|all> [--store sqlite|postgres]
+ *                    [--systems belfry,bullmq,pg-boss,graphile-worker] [--n N] [--rate R] [--duration 60s]
+ *   npm run bench -- report bench/results/<file>.json      (the summary and charts of a finished run)
  *
- * Each scenario runs against a fresh node: a real separate process on SQLite in a temp dir,
- * driven over loopback HTTP. Prints a table and writes bench/results/<scenario>-<timestamp>.json.
+ * Every step runs against fresh processes and a fresh store; the steps run one after another, so
+ * no two systems compete for the machine. Prints the per-step table and the side-by-side summary,
+ * and writes bench/results/<name>-<timestamp>.json and one SVG chart per firing scenario.
  */
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parseDurationMs } from '../src/core/duration.ts';
+import { renderCharts } from './lib/charts.ts';
 import { cpuMark, otherCpuMetric } from './lib/machine.ts';
-import { startBenchNode, type BenchNode } from './lib/node.ts';
-import { printTable, writeResults, type ScenarioOptions, type ScenarioResult } from './lib/report.ts';
-import { fire } from './scenarios/fire.ts';
-import { ingestBatch } from './scenarios/ingest-batch.ts';
-import { ingestSingle } from './scenarios/ingest-single.ts';
-import { precision } from './scenarios/precision.ts';
+import { startReceiverProcess } from './lib/receiver-process.ts';
+import { printTable, resultsStem, writeResults, type ScenarioOptions, type ScenarioResult } from './lib/report.ts';
+import { printSummary } from './lib/summary.ts';
+import { planSteps, type Step } from './plan.ts';
+import { startSystem } from './systems/index.ts';
+import type { System } from './systems/system.ts';
 
-type Scenario = (node: BenchNode, opts: ScenarioOptions) => Promise<ScenarioResult>;
-
-const SCENARIOS: Record<string, Scenario> = {
-  'ingest-batch': ingestBatch,
-  'ingest-single': ingestSingle,
-  fire,
-  precision,
-};
-
-/** `all`: each of these against its own node, in order; --rate does not apply. */
-const ALL: { name: string; rate?: number }[] = [
-  { name: 'ingest-batch' },
-  { name: 'ingest-single' },
-  { name: 'fire' },
-  { name: 'precision', rate: 1_000 },
-  { name: 'precision', rate: 5_000 },
-];
-
-const USAGE = `usage: npm run bench -- <${[...Object.keys(SCENARIOS), 'all'].join('|')}> [--n N] [--rate R] [--duration 30s] [--concurrency C] [--store sqlite]`;
+const USAGE = `usage: npm run bench -- report <results.json> | <ingest|fire|precision|burst|backlog|limits|all> [--store sqlite|postgres] [--systems belfry,bullmq,pg-boss,graphile-worker] [--n N] [--rate R] [--duration 60s]`;
 
 function positiveInt(name: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
-  const value = Number(text.replaceAll('_', ''));
+  const value = Number(text.replaceAll('_', '').replaceAll(',', ''));
   if (!Number.isInteger(value) || value <= 0) throw new Error(`--${name} must be a positive integer, got "${text}"`);
   return value;
 }
 
-function parseCommand(argv: string[]): { name: string; store: string; opts: ScenarioOptions } {
+function parseCommand(argv: string[]) {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -52,60 +39,93 @@ function parseCommand(argv: string[]): { name: string; store: string; opts: Scen
       rate: { type: 'string' },
       duration: { type: 'string' },
       concurrency: { type: 'string' },
-      store: { type: 'string', default: 'sqlite' },
+      store: { type: 'string' },
+      systems: { type: 'string' },
     },
   });
-  const name = positionals[0];
-  if (positionals.length !== 1 || !(name in SCENARIOS || name === 'all')) throw new Error(USAGE);
-  if (name === 'all' && values.rate !== undefined) throw new Error('--rate does not apply to "all" (it runs precision at 1,000/s and 5,000/s)');
+  if (positionals.length !== 1) throw new Error(USAGE);
   let durationMs: number | undefined;
   if (values.duration !== undefined) {
     const ms = parseDurationMs(/^\d+$/.test(values.duration) ? Number(values.duration) : values.duration);
     if (ms === null || ms < 1_000) throw new Error(`--duration must be a duration of at least 1s ("30s", "2m"), got "${values.duration}"`);
     durationMs = ms;
   }
-  const opts: ScenarioOptions = {
-    n: positiveInt('n', values.n),
-    rate: positiveInt('rate', values.rate),
-    concurrency: positiveInt('concurrency', values.concurrency),
-    durationMs,
-  };
-  return { name, store: values.store!, opts };
+  if (values.store !== undefined && values.store !== 'sqlite' && values.store !== 'postgres') throw new Error(`--store must be sqlite or postgres, got "${values.store}"`);
+  const opts: ScenarioOptions = { n: positiveInt('n', values.n), rate: positiveInt('rate', values.rate), concurrency: positiveInt('concurrency', values.concurrency), durationMs };
+  const steps = planSteps(positionals[0], { store: values.store as 'sqlite' | 'postgres' | undefined, systems: values.systems?.split(',').map((s) => s.trim()), opts });
+  return { name: positionals[0], steps };
 }
 
-async function runOne(name: string, store: string, opts: ScenarioOptions): Promise<ScenarioResult> {
-  const label = name + (opts.rate ? ` @ ${opts.rate}/s` : '');
-  console.error(`[bench] ${label}: starting a node`);
+/** The batch scheduling rate each system reached in this run's ingest step: sizes later leads. */
+const batchRates = new Map<string, number>();
+
+async function runStep(step: Step): Promise<ScenarioResult[]> {
   const cpuStart = cpuMark();
-  const node = await startBenchNode(store);
-  let result: ScenarioResult;
-  try {
-    result = await SCENARIOS[name](node, opts);
-  } finally {
-    await node.stop();
+  console.error(`[bench] ${step.title}: starting`);
+  let results: ScenarioResult[];
+  if (step.kind === 'custom') {
+    results = await step.run(batchRates);
+  } else {
+    const rx = step.scenario.needsReceiver ? await startReceiverProcess() : null;
+    let system: System | null = null;
+    try {
+      system = await startSystem(step.system, { receiverUrl: rx?.url ?? null, connections: 64 });
+      const result = await step.scenario.run({ system, rx, opts: step.opts, batchRate: batchRates.get(step.system) ?? null });
+      const issues = system.logIssues?.() ?? [];
+      if (issues.length > 0) result.details.logIssues = issues;
+      results = [result];
+    } finally {
+      await system?.stop();
+      await rx?.close();
+    }
   }
-  result.metrics.push(otherCpuMetric(cpuStart, cpuMark()));
-  console.error(`[bench] ${label}: done`);
-  return result;
+  const other = otherCpuMetric(cpuStart, cpuMark());
+  for (const r of results) {
+    r.metrics.push(other);
+    for (const issue of (r.details.logIssues ?? []) as { level: string; msg: string; count: number; err?: string }[]) {
+      console.error(`[bench] ${r.label}: the node logged ${issue.count} × ${issue.level} "${issue.msg}"${issue.err ? `: ${issue.err}` : ''}`);
+    }
+    const rate = r.metrics.find((m) => m.name === 'batch events/s')?.value;
+    if (r.scenario === 'ingest' && rate) batchRates.set(r.system, rate);
+  }
+  console.error(`[bench] ${step.title}: done in ${((performance.now() - cpuStart.atMs) / 1000).toFixed(0)} s`);
+  return results;
+}
+
+/** `report <results.json>`: prints the summary of a finished run again and redraws its charts. */
+function report(file: string): void {
+  const run = JSON.parse(readFileSync(file, 'utf8')) as { results: ScenarioResult[]; durationS?: number };
+  printSummary(run.results);
+  for (const chart of renderCharts(file.replace(/\.json$/, ''), run.results)) console.log(`chart: ${chart}`);
 }
 
 async function main(): Promise<void> {
-  const { name, store, opts } = parseCommand(process.argv.slice(2));
+  const argv = process.argv.slice(2);
+  if (argv[0] === 'report' && argv.length === 2) return report(argv[1]);
+  const { name, steps } = parseCommand(argv);
   const startedAt = new Date();
-  const plan = name === 'all' ? ALL.map((s) => ({ name: s.name, opts: { ...opts, rate: s.rate } })) : [{ name, opts }];
   const results: ScenarioResult[] = [];
-  for (const step of plan) {
+  const failures: { step: string; error: string }[] = [];
+  for (const step of steps) {
     try {
-      results.push(await runOne(step.name, store, step.opts));
+      results.push(...(await runStep(step)));
     } catch (err) {
-      console.error(`[bench] ${step.name} failed:`, err);
+      console.error(`[bench] ${step.title} failed:`, err);
+      failures.push({ step: step.title, error: String(err) });
       process.exitCode = 1;
     }
   }
+  const durationS = (Date.now() - startedAt.getTime()) / 1000;
   if (results.length === 0) return;
   console.log();
   printTable(results);
-  console.log(`\nresults: ${writeResults(name, startedAt, results)}`);
+  console.log();
+  printSummary(results);
+  const charts = renderCharts(resultsStem(name, startedAt), results);
+  const file = writeResults(name, startedAt, results, { durationS, failures });
+  console.log(`\nduration: ${(durationS / 60).toFixed(1)} min`);
+  console.log(`results: ${file}`);
+  for (const chart of charts) console.log(`chart: ${chart}`);
 }
 
 main().catch((err: unknown) => {

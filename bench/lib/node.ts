@@ -1,19 +1,62 @@
 /**
- * A Belfry node for one scenario: a real separate process on SQLite in a fresh temp dir, with one
- * tenant and its API key. `stop()` ends the process and removes the dir.
+ * A Belfry node for one scenario: a real separate process on a store of its own (SQLite in a
+ * fresh temp dir, or a fresh schema of the local PostgreSQL), with one tenant and its API key.
+ *
+ * A `BelfryStore` outlives the node processes started on it, so a scenario can stop a node, fill
+ * its store behind its back (backlog) and start it again. `dispose()` removes the dir and drops
+ * the schema.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startNodeProcess, stopNodeProcess } from '../../test/support/process.ts';
 import { createClient, type BenchClient } from './http.ts';
-import { processCpuSeconds } from './machine.ts';
-import type { Metric } from './report.ts';
+import { peakRssBytes, processCpuSeconds } from './machine.ts';
+import { belfryPgUrl, dropSchema, freshSchemaName } from './pg.ts';
 
 const ADMIN_KEY = 'bench-admin-key-0123456789abcdef';
+/**
+ * Tenant limits lifted for the bench: it measures the node, not the default per-tenant quotas
+ * (25,000 scheduling requests/s would cap ingest; 20,000,000 pending would cap nothing here).
+ */
+const LIMIT_FLAGS = ['--schedule-requests-per-second', '1000000', '--pending-events-max', '1000000000'];
+
+export type StoreKind = 'sqlite' | 'postgres';
+
+export interface BelfryStore {
+  kind: StoreKind;
+  dataDir: string;
+  /** PostgreSQL schema; null on SQLite. */
+  schema: string | null;
+  /** The node's --store argument. */
+  storeArg: string;
+  /** Where the SQLite database file is (meaningful on SQLite only). */
+  sqliteFile: string;
+  /** The tenant made on the first node started on this store. */
+  tenant: { id: string; key: string } | null;
+  dispose(): Promise<void>;
+}
+
+export async function createBelfryStore(kind: StoreKind): Promise<BelfryStore> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'belfry-bench-'));
+  const schema = kind === 'postgres' ? freshSchemaName('belfry') : null;
+  return {
+    kind,
+    dataDir,
+    schema,
+    storeArg: schema === null ? 'sqlite' : belfryPgUrl(schema),
+    sqliteFile: join(dataDir, 'belfry.db'),
+    tenant: null,
+    async dispose() {
+      rmSync(dataDir, { recursive: true, force: true });
+      if (schema !== null) await dropSchema(schema);
+    },
+  };
+}
 
 export interface BenchNode {
   url: string;
+  store: BelfryStore;
   /** The tenant's API key. */
   key: string;
   /** A client with `connections` keep-alive connections, authenticated as the tenant. */
@@ -22,32 +65,70 @@ export interface BenchNode {
   putDestination(name: string, url: string, maxConcurrency: number): Promise<void>;
   /** CPU seconds the node process has used so far; NaN where /proc is missing. */
   cpuSeconds(): number;
+  /** The node's peak RSS so far (bytes). */
+  peakRssBytes(): number;
+  /** Warnings and errors the node logged so far: each distinct message with its count. */
+  logIssues(): LogIssue[];
+  /** Ends the process; the store stays. */
   stop(): Promise<void>;
 }
 
-export async function startBenchNode(store: string): Promise<BenchNode> {
-  if (store !== 'sqlite') throw new Error(`--store ${store}: only sqlite is built`);
-  const dataDir = mkdtempSync(join(tmpdir(), 'belfry-bench-'));
-  // "info" only because the "listening" line carries the port; request logging is off in the node.
-  const args = ['--data', dataDir, '--admin-key', ADMIN_KEY, '--allow-hosts', '127.0.0.1', '--log-level', 'info', '--shutdown-timeout', '5s'];
-  const proc = await startNodeProcess(args).catch((err: unknown) => {
-    rmSync(dataDir, { recursive: true, force: true });
-    throw err;
-  });
-  const stop = async () => {
-    await stopNodeProcess(proc);
-    rmSync(dataDir, { recursive: true, force: true });
-  };
+export interface LogIssue {
+  level: 'warn' | 'error';
+  msg: string;
+  count: number;
+  /** The first such line's error message, if it had one. */
+  err?: string;
+}
+
+/** Pino levels 40 (warn) and above in the node's output, grouped by message. */
+function logIssues(lines: string[]): LogIssue[] {
+  const byMsg = new Map<string, LogIssue>();
+  for (const chunk of lines) {
+    for (const line of chunk.split('\n')) {
+      if (!line.includes('"level":4') && !line.includes('"level":5') && !line.includes('"level":6')) continue;
+      let rec: { level?: number; msg?: string; err?: { message?: string } };
+      try {
+        rec = JSON.parse(line);
+      } catch {
+        continue;
+      }
+      if ((rec.level ?? 0) < 40) continue;
+      const level = rec.level! >= 50 ? 'error' : 'warn';
+      const key = `${level} ${rec.msg}`;
+      const seen = byMsg.get(key);
+      if (seen) seen.count++;
+      else byMsg.set(key, { level, msg: String(rec.msg), count: 1, err: rec.err?.message });
+    }
+  }
+  return [...byMsg.values()];
+}
+
+async function makeTenant(url: string): Promise<{ id: string; key: string }> {
+  const admin = createClient(url, ADMIN_KEY, 1);
   try {
-    const admin = createClient(proc.url, ADMIN_KEY, 1);
     const tenant = await admin.call('POST', '/v1/tenants', { name: 'bench' });
     const created = await admin.call('POST', `/v1/tenants/${tenant.body?.id}/keys`, {});
-    await admin.close();
     if (tenant.status !== 201 || created.status !== 201) throw new Error(`tenant setup failed: ${tenant.status} ${created.status}`);
-    const key: string = created.body.key;
+    return { id: tenant.body.id, key: created.body.key };
+  } finally {
+    await admin.close();
+  }
+}
+
+/** Starts a node on `store`; the first start on a store makes its tenant. */
+export async function startBenchNode(store: BelfryStore): Promise<BenchNode> {
+  // "info" only because the "listening" line carries the port; request logging is off in the node.
+  const args = ['--data', store.dataDir, '--store', store.storeArg, '--admin-key', ADMIN_KEY, '--allow-hosts', '127.0.0.1',
+    '--log-level', 'info', '--shutdown-timeout', '5s', ...LIMIT_FLAGS];
+  const proc = await startNodeProcess(args);
+  try {
+    store.tenant ??= await makeTenant(proc.url);
+    const key = store.tenant.key;
     const setup = createClient(proc.url, key, 1);
     return {
       url: proc.url,
+      store,
       key,
       client: (connections) => createClient(proc.url, key, connections),
       async putDestination(name, url, maxConcurrency) {
@@ -55,18 +136,15 @@ export async function startBenchNode(store: string): Promise<BenchNode> {
         if (res.status !== 200 && res.status !== 201) throw new Error(`PUT destination: ${res.status} ${JSON.stringify(res.body)}`);
       },
       cpuSeconds: () => processCpuSeconds(proc.child.pid),
+      peakRssBytes: () => peakRssBytes(proc.child.pid),
+      logIssues: () => logIssues(proc.output),
       async stop() {
         await setup.close();
-        await stop();
+        await stopNodeProcess(proc);
       },
     };
   } catch (err) {
-    await stop();
+    await stopNodeProcess(proc);
     throw err;
   }
-}
-
-/** The node's CPU use over a window, in % of one core. */
-export function nodeCpuMetric(cpuSeconds: number, elapsedMs: number): Metric {
-  return { name: 'node CPU', value: elapsedMs > 0 ? (cpuSeconds * 100_000) / elapsedMs : NaN, unit: '% of a core' };
 }

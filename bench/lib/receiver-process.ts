@@ -20,7 +20,8 @@ export interface ReceiverProcess {
 }
 
 export async function startReceiverProcess(): Promise<ReceiverProcess> {
-  const child = fork(CHILD, [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  // 'advanced' (structured clone): a million lateness samples cross as arrays, not JSON text.
+  const child = fork(CHILD, [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = await firstMessage(child).catch((err: unknown) => {
     child.kill('SIGKILL');

@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg, platform, release, totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
+import type { ChartSeries } from './stats.ts';
 
 export interface Metric {
   name: string;
@@ -13,13 +14,18 @@ export interface Metric {
 }
 
 export interface ScenarioResult {
-  /** e.g. "precision @ 5000/s". */
+  /** e.g. "precision @ 5000/s · Belfry · SQLite". */
   label: string;
+  /** The scenario as the summary table keys it: "ingest", "fire", "precision@5000", "burst", "backlog", "limits". */
   scenario: string;
+  /** The system measured (a SystemKey), or "machine" for the limits. */
+  system: string;
   options: Record<string, unknown>;
   metrics: Metric[];
   /** Everything else worth keeping in the JSON: full distributions, counts, errors. */
   details: Record<string, unknown>;
+  /** Lateness CDF and deliveries over time, for the SVG charts. */
+  chart?: ChartSeries;
 }
 
 export interface ScenarioOptions {
@@ -27,11 +33,19 @@ export interface ScenarioOptions {
   rate?: number;
   durationMs?: number;
   concurrency?: number;
+  /** Not a flag: how long `fire` waits after the due instant (backlog shortens it). */
+  waitMsMax?: number;
+}
+
+/** A metric's value by name, NaN when the result lacks it. */
+export function metricValue(result: ScenarioResult | undefined, name: string): number {
+  return result?.metrics.find((m) => m.name === name)?.value ?? NaN;
 }
 
 const RESULTS_DIR = fileURLToPath(new URL('../results/', import.meta.url));
 
 function formatValue(value: number): string {
+  if (!Number.isFinite(value)) return '—';
   const digits = Number.isInteger(value) || Math.abs(value) >= 100 ? 0 : Math.abs(value) >= 10 ? 1 : 2;
   return value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 }
@@ -59,12 +73,16 @@ function gitState(): { commit: string | null; dirty: boolean | null } {
   }
 }
 
-/** Writes bench/results/<name>-<timestamp>.json and returns its path. */
-export function writeResults(name: string, startedAt: Date, results: ScenarioResult[]): string {
-  const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
-  const file = `${RESULTS_DIR}${name}-${stamp}.json`;
+/** bench/results/<name>-<timestamp>: the stem of every file a run writes. */
+export function resultsStem(name: string, startedAt: Date): string {
+  return `${RESULTS_DIR}${name}-${startedAt.toISOString().replace(/[:.]/g, '-')}`;
+}
+
+/** Writes <stem>.json and returns its path. */
+export function writeResults(name: string, startedAt: Date, results: ScenarioResult[], extra: Record<string, unknown> = {}): string {
+  const file = `${resultsStem(name, startedAt)}.json`;
   // loadavg at the end: other work on the machine while the bench ran makes the figures noisy.
   const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model, memBytes: totalmem(), platform: platform(), release: release(), node: process.version, loadavg: loadavg() };
-  writeFileSync(file, JSON.stringify({ name, startedAt: startedAt.toISOString(), ...gitState(), machine, results }, null, 2) + '\n');
+  writeFileSync(file, JSON.stringify({ name, startedAt: startedAt.toISOString(), ...gitState(), machine, ...extra, results }, null, 2) + '\n');
   return file;
 }

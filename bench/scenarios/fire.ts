@@ -1,62 +1,56 @@
 /**
- * fire: N events (default 100,000) all due at one instant a few seconds after scheduling starts,
- * to a loopback receiver in its own process (destination maxConcurrency 256). The driver is idle
- * while they fire. Reports deliveries per second from the first delivery to the last, and the time
- * from the due instant to the last delivery.
+ * fire: N events (default 200,000) all due at one instant, scheduled in batches before it, to the
+ * loopback receiver. The bench is idle while they fire. Reports deliveries per second from the
+ * first delivery to the last, and the time from the due instant to the first and last delivery.
+ * The wait is bounded (FIRE_WAIT_MS_MAX after the due instant, or no progress for STALL_MS): a
+ * system that has not delivered everything by then is reported with what it delivered.
  */
-import { nodeCpuMetric, type BenchNode } from '../lib/node.ts';
-import { startReceiverProcess } from '../lib/receiver-process.ts';
-import type { ScenarioOptions, ScenarioResult } from '../lib/report.ts';
-import { batchBodies, postBatches } from '../lib/schedule.ts';
-import { perSecond, sleep } from '../lib/stats.ts';
+import { CpuWindow } from '../lib/machine.ts';
+import type { ScenarioResult } from '../lib/report.ts';
+import { chartSeries, perSecond, sleep } from '../lib/stats.ts';
+import { resultLabel, scheduleInBatches, schedulingMsEstimate, type Scenario, type ScenarioContext } from './scenario.ts';
+import { waitForDeliveries } from './wait.ts';
 
-const N_DEFAULT = 100_000;
+const N_DEFAULT = 200_000;
 const CONCURRENCY_DEFAULT = 4;
-const MAX_CONCURRENCY = 256;
-/** Lead from the start of scheduling to the due instant: 3 s plus 1 ms per 20 events (scheduling at ≥ 20,000/s). */
 const LEAD_MS_MIN = 3_000;
-const LEAD_EVENTS_PER_MS = 20;
-/** Bound on the wait for the last delivery: 60 s plus 1 ms per event (≥ 1,000 deliveries/s). */
-const WAIT_MS_MIN = 60_000;
+const LEAD_MS_MAX = 90_000;
+const FIRE_WAIT_MS_MAX = 150_000;
+const STALL_MS = 20_000;
 const CPU_FROM_MS_BEFORE_DUE = 200;
 
-export async function fire(node: BenchNode, opts: ScenarioOptions): Promise<ScenarioResult> {
+async function run({ system, rx, opts, batchRate }: ScenarioContext): Promise<ScenarioResult> {
   const n = opts.n ?? N_DEFAULT;
   const concurrency = opts.concurrency ?? CONCURRENCY_DEFAULT;
-  const rx = await startReceiverProcess();
-  const client = node.client(concurrency);
-  try {
-    await node.putDestination('rx', rx.url, MAX_CONCURRENCY);
-    const dueAt = Date.now() + LEAD_MS_MIN + Math.ceil(n / LEAD_EVENTS_PER_MS);
-    const tally = await postBatches(client, batchBodies(n, () => ({ fireAt: dueAt, destination: 'rx', payload: { fireAt: dueAt } })), concurrency);
-    const marginMs = dueAt - Date.now();
-    if (marginMs < 0) console.warn(`fire: scheduling ended ${-marginMs} ms after the due instant; raise the lead`);
-    // CPU from just before the due instant to the last delivery.
-    await sleep(Math.max(0, dueAt - CPU_FROM_MS_BEFORE_DUE - Date.now()));
-    const cpuStart = node.cpuSeconds();
-    const cpuFromAt = Date.now();
-    await rx.waitForDistinct(tally.acknowledged, dueAt + WAIT_MS_MIN + n);
-    const stats = await rx.stats();
-    const cpu = nodeCpuMetric(node.cpuSeconds() - cpuStart, (stats.lastAt ?? NaN) - cpuFromAt);
-    const { fireAtMs: _f, latenessMs: _l, ...counts } = stats;
-    const spanMs = (stats.lastAt ?? 0) - (stats.firstAt ?? 0);
-    return {
-      label: 'fire',
-      scenario: 'fire',
-      options: { n, concurrency, maxConcurrency: MAX_CONCURRENCY },
-      metrics: [
-        { name: 'deliveries/s (first→last)', value: perSecond(Math.max(0, stats.distinct - 1), spanMs), unit: '/s', target: '≥ 10,000' },
-        { name: 'due → first delivery', value: (stats.firstAt ?? NaN) - dueAt, unit: 'ms' },
-        { name: 'due → last delivery', value: (stats.lastAt ?? NaN) - dueAt, unit: 'ms' },
-        { name: 'missing', value: tally.acknowledged - stats.distinct, unit: '' },
-        { name: 'early', value: stats.early, unit: '', target: '0' },
-        { name: 'duplicates', value: stats.duplicates, unit: '' },
-        cpu,
-      ],
-      details: { scheduled: tally, dueAt, schedulingMarginMs: marginMs, receiver: counts, spanMs },
-    };
-  } finally {
-    await client.close();
-    await rx.close();
-  }
+  const leadMs = Math.min(LEAD_MS_MAX, LEAD_MS_MIN + schedulingMsEstimate(n, batchRate));
+  const dueAt = Date.now() + leadMs;
+  const tally = await scheduleInBatches(system, 'f', n, () => dueAt, concurrency);
+  const marginMs = dueAt - Date.now();
+  if (marginMs < 0) console.error(`[bench] fire: scheduling ended ${-marginMs} ms after the due instant`);
+  await sleep(Math.max(0, dueAt - CPU_FROM_MS_BEFORE_DUE - Date.now()));
+  const cpu = new CpuWindow(() => system.cpuSeconds());
+  const cpuFromAt = Date.now();
+  const waited = await waitForDeliveries(rx!, tally.acknowledged, dueAt + (opts.waitMsMax ?? FIRE_WAIT_MS_MAX), STALL_MS);
+  const stats = await rx!.stats();
+  const { fireAtMs, latenessMs, ...counts } = stats;
+  const spanMs = (stats.lastAt ?? 0) - (stats.firstAt ?? 0);
+  return {
+    label: resultLabel('fire', system),
+    scenario: 'fire',
+    system: system.info.key,
+    options: { n, concurrency, leadMs },
+    metrics: [
+      { name: 'deliveries/s', value: perSecond(Math.max(0, stats.distinct - 1), spanMs), unit: '/s', target: '≥ 10,000' },
+      { name: 'due → first delivery', value: (stats.firstAt ?? NaN) - dueAt, unit: 'ms' },
+      { name: 'due → last delivery', value: (stats.lastAt ?? NaN) - dueAt, unit: 'ms' },
+      { name: 'undelivered', value: tally.acknowledged - stats.distinct, unit: '' },
+      { name: 'early', value: stats.early, unit: '', target: '0' },
+      { name: 'duplicates', value: stats.duplicates, unit: '' },
+      ...cpu.metrics('', (stats.lastAt ?? Date.now()) - cpuFromAt),
+    ],
+    details: { scheduled: tally, dueAt, schedulingMarginMs: marginMs, receiver: counts, spanMs, waitEnded: waited },
+    chart: chartSeries(fireAtMs, latenessMs, dueAt),
+  };
 }
+
+export const fire: Scenario = { name: 'fire', needsReceiver: true, run };

@@ -1,0 +1,32 @@
+/** The local PostgreSQL the bench uses: URLs, fresh schemas, and dropping them afterwards. */
+import pg from 'pg';
+
+/** The server every PostgreSQL figure is measured on (trust authentication). */
+export const PG_URL = process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+export const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** A schema name no other run uses: bench_<what>_<pid>_<time>. Lower case, a valid identifier. */
+export function freshSchemaName(what: string): string {
+  return `bench_${what.replace(/[^a-z0-9]/g, '')}_${process.pid}_${Date.now().toString(36)}`;
+}
+
+/** The URL Belfry takes for a store in `schema`. */
+export function belfryPgUrl(schema: string): string {
+  return `${PG_URL}?schema=${schema}`;
+}
+
+/** Runs `fn` with one client of its own, closed afterwards. */
+export async function withPgClient<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function dropSchema(schema: string): Promise<void> {
+  if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`not a bench schema name: ${schema}`);
+  await withPgClient((c) => c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`));
+}

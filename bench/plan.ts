@@ -1,0 +1,93 @@
+/** Which steps a command runs, in order. */
+import type { ScenarioOptions, ScenarioResult } from './lib/report.ts';
+import { backlog } from './scenarios/backlog.ts';
+import { burst } from './scenarios/burst.ts';
+import { fire } from './scenarios/fire.ts';
+import { ingest } from './scenarios/ingest.ts';
+import { limits } from './scenarios/limits.ts';
+import { precision } from './scenarios/precision.ts';
+import type { Scenario } from './scenarios/scenario.ts';
+import { SYSTEM_KEYS, type SystemKey } from './systems/system.ts';
+
+export type Step =
+  | { kind: 'system'; title: string; scenario: Scenario; system: SystemKey; opts: ScenarioOptions }
+  | { kind: 'custom'; title: string; run: (batchRates: Map<string, number>) => Promise<ScenarioResult[]> };
+
+export interface PlanOptions {
+  /** Belfry's store; both when absent. */
+  store?: 'sqlite' | 'postgres';
+  /** "belfry", "bullmq", "pg-boss", "graphile-worker"; all when absent. */
+  systems?: string[];
+  opts: ScenarioOptions;
+}
+
+const PRECISION_RATES = [1_000, 5_000];
+const SIDE_BY_SIDE: Record<string, Scenario> = { ingest, fire, precision };
+
+function chooseSystems(p: PlanOptions): SystemKey[] {
+  const wanted = p.systems ?? ['belfry', 'bullmq', 'pg-boss', 'graphile-worker'];
+  for (const w of wanted) {
+    if (w !== 'belfry' && !SYSTEM_KEYS.includes(w as SystemKey)) throw new Error(`--systems: unknown "${w}" (belfry, bullmq, pg-boss, graphile-worker)`);
+  }
+  return SYSTEM_KEYS.filter((key) => {
+    if (key.startsWith('belfry-')) return wanted.includes('belfry') && (p.store === undefined || key === `belfry-${p.store}`);
+    return wanted.includes(key);
+  });
+}
+
+function belfryStores(p: PlanOptions): ('sqlite' | 'postgres')[] {
+  return chooseSystems(p).filter((k) => k.startsWith('belfry-')).map((k) => k.slice('belfry-'.length) as 'sqlite' | 'postgres');
+}
+
+function sideBySide(name: string, p: PlanOptions, systems: SystemKey[]): Step[] {
+  const scenario = SIDE_BY_SIDE[name];
+  const rates = name === 'precision' ? (p.opts.rate ? [p.opts.rate] : PRECISION_RATES) : [undefined];
+  return rates.flatMap((rate) =>
+    systems.map((system): Step => ({
+      kind: 'system',
+      title: `${name}${rate ? ` @ ${rate}/s` : ''} · ${system}`,
+      scenario,
+      system,
+      opts: { ...p.opts, rate },
+    })),
+  );
+}
+
+function belfryOnly(name: 'burst' | 'backlog', p: PlanOptions): Step[] {
+  return belfryStores(p).map((store): Step => ({
+    kind: 'custom',
+    title: `${name} · belfry-${store}`,
+    run: async (rates) => [await (name === 'burst' ? burst : backlog)(store, p.opts, rates.get(`belfry-${store}`) ?? null)],
+  }));
+}
+
+function limitsStep(): Step {
+  return { kind: 'custom', title: 'limits', run: () => limits() };
+}
+
+export function planSteps(name: string, p: PlanOptions): Step[] {
+  const systems = chooseSystems(p);
+  switch (name) {
+    case 'ingest':
+    case 'fire':
+    case 'precision':
+      return sideBySide(name, p, systems);
+    case 'burst':
+    case 'backlog':
+      return belfryOnly(name, p);
+    case 'limits':
+      return [limitsStep()];
+    case 'all':
+      if (p.opts.n !== undefined || p.opts.rate !== undefined) throw new Error('--n and --rate do not apply to "all" (each scenario has its own size; precision runs at 1,000/s and 5,000/s)');
+      return [
+        limitsStep(),
+        ...sideBySide('ingest', p, systems),
+        ...sideBySide('fire', p, systems),
+        ...sideBySide('precision', p, systems),
+        ...belfryOnly('burst', p),
+        ...belfryOnly('backlog', p),
+      ];
+    default:
+      throw new Error(`unknown scenario "${name}" (ingest, fire, precision, burst, backlog, limits, all)`);
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * limits: what this machine can do at all, measured in the same run, so each Belfry figure can be
+ * read as a fraction of it:
+ *   - loopback HTTP POST rate: the bench process (undici, 256 keep-alive connections, as a node's
+ *     destination) POSTs small JSON bodies to the same receiver process the scenarios use;
+ *   - SQLite raw insert rate: rows of an event's size into a table with only a primary key, 1,000
+ *     per transaction, WAL with synchronous=FULL (Belfry's durability), better-sqlite3;
+ *   - PostgreSQL raw insert rate: the same rows, 1,000 per INSERT ... SELECT FROM unnest(...),
+ *     4 statements in flight (as the batch ingest), default synchronous_commit (durable).
+ */
+import Database from 'better-sqlite3';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { Pool } from 'undici';
+import { runConcurrently } from '../lib/http.ts';
+import { serviceCpu, serviceCpuSince } from '../lib/machine.ts';
+import { dropSchema, freshSchemaName, PG_URL } from '../lib/pg.ts';
+import { startReceiverProcess } from '../lib/receiver-process.ts';
+import type { Metric, ScenarioResult } from '../lib/report.ts';
+import { perSecond } from '../lib/stats.ts';
+
+/**
+ * Bytes of one stored event row and its "created" transition, measured on Belfry's PostgreSQL
+ * store (pg_column_size of a row as the bench schedules it, ~270 + ~70): the raw rows carry a
+ * body of this many bytes, so they are as large as what Belfry writes per event.
+ */
+export const EVENT_ROW_BYTES = 340;
+const HTTP_POSTS = 100_000;
+const HTTP_CONNECTIONS = 256;
+const SQLITE_ROWS = 500_000;
+const PG_ROWS = 300_000;
+const ROWS_PER_COMMIT = 1_000;
+const PG_IN_FLIGHT = 4;
+
+const BODY = 'x'.repeat(EVENT_ROW_BYTES - 16);
+
+async function httpPostRate(): Promise<Metric[]> {
+  const rx = await startReceiverProcess();
+  const pool = new Pool(rx.url, { connections: HTTP_CONNECTIONS, pipelining: 1 });
+  const post = async (i: number) => {
+    const res = await pool.request({ method: 'POST', path: '/', headers: { 'content-type': 'application/json', 'webhook-id': `h${i}` }, body: JSON.stringify({ id: `h${i}`, fireAt: Date.now() }) });
+    await res.body.dump();
+  };
+  try {
+    await runConcurrently(5_000, HTTP_CONNECTIONS, (i) => post(-i - 1)); // warm-up: connections, JIT
+    const startedMs = performance.now();
+    await runConcurrently(HTTP_POSTS, HTTP_CONNECTIONS, post);
+    const elapsedMs = performance.now() - startedMs;
+    const { distinct } = await rx.count();
+    return [{ name: 'loopback HTTP POSTs/s', value: perSecond(HTTP_POSTS, elapsedMs), unit: '/s' }, { name: 'HTTP POSTs received', value: distinct, unit: '' }];
+  } finally {
+    await pool.close();
+    await rx.close();
+  }
+}
+
+function sqliteInsertRate(): Metric {
+  const dir = mkdtempSync(join(tmpdir(), 'belfry-bench-raw-'));
+  const db = new Database(join(dir, 'raw.db'));
+  try {
+    db.pragma('journal_mode = WAL');
+    db.pragma('synchronous = FULL');
+    db.exec('CREATE TABLE raw (id INTEGER PRIMARY KEY, body TEXT NOT NULL)');
+    const insert = db.prepare('INSERT INTO raw (id, body) VALUES (?, ?)');
+    const commit = db.transaction((from: number) => {
+      for (let i = from; i < from + ROWS_PER_COMMIT; i++) insert.run(i, BODY);
+    });
+    const startedMs = performance.now();
+    for (let from = 0; from < SQLITE_ROWS; from += ROWS_PER_COMMIT) commit(from);
+    return { name: 'SQLite raw inserts/s', value: perSecond(SQLITE_ROWS, performance.now() - startedMs), unit: '/s' };
+  } finally {
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function pgInsertRate(): Promise<Metric[]> {
+  const schema = freshSchemaName('raw');
+  const pool = new pg.Pool({ connectionString: PG_URL, max: PG_IN_FLIGHT, options: `-c search_path=${schema}` });
+  try {
+    await pool.query(`CREATE SCHEMA ${schema}; CREATE TABLE ${schema}.raw (id bigint PRIMARY KEY, body text NOT NULL)`);
+    const bodies = new Array<string>(ROWS_PER_COMMIT).fill(BODY);
+    const statement = async (b: number) => {
+      const ids = Array.from({ length: ROWS_PER_COMMIT }, (_, i) => b * ROWS_PER_COMMIT + i);
+      await pool.query({ name: 'raw', text: 'INSERT INTO raw (id, body) SELECT * FROM unnest($1::bigint[], $2::text[])', values: [ids, bodies] });
+    };
+    await runConcurrently(10, PG_IN_FLIGHT, (b) => statement(-b - 1)); // warm-up
+    const dbStart = serviceCpu();
+    const startedMs = performance.now();
+    await runConcurrently(PG_ROWS / ROWS_PER_COMMIT, PG_IN_FLIGHT, statement);
+    const elapsedMs = performance.now() - startedMs;
+    return [
+      { name: 'PostgreSQL raw inserts/s', value: perSecond(PG_ROWS, elapsedMs), unit: '/s' },
+      { name: 'PostgreSQL raw insert: database CPU', value: (serviceCpuSince(dbStart) * 100_000) / elapsedMs, unit: '% of a core' },
+    ];
+  } finally {
+    await pool.end();
+    await dropSchema(schema);
+  }
+}
+
+export async function limits(): Promise<ScenarioResult[]> {
+  const metrics = [...(await httpPostRate()), sqliteInsertRate(), ...(await pgInsertRate())];
+  return [{
+    label: 'limits · this machine',
+    scenario: 'limits',
+    system: 'machine',
+    options: { httpPosts: HTTP_POSTS, httpConnections: HTTP_CONNECTIONS, sqliteRows: SQLITE_ROWS, pgRows: PG_ROWS, rowsPerCommit: ROWS_PER_COMMIT, rowBytes: EVENT_ROW_BYTES, pgInFlight: PG_IN_FLIGHT },
+    metrics,
+    details: {},
+  }];
+}

@@ -1,0 +1,59 @@
+/** Belfry as a System: a node process on a fresh store, scheduled through its HTTP API. */
+import type { BenchClient } from '../lib/http.ts';
+import { createBelfryStore, startBenchNode, type BenchNode, type StoreKind } from '../lib/node.ts';
+import { postBatch } from '../lib/schedule.ts';
+import type { BenchEvent, System, SystemOptions } from './system.ts';
+
+/** The destination's concurrency: connections to the receiver. The peers' workers get the same or their docs' figure. */
+export const BELFRY_MAX_CONCURRENCY = 256;
+/** A port nothing listens on: ingest scenarios schedule events due long after they end. */
+export const NOWHERE_URL = 'http://127.0.0.1:9/';
+
+async function scheduleOne(client: BenchClient, body: object): Promise<void> {
+  const res = await client.call('POST', '/v1/events', JSON.stringify(body));
+  if (res.status !== 201 && res.status !== 200) throw new Error(`HTTP ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+}
+
+/**
+ * A System over a running node whose events go to `destination` (already registered). `stop`
+ * closes the client and then runs `onStop` (stopping the node, removing the store, or neither).
+ */
+export function belfryOnNode(node: BenchNode, destination: string, connections: number, onStop: () => Promise<void>): System {
+  const kind = node.store.kind;
+  const client = node.client(connections);
+  const body = (e: BenchEvent) => ({ id: e.id, fireAt: e.fireAt, destination, payload: { fireAt: e.fireAt } });
+  return {
+    info: {
+      key: kind === 'sqlite' ? 'belfry-sqlite' : 'belfry-postgres',
+      label: kind === 'sqlite' ? 'Belfry · SQLite' : 'Belfry · PostgreSQL',
+      settings: `one node process, defaults (lookahead 3s, PostgreSQL pool 10); destination maxConcurrency ${BELFRY_MAX_CONCURRENCY}; HTTP API, batches of 1,000`,
+    },
+    scheduleBatch: (events, tally) => postBatch(client, JSON.stringify({ events: events.map(body) }), tally),
+    scheduleOne: (e) => scheduleOne(client, body(e)),
+    cpuSeconds: () => node.cpuSeconds(),
+    peakRssBytes: () => node.peakRssBytes(),
+    logIssues: () => node.logIssues(),
+    async stop() {
+      await client.close();
+      await onStop();
+    },
+  };
+}
+
+export async function startBelfry(kind: StoreKind, opts: SystemOptions): Promise<System> {
+  const store = await createBelfryStore(kind);
+  let node: BenchNode | undefined;
+  try {
+    node = await startBenchNode(store);
+    await node.putDestination('rx', opts.receiverUrl ?? NOWHERE_URL, BELFRY_MAX_CONCURRENCY);
+  } catch (err) {
+    await node?.stop();
+    await store.dispose();
+    throw err;
+  }
+  const running = node;
+  return belfryOnNode(running, 'rx', opts.connections, async () => {
+    await running.stop();
+    await store.dispose();
+  });
+}

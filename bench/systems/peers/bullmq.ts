@@ -1,0 +1,62 @@
+/**
+ * BullMQ delayed jobs on the local Redis. `addBulk` / `add` with `delay = fireAt - now`; a Worker
+ * with concurrency 256 (the docs' local concurrency factor for I/O-bound jobs; Belfry's
+ * destination gets the same 256), completed and failed jobs removed at once (the docs' advice for
+ * production). Redis here runs without persistence (no AOF, no RDB), so an acknowledged add is in
+ * memory only: not the durable acknowledgement that Belfry and the PostgreSQL peers give.
+ */
+import { Queue, Worker, type ConnectionOptions } from 'bullmq';
+import { REDIS_URL } from '../../lib/pg.ts';
+import type { BenchEvent } from '../system.ts';
+import type { JobData, Peer } from '../peer.ts';
+
+const QUEUE = 'bench';
+const CONCURRENCY = 256;
+const JOB_OPTS = { removeOnComplete: true, removeOnFail: true };
+
+function connection(): ConnectionOptions {
+  const url = new URL(REDIS_URL);
+  return { host: url.hostname, port: Number(url.port || 6379), maxRetriesPerRequest: null };
+}
+
+function jobOf(e: BenchEvent, now: number) {
+  return { name: 'deliver', data: { id: e.id, fireAt: e.fireAt } satisfies JobData, opts: { ...JOB_OPTS, delay: Math.max(0, e.fireAt - now) } };
+}
+
+export const bullmq: Peer = {
+  info: {
+    key: 'bullmq',
+    label: 'BullMQ · Redis',
+    settings: `delayed jobs (addBulk of 1,000 / add), Worker concurrency ${CONCURRENCY}, removeOnComplete; Redis without persistence`,
+  },
+  async openDriver(namespace) {
+    const queue = new Queue(QUEUE, { connection: connection(), prefix: namespace });
+    await queue.waitUntilReady();
+    return {
+      async scheduleBatch(events) {
+        const now = Date.now();
+        await queue.addBulk(events.map((e) => jobOf(e, now)));
+      },
+      async scheduleOne(e) {
+        const job = jobOf(e, Date.now());
+        await queue.add(job.name, job.data, job.opts);
+      },
+      async close() {
+        await queue.obliterate({ force: true });
+        await queue.close();
+      },
+    };
+  },
+  async startWorker(namespace, deliver) {
+    const worker = new Worker<JobData>(QUEUE, (job) => deliver(job.data), {
+      connection: connection(),
+      prefix: namespace,
+      concurrency: CONCURRENCY,
+      removeOnComplete: { count: 0 },
+      removeOnFail: { count: 0 },
+    });
+    worker.on('error', (err) => console.error('bullmq worker:', err.message));
+    await worker.waitUntilReady();
+    return { close: () => worker.close() };
+  },
+};

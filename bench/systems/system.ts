@@ -1,0 +1,62 @@
+/**
+ * The seam between scenarios and the systems they measure: Belfry on SQLite or PostgreSQL, and
+ * the peers (BullMQ, pg-boss, graphile-worker). A scenario schedules `BenchEvent`s through a
+ * `System` and reads what arrived at its receiver; it never knows which system it drives.
+ *
+ * Every system delivers an event by POSTing `{ id?, fireAt }` to the same loopback receiver with
+ * the event's id in the `webhook-id` header, so lateness (receivedAt - fireAt) is measured the
+ * same way for all of them.
+ */
+import type { BatchTally } from '../lib/schedule.ts';
+
+export interface BenchEvent {
+  /** Unique within a run; the receiver de-duplicates by it. */
+  id: string;
+  /** Due time, epoch ms. */
+  fireAt: number;
+}
+
+export type SystemKey = 'belfry-sqlite' | 'belfry-postgres' | 'bullmq' | 'pg-boss' | 'graphile-worker';
+
+export const SYSTEM_KEYS: readonly SystemKey[] = ['belfry-sqlite', 'belfry-postgres', 'bullmq', 'pg-boss', 'graphile-worker'];
+
+export interface SystemInfo {
+  key: SystemKey;
+  /** For tables: "Belfry · SQLite", "BullMQ · Redis". */
+  label: string;
+  /** The settings used, as one line for the report. */
+  settings: string;
+}
+
+export interface SystemOptions {
+  /** Where fired events are POSTed; null when the scenario fires nothing (ingest). */
+  receiverUrl: string | null;
+  /** Client connections (Belfry: keep-alive HTTP connections to the node). */
+  connections: number;
+}
+
+export interface System {
+  info: SystemInfo;
+  /** Schedules events in one request / call; the tally counts those durably acknowledged. */
+  scheduleBatch(events: BenchEvent[], tally: BatchTally): Promise<void>;
+  /** Schedules one event in its own request / call; throws when it is not acknowledged. */
+  scheduleOne(event: BenchEvent): Promise<void>;
+  /** CPU seconds used so far by the process that fires and delivers (NaN where unknown). */
+  cpuSeconds(): number;
+  /** Peak RSS of that process so far, in bytes. */
+  peakRssBytes(): number;
+  /** Warnings and errors the system logged (Belfry's node log), for the report. */
+  logIssues?(): unknown[];
+  /** Stops everything the system started and removes its data (temp dir, schema, Redis keys). */
+  stop(): Promise<void>;
+}
+
+/** The largest number of events a batch call carries (Belfry's API bound; the same for the peers). */
+export const BATCH_SIZE = 1_000;
+
+/** Events [from, to) due at `dueAt(i)`, with ids `<prefix><i>`. */
+export function benchEvents(prefix: string, from: number, to: number, dueAt: (i: number) => number): BenchEvent[] {
+  const events: BenchEvent[] = new Array(Math.max(0, to - from));
+  for (let i = from; i < to; i++) events[i - from] = { id: `${prefix}${i}`, fireAt: dueAt(i) };
+  return events;
+}
