@@ -16,6 +16,7 @@ import { renderCharts } from './lib/charts.ts';
 import { cpuMark, otherCpuMetric } from './lib/machine.ts';
 import { startReceiverProcess } from './lib/receiver-process.ts';
 import { printTable, resultsStem, writeResults, type ScenarioOptions, type ScenarioResult } from './lib/report.ts';
+import { pgStartedAt } from './lib/pg.ts';
 import { printSummary } from './lib/summary.ts';
 import { planSteps, type Step } from './plan.ts';
 import { startSystem } from './systems/index.ts';
@@ -60,6 +61,7 @@ function parseCommand(argv: string[]) {
 const batchRates = new Map<string, number>();
 
 async function runStep(step: Step): Promise<ScenarioResult[]> {
+  const pgStart = await pgStartedAt();
   const cpuStart = cpuMark();
   console.error(`[bench] ${step.title}: starting`);
   let results: ScenarioResult[];
@@ -80,8 +82,13 @@ async function runStep(step: Step): Promise<ScenarioResult[]> {
     }
   }
   const other = otherCpuMetric(cpuStart, cpuMark());
+  // Other test suites on this machine restart PostgreSQL now and then: such a step is marked.
+  const pgEnd = await pgStartedAt();
+  const disturbance = pgStart !== pgEnd ? `PostgreSQL restarted during this step (started ${pgStart} → ${pgEnd})` : null;
+  if (disturbance) console.error(`[bench] ${step.title}: ${disturbance}`);
   for (const r of results) {
     r.metrics.push(other);
+    if (disturbance) r.details.disturbance = disturbance;
     for (const issue of (r.details.logIssues ?? []) as { level: string; msg: string; count: number; err?: string }[]) {
       console.error(`[bench] ${r.label}: the node logged ${issue.count} × ${issue.level} "${issue.msg}"${issue.err ? `: ${issue.err}` : ''}`);
     }

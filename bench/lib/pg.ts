@@ -26,6 +26,15 @@ export async function withPgClient<T>(fn: (client: pg.Client) => Promise<T>): Pr
   }
 }
 
+/** When the PostgreSQL server started (its postmaster), or null when it cannot be reached: a change means it restarted. */
+export async function pgStartedAt(): Promise<string | null> {
+  try {
+    return await withPgClient(async (c) => (await c.query<{ t: string }>('SELECT pg_postmaster_start_time()::text AS t')).rows[0].t);
+  } catch {
+    return null;
+  }
+}
+
 export async function dropSchema(schema: string): Promise<void> {
   if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`not a bench schema name: ${schema}`);
   await withPgClient((c) => c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`));

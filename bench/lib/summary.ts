@@ -81,9 +81,10 @@ export function summaryLines(results: ScenarioResult[]): string[] {
   const lines = [`| figure | ${COLUMNS.map((c) => c.label).join(' | ')} |`, `| --- |${COLUMNS.map(() => ' ---: |').join('')}`];
   for (const row of rows(results)) {
     const cells = COLUMNS.map((c) => {
-      const value = find(row.scenario, c.key)?.metrics.find((m) => m.name === row.metric)?.value;
+      const result = find(row.scenario, c.key);
+      const value = result?.metrics.find((m) => m.name === row.metric)?.value;
       if (value === undefined) return '';
-      const text = format(value / (row.scale ?? 1), row.unit);
+      const text = format(value / (row.scale ?? 1), row.unit) + (result?.details.disturbance ? ' †' : '');
       const limit = row.limit ? limitValue(results, row.limit, c.db) : NaN;
       return Number.isFinite(limit) && Number.isFinite(value) ? `${text} (${Math.round((100 * value) / limit)}%)` : text;
     });
@@ -91,6 +92,10 @@ export function summaryLines(results: ScenarioResult[]): string[] {
     const first = COLUMNS.map((c) => find(row.scenario, c.key)).find((r) => r !== undefined);
     lines.push(`| ${row.label(first)} | ${cells.join(' | ')} |`);
   }
+  const disturbed = results.filter((r) => r.details.disturbance);
+  if (disturbed.length > 0) lines.push('', ...disturbed.map((r) => `† ${r.label}: ${r.details.disturbance}`));
+  const others = results.map((r) => r.metrics.find((m) => m.name === 'CPU of other processes')?.value ?? NaN).filter(Number.isFinite);
+  if (others.length > 0) lines.push('', `CPU of processes outside the bench (other test suites) per step: ${format(Math.min(...others))}–${format(Math.max(...others))} % of a core.`);
   const machine = results.find((r) => r.scenario === 'limits');
   if (machine) {
     lines.push('', '| limit of this machine, same run | per second |', '| --- | ---: |');
