@@ -24,6 +24,10 @@ describe('Scheduler on a SimClock', () => {
   let scheduler: Scheduler;
   let claimed: { event: EventRecord; atMs: number }[];
   let tenant: string;
+  /** What the dispatcher holds, as the scheduler sees it: ≥ 20,000 holds claiming back. */
+  let backlog: number;
+  /** Rows eventListDue returned, over all calls. */
+  let rowsListed: number;
 
   /** Lets the store calls that timers started settle, then runs timers due now (delay 0). */
   async function settle(): Promise<void> {
@@ -51,15 +55,24 @@ describe('Scheduler on a SimClock', () => {
     clock = new SimClock(T);
     claimed = [];
     tenant = await newTenant(store);
+    backlog = 0;
+    rowsListed = 0;
+    const listDue = store.eventListDue.bind(store);
+    const counted = Object.create(store) as SqliteStore;
+    counted.eventListDue = async (params) => {
+      const page = await listDue(params);
+      rowsListed += page.length;
+      return page;
+    };
     scheduler = new Scheduler(
       {
-        store,
+        store: counted,
         clock,
         owner: 'node-sim',
         metrics: new Metrics(),
         logger: pino({ level: 'silent' }),
         onClaimed: (events) => claimed.push(...events.map((event) => ({ event, atMs: clock.now() }))),
-        dispatchBacklog: () => 0,
+        dispatchBacklog: () => backlog,
         shards: () => null,
       },
       { lookaheadMs: 3_000, pollIntervalMs: 250 },
@@ -153,5 +166,39 @@ describe('Scheduler on a SimClock', () => {
     scheduler.notifyEvents([e]);
     await tick(500);
     assert.deepEqual(claimed.map((c) => [c.event.id, c.atMs - T]), [['soon', 500]]);
+  });
+
+  it('the overdue sweep finds rows written behind the cursor without a notification', async () => {
+    await insertAll(store, [newEvent(tenant, 'ahead', { fireAt: T + 2_900 })], T);
+    scheduler.start();
+    await tick(0);
+    // Another process writes an event due before the cursor and tells nobody.
+    await insertAll(store, [newEvent(tenant, 'foreign', { fireAt: T + 100 })], T);
+    await tick(1_999);
+    assert.deepEqual(claimed.map((c) => c.event.id), []);
+    await tick(1); // the sweep at T + 2 s takes rows overdue by the 1 s grace
+    assert.deepEqual(claimed.map((c) => [c.event.id, c.atMs - T]), [['foreign', 2_000]]);
+  });
+
+  it('while behind, the sweep reads only rows older than the wheel holds, and still finds them', async () => {
+    backlog = 20_000; // the dispatcher is full: nothing is claimed
+    const held = Array.from({ length: 100 }, (_, i) => newEvent(tenant, `held-${i}`, { fireAt: T + 500 + Math.floor(i / 50) * 100 }));
+    await insertAll(store, held, T);
+    scheduler.start();
+    await tick(0);
+    assert.equal(scheduler.pending, 100);
+    // Written by another process: one older than everything held, one among them.
+    await insertAll(store, [newEvent(tenant, 'older', { fireAt: T + 400 }), newEvent(tenant, 'among', { fireAt: T + 550 })], T);
+    rowsListed = 0;
+    await tick(10_000); // five sweeps of an overdue backlog of 100
+    assert.equal(claimed.length, 0);
+    assert.equal(scheduler.pending, 101, 'the older row joined the wheel');
+    assert.ok(rowsListed <= 10, `the sweeps read ${rowsListed} rows; not the whole backlog each time`);
+    backlog = 0;
+    await tick(4_000);
+    const ids = claimed.map((c) => c.event.id);
+    assert.equal(ids.length, 102, 'every event fired, the one among the held ones too');
+    assert.equal(ids[0], 'older');
+    assert.ok(ids.includes('among'));
   });
 });

@@ -10,7 +10,7 @@
  * the last one loaded. Rows that appear behind the cursor (an event created or rescheduled to fire
  * soon, a retry, a rescue, a group's next head) are pushed in by `notify*`/`kickGroup` from this
  * process, and a periodic sweep from the start of time catches anything else (rows written by
- * another process) once it is overdue by `sweepGraceMs`.
+ * another process) once it is overdue by `sweepGraceMs` and due before everything in the wheel.
  *
  * Why a fire is conditional: the wheel holds (id, version) as read. A cancel or an update that
  * commits after the read bumps the version, so the claim skips the stale entry: the later write wins.
@@ -147,7 +147,12 @@ export class Scheduler {
     let loaded = 0;
     if (now - this.lastSweepMs >= this.opts.sweepIntervalMs) {
       this.lastSweepMs = now;
-      loaded += await this.sweepOverdue(now - this.opts.sweepGraceMs);
+      // Rows due from the wheel's earliest entry on wait behind it anyway (the wheel fires in due
+      // order), so the sweep reads only rows due before it: when the node is behind, the few rows
+      // older than everything it holds, not the whole overdue backlog every interval. A row it
+      // leaves is read once the wheel has drained past its due time.
+      const earliest = this.wheel.peekDueAt();
+      loaded += await this.sweepOverdue(Math.min(now - this.opts.sweepGraceMs, (earliest ?? Infinity) - 1));
     }
     const horizon = now + this.opts.lookaheadMs;
     while (this.wheel.size < this.opts.wheelSizeMax) {
