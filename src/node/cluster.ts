@@ -91,7 +91,7 @@ export class Cluster {
       }
       if (!this.membership.isAlive()) continue;
       await store
-        .eventLeaseRenew({ owner: nodeId, leaseUntil: this.clock.now() + this.opts.claimLeaseMs })
+        .claimLeaseRenew({ owner: nodeId, leaseUntil: this.clock.now() + this.opts.claimLeaseMs })
         .catch((err) => logger.warn({ err }, 'renewing claim leases failed'));
     }
   }

@@ -7,7 +7,7 @@
  * - Every row belongs to a tenant; no method reads or changes another tenant's rows.
  * - A write is durable when its promise resolves (or, for a tenant with relaxed durability on a
  *   backend that supports it, at the backend's next flush). The scheduler's own bookkeeping
- *   (eventClaim, eventRecordAttempts, eventLeaseRenew, eventRescue) may be committed lazily: a
+ *   (eventClaim, eventRecordAttempts, claimLeaseRenew, eventRescue) may be committed lazily: a
  *   power loss may undo the newest of those, which only makes an event fire again (at least once).
  * - State changes of events are conditional (on state and, where given, version) and each one
  *   appends exactly one transition in the same transaction. Nothing is half-written.
@@ -332,11 +332,12 @@ export interface Store {
   /** Makes an `archived` or `discarded` event `scheduled` again, due now, attempts reset to 0. */
   eventReplay(params: EventMutateParams): Promise<EventMutateResult>;
   /**
-   * Extends the lease of every event `owner` holds in `executing` to `leaseUntil` (never
-   * shortens one); returns how many it extended. A live node calls it periodically, so only a
-   * dead node's claims expire and are rescued.
+   * Extends `owner`'s claim lease to `leaseUntil` (never shortens it). An executing event is
+   * rescued only when its own lease (set by its claim) and its owner's claim lease have both
+   * ended, so this one write keeps every claim of the owner alive however many are in flight.
+   * A live node calls it periodically, so only a dead node's claims expire and are rescued.
    */
-  eventLeaseRenew(params: { owner: string; leaseUntil: number }): Promise<number>;
+  claimLeaseRenew(params: { owner: string; leaseUntil: number }): Promise<void>;
   /** Makes expired executing leases due again as `awaiting_retry`; returns the refs it changed. */
   eventRescue(params: EventRescueParams): Promise<DueRef[]>;
   /**

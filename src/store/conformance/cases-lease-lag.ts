@@ -1,30 +1,43 @@
-/** Conformance: eventLeaseRenew (a live node keeps its claims) and shardLag (late work per shard). */
+/** Conformance: claimLeaseRenew (a live node keeps its claims) and shardLag (late work per shard). */
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { insertAll, LEASE_MS, mustClaim, mustGet, newEvent, OWNER_A, OWNER_B, SEC, T0, uniqueShard, withFreshStore, newTenant, type SuiteContext } from './fixtures.ts';
 
 export function leaseRenewCases(ctx: SuiteContext): void {
-  it('extends only the owner’s executing leases, never shortens them, and renewed claims are not rescued', async () => {
+  it('keeps the owner’s claims from rescue until its claim lease ends, never shortens it, and writes no event', async () => {
     const store = ctx.store();
     const tenantId = await newTenant(store);
-    const [a1, a2, b1, idle] = await insertAll(store, ['a1', 'a2', 'b1', 'idle'].map((id) => newEvent(tenantId, id, { fireAt: T0 })));
+    const [a1, a2, b1] = await insertAll(store, ['a1', 'a2', 'b1'].map((id) => newEvent(tenantId, id, { fireAt: T0 })));
     const now = T0 + SEC;
     await mustClaim(store, a1, now, OWNER_A);
     await mustClaim(store, a2, now, OWNER_A);
     await mustClaim(store, b1, now, OWNER_B);
-    const renewedUntil = now + 10 * LEASE_MS;
-    assert.equal(await store.eventLeaseRenew({ owner: OWNER_A, leaseUntil: renewedUntil }), 2);
-    assert.equal((await mustGet(store, tenantId, a1.id)).leaseUntil, renewedUntil);
-    assert.equal((await mustGet(store, tenantId, b1.id)).leaseUntil, now + LEASE_MS);
-    assert.equal((await mustGet(store, tenantId, idle.id)).leaseUntil, null);
+    const before = await mustGet(store, tenantId, a1.id);
+    await store.claimLeaseRenew({ owner: OWNER_A, leaseUntil: now + 10 * LEASE_MS });
     // An earlier time never shortens a lease.
-    assert.equal(await store.eventLeaseRenew({ owner: OWNER_A, leaseUntil: now }), 0);
-    assert.equal((await mustGet(store, tenantId, a2.id)).leaseUntil, renewedUntil);
-    // After B's lease ends, only B's claim is rescued.
-    const rescued = await store.eventRescue({ leaseExpiredBefore: now + 2 * LEASE_MS, now: now + 2 * LEASE_MS, limit: 100 });
-    assert.deepEqual(rescued.map((r) => r.id).filter((id) => [a1.id, a2.id, b1.id].includes(id)), [b1.id]);
-    // The rescue cleared B's lease: renewing for B now changes nothing.
-    assert.equal(await store.eventLeaseRenew({ owner: OWNER_B, leaseUntil: renewedUntil }), 0);
+    await store.claimLeaseRenew({ owner: OWNER_A, leaseUntil: now });
+    assert.deepEqual(await mustGet(store, tenantId, a1.id), before, 'the claimed event itself is not written');
+    const mine = (refs: { id: string }[]) => refs.map((r) => r.id).filter((id) => [a1.id, a2.id, b1.id].includes(id)).sort();
+    // After the claims' own leases end, only B's claim is rescued: A renewed.
+    let at = now + 2 * LEASE_MS;
+    assert.deepEqual(mine(await store.eventRescue({ leaseExpiredBefore: at, now: at, limit: 100 })), [b1.id]);
+    // Just before A's claim lease ends nothing more; after it, A's claims too.
+    at = now + 10 * LEASE_MS;
+    assert.deepEqual(mine(await store.eventRescue({ leaseExpiredBefore: at, now: at, limit: 100 })), []);
+    at += 1;
+    assert.deepEqual(mine(await store.eventRescue({ leaseExpiredBefore: at, now: at, limit: 100 })), [a1.id, a2.id].sort());
+  });
+
+  it('lets a claim outlive its owner’s lease by its own lease', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    const [e] = await insertAll(store, [newEvent(tenantId, 'own-lease', { fireAt: T0 })]);
+    const now = T0 + SEC;
+    await store.claimLeaseRenew({ owner: OWNER_B, leaseUntil: now });
+    await mustClaim(store, e, now, OWNER_B); // its own lease: now + LEASE_MS
+    const ids = async (at: number) => (await store.eventRescue({ leaseExpiredBefore: at, now: at, limit: 100 })).map((r) => r.id);
+    assert.ok(!(await ids(now + LEASE_MS)).includes(e.id));
+    assert.ok((await ids(now + LEASE_MS + 1)).includes(e.id));
   });
 }
 

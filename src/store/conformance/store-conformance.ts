@@ -36,7 +36,7 @@ const SECTIONS: [string, Section][] = [
   ['eventListDue', dueListCases],
   ['eventRecordAttempts', attemptCases],
   ['eventRescue', rescueCases],
-  ['eventLeaseRenew', leaseRenewCases],
+  ['claimLeaseRenew', leaseRenewCases],
   ['shardLag', shardLagCases],
   ['eventCancel', cancelCases],
   ['eventUpdate', updateCases],

@@ -82,7 +82,7 @@ if (unreachable !== null) {
           [schema],
         );
         assert.deepEqual(tables.rows.map((r) => r.table_name), [
-          'api_keys', 'destinations', 'events', 'leader_lease', 'nodes', 'schema_migrations', 'shard_assignments', 'tenants', 'transitions',
+          'api_keys', 'claim_leases', 'destinations', 'events', 'leader_lease', 'nodes', 'schema_migrations', 'shard_assignments', 'tenants', 'transitions',
         ]);
       });
     });
@@ -96,10 +96,10 @@ if (unreachable !== null) {
       const pools = [1, 2, 3, 4].map(() => createPool({ url: URL, schema, size: 1, onError: () => {} }));
       try {
         const applied = await Promise.all(pools.map((pool) => migrate(pool, schema)));
-        assert.deepEqual(applied.flat().sort(), [1, 2], 'each version applied by exactly one of them');
+        assert.deepEqual(applied.flat().sort(), [1, 2, 3], 'each version applied by exactly one of them');
         assert.equal(applied.filter((a) => a.length > 0).length, 1, 'the first holder of the lock applied all');
         const ledger = await admin.query(`SELECT version FROM "${schema}".schema_migrations ORDER BY version`);
-        assert.deepEqual(ledger.rows.map((r) => r.version), [1, 2]);
+        assert.deepEqual(ledger.rows.map((r) => r.version), [1, 2, 3]);
         assert.deepEqual(await Promise.all(pools.map((pool) => migrate(pool, schema))), [[], [], [], []]);
       } finally {
         await Promise.all(pools.map((pool) => pool.end()));
@@ -204,6 +204,36 @@ if (unreachable !== null) {
         } finally {
           await other.close();
         }
+      });
+    });
+
+    it('renews claim leases without touching, or waiting for, the claimed events (no deadlock with outcomes)', async () => {
+      await withStore(async (store, schema) => {
+        const tenantId = 'renew';
+        await store.tenantCreate({ id: tenantId, name: tenantId, settings: {}, createdAt: T0 });
+        const stored = await insertAll(store, [newEvent(tenantId, 'held'), newEvent(tenantId, 'free')]);
+        const now = T0 + 20 * SEC;
+        const refs = stored.map((e) => ({ tenantId, id: e.id, version: e.version }));
+        assert.equal((await store.eventClaim({ refs, now, owner: 'node-a', leaseUntil: now + 15 * SEC })).length, 2);
+        // Another transaction holds 'held' (as an outcome being recorded would) and does not let go.
+        const holder = await admin.connect();
+        try {
+          await holder.query('BEGIN');
+          await holder.query(`SELECT 1 FROM "${schema}".events WHERE tenant_id = $1 AND id = 'held' FOR UPDATE`, [tenantId]);
+          const renewed = await Promise.race([
+            store.claimLeaseRenew({ owner: 'node-a', leaseUntil: now + 30 * SEC }).then(() => 'renewed'),
+            new Promise<'waited'>((resolve) => setTimeout(() => resolve('waited'), 5_000).unref()),
+          ]);
+          assert.equal(renewed, 'renewed');
+        } finally {
+          await holder.query('ROLLBACK');
+          holder.release();
+        }
+        const versions = await admin.query(`SELECT id, xmin::text FROM "${schema}".events ORDER BY id`);
+        await store.claimLeaseRenew({ owner: 'node-a', leaseUntil: now + 45 * SEC });
+        assert.deepEqual((await admin.query(`SELECT id, xmin::text FROM "${schema}".events ORDER BY id`)).rows, versions.rows, 'no event row rewritten');
+        // Both claims live on past their own 15 s lease.
+        assert.deepEqual(await store.eventRescue({ leaseExpiredBefore: now + 40 * SEC, now: now + 40 * SEC, limit: 10 }), []);
       });
     });
 

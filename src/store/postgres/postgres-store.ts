@@ -299,8 +299,8 @@ export class PostgresStore implements Store {
     await run(this.pool, 'leaderResign', [params.nodeId, params.epoch]);
   }
 
-  async eventLeaseRenew(params: { owner: string; leaseUntil: number }): Promise<number> {
-    return (await run(this.pool, 'eventLeaseRenew', [params.owner, params.leaseUntil])).rowCount ?? 0;
+  async claimLeaseRenew(params: { owner: string; leaseUntil: number }): Promise<void> {
+    await run(this.pool, 'claimLeaseRenew', [params.owner, params.leaseUntil]);
   }
 
   async shardLag(params: { now: number; limit: number }): Promise<{ shard: number; dueEvents: number; oldestDueAt: number }[]> {

@@ -179,9 +179,11 @@ export const SQL = {
     WHERE tenant_id = @tenantId AND grp = @group AND state IN ${LIVE}
     ORDER BY fire_at, seq LIMIT 1`,
 
-  // (@owner, @leaseUntil) → changes: extends the leases @owner holds on executing events.
-  eventLeaseRenew: `UPDATE events SET lease_until = @leaseUntil
-    WHERE state = 'executing' AND lease_owner = @owner AND lease_until < @leaseUntil`,
+  // (@owner, @leaseUntil) → nothing: @owner's claim lease ends at @leaseUntil or later (never earlier).
+  claimLeaseRenew: `INSERT INTO claim_leases (owner, lease_until) VALUES (@owner, @leaseUntil)
+    ON CONFLICT (owner) DO UPDATE SET lease_until = max(lease_until, excluded.lease_until)`,
+  // (@owner, @leaseUntil) → nothing: drops leases that ended a day before @leaseUntil (their events are past rescue).
+  claimLeasePrune: `DELETE FROM claim_leases WHERE lease_until < @leaseUntil - 86400000 AND owner <> @owner`,
   // (@now, @limit) → { shard, due_events, oldest_due_at }[]: fireable rows due by @now, per shard.
   shardLag: `SELECT shard, count(*) AS due_events, min(due_at) AS oldest_due_at FROM events
     WHERE state IN ('scheduled', 'awaiting_retry') AND due_at <= @now
@@ -189,9 +191,11 @@ export const SQL = {
   // (@leaseExpiredBefore, @notOwnedBy|null, @limit) → { tenant_id, id, version, lease_owner, expired }[]
   // executing events whose lease ended, or (when notOwnedBy is given) held by another owner.
   eventRescueCandidates: `SELECT tenant_id, id, version, lease_owner, (lease_until < @leaseExpiredBefore) AS expired
-    FROM events
+    FROM events e
     WHERE state = 'executing'
-      AND (lease_until < @leaseExpiredBefore OR (@notOwnedBy IS NOT NULL AND lease_owner IS NOT @notOwnedBy))
+      AND ((lease_until < @leaseExpiredBefore AND NOT EXISTS (
+             SELECT 1 FROM claim_leases c WHERE c.owner = e.lease_owner AND c.lease_until >= @leaseExpiredBefore))
+           OR (@notOwnedBy IS NOT NULL AND lease_owner IS NOT @notOwnedBy))
     ORDER BY lease_until LIMIT @limit`,
   // (now, now, tenantId, id, version) → { tenant_id, id, version, due_at, shard, grp, attempts } after
   // the change, or no row when it changed meanwhile.
@@ -315,7 +319,8 @@ export function prepareQueries(db: Database.Database) {
     eventListDueAll: p<DueRefRow>(SQL.eventListDueAll),
     eventListDueShards: p<DueRefRow>(SQL.eventListDueShards),
     eventGroupFirst: p<DueRefRow & { state: string }>(SQL.eventGroupFirst),
-    eventLeaseRenew: p(SQL.eventLeaseRenew),
+    claimLeaseRenew: p(SQL.claimLeaseRenew),
+    claimLeasePrune: p(SQL.claimLeasePrune),
     shardLag: p<{ shard: number; due_events: number; oldest_due_at: number }>(SQL.shardLag),
     eventRescueCandidates: p<RescueCandidateRow>(SQL.eventRescueCandidates),
     eventRescue: p<DueRefRow & { attempts: number }>(SQL.eventRescue),

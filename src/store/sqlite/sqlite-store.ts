@@ -290,8 +290,11 @@ export class SqliteStore implements Store {
     return this.write(() => writes.replay(this.q, params));
   }
 
-  async eventLeaseRenew(params: { owner: string; leaseUntil: number }): Promise<number> {
-    return this.writeRelaxed(() => this.q.eventLeaseRenew.run({ owner: params.owner, leaseUntil: params.leaseUntil }).changes);
+  async claimLeaseRenew(params: { owner: string; leaseUntil: number }): Promise<void> {
+    this.writeRelaxed(() => {
+      this.q.claimLeasePrune.run(params);
+      this.q.claimLeaseRenew.run(params);
+    });
   }
 
   async eventRescue(params: EventRescueParams): Promise<DueRef[]> {
