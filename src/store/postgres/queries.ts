@@ -22,7 +22,7 @@ const FIREABLE = `('scheduled', 'awaiting_retry')`;
 
 /**
  * `alias.state IN states`, spelled so that no partial index's predicate matches it: for the
- * primary-key probes of claims and outcomes, which must stay one probe each. Spelled plainly, the
+ * primary-key probes of claims, outcomes, cancels and edits, which must stay one probe each. Spelled plainly, the
  * planner may AND the primary key with the partial index of those states (events_due,
  * events_executing) and read that whole index for every probe: on a table without statistics
  * (never analyzed: a fresh table, or autovacuum off) it did, for outcomes, 28,000 index entries
@@ -329,7 +329,7 @@ export const SQL = {
   // when not cancelable at that version; appends the `state` transition.
   eventCancel: `WITH changed AS (
       UPDATE events SET state = 'canceled', version = version + 1, updated_at = $1, lease_owner = NULL, lease_until = NULL
-      WHERE tenant_id = $2 AND id = $3 AND version = $4 AND state IN ${FIREABLE}
+      WHERE tenant_id = $2 AND id = $3 AND version = $4 AND ${stateIn('events', FIREABLE)}
       RETURNING ${EVENT_COLUMNS}
     ), traced AS (
       INSERT INTO transitions (${TRANSITION_COLUMNS})
@@ -355,7 +355,7 @@ export const SQL = {
   eventEdit: `WITH changed AS (
       UPDATE events SET fire_at = $1, due_at = $2, payload = $3, headers = $4, destination = $5, expire_at = $6,
           request_hash = $7, version = version + 1, updated_at = $8
-      WHERE tenant_id = $9 AND id = $10 AND version = $11 AND state = 'scheduled'
+      WHERE tenant_id = $9 AND id = $10 AND version = $11 AND ${stateIn('events', `('scheduled')`)}
       RETURNING ${EVENT_COLUMNS}
     ), traced AS (
       INSERT INTO transitions (${TRANSITION_COLUMNS})
