@@ -14,9 +14,12 @@
  *   is recounted only when a request would pass the limit by it, at most once per
  *   max(PENDING_RECOUNT_MS_MIN, 50 × the last count's duration) so counting takes ≤ 2% of the
  *   time even for a tenant sitting at its limit. On a shared store (several nodes) it is also
- *   recounted when older than PENDING_STALE_MS_CLUSTER, as other nodes accept events too.
+ *   recounted in the background, as other nodes accept events too, when older than
+ *   max(PENDING_STALE_MS_CLUSTER, 50 × the last count's duration): requests go on with the
+ *   estimate meanwhile (a tenant with 10 million pending events takes seconds to count, and
+ *   waiting for that held every scheduling request of the tenant back by as long).
  *   Overshoot bound: the requests in flight at once (they are checked before any of them
- *   commits), plus, in a cluster, what other nodes accept within PENDING_STALE_MS_CLUSTER.
+ *   commits), plus, in a cluster, what other nodes accept between two counts.
  * - Every map holds at most TENANTS_TRACKED_MAX tenants; the oldest entry goes first.
  */
 import type { FastifyRequest } from 'fastify';
@@ -118,8 +121,11 @@ export class TenantQuotas {
     if (adding <= 0) return;
     const nowMs = this.clock.monotonicMs();
     let estimate = this.pending.get(tenantId);
-    const stale = estimate !== undefined && this.store.capabilities.multiNode && nowMs - estimate.countedAtMs >= PENDING_STALE_MS_CLUSTER;
-    if (!estimate || stale) estimate = await this.countPending(tenantId);
+    if (!estimate) estimate = await this.countPending(tenantId);
+    else if (this.store.capabilities.multiNode && nowMs - estimate.countedAtMs >= Math.max(PENDING_STALE_MS_CLUSTER, 50 * estimate.countMs)) {
+      // Other nodes accept events too: refresh, without holding this request back.
+      this.countPending(tenantId).catch(() => {});
+    }
     if (estimate.count + adding <= max) return;
     const spacingMs = Math.max(PENDING_RECOUNT_MS_MIN, 50 * estimate.countMs);
     if (nowMs - estimate.countedAtMs >= spacingMs) estimate = await this.countPending(tenantId);
