@@ -153,6 +153,10 @@ export async function fillPostgres(schema: string, spec: BacklogSpec, onProgress
     // A settled table, as autovacuum leaves it: statistics and the visibility map.
     await client.query('VACUUM (ANALYZE) events');
     await client.query('VACUUM (ANALYZE) transitions');
+    // And the load's WAL checkpointed, as it would be long before a month-ahead backlog comes due:
+    // otherwise the checkpoints the load forces (several GB of WAL) land in the measured phases,
+    // and the full-page writes after each stall every writer for seconds.
+    await client.query('CHECKPOINT');
     const rows = (await client.query<Row>('SELECT * FROM events WHERE id = ANY($1)', [[backlogId(0), backlogId(spec.n - 1)]])).rows;
     check(spec, rows, template.tenant_id);
   } finally {
