@@ -220,10 +220,12 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
   });
 
   if (cluster) await cluster.start();
+  // Before the scheduler claims anything: events executing under this node's id belong to a
+  // previous run (a fixed --node-id), and on a single-node store every executing event does.
+  // On a shared store, other nodes' claims are rescued when their leases expire. The rescued
+  // events are due now; the scheduler's first read-ahead starts from the oldest due.
+  const rescued = await rescuer.rescuePreviousRuns(cluster === null);
   scheduler.start();
-  // A single-node store's executing events belong to a previous run of this node: rescue them now.
-  // On a shared store, other nodes' claims are rescued when their leases expire.
-  const rescued = cluster ? 0 : await rescuer.rescuePreviousRuns();
   if (cluster) rescuer.start();
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();

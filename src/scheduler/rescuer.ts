@@ -29,9 +29,15 @@ export class Rescuer {
     private readonly intervalMs = 15_000,
   ) {}
 
-  /** Rescues events of previous runs of this node (single-node store); returns how many. */
-  async rescuePreviousRuns(): Promise<number> {
-    return this.drain({ notOwnedBy: this.deps.owner });
+  /**
+   * Rescues events of previous runs of this node; returns how many. Call before this process
+   * claims anything: every event executing under its own id is then a previous run's (a restart
+   * under a fixed --node-id). On a store only this process uses (`everyOwner`, SQLite), every other
+   * owner's is too.
+   */
+  async rescuePreviousRuns(everyOwner: boolean): Promise<number> {
+    const own = await this.drain({ heldBy: this.deps.owner });
+    return own + (everyOwner ? await this.drain({ notOwnedBy: this.deps.owner }) : 0);
   }
 
   /** One pass over expired leases; returns how many events it made due again. */
@@ -39,7 +45,7 @@ export class Rescuer {
     return this.drain({});
   }
 
-  private async drain(extra: { notOwnedBy?: string }): Promise<number> {
+  private async drain(extra: { notOwnedBy?: string; heldBy?: string }): Promise<number> {
     let total = 0;
     for (;;) {
       const now = this.deps.clock.now();

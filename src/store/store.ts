@@ -223,6 +223,12 @@ export interface EventRescueParams {
   leaseExpiredBefore: number;
   /** Also rescue every executing event not held by this owner (a restarted single node). */
   notOwnedBy?: string;
+  /**
+   * Also rescue every executing event held by this owner, whatever its lease: a node started
+   * under the id of a previous run (a fixed --node-id) calls it before it claims anything, so
+   * those events are the previous run's, and its own claim lease must not keep them.
+   */
+  heldBy?: string;
   now: number;
   limit: number;
 }

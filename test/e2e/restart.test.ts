@@ -1,7 +1,7 @@
 /**
  * Restart and shutdown with real processes:
  * - SIGKILL during delivery, then a restart on the same data dir: every acknowledged event is
- *   delivered at least once, none before its due time, nothing lost.
+ *   delivered at least once, none before its due time, nothing lost; also under a fixed --node-id.
  * - SIGTERM: stops accepting, finishes deliveries in flight, exits 0; nothing is sent twice.
  */
 import { after, describe, it } from 'node:test';
@@ -30,47 +30,51 @@ function nodeArgs(dataDir: string): string[] {
   return ['--data', dataDir, '--admin-key', ADMIN_KEY, '--allow-hosts', '127.0.0.1', '--shutdown-timeout', '10s'];
 }
 
-describe('restart after SIGKILL', () => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'belfry-e2e-'));
-  let rx: Receiver;
-  let node: NodeProcess | undefined;
-  after(async () => {
-    if (node) await killNodeProcess(node);
-    await rx?.close();
-    rmSync(dataDir, { recursive: true, force: true });
-  });
+// Twice: a random node id per run (the default), and a fixed --node-id shared by both runs, whose
+// previous run's claims must not pass for the new run's own.
+for (const nodeId of [null, 'e2e-fixed-node']) {
+  describe(`restart after SIGKILL${nodeId ? ' under a fixed --node-id' : ''}`, () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'belfry-e2e-'));
+    let rx: Receiver;
+    let node: NodeProcess | undefined;
+    after(async () => {
+      if (node) await killNodeProcess(node);
+      await rx?.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    });
 
-  it('delivers every acknowledged event at least once, none early', async () => {
-    rx = await startReceiver({ behavior: () => ({ status: 200, delayMs: 50 }) });
-    node = await startNodeProcess(nodeArgs(dataDir));
-    const key = await setUp(node, rx.url, '5s');
-    const start = Date.now() + 1_500;
-    const events = [];
-    for (let i = 0; i < 600; i++) events.push({ id: `k-${i}`, fireAt: start + i * 5, destination: 'rx', payload: { fireAt: start + i * 5 } });
-    // Some far enough ahead that they are due only after the restart: they must not fire early.
-    for (let i = 0; i < 100; i++) events.push({ id: `later-${i}`, fireAt: start + 8_000 + i * 10, destination: 'rx', payload: { fireAt: start + 8_000 + i * 10 } });
-    const res = await api(node.url, key, 'POST', '/v1/events/batch', { events });
-    assert.equal(res.status, 200);
-    // The last acknowledged single event, right before the kill, must survive too.
-    await rx.waitFor((reqs) => reqs.length >= 150, 15_000);
-    const last = await api(node.url, key, 'POST', '/v1/events', { id: 'acked-last', destination: 'rx', payload: { fireAt: Date.now() } });
-    assert.equal(last.status, 201);
-    await killNodeProcess(node);
-    const receivedBeforeKill = rx.count;
+    it('delivers every acknowledged event at least once, none early', async () => {
+      rx = await startReceiver({ behavior: () => ({ status: 200, delayMs: 50 }) });
+      node = await startNodeProcess([...nodeArgs(dataDir), ...(nodeId ? ['--node-id', nodeId] : [])]);
+      const key = await setUp(node, rx.url, '5s');
+      const start = Date.now() + 1_500;
+      const events = [];
+      for (let i = 0; i < 600; i++) events.push({ id: `k-${i}`, fireAt: start + i * 5, destination: 'rx', payload: { fireAt: start + i * 5 } });
+      // Some far enough ahead that they are due only after the restart: they must not fire early.
+      for (let i = 0; i < 100; i++) events.push({ id: `later-${i}`, fireAt: start + 8_000 + i * 10, destination: 'rx', payload: { fireAt: start + 8_000 + i * 10 } });
+      const res = await api(node.url, key, 'POST', '/v1/events/batch', { events });
+      assert.equal(res.status, 200);
+      // The last acknowledged single event, right before the kill, must survive too.
+      await rx.waitFor((reqs) => reqs.length >= 150, 15_000);
+      const last = await api(node.url, key, 'POST', '/v1/events', { id: 'acked-last', destination: 'rx', payload: { fireAt: Date.now() } });
+      assert.equal(last.status, 201);
+      await killNodeProcess(node);
+      const receivedBeforeKill = rx.count;
 
-    node = await startNodeProcess(nodeArgs(dataDir));
-    const ids = new Set([...events.map((e) => e.id), 'acked-last']);
-    await rx.waitFor((reqs) => new Set(reqs.map((r) => String(r.headers['webhook-id']))).size >= ids.size, 30_000);
-    const byId = new Map<string, number>();
-    for (const r of rx.requests) byId.set(String(r.headers['webhook-id']), (byId.get(String(r.headers['webhook-id'])) ?? 0) + 1);
-    const early = rx.requests.filter((r) => r.receivedAt < (r.json as { fireAt: number }).fireAt);
-    const duplicates = rx.count - byId.size;
-    console.log(`SIGKILL restart: ${ids.size} events, ${receivedBeforeKill} received before the kill, ${duplicates} duplicates after restart`);
-    for (const id of ids) assert.ok(byId.has(id), `event ${id} was never delivered`);
-    assert.equal(early.length, 0, `${early.length} events delivered before their due time`);
-    assert.ok(duplicates <= 20 * 2, `more duplicates (${duplicates}) than deliveries that could have been in flight`);
+      node = await startNodeProcess([...nodeArgs(dataDir), ...(nodeId ? ['--node-id', nodeId] : [])]);
+      const ids = new Set([...events.map((e) => e.id), 'acked-last']);
+      await rx.waitFor((reqs) => new Set(reqs.map((r) => String(r.headers['webhook-id']))).size >= ids.size, 30_000);
+      const byId = new Map<string, number>();
+      for (const r of rx.requests) byId.set(String(r.headers['webhook-id']), (byId.get(String(r.headers['webhook-id'])) ?? 0) + 1);
+      const early = rx.requests.filter((r) => r.receivedAt < (r.json as { fireAt: number }).fireAt);
+      const duplicates = rx.count - byId.size;
+      console.log(`SIGKILL restart${nodeId ? ' (fixed node id)' : ''}: ${ids.size} events, ${receivedBeforeKill} received before the kill, ${duplicates} duplicates after restart`);
+      for (const id of ids) assert.ok(byId.has(id), `event ${id} was never delivered`);
+      assert.equal(early.length, 0, `${early.length} events delivered before their due time`);
+      assert.ok(duplicates <= 20 * 2, `more duplicates (${duplicates}) than deliveries that could have been in flight`);
+    });
   });
-});
+}
 
 describe('graceful shutdown on SIGTERM', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'belfry-e2e-'));

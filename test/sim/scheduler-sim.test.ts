@@ -95,9 +95,9 @@ async function simulate(seed: number): Promise<void> {
         },
         { lookaheadMs: 2_000, pollIntervalMs: 100, sweepIntervalMs: 500, sweepGraceMs: 200 },
       );
-      node.scheduler.start();
       const rescuer = new Rescuer({ store, clock, owner: node.owner, logger, onRescued: (refs) => node.scheduler.notifyDue(refs) });
-      await rescuer.rescuePreviousRuns();
+      await rescuer.rescuePreviousRuns(true);
+      node.scheduler.start();
       await settle();
       return node;
     };

@@ -165,6 +165,22 @@ export function rescueCases(ctx: SuiteContext): void {
     });
   });
 
+  it('rescues events held by an owner when heldBy is given, whatever their leases', async () => {
+    await withFreshStore(ctx.make, async (store) => {
+      const tenantId = await newTenant(store);
+      const [old, theirs] = await insertAll(store, [newEvent(tenantId, 'previous-run'), newEvent(tenantId, 'theirs')]);
+      await mustClaim(store, old, T0 + 10 * SEC, OWNER_A);
+      await mustClaim(store, theirs, T0 + 10 * SEC, OWNER_B);
+      // A restarted OWNER_A renews its claim lease at once; its previous run's claim is still rescued.
+      const now = T0 + 11 * SEC;
+      await store.claimLeaseRenew({ owner: OWNER_A, leaseUntil: now + 100 * SEC });
+      const refs = await store.eventRescue({ leaseExpiredBefore: now, heldBy: OWNER_A, now, limit: 100 });
+      assert.deepEqual(refs.map((r) => r.id), ['previous-run']);
+      assert.equal((await mustGet(store, tenantId, 'previous-run')).state, 'awaiting_retry');
+      assert.equal((await mustGet(store, tenantId, 'theirs')).state, 'executing');
+    });
+  });
+
   it('rescues at most limit events per call', async () => {
     await withFreshStore(ctx.make, async (store) => {
       const tenantId = await newTenant(store);

@@ -177,7 +177,7 @@ async function recordRound(db: Queryable, outcomes: AttemptOutcome[], indexes: n
 }
 
 export async function rescue(db: Queryable, p: EventRescueParams): Promise<DueRef[]> {
-  const res = await run<DueRefRow>(db, 'eventRescue', [p.leaseExpiredBefore, p.notOwnedBy ?? null, p.limit, p.now]);
+  const res = await run<DueRefRow>(db, 'eventRescue', [p.leaseExpiredBefore, p.notOwnedBy ?? null, p.limit, p.now, p.heldBy ?? null]);
   return res.rows.map(dueRefFromRow);
 }
 

@@ -296,17 +296,18 @@ export const SQL = {
     WHERE tenant_id = $1 AND grp = $2 AND state IN ${LIVE}
     ORDER BY fire_at, seq LIMIT 1`,
 
-  // ($1 leaseExpiredBefore, $2 notOwnedBy|null, $3 limit, $4 now) → (DueRefRow + attempts)[] of
+  // ($1 leaseExpiredBefore, $2 notOwnedBy|null, $3 limit, $4 now, $5 heldBy|null) → (DueRefRow + attempts)[] of
   // the executing events made awaiting_retry (due now): those whose lease ended (the event's
   // own, from its claim, and its owner's in claim_leases, if any), or, when $2 is
-  // given, held by another owner; oldest lease first, rows held by others skipped. Each appends
+  // given, held by another owner, or, when $5 is given, held by $5; oldest lease first, rows held by others skipped. Each appends
   // its transition naming the reason and the old owner.
   eventRescue: `WITH candidates AS (
       SELECT e.ctid AS row_id, e.lease_owner, e.lease_until, (e.lease_until < $1) AS expired FROM events e
       WHERE e.state = 'executing'
         AND ((e.lease_until < $1 AND NOT EXISTS (
                SELECT 1 FROM claim_leases c WHERE c.owner = e.lease_owner AND c.lease_until >= $1))
-             OR ($2::text IS NOT NULL AND e.lease_owner IS DISTINCT FROM $2::text))
+             OR ($2::text IS NOT NULL AND e.lease_owner IS DISTINCT FROM $2::text)
+             OR ($5::text IS NOT NULL AND e.lease_owner = $5::text))
       ORDER BY e.lease_until LIMIT $3
       FOR UPDATE OF e SKIP LOCKED
     ), rescued AS (

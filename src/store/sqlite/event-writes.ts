@@ -175,6 +175,7 @@ export function rescue(q: Queries, p: EventRescueParams): DueRef[] {
   const candidates = q.eventRescueCandidates.all({
     leaseExpiredBefore: p.leaseExpiredBefore,
     notOwnedBy: p.notOwnedBy ?? null,
+    heldBy: p.heldBy ?? null,
     limit: p.limit,
   });
   const out: DueRef[] = [];

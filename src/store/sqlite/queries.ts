@@ -188,14 +188,15 @@ export const SQL = {
   shardLag: `SELECT shard, count(*) AS due_events, min(due_at) AS oldest_due_at FROM events
     WHERE state IN ('scheduled', 'awaiting_retry') AND due_at <= @now
     GROUP BY shard ORDER BY oldest_due_at LIMIT @limit`,
-  // (@leaseExpiredBefore, @notOwnedBy|null, @limit) → { tenant_id, id, version, lease_owner, expired }[]
-  // executing events whose lease ended, or (when notOwnedBy is given) held by another owner.
+  // (@leaseExpiredBefore, @notOwnedBy|null, @heldBy|null, @limit) → { tenant_id, id, version, lease_owner, expired }[]
+  // executing events whose lease ended, or (when given) held by another owner than @notOwnedBy, or by @heldBy.
   eventRescueCandidates: `SELECT tenant_id, id, version, lease_owner, (lease_until < @leaseExpiredBefore) AS expired
     FROM events e
     WHERE state = 'executing'
       AND ((lease_until < @leaseExpiredBefore AND NOT EXISTS (
              SELECT 1 FROM claim_leases c WHERE c.owner = e.lease_owner AND c.lease_until >= @leaseExpiredBefore))
-           OR (@notOwnedBy IS NOT NULL AND lease_owner IS NOT @notOwnedBy))
+           OR (@notOwnedBy IS NOT NULL AND lease_owner IS NOT @notOwnedBy)
+           OR (@heldBy IS NOT NULL AND lease_owner = @heldBy))
     ORDER BY lease_until LIMIT @limit`,
   // (now, now, tenantId, id, version) → { tenant_id, id, version, due_at, shard, grp, attempts } after
   // the change, or no row when it changed meanwhile.
