@@ -98,7 +98,11 @@ export class VirtualQueue<T> {
         const gate = this.breaker.check();
         if (!gate.ok) {
           const item = this.shift();
-          this.hooks.done(item, this.settings, { kind: 'retry', reason: 'circuit open: endpoint failing', retryAfterMs: gate.retryInMs, durationMs: 0 });
+          // Spread over [reopen, 2 × the time to reopen]: every event failed fast while the circuit
+          // is open would otherwise come due in the same millisecond, a herd of claims and fast
+          // failures that delays every other destination's events due then.
+          const retryAfterMs = gate.retryInMs + Math.floor(Math.random() * gate.retryInMs);
+          this.hooks.done(item, this.settings, { kind: 'retry', reason: 'circuit open: endpoint failing', retryAfterMs, durationMs: 0 });
           continue;
         }
         // This caller holds the half-open probe: one request, sent now, outside the rate limit.

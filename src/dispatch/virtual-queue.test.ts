@@ -1,0 +1,42 @@
+/**
+ * The virtual queue while its circuit is open: events fail fast as retries, spread after the
+ * reopen time so they do not all come due again in the same millisecond (a herd that delays
+ * every other destination's events due then).
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { SimClock } from '../core/clock.ts';
+import { DEFAULT_RETRY } from '../core/backoff.ts';
+import type { DeliverySettings } from './destinations.ts';
+import type { DeliveryOutcome } from './outcome.ts';
+import { VirtualQueue } from './virtual-queue.ts';
+
+const SETTINGS: DeliverySettings = {
+  queueKey: 't/a', target: 'http://127.0.0.1:1/', headers: {}, secrets: [], timeoutMs: 1_000,
+  retry: DEFAULT_RETRY, rateLimitPerSecond: null, maxConcurrency: 1, missing: false,
+};
+
+describe('VirtualQueue with its circuit open', () => {
+  it('fails events fast as retries spread over [reopen, twice the time to reopen]', async () => {
+    const clock = new SimClock();
+    const done: { item: number; outcome: DeliveryOutcome }[] = [];
+    const queue = new VirtualQueue<number>(SETTINGS, clock, {
+      deliver: async () => ({ kind: 'retry', reason: 'HTTP 500', durationMs: 1 }),
+      done: (item, _settings, outcome) => done.push({ item, outcome }),
+    });
+    // Consecutive failures open the circuit (10 by default).
+    for (let i = 0; i < 10; i++) {
+      queue.push(i);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    assert.equal(queue.breakerState, 'open');
+    done.length = 0;
+    for (let i = 0; i < 200; i++) queue.push(100 + i);
+    assert.equal(done.length, 200, 'every event failed fast');
+    const delays = done.map((d) => d.outcome.kind === 'retry' ? d.outcome.retryAfterMs ?? -1 : -1);
+    // The simulated clock stands still: the circuit reopens in exactly its first open time, 1 s.
+    const reopenMs = 1_000;
+    assert.ok(delays.every((d) => d >= reopenMs && d <= 2 * reopenMs), `all within [1 s, 2 s]: ${Math.min(...delays)}–${Math.max(...delays)} ms`);
+    assert.ok(new Set(delays).size > 100, `spread, not one instant (${new Set(delays).size} distinct delays of 200)`);
+  });
+});
