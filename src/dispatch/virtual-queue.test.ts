@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import { SimClock } from '../core/clock.ts';
 import { DEFAULT_RETRY } from '../core/backoff.ts';
 import type { DeliverySettings } from './destinations.ts';
-import type { DeliveryOutcome } from './outcome.ts';
+import type { DeliveryOutcome } from '../channels/channel.ts';
 import { VirtualQueue } from './virtual-queue.ts';
 
 const SETTINGS: DeliverySettings = {
