@@ -42,6 +42,8 @@ export const LIMITS_CACHE_TTL_MS = 1_000;
 export const PENDING_RECOUNT_MS_MIN = 1_000;
 export const PENDING_STALE_MS_CLUSTER = 5_000;
 export const TENANTS_TRACKED_MAX = 10_000;
+/** Counts of a tenant's pending events are at least this many times their own duration apart (≤ 2 % of the time). */
+const COUNT_SPACING_FACTOR = 50;
 
 interface PendingEstimate {
   count: number;
@@ -122,12 +124,12 @@ export class TenantQuotas {
     const nowMs = this.clock.monotonicMs();
     let estimate = this.pending.get(tenantId);
     if (!estimate) estimate = await this.countPending(tenantId);
-    else if (this.store.capabilities.multiNode && nowMs - estimate.countedAtMs >= Math.max(PENDING_STALE_MS_CLUSTER, 50 * estimate.countMs)) {
+    else if (this.store.capabilities.multiNode && nowMs - estimate.countedAtMs >= Math.max(PENDING_STALE_MS_CLUSTER, COUNT_SPACING_FACTOR * estimate.countMs)) {
       // Other nodes accept events too: refresh, without holding this request back.
       this.countPending(tenantId).catch(() => {});
     }
     if (estimate.count + adding <= max) return;
-    const spacingMs = Math.max(PENDING_RECOUNT_MS_MIN, 50 * estimate.countMs);
+    const spacingMs = Math.max(PENDING_RECOUNT_MS_MIN, COUNT_SPACING_FACTOR * estimate.countMs);
     if (nowMs - estimate.countedAtMs >= spacingMs) estimate = await this.countPending(tenantId);
     if (estimate.count + adding <= max) return;
     throw overLimit('pendingEventsMax', max, adding > 1 ? 'events' : '', `${estimate.count} events pending, ${adding} more asked for`);

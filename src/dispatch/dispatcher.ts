@@ -118,7 +118,7 @@ export class Dispatcher {
       queue = new VirtualQueue<EventRecord>(settings, this.deps.clock, {
         deliver: (e, s, signal) => this.deliverOne(e, s, signal),
         done: (e, s, outcome) => this.finish(e, s, outcome),
-      });
+      }, this.random);
       this.queues.set(settings.queueKey, queue);
     }
     queue.push(event);

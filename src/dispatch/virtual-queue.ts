@@ -38,6 +38,8 @@ export class VirtualQueue<T> {
     private settings: DeliverySettings,
     private readonly clock: Clock,
     private readonly hooks: VirtualQueueHooks<T>,
+    /** Jitter source in [0, 1): the dispatcher's, so a seeded run stays reproducible. */
+    private readonly random: () => number = Math.random,
   ) {
     this.breaker = new CircuitBreaker({}, clock);
     this.applySettings(settings);
@@ -101,7 +103,7 @@ export class VirtualQueue<T> {
           // Spread over [reopen, 2 × the time to reopen]: every event failed fast while the circuit
           // is open would otherwise come due in the same millisecond, a herd of claims and fast
           // failures that delays every other destination's events due then.
-          const retryAfterMs = gate.retryInMs + Math.floor(Math.random() * gate.retryInMs);
+          const retryAfterMs = gate.retryInMs + Math.floor(this.random() * gate.retryInMs);
           this.hooks.done(item, this.settings, { kind: 'retry', reason: 'circuit open: endpoint failing', retryAfterMs, durationMs: 0 });
           continue;
         }

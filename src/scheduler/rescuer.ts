@@ -36,8 +36,8 @@ export class Rescuer {
    * owner's is too.
    */
   async rescuePreviousRuns(everyOwner: boolean): Promise<number> {
-    const own = await this.drain({ heldBy: this.deps.owner });
-    return own + (everyOwner ? await this.drain({ notOwnedBy: this.deps.owner }) : 0);
+    const { owner } = this.deps;
+    return this.drain(everyOwner ? { heldBy: owner, notOwnedBy: owner } : { heldBy: owner });
   }
 
   /** One pass over expired leases; returns how many events it made due again. */

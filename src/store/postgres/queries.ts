@@ -22,11 +22,11 @@ const FIREABLE = `('scheduled', 'awaiting_retry')`;
 
 /**
  * `alias.state IN states`, spelled so that no partial index's predicate matches it: for the
- * primary-key probes of claims, outcomes, cancels and edits, which must stay one probe each. Spelled plainly, the
- * planner may AND the primary key with the partial index of those states (events_due,
- * events_executing) and read that whole index for every probe: on a table without statistics
- * (never analyzed: a fresh table, or autovacuum off) it did, for outcomes, 28,000 index entries
- * per outcome while a burst kept that many events executing (0.6 ms each instead of 0.02).
+ * primary-key probes of claims, outcomes, cancels and edits, which must stay one probe each.
+ * Spelled plainly, the planner may AND the primary key with the partial index of those states
+ * (events_due, events_executing) and read that whole index for every probe: on a table without
+ * statistics (never analyzed: a fresh table, or autovacuum off) it did, for outcomes, 28,000
+ * index entries per outcome while a burst kept that many executing (0.6 ms each, not 0.02).
  */
 function stateIn(alias: string, states: string): string {
   return `(${alias}.state || '') IN ${states}`;
@@ -296,11 +296,12 @@ export const SQL = {
     WHERE tenant_id = $1 AND grp = $2 AND state IN ${LIVE}
     ORDER BY fire_at, seq LIMIT 1`,
 
-  // ($1 leaseExpiredBefore, $2 notOwnedBy|null, $3 limit, $4 now, $5 heldBy|null) → (DueRefRow + attempts)[] of
-  // the executing events made awaiting_retry (due now): those whose lease ended (the event's
-  // own, from its claim, and its owner's in claim_leases, if any), or, when $2 is
-  // given, held by another owner, or, when $5 is given, held by $5; oldest lease first, rows held by others skipped. Each appends
-  // its transition naming the reason and the old owner.
+  // ($1 leaseExpiredBefore, $2 notOwnedBy|null, $3 limit, $4 now, $5 heldBy|null) →
+  // (DueRefRow + attempts)[] of the executing events made awaiting_retry (due now): those whose
+  // lease ended (the event's own, from its claim, and its owner's in claim_leases, if any), or,
+  // when $2 is given, held by another owner, or, when $5 is given, held by $5; oldest lease
+  // first, rows locked by others skipped. Each appends its transition naming the reason and the
+  // old owner.
   eventRescue: `WITH candidates AS (
       SELECT e.ctid AS row_id, e.lease_owner, e.lease_until, (e.lease_until < $1) AS expired FROM events e
       WHERE e.state = 'executing'

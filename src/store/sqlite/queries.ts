@@ -182,14 +182,17 @@ export const SQL = {
   // (@owner, @leaseUntil) → nothing: @owner's claim lease ends at @leaseUntil or later (never earlier).
   claimLeaseRenew: `INSERT INTO claim_leases (owner, lease_until) VALUES (@owner, @leaseUntil)
     ON CONFLICT (owner) DO UPDATE SET lease_until = max(lease_until, excluded.lease_until)`,
-  // (@owner, @leaseUntil) → nothing: drops leases that ended a day before @leaseUntil (their events are past rescue).
+  // (@owner, @leaseUntil) → nothing: drops other owners' leases that ended a day before
+  // @leaseUntil (their events are past rescue).
   claimLeasePrune: `DELETE FROM claim_leases WHERE lease_until < @leaseUntil - 86400000 AND owner <> @owner`,
   // (@now, @limit) → { shard, due_events, oldest_due_at }[]: fireable rows due by @now, per shard.
   shardLag: `SELECT shard, count(*) AS due_events, min(due_at) AS oldest_due_at FROM events
     WHERE state IN ('scheduled', 'awaiting_retry') AND due_at <= @now
     GROUP BY shard ORDER BY oldest_due_at LIMIT @limit`,
-  // (@leaseExpiredBefore, @notOwnedBy|null, @heldBy|null, @limit) → { tenant_id, id, version, lease_owner, expired }[]
-  // executing events whose lease ended, or (when given) held by another owner than @notOwnedBy, or by @heldBy.
+  // (@leaseExpiredBefore, @notOwnedBy|null, @heldBy|null, @limit) →
+  // { tenant_id, id, version, lease_owner, expired }[]: executing events whose lease ended (their
+  // own and their owner's claim lease), or, when given, held by another owner than @notOwnedBy,
+  // or by @heldBy.
   eventRescueCandidates: `SELECT tenant_id, id, version, lease_owner, (lease_until < @leaseExpiredBefore) AS expired
     FROM events e
     WHERE state = 'executing'
