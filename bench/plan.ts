@@ -53,12 +53,19 @@ function sideBySide(name: string, p: PlanOptions, systems: SystemKey[]): Step[] 
   );
 }
 
-function belfryOnly(name: 'burst' | 'backlog', p: PlanOptions): Step[] {
+function burstSteps(p: PlanOptions): Step[] {
   return belfryStores(p).map((store): Step => ({
     kind: 'custom',
-    title: `${name} · belfry-${store}`,
-    run: async (rates) => [await (name === 'burst' ? burst : backlog)(store, p.opts, rates.get(`belfry-${store}`) ?? null)],
+    title: `burst · belfry-${store}`,
+    run: async (rates) => [await burst(store, p.opts, rates.get(`belfry-${store}`) ?? null)],
   }));
+}
+
+/** One step for every store: the stores load their backlogs side by side, then are measured one by one. */
+function backlogSteps(p: PlanOptions): Step[] {
+  const stores = belfryStores(p);
+  if (stores.length === 0) return [];
+  return [{ kind: 'custom', title: `backlog · ${stores.map((s) => `belfry-${s}`).join(', ')}`, run: (rates) => backlog(stores, p.opts, rates) }];
 }
 
 function limitsStep(): Step {
@@ -73,8 +80,9 @@ export function planSteps(name: string, p: PlanOptions): Step[] {
     case 'precision':
       return sideBySide(name, p, systems);
     case 'burst':
+      return burstSteps(p);
     case 'backlog':
-      return belfryOnly(name, p);
+      return backlogSteps(p);
     case 'limits':
       return [limitsStep()];
     case 'all':
@@ -84,8 +92,8 @@ export function planSteps(name: string, p: PlanOptions): Step[] {
         ...sideBySide('ingest', p, systems),
         ...sideBySide('fire', p, systems),
         ...sideBySide('precision', p, systems),
-        ...belfryOnly('burst', p),
-        ...belfryOnly('backlog', p),
+        ...burstSteps(p),
+        ...backlogSteps(p),
       ];
     default:
       throw new Error(`unknown scenario "${name}" (ingest, fire, precision, burst, backlog, limits, all)`);

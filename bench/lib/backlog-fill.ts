@@ -14,10 +14,13 @@
  * in one pass, which PostgreSQL does several times faster than 20,000,000 index insertions.
  * Neither is Belfry's code path, and neither is measured as a Belfry figure.
  */
+import { fork } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { canonicalJson, sha256Hex } from '../../src/core/ids.ts';
 import { shardOf } from '../../src/core/shard.ts';
+import type { FillMessage } from './backlog-fill-child.ts';
 import { PG_URL } from './pg.ts';
 
 export const TEMPLATE_ID = 'template';
@@ -149,17 +152,49 @@ export async function fillPostgres(schema: string, spec: BacklogSpec, onProgress
       onProgress(to);
     }
     await client.query("SET maintenance_work_mem = '512MB'");
+    let phaseMs = performance.now();
+    const phase = (what: string) => {
+      console.error(`[bench] backlog · postgres: ${what} in ${((performance.now() - phaseMs) / 1000).toFixed(0)} s`);
+      phaseMs = performance.now();
+    };
     for (const statement of rebuild) await client.query(statement);
+    phase('indexes built');
     // A settled table, as autovacuum leaves it: statistics and the visibility map.
     await client.query('VACUUM (ANALYZE) events');
+    phase('events vacuumed');
     await client.query('VACUUM (ANALYZE) transitions');
+    phase('transitions vacuumed');
     // And the load's WAL checkpointed, as it would be long before a month-ahead backlog comes due:
     // otherwise the checkpoints the load forces (several GB of WAL) land in the measured phases,
     // and the full-page writes after each stall every writer for seconds.
     await client.query('CHECKPOINT');
+    phase('checkpointed');
     const rows = (await client.query<Row>('SELECT * FROM events WHERE id = ANY($1)', [[backlogId(0), backlogId(spec.n - 1)]])).rows;
     check(spec, rows, template.tenant_id);
   } finally {
     await client.end();
   }
+}
+
+/** fillSqlite in a child process (backlog-fill-child.ts): the caller's event loop stays free. */
+export function fillSqliteInChild(file: string, spec: BacklogSpec, onProgress: (done: number) => void): Promise<void> {
+  const child = fork(fileURLToPath(new URL('./backlog-fill-child.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  return new Promise<void>((resolve, reject) => {
+    let settled = false;
+    const settle = (err: Error | null) => {
+      if (settled) return;
+      settled = true;
+      if (err) child.kill('SIGKILL');
+      else if (child.connected) child.disconnect();
+      if (err) reject(err);
+      else resolve();
+    };
+    child.on('message', (msg: FillMessage) => {
+      if (msg.type === 'progress') onProgress(msg.done);
+      else settle(msg.type === 'done' ? null : new Error(`SQLite backlog fill: ${msg.message}`));
+    });
+    child.once('error', (err) => settle(err));
+    child.once('exit', (code) => settle(new Error(`SQLite backlog fill: the child exited (code ${code}) before it finished`)));
+    child.send({ file, spec });
+  });
 }
