@@ -1,6 +1,6 @@
 /** Which steps a command runs, in order. */
 import type { ScenarioOptions, ScenarioResult } from './lib/report.ts';
-import { backlog } from './scenarios/backlog.ts';
+import { BacklogRun } from './scenarios/backlog.ts';
 import { burst } from './scenarios/burst.ts';
 import { fire } from './scenarios/fire.ts';
 import { ingest } from './scenarios/ingest.ts';
@@ -61,11 +61,26 @@ function burstSteps(p: PlanOptions): Step[] {
   }));
 }
 
-/** One step for every store: the stores load their backlogs side by side, then are measured one by one. */
+/** A load step that fills every store side by side, then one step per store that measures it alone. */
 function backlogSteps(p: PlanOptions): Step[] {
   const stores = belfryStores(p);
   if (stores.length === 0) return [];
-  return [{ kind: 'custom', title: `backlog · ${stores.map((s) => `belfry-${s}`).join(', ')}`, run: (rates) => backlog(stores, p.opts, rates) }];
+  const run = new BacklogRun(stores, p.opts);
+  return [
+    {
+      kind: 'custom',
+      title: `backlog load · ${stores.map((s) => `belfry-${s}`).join(', ')}`,
+      run: async () => {
+        await run.load();
+        return [];
+      },
+    },
+    ...stores.map((store): Step => ({
+      kind: 'custom',
+      title: `backlog · belfry-${store}`,
+      run: async (rates) => [await run.measure(store, rates.get(`belfry-${store}`) ?? null)],
+    })),
+  ];
 }
 
 function limitsStep(): Step {

@@ -1,8 +1,9 @@
 /**
  * backlog (Belfry only): N pending events (default 10,000,000) due a month from now fill the
  * store, loaded straight in SQL as the node would have written them (lib/backlog-fill.ts) while
- * the node is stopped; with both stores, both load at the same time. Then a node starts on that store and the fire scenario (100,000 due at
- * once) and the precision scenario (5,000/s for 20 s) run on it, each to a receiver of its own.
+ * the node is stopped; with both stores, both load at the same time. Then a node starts on that
+ * store and the fire scenario (100,000 due at once) and the precision scenario (5,000/s for 20 s)
+ * run on it, each to a receiver of its own.
  * Reports what the backlog changes: fire rate, lateness, the node's start time and peak RSS, to
  * hold against the same run's fire and precision @ 5,000/s on an empty store.
  */
@@ -72,30 +73,45 @@ function pick(result: ScenarioResult, prefix: string, names: string[]): Metric[]
 }
 
 /**
- * The backlog scenario on each store in `kinds`: all stores are filled at once (the loads are SQL,
- * not Belfry, and on two cores loading both side by side saves minutes), then each store is
- * measured alone, one after the other, on a quiet machine.
+ * The backlog scenario on each store in `kinds`, as separate steps: `load()` fills every store at
+ * once (the loads are SQL, not Belfry, and on two cores loading both side by side saves minutes),
+ * then `measure(kind)` measures one store alone on a quiet machine and drops it. A store that
+ * failed to load fails its own measure step; one store's failure leaves the others' figures.
  */
-export async function backlog(kinds: StoreKind[], opts: ScenarioOptions, batchRates: Map<string, number>): Promise<ScenarioResult[]> {
-  const n = opts.n ?? N_DEFAULT;
-  const spec: BacklogSpec = { n, firstAt: Date.now() + MONTH_MS, stepMs: 1 };
-  const stores: BelfryStore[] = [];
-  try {
-    for (const kind of kinds) stores.push(await createBelfryStore(kind));
-    for (const store of stores) await storeTemplate(store, spec.firstAt);
-    // allSettled: a failed load must not drop the other store while it is still loading.
-    const loads = await Promise.allSettled(stores.map((store) => fill(store, spec)));
-    const failed = loads.find((l) => l.status === 'rejected');
-    if (failed) throw failed.reason;
-    const loadMs = loads.map((l) => (l as PromiseFulfilledResult<number>).value);
-    const results: ScenarioResult[] = [];
-    for (const [i, store] of stores.entries()) {
-      results.push(await measure(store, n, loadMs[i], stores.length > 1, batchRates.get(`belfry-${store.kind}`) ?? null));
-      await store.dispose();
+export class BacklogRun {
+  private readonly loaded = new Map<StoreKind, { store: BelfryStore; loadMs: number }>();
+
+  constructor(
+    private readonly kinds: StoreKind[],
+    private readonly opts: ScenarioOptions,
+  ) {}
+
+  async load(): Promise<void> {
+    const spec: BacklogSpec = { n: this.opts.n ?? N_DEFAULT, firstAt: Date.now() + MONTH_MS, stepMs: 1 };
+    const stores: BelfryStore[] = [];
+    try {
+      for (const kind of this.kinds) stores.push(await createBelfryStore(kind));
+      for (const store of stores) await storeTemplate(store, spec.firstAt);
+      // allSettled: a failed load must not drop the other store while it is still loading.
+      const loads = await Promise.allSettled(stores.map((store) => fill(store, spec)));
+      const failed = loads.find((l) => l.status === 'rejected');
+      if (failed) throw failed.reason;
+      loads.forEach((l, i) => this.loaded.set(stores[i].kind, { store: stores[i], loadMs: (l as PromiseFulfilledResult<number>).value }));
+    } catch (err) {
+      await Promise.all(stores.map((store) => store.dispose()));
+      throw err;
     }
-    return results;
-  } finally {
-    await Promise.all(stores.map((store) => store.dispose()));
+  }
+
+  async measure(kind: StoreKind, batchRate: number | null): Promise<ScenarioResult> {
+    const loaded = this.loaded.get(kind);
+    if (!loaded) throw new Error(`backlog: the ${kind} store was not loaded (see the load step)`);
+    this.loaded.delete(kind);
+    try {
+      return await measure(loaded.store, this.opts.n ?? N_DEFAULT, loaded.loadMs, this.kinds.length > 1, batchRate);
+    } finally {
+      await loaded.store.dispose();
+    }
   }
 }
 
