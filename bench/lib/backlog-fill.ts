@@ -14,13 +14,12 @@
  * in one pass, which PostgreSQL does several times faster than 20,000,000 index insertions.
  * Neither is Belfry's code path, and neither is measured as a Belfry figure.
  */
-import { fork } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { canonicalJson, sha256Hex } from '../../src/core/ids.ts';
 import { shardOf } from '../../src/core/shard.ts';
 import type { FillMessage } from './backlog-fill-child.ts';
+import { forkTs } from './fork-ts.ts';
 import { PG_URL } from './pg.ts';
 
 export const TEMPLATE_ID = 'template';
@@ -178,16 +177,19 @@ export async function fillPostgres(schema: string, spec: BacklogSpec, onProgress
 
 /** fillSqlite in a child process (backlog-fill-child.ts): the caller's event loop stays free. */
 export function fillSqliteInChild(file: string, spec: BacklogSpec, onProgress: (done: number) => void): Promise<void> {
-  const child = fork(fileURLToPath(new URL('./backlog-fill-child.ts', import.meta.url)), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = forkTs(new URL('./backlog-fill-child.ts', import.meta.url));
   return new Promise<void>((resolve, reject) => {
     let settled = false;
     const settle = (err: Error | null) => {
       if (settled) return;
       settled = true;
-      if (err) child.kill('SIGKILL');
-      else if (child.connected) child.disconnect();
-      if (err) reject(err);
-      else resolve();
+      if (err) {
+        child.kill('SIGKILL');
+        reject(err);
+      } else {
+        if (child.connected) child.disconnect();
+        resolve();
+      }
     };
     child.on('message', (msg: FillMessage) => {
       if (msg.type === 'progress') onProgress(msg.done);

@@ -1,10 +1,10 @@
 /** Starts receiver-child.ts as a separate process and asks it for counts and statistics over IPC. */
-import { fork, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
+import { forkTs } from './fork-ts.ts';
 import type { ChildMessage, ChildRequest, ReceiverStats } from './receiver-child.ts';
 import { sleep } from './stats.ts';
 
-const CHILD = fileURLToPath(new URL('./receiver-child.ts', import.meta.url));
+const CHILD = new URL('./receiver-child.ts', import.meta.url);
 const START_MS_MAX = 15_000;
 const ANSWER_MS_MAX = 15_000;
 const POLL_MS = 250;
@@ -21,7 +21,7 @@ export interface ReceiverProcess {
 
 export async function startReceiverProcess(): Promise<ReceiverProcess> {
   // 'advanced' (structured clone): a million lateness samples cross as arrays, not JSON text.
-  const child = fork(CHILD, [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'], serialization: 'advanced' });
+  const child = forkTs(CHILD, [], { serialization: 'advanced' });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const url = await firstMessage(child).catch((err: unknown) => {
     child.kill('SIGKILL');

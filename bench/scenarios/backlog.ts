@@ -80,14 +80,17 @@ function pick(result: ScenarioResult, prefix: string, names: string[]): Metric[]
  */
 export class BacklogRun {
   private readonly loaded = new Map<StoreKind, { store: BelfryStore; loadMs: number }>();
+  private readonly n: number;
 
   constructor(
     private readonly kinds: StoreKind[],
-    private readonly opts: ScenarioOptions,
-  ) {}
+    opts: ScenarioOptions,
+  ) {
+    this.n = opts.n ?? N_DEFAULT;
+  }
 
   async load(): Promise<void> {
-    const spec: BacklogSpec = { n: this.opts.n ?? N_DEFAULT, firstAt: Date.now() + MONTH_MS, stepMs: 1 };
+    const spec: BacklogSpec = { n: this.n, firstAt: Date.now() + MONTH_MS, stepMs: 1 };
     const stores: BelfryStore[] = [];
     try {
       for (const kind of this.kinds) stores.push(await createBelfryStore(kind));
@@ -108,7 +111,7 @@ export class BacklogRun {
     if (!loaded) throw new Error(`backlog: the ${kind} store was not loaded (see the load step)`);
     this.loaded.delete(kind);
     try {
-      return await measure(loaded.store, this.opts.n ?? N_DEFAULT, loaded.loadMs, this.kinds.length > 1, batchRate);
+      return await measure(loaded.store, this.n, loaded.loadMs, this.kinds.length > 1, batchRate);
     } finally {
       await loaded.store.dispose();
     }

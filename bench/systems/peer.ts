@@ -6,8 +6,8 @@
  *
  * Each run gets a fresh namespace (a Redis key prefix or a PostgreSQL schema), removed by stop().
  */
-import { fork, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import type { ChildProcess } from 'node:child_process';
+import { forkTs } from '../lib/fork-ts.ts';
 import { peakRssBytes, processCpuSeconds } from '../lib/machine.ts';
 import { freshSchemaName } from '../lib/pg.ts';
 import type { BenchEvent, System, SystemInfo, SystemKey, SystemOptions } from './system.ts';
@@ -53,14 +53,14 @@ export async function loadPeer(key: PeerKey): Promise<Peer> {
   }
 }
 
-const CHILD = fileURLToPath(new URL('./peer-worker-child.ts', import.meta.url));
+const CHILD = new URL('./peer-worker-child.ts', import.meta.url);
 const START_MS_MAX = 60_000;
 const STOP_MS_MAX = 15_000;
 
 export type WorkerChildMessage = { type: 'ready' } | { type: 'error'; message: string };
 
 function startWorkerChild(key: PeerKey, namespace: string, receiverUrl: string): Promise<ChildProcess> {
-  const child = fork(CHILD, [key, namespace, receiverUrl], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = forkTs(CHILD, [key, namespace, receiverUrl]);
   return new Promise((resolve, reject) => {
     const fail = (err: Error) => {
       clearTimeout(timer);
