@@ -6,6 +6,7 @@ import { fire } from './scenarios/fire.ts';
 import { ingest } from './scenarios/ingest.ts';
 import { limits } from './scenarios/limits.ts';
 import { precision } from './scenarios/precision.ts';
+import { readsMeasure } from './scenarios/reads.ts';
 import type { Scenario } from './scenarios/scenario.ts';
 import { SYSTEM_KEYS, type SystemKey } from './systems/system.ts';
 
@@ -61,15 +62,18 @@ function burstSteps(p: PlanOptions): Step[] {
   }));
 }
 
-/** A load step that fills every store side by side, then one step per store that measures it alone. */
-function backlogSteps(p: PlanOptions): Step[] {
+/**
+ * A load step that fills every store side by side, then one step per store that measures it
+ * alone: `backlog` (firing on a full store) or `reads` (reads and scrapes on a full store).
+ */
+function backlogSteps(p: PlanOptions, name: 'backlog' | 'reads' = 'backlog'): Step[] {
   const stores = belfryStores(p);
   if (stores.length === 0) return [];
-  const run = new BacklogRun(stores, p.opts);
+  const run = name === 'backlog' ? new BacklogRun(stores, p.opts) : new BacklogRun(stores, p.opts, readsMeasure(p.opts));
   return [
     {
       kind: 'custom',
-      title: `backlog load · ${stores.map((s) => `belfry-${s}`).join(', ')}`,
+      title: `${name} load · ${stores.map((s) => `belfry-${s}`).join(', ')}`,
       run: async () => {
         await run.load();
         return [];
@@ -77,7 +81,7 @@ function backlogSteps(p: PlanOptions): Step[] {
     },
     ...stores.map((store): Step => ({
       kind: 'custom',
-      title: `backlog · belfry-${store}`,
+      title: `${name} · belfry-${store}`,
       run: async (rates) => [await run.measure(store, rates.get(`belfry-${store}`) ?? null)],
     })),
   ];
@@ -98,6 +102,8 @@ export function planSteps(name: string, p: PlanOptions): Step[] {
       return burstSteps(p);
     case 'backlog':
       return backlogSteps(p);
+    case 'reads':
+      return backlogSteps(p, 'reads');
     case 'limits':
       return [limitsStep()];
     case 'all':
@@ -111,6 +117,6 @@ export function planSteps(name: string, p: PlanOptions): Step[] {
         ...backlogSteps(p),
       ];
     default:
-      throw new Error(`unknown scenario "${name}" (ingest, fire, precision, burst, backlog, limits, all)`);
+      throw new Error(`unknown scenario "${name}" (ingest, fire, precision, burst, backlog, reads, limits, all)`);
   }
 }

@@ -1,7 +1,7 @@
 /**
  * The benchmark command (see bench/README.md):
  *
- *   npm run bench -- <ingest|fire|precision|burst|backlog|limits|all> [--store sqlite|postgres]
+ *   npm run bench -- <ingest|fire|precision|burst|backlog|reads|limits|all> [--store sqlite|postgres]
  *                    [--systems belfry,bullmq,pg-boss,graphile-worker] [--n N] [--rate R] [--duration 60s]
  *   npm run bench -- report bench/results/<file>.json      (the summary and charts of a finished run)
  *
@@ -22,7 +22,7 @@ import { planSteps, type Step } from './plan.ts';
 import { startSystem } from './systems/index.ts';
 import type { System } from './systems/system.ts';
 
-const USAGE = `usage: npm run bench -- report <results.json> | <ingest|fire|precision|burst|backlog|limits|all> [--store sqlite|postgres] [--systems belfry,bullmq,pg-boss,graphile-worker] [--n N] [--rate R] [--duration 60s]`;
+const USAGE = `usage: npm run bench -- report <results.json> | <ingest|fire|precision|burst|backlog|reads|limits|all> [--store sqlite|postgres] [--systems belfry,bullmq,pg-boss,graphile-worker] [--n N] [--rate R] [--duration 60s]`;
 
 function positiveInt(name: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;

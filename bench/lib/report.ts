@@ -35,6 +35,8 @@ export interface ScenarioOptions {
   concurrency?: number;
   /** Not a flag: how long `fire` waits after the due instant (backlog shortens it). */
   waitMsMax?: number;
+  /** Not a flag: the prefix of event ids (`precision` twice on one node needs two). */
+  idPrefix?: string;
 }
 
 /** A metric's value by name, NaN when the result lacks it. */

@@ -25,7 +25,7 @@ const FIRE_WAIT_MS_MAX = 60_000;
 const MONTH_MS = 30 * 86_400_000;
 
 /** Stores the template event through a node's API: the one row every backlog row is copied from. */
-async function storeTemplate(store: BelfryStore, firstAt: number): Promise<void> {
+export async function storeTemplate(store: BelfryStore, firstAt: number): Promise<void> {
   const node = await startBenchNode(store);
   try {
     await node.putDestination(BACKLOG_DESTINATION, NOWHERE_URL, 20);
@@ -39,7 +39,7 @@ async function storeTemplate(store: BelfryStore, firstAt: number): Promise<void>
 }
 
 /** Fills one stopped store with n rows (SQLite in a child process); resolves with the load's duration. */
-async function fill(store: BelfryStore, spec: BacklogSpec): Promise<number> {
+export async function fill(store: BelfryStore, spec: BacklogSpec): Promise<number> {
   const startedMs = performance.now();
   let reported = 0;
   const progress = (done: number) => {
@@ -53,7 +53,7 @@ async function fill(store: BelfryStore, spec: BacklogSpec): Promise<number> {
 }
 
 /** Runs one scenario on the node, to a fresh receiver behind a destination of its own. */
-async function runOn(node: Awaited<ReturnType<typeof startBenchNode>>, scenario: Scenario, destination: string, opts: ScenarioOptions, batchRate: number | null): Promise<ScenarioResult> {
+export async function runOn(node: Awaited<ReturnType<typeof startBenchNode>>, scenario: Scenario, destination: string, opts: ScenarioOptions, batchRate: number | null): Promise<ScenarioResult> {
   const rx = await startReceiverProcess();
   try {
     await node.putDestination(destination, rx.url, BELFRY_MAX_CONCURRENCY);
@@ -72,11 +72,15 @@ function pick(result: ScenarioResult, prefix: string, names: string[]): Metric[]
   return result.metrics.filter((m) => names.includes(m.name)).map((m) => ({ ...m, name: `${prefix} ${m.name}` }));
 }
 
+/** What a run does with one filled store (the node is not running): measure it and return the result. */
+export type MeasureFilled = (store: BelfryStore, n: number, loadMs: number, loadedSideBySide: boolean, batchRate: number | null) => Promise<ScenarioResult>;
+
 /**
  * The backlog scenario on each store in `kinds`, as separate steps: `load()` fills every store at
  * once (the loads are SQL, not Belfry, and on two cores loading both side by side saves minutes),
  * then `measure(kind)` measures one store alone on a quiet machine and drops it. A store that
  * failed to load fails its own measure step; one store's failure leaves the others' figures.
+ * `measureFilled` is the backlog scenario's by default; the reads scenario passes its own.
  */
 export class BacklogRun {
   private readonly loaded = new Map<StoreKind, { store: BelfryStore; loadMs: number }>();
@@ -85,6 +89,7 @@ export class BacklogRun {
   constructor(
     private readonly kinds: StoreKind[],
     opts: ScenarioOptions,
+    private readonly measureFilled: MeasureFilled = measure,
   ) {
     this.n = opts.n ?? N_DEFAULT;
   }
@@ -111,7 +116,7 @@ export class BacklogRun {
     if (!loaded) throw new Error(`backlog: the ${kind} store was not loaded (see the load step)`);
     this.loaded.delete(kind);
     try {
-      return await measure(loaded.store, this.n, loaded.loadMs, this.kinds.length > 1, batchRate);
+      return await this.measureFilled(loaded.store, this.n, loaded.loadMs, this.kinds.length > 1, batchRate);
     } finally {
       await loaded.store.dispose();
     }

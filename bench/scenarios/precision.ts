@@ -65,7 +65,7 @@ async function run({ system, rx, opts }: ScenarioContext): Promise<ScenarioResul
     // Events j with j * 1000 / rate in [k * TICK_MS, (k + 1) * TICK_MS): due in this tick's window.
     const from = Math.ceil((k * TICK_MS * rate) / 1000);
     const to = Math.min(total, Math.ceil(((k + 1) * TICK_MS * rate) / 1000));
-    for (let b = from; b < to; b += BATCH_SIZE) calls.push(system.scheduleBatch(benchEvents('p', b, Math.min(to, b + BATCH_SIZE), dueAt), tally));
+    for (let b = from; b < to; b += BATCH_SIZE) calls.push(system.scheduleBatch(benchEvents(opts.idPrefix ?? 'p', b, Math.min(to, b + BATCH_SIZE), dueAt), tally));
   }
   await Promise.all(calls);
   if (cpu === null) {

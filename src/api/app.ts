@@ -14,6 +14,7 @@ import { PAYLOAD_DEPTH_MAX } from './event-input.ts';
 import { formatLimit, LIMIT_SPECS, limitBounds, type TenantLimits } from './limits.ts';
 import { KEYS_LIVE_MAX } from './routes/keys.ts';
 import { TRANSITIONS_MAX } from './routes/event-actions.ts';
+import { LIST_EXAMINED_ROWS_MAX } from '../store/event-list-plan.ts';
 import { LIST_LIMIT_DEFAULT } from './routes/events.ts';
 import { ID_LENGTH_MAX } from './schemas/common.ts';
 import { clientErrorHandler, frameworkErrorHandler, registerErrorHandling } from './errors.ts';
@@ -43,7 +44,7 @@ function fixedLimits(bodyBytesMax: number): [string, string][] {
     ['tags', '32 per event; names 1-64 characters, values 256'],
     ['durations', '10 years; times in years 2000-9999'],
     ['retry', 'maxAttempts 1-100, coefficient 1-10'],
-    ['list pages', `1-1000 events (default ${LIST_LIMIT_DEFAULT}); a trace returns up to ${TRANSITIONS_MAX} transitions`],
+    ['list pages', `1-1000 events (default ${LIST_LIMIT_DEFAULT}); 1-${TRANSITIONS_MAX} transitions of a trace (default ${TRANSITIONS_MAX}); a filtered list page examines at most ${LIST_EXAMINED_ROWS_MAX} events, so it may come back short, even empty, with a nextCursor to go on`],
     ['API keys', `${KEYS_LIVE_MAX} live keys per tenant; a rotated key's grace period at most 7d`],
     ['delivery responses', 'at most 4096 bytes of a response body are read for the trace, which keeps 200 characters'],
   ];
@@ -127,7 +128,7 @@ export async function createApp(deps: AppDeps): Promise<FastifyInstance> {
   await registerOpenApi(app, deps.limits.bodyBytesMax);
 
   const auth = new Authenticator(deps.store, deps.clock, deps.adminKey);
-  const quotas = new TenantQuotas(deps.store, deps.clock, deps.limits);
+  const quotas = new TenantQuotas(deps.store, deps.clock, deps.limits, deps.counts);
   healthRoutes(app, deps);
   await app.register(async (scope) => {
     scope.addHook('onRequest', auth.requireAdmin);

@@ -3,7 +3,9 @@ import type { Logger } from 'pino';
 import type { AddressPolicy } from '../core/address.ts';
 import type { Clock } from '../core/clock.ts';
 import type { EventRecord } from '../core/event.ts';
+import type { RetentionPeriods } from '../core/retention.ts';
 import type { Metrics } from '../node/metrics.ts';
+import type { CountSampler } from '../store/count-sampler.ts';
 import type { EventInsertResult, NewEvent, Store } from '../store/store.ts';
 import { DEFAULT_TENANT_LIMITS, type TenantLimits } from './limits.ts';
 import type { ClusterView } from './schemas/cluster.ts';
@@ -30,11 +32,17 @@ export interface AppDeps {
   onEventsChanged(events: EventRecord[]): void;
   /** Told after a destination is put or deleted, so cached settings are dropped. */
   onDestinationChanged(tenantId: string, name: string): void;
+  /** Told after a tenant's signing secrets changed (a rotation), so cached ones are dropped. */
+  onTenantSecretsChanged(tenantId: string): void;
   metrics: Metrics;
+  /** Counts of events sampled in the background: the /metrics gauges and the pending quota read them. */
+  counts: CountSampler;
   logger: Logger;
   adminKey: string;
   shardCount: number;
   limits: ApiLimits;
+  /** The node's default retention periods (a tenant's own override them; shown on GET /v1/tenants/{t}). */
+  retention: RetentionPeriods;
   /** The private-address guard (built from --allow-hosts), applied to every webhook URL accepted. */
   addressPolicy: AddressPolicy;
   /** GET /v1/cluster: the cluster as this node sees it (absent: 503). */

@@ -9,6 +9,7 @@ import type { Socket } from 'node:net';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { BelfryError, type ErrorDetail } from '../core/errors.ts';
+import { WriteQueueFullError } from '../store/group-commit.ts';
 import { StoreUnavailableError } from '../store/store.ts';
 
 /** An error response. `code` extends core's ErrorCode with the HTTP-only `unsupported_media_type`. */
@@ -134,6 +135,9 @@ export function toApiError(err: unknown, bodyBytesMax: number): ApiError | null 
   }
   if (err instanceof StoreUnavailableError) {
     return { status: 503, code: 'unavailable', message: 'the store is unreachable; try again shortly', details: [], headers: { 'retry-after': '1' } };
+  }
+  if (err instanceof WriteQueueFullError) {
+    return { status: 503, code: 'unavailable', message: `${err.message}; try again shortly`, details: [], headers: { 'retry-after': String(err.retryAfterS) } };
   }
   if (typeof err !== 'object' || err === null) return null;
   const fe = err as FastifyError & { validation?: AjvErrorLike[]; validationContext?: string };

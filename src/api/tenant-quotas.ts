@@ -1,29 +1,33 @@
 /**
  * Per-tenant limits at request time: each tenant's effective limits (its overrides over the
  * node's defaults, cached briefly), its scheduling rate (a token bucket per tenant) and its
- * pending-events quota (an estimate, recounted rarely).
+ * pending-events quota (an estimate, from counts made in the background).
  *
  * Bounds and staleness:
  * - Limits are cached for LIMITS_CACHE_TTL_MS; a change through this node applies at once, one
  *   through another node within the TTL.
  * - The rate is enforced per node (buckets live in memory): a tenant spreading requests over N
  *   nodes gets up to N times its rate. Bucket capacity is one second of the rate (the burst).
- * - Pending events: counting them scans the tenant's pending index entries (~8 ms per 200k on
- *   SQLite), so each node keeps an estimate per tenant: its last count plus the events it
- *   accepted since. The estimate only over-counts (events finish, and are not subtracted), so it
- *   is recounted only when a request would pass the limit by it, at most once per
+ * - Pending events: no request waits for a first count. A tenant's estimate starts from the count
+ *   sampler's latest sample (store/count-sampler.ts: every tenant at once, in the background),
+ *   plus the events this node accepted for it since that count began; each new sample replaces it
+ *   the same way. The estimate only over-counts (events finish and are not subtracted), so when a
+ *   request would pass the limit by it, the tenant is recounted (its own pending index entries,
+ *   off the event loop) and that one request waits for the recount, at most once per
  *   max(PENDING_RECOUNT_MS_MIN, 50 × the last count's duration) so counting takes ≤ 2% of the
- *   time even for a tenant sitting at its limit. On a shared store (several nodes) it is also
- *   recounted in the background, as other nodes accept events too, when older than
- *   max(PENDING_STALE_MS_CLUSTER, 50 × the last count's duration): requests go on with the
- *   estimate meanwhile (a tenant with 10 million pending events takes seconds to count, and
- *   waiting for that held every scheduling request of the tenant back by as long).
- *   Overshoot bound: the requests in flight at once (they are checked before any of them
- *   commits), plus, in a cluster, what other nodes accept between two counts.
+ *   time even for a tenant sitting at its limit. On a shared store (several nodes) a tenant in use
+ *   is also recounted in the background, as other nodes accept events too, when its estimate is
+ *   older than max(PENDING_STALE_MS_CLUSTER, 50 × the last count's duration).
+ *   Before the node's first sample (the seconds after a start while the first count runs) a
+ *   tenant without an estimate is admitted; it is counted on its own in the background only when
+ *   no sample is being counted (the first one failed). Overshoot bound: the requests in flight at once (they are checked before any of
+ *   them commits), what a tenant schedules before its first estimate exists, plus, in a cluster,
+ *   what other nodes accept between two counts.
  * - Every map holds at most TENANTS_TRACKED_MAX tenants; the oldest entry goes first.
  */
 import type { FastifyRequest } from 'fastify';
 import type { Clock } from '../core/clock.ts';
+import type { CountSample, CountSampler } from '../store/count-sampler.ts';
 import type { Store } from '../store/store.ts';
 import { overLimit, resolveTenantLimits, type TenantLimits } from './limits.ts';
 
@@ -46,15 +50,29 @@ export const TENANTS_TRACKED_MAX = 10_000;
 const COUNT_SPACING_FACTOR = 50;
 
 interface PendingEstimate {
+  /** The count it rests on plus the events this node made pending since that count began. */
   count: number;
+  /** Monotonic ms when the count it rests on began. */
   countedAtMs: number;
-  /** How long the last count took: spaces the next one. */
+  /** How long that count took: spaces the next one. */
   countMs: number;
+  /** Events made pending since the sampler's current count began (merged into its sample). */
+  addedSinceSampleStart: number;
+  /** Events made pending since this tenant's own recount began (merged into its result). */
+  addedSinceRecountStart: number;
 }
 
 interface Bucket {
   tokens: number;
   atMs: number;
+}
+
+/**
+ * A tenant's pending events in a sample: 0 when a complete sample does not name it; when the
+ * sample kept only the largest tenants, at most the smallest count it kept.
+ */
+function sampledPending(sample: CountSample, tenantId: string): number {
+  return sample.pendingByTenant.get(tenantId) ?? (sample.complete ? 0 : sample.pendingLeastKept);
 }
 
 /** Inserts into a Map bounded to `max` entries, dropping the oldest. */
@@ -77,7 +95,20 @@ export class TenantQuotas {
     private readonly store: Pick<Store, 'tenantGet' | 'eventCountPending' | 'capabilities'>,
     private readonly clock: Clock,
     private readonly defaults: TenantLimits,
-  ) {}
+    private readonly counts: CountSampler,
+  ) {
+    counts.onCountStart(() => {
+      for (const e of this.pending.values()) e.addedSinceSampleStart = 0;
+    });
+    counts.onSample((sample) => {
+      for (const [tenantId, e] of this.pending) {
+        if (e.countedAtMs >= sample.startedAtMs) continue;
+        e.count = sampledPending(sample, tenantId) + e.addedSinceSampleStart;
+        e.countedAtMs = sample.startedAtMs;
+        e.countMs = sample.durationMs;
+      }
+    });
+  }
 
   /** The tenant's effective limits. */
   async limits(tenantId: string): Promise<TenantLimits> {
@@ -122,34 +153,69 @@ export class TenantQuotas {
   async checkPending(tenantId: string, adding: number, max: number): Promise<void> {
     if (adding <= 0) return;
     const nowMs = this.clock.monotonicMs();
-    let estimate = this.pending.get(tenantId);
-    if (!estimate) estimate = await this.countPending(tenantId);
-    else if (this.store.capabilities.multiNode && nowMs - estimate.countedAtMs >= Math.max(PENDING_STALE_MS_CLUSTER, COUNT_SPACING_FACTOR * estimate.countMs)) {
+    let estimate = this.estimate(tenantId);
+    if (!estimate) {
+      // No sample yet (the node just started): admit, and count this tenant in the background
+      // unless the first sample is being counted (a second scan of the same rows would only
+      // slow both).
+      if (!this.counts.counting()) this.recount(tenantId).catch(() => {});
+      return;
+    }
+    if (this.store.capabilities.multiNode && nowMs - estimate.countedAtMs >= Math.max(PENDING_STALE_MS_CLUSTER, COUNT_SPACING_FACTOR * estimate.countMs)) {
       // Other nodes accept events too: refresh, without holding this request back.
-      this.countPending(tenantId).catch(() => {});
+      this.recount(tenantId).catch(() => {});
     }
     if (estimate.count + adding <= max) return;
     const spacingMs = Math.max(PENDING_RECOUNT_MS_MIN, COUNT_SPACING_FACTOR * estimate.countMs);
-    if (nowMs - estimate.countedAtMs >= spacingMs) estimate = await this.countPending(tenantId);
+    if (nowMs - estimate.countedAtMs >= spacingMs) estimate = await this.recount(tenantId);
     if (estimate.count + adding <= max) return;
     throw overLimit('pendingEventsMax', max, adding > 1 ? 'events' : '', `${estimate.count} events pending, ${adding} more asked for`);
+  }
+
+  /** Resolves once the tenant's count in flight, if any, has landed (whatever its outcome). */
+  async whenCounted(tenantId: string): Promise<void> {
+    await this.counting.get(tenantId)?.catch(() => {});
   }
 
   /** Counts `n` events this node just made pending (created or replayed) into the tenant's estimate. */
   pendingAdded(tenantId: string, n: number): void {
     const estimate = this.pending.get(tenantId);
-    if (estimate && n > 0) estimate.count += n;
+    if (!estimate || n <= 0) return;
+    estimate.count += n;
+    estimate.addedSinceSampleStart += n;
+    estimate.addedSinceRecountStart += n;
   }
 
-  private countPending(tenantId: string): Promise<PendingEstimate> {
+  /** The tenant's estimate: kept, or made from the latest sample; null before the first sample. */
+  private estimate(tenantId: string): PendingEstimate | null {
+    const kept = this.pending.get(tenantId);
+    if (kept) return kept;
+    const sample = this.counts.latest();
+    if (!sample) return null;
+    const estimate = { count: sampledPending(sample, tenantId), countedAtMs: sample.startedAtMs, countMs: sample.durationMs, addedSinceSampleStart: 0, addedSinceRecountStart: 0 };
+    boundedSet(this.pending, tenantId, estimate, TENANTS_TRACKED_MAX);
+    return estimate;
+  }
+
+  /** Counts one tenant's pending events (off the event loop); one count per tenant at a time. */
+  private recount(tenantId: string): Promise<PendingEstimate> {
     let p = this.counting.get(tenantId);
     if (!p) {
       const startMs = this.clock.monotonicMs();
+      const kept = this.pending.get(tenantId);
+      if (kept) kept.addedSinceRecountStart = 0;
       p = this.store
         .eventCountPending({ tenantId })
         .then((count) => {
           const endMs = this.clock.monotonicMs();
-          const estimate = { count, countedAtMs: endMs, countMs: endMs - startMs };
+          const current = this.pending.get(tenantId);
+          // A sample that began after this count is fresher: keep it.
+          if (current && current.countedAtMs > startMs) return current;
+          const estimate: PendingEstimate = current ?? { count: 0, countedAtMs: 0, countMs: 0, addedSinceSampleStart: 0, addedSinceRecountStart: 0 };
+          // Events accepted since the count began may be missing from it: add what this node accepted.
+          estimate.count = count + (current?.addedSinceRecountStart ?? 0);
+          estimate.countedAtMs = startMs;
+          estimate.countMs = endMs - startMs;
           boundedSet(this.pending, tenantId, estimate, TENANTS_TRACKED_MAX);
           return estimate;
         })

@@ -216,9 +216,11 @@ test('keys create prints the key with a shown-once note', async () => {
 });
 
 test('tenants create posts the name with the admin key', async () => {
-  const f = fakeIo({ status: 201, body: { id: 't1', name: 'acme', createdAt: '2026-01-01T00:00:00.000Z' } });
+  const f = fakeIo({ status: 201, body: { id: 't1', name: 'acme', createdAt: '2026-01-01T00:00:00.000Z', signingSecret: 'whsec_c2lnbg==' } });
   assert.equal(await runCli(['tenants', 'create', 'acme', '--key', 'flag-key'], f.io), 0);
   assert.deepEqual(f.sent[0].body, { name: 'acme' });
   assert.equal(f.sent[0].headers.authorization, 'Bearer flag-key');
   assert.match(f.out(), /^id\s+t1$/m);
+  assert.match(f.out(), /^signing secret\s+whsec_c2lnbg==$/m);
+  assert.match(f.err(), /shown once/);
 });

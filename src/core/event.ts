@@ -68,6 +68,8 @@ export interface EventRecord {
   /** When the scheduler acts next: `fireAt`, or the time of the next retry. */
   dueAt: number;
   destination: DestinationRef;
+  /** The virtual queue within the tenant (`queueOf(destination)`, kept by the store). */
+  queue: string;
   /** The payload as JSON text, stored exactly as received. */
   payload: string;
   headers: Record<string, string>;

@@ -1,10 +1,17 @@
 /**
  * Resolves where and how an event is delivered: a registered destination's settings (cached for a
  * few seconds, dropped at once when this node changes it) or an inline URL with the defaults.
+ *
+ * Every HTTP delivery is signed. A destination signs with its own secrets; a delivery to an
+ * inline URL signs with its tenant's (cached like a destination's, dropped at once when this node
+ * rotates them). A tenant made before tenants had secrets gets one at its first inline delivery,
+ * written by compare and swap so that two nodes doing it at once agree on one.
  */
 import { DEFAULT_RETRY, type RetryPolicy } from '../core/backoff.ts';
 import type { Clock } from '../core/clock.ts';
 import type { DestinationRef } from '../core/event.ts';
+import { queueKeyOf, queueOf } from '../core/queue.ts';
+import { newWebhookSecret } from '../core/ids.ts';
 import type { DestinationSecret, Store } from '../store/store.ts';
 
 export interface DeliverySettings {
@@ -12,7 +19,11 @@ export interface DeliverySettings {
   queueKey: string;
   target: string;
   headers: Record<string, string>;
-  /** Newest first; an old secret of a rotation signs until its expiresAt (see activeSecrets). */
+  /**
+   * Newest first; an old secret of a rotation signs until its expiresAt (see activeSecrets).
+   * Empty for an inline URL: those sign with the tenant's secrets (tenantSecrets), looked up per
+   * delivery, as one queue serves every inline URL of an origin.
+   */
   secrets: DestinationSecret[];
   timeoutMs: number;
   retry: RetryPolicy;
@@ -25,33 +36,65 @@ export interface DeliverySettings {
 export const INLINE_TIMEOUT_MS = 10_000;
 export const INLINE_CONCURRENCY_MAX = 20;
 export const DESTINATION_CACHE_MS = 5_000;
+/** Bound on the tenants whose signing secrets are cached. */
+export const TENANT_SECRETS_CACHED_MAX = 10_000;
+/** Compare-and-swap rounds of a lazy first secret before the delivery is retried later instead. */
+const FIRST_SECRET_ROUNDS_MAX = 3;
+
+type SecretStore = Pick<Store, 'tenantSecretsGet' | 'tenantSecretsSwap'>;
+
+/**
+ * The tenant's signing secrets; a tenant that has none (made before tenants had secrets) gets
+ * one now. Throws when the tenant does not exist or the store cannot be reached: the delivery is
+ * then retried later, never sent unsigned.
+ */
+export async function tenantSecretsEnsured(store: SecretStore, tenantId: string): Promise<DestinationSecret[]> {
+  for (let round = 0; round < FIRST_SECRET_ROUNDS_MAX; round++) {
+    const current = await store.tenantSecretsGet({ id: tenantId });
+    if (current === null) throw new Error(`no tenant "${tenantId}" to sign for`);
+    if (current.length > 0) return current;
+    const first = [{ secret: newWebhookSecret(), expiresAt: null }];
+    if (await store.tenantSecretsSwap({ id: tenantId, expected: [], secrets: first })) return first;
+  }
+  throw new Error(`the first signing secret of tenant "${tenantId}" kept changing under it`);
+}
 
 /** The secrets that sign a delivery made at `nowMs`: those not expired, newest first. */
 export function activeSecrets(secrets: readonly DestinationSecret[], nowMs: number): string[] {
   return secrets.filter((s) => s.expiresAt === null || s.expiresAt > nowMs).map((s) => s.secret);
 }
 
-export function queueKeyOf(tenantId: string, destination: DestinationRef): string {
-  if ('name' in destination) return `${tenantId}\u0000name:${destination.name}`;
-  let origin: string;
-  try {
-    origin = new URL(destination.url).origin;
-  } catch {
-    origin = destination.url;
-  }
-  return `${tenantId}\u0000url:${origin}`;
-}
-
 export class DestinationResolver {
   private cache = new Map<string, { settings: DeliverySettings; loadedAtMs: number }>();
+  /** Per tenant: its secrets being loaded or loaded (one store read however many deliveries ask). */
+  private tenantSecretCache = new Map<string, { secrets: Promise<DestinationSecret[]>; loadedAtMs: number }>();
 
   constructor(
-    private readonly store: Pick<Store, 'destinationGet'>,
+    private readonly store: Pick<Store, 'destinationGet'> & SecretStore,
     private readonly clock: Clock,
   ) {}
 
+  /** The signing secrets of the tenant's deliveries to inline URLs, newest first. */
+  tenantSecrets(tenantId: string): Promise<DestinationSecret[]> {
+    const cached = this.tenantSecretCache.get(tenantId);
+    if (cached && this.clock.monotonicMs() - cached.loadedAtMs < DESTINATION_CACHE_MS) return cached.secrets;
+    if (this.tenantSecretCache.size >= TENANT_SECRETS_CACHED_MAX) this.tenantSecretCache.clear();
+    const secrets = tenantSecretsEnsured(this.store, tenantId);
+    const entry = { secrets, loadedAtMs: this.clock.monotonicMs() };
+    this.tenantSecretCache.set(tenantId, entry);
+    // A failed load is not kept: the next delivery asks the store again.
+    secrets.catch(() => {
+      if (this.tenantSecretCache.get(tenantId) === entry) this.tenantSecretCache.delete(tenantId);
+    });
+    return secrets;
+  }
+
+  invalidateTenantSecrets(tenantId: string): void {
+    this.tenantSecretCache.delete(tenantId);
+  }
+
   async resolve(tenantId: string, destination: DestinationRef): Promise<DeliverySettings> {
-    const queueKey = queueKeyOf(tenantId, destination);
+    const queueKey = queueKeyOf(tenantId, queueOf(destination));
     if (!('name' in destination)) {
       return {
         queueKey,
@@ -86,7 +129,7 @@ export class DestinationResolver {
   }
 
   invalidate(tenantId: string, name: string): void {
-    this.cache.delete(queueKeyOf(tenantId, { name }));
+    this.cache.delete(queueKeyOf(tenantId, queueOf({ name })));
   }
 }
 

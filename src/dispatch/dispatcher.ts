@@ -8,6 +8,10 @@
  *
  * Invariant: every event handed to submit() leaves through exactly one recorded outcome, or stays
  * `executing` in the store (a crash, or a store that is down) to be rescued: at-least-once.
+ *
+ * Bounds: the events of each virtual queue submitted and not yet recorded are counted (`held`);
+ * the scheduler claims for a queue only while `queueRoom` is positive (the queue's claimedMax
+ * minus what it holds), and is told (`onRoom`) when recorded outcomes free room.
  */
 import type { Logger } from 'pino';
 import type { Channel, DeliveryOutcome, DueEvent } from '../channels/channel.ts';
@@ -16,11 +20,12 @@ import type { Clock } from '../core/clock.ts';
 import type { EventRecord } from '../core/event.ts';
 import type { Metrics } from '../node/metrics.ts';
 import type { DueRef, Store } from '../store/store.ts';
-import { activeSecrets, DestinationResolver, queueKeyOf, type DeliverySettings } from './destinations.ts';
+import { queueKeyOf, queueOf } from '../core/queue.ts';
+import { activeSecrets, DestinationResolver, type DeliverySettings } from './destinations.ts';
 import { decideNext } from './outcome.ts';
 import { OutcomeRecorder, type RecordedOutcome } from './recorder.ts';
 import { TenantPolicies, type TenantPolicy } from './tenant-policy.ts';
-import { VirtualQueue } from './virtual-queue.ts';
+import { CLAIMED_MIN, VirtualQueue } from './virtual-queue.ts';
 
 export interface DispatcherDeps {
   store: Store;
@@ -34,6 +39,8 @@ export interface DispatcherDeps {
   onRetry(refs: DueRef[]): void;
   /** An event of a group reached a terminal state: its next event may go. */
   onGroupTerminal(tenantId: string, group: string): void;
+  /** Outcomes were recorded: queues have room for more claims. */
+  onRoom?(): void;
 }
 
 type Ctx = { event: EventRecord };
@@ -49,13 +56,15 @@ export class Dispatcher {
   private readonly policies: TenantPolicies;
   /** Events submitted whose outcome is not yet recorded. */
   private outstanding = 0;
+  /** The same, per virtual queue (entries at zero are removed). */
+  private readonly held = new Map<string, number>();
   private idleWaiters: (() => void)[] = [];
 
   constructor(private readonly deps: DispatcherDeps) {
     this.random = deps.random ?? Math.random;
     this.resolver = new DestinationResolver(deps.store, deps.clock);
     this.policies = new TenantPolicies((id) => deps.store.tenantGet({ id }), deps.clock);
-    this.recorder = new OutcomeRecorder<Ctx>(deps.store, deps.clock, (batch, applied) => this.afterRecord(batch, applied), deps.logger);
+    this.recorder = new OutcomeRecorder<Ctx>(deps.store, deps.clock, (batch, applied) => this.afterRecord(batch, applied), deps.logger, deps.metrics);
   }
 
   /** Events submitted and not yet recorded: the scheduler's back-pressure signal. */
@@ -63,9 +72,23 @@ export class Dispatcher {
     return this.outstanding;
   }
 
+  /**
+   * How many more events of this queue may be claimed now: its bound (claimedMax of its settings,
+   * or the least bound while its settings are not loaded yet) minus what it holds.
+   */
+  queueRoom(queueKey: string): number {
+    return this.queueBound(queueKey) - (this.held.get(queueKey) ?? 0);
+  }
+
+  queueBound(queueKey: string): number {
+    return this.queues.get(queueKey)?.claimedMax ?? CLAIMED_MIN;
+  }
+
   submit(events: EventRecord[]): void {
     this.outstanding += events.length;
     for (const event of events) {
+      const key = queueKeyOf(event.tenantId, event.queue);
+      this.held.set(key, (this.held.get(key) ?? 0) + 1);
       const policy = this.policies.peek(event.tenantId);
       if (policy) this.route(event, policy);
       else
@@ -98,7 +121,7 @@ export class Dispatcher {
       );
       return;
     }
-    const queue = this.queues.get(queueKeyOf(event.tenantId, event.destination));
+    const queue = this.queues.get(queueKeyOf(event.tenantId, event.queue));
     if (queue) queue.push(event);
     else void this.resolveAndPush(event);
   }
@@ -112,14 +135,16 @@ export class Dispatcher {
       this.finish(event, null, { kind: 'retry', reason: 'destination lookup failed', durationMs: 0 });
       return;
     }
-    let queue = this.queues.get(settings.queueKey);
+    // The queue the store keeps for the event (its destination's, read back with the row).
+    const key = queueKeyOf(event.tenantId, event.queue);
+    let queue = this.queues.get(key);
     if (!queue) {
       if (this.queues.size >= QUEUES_MAX) this.dropIdleQueues();
       queue = new VirtualQueue<EventRecord>(settings, this.deps.clock, {
         deliver: (e, s, signal) => this.deliverOne(e, s, signal),
         done: (e, s, outcome) => this.finish(e, s, outcome),
       }, this.random);
-      this.queues.set(settings.queueKey, queue);
+      this.queues.set(key, queue);
     }
     queue.push(event);
   }
@@ -129,14 +154,29 @@ export class Dispatcher {
    * queues with nothing waiting or in flight. Their breakers start closed if the origin comes back.
    */
   private dropIdleQueues(): void {
-    for (const [key, queue] of this.queues) if (queue.size === 0) this.queues.delete(key);
+    for (const [key, queue] of this.queues) if (queue.size === 0 && !this.held.has(key)) this.queues.delete(key);
   }
 
   /** A destination changed on this node: later deliveries use its new settings. */
   async destinationChanged(tenantId: string, name: string): Promise<void> {
     this.resolver.invalidate(tenantId, name);
-    const queue = this.queues.get(queueKeyOf(tenantId, { name }));
+    const queue = this.queues.get(queueKeyOf(tenantId, queueOf({ name })));
     if (queue) queue.applySettings(await this.resolver.resolve(tenantId, { name }));
+  }
+
+  /** A tenant's signing secrets changed on this node: later inline deliveries sign with the new ones. */
+  tenantSecretsChanged(tenantId: string): void {
+    this.resolver.invalidateTenantSecrets(tenantId);
+  }
+
+  /** The secrets of a delivery to an inline URL: its tenant's; null when they cannot be read now. */
+  private async inlineSecrets(event: EventRecord): Promise<DeliverySettings['secrets'] | null> {
+    try {
+      return await this.resolver.tenantSecrets(event.tenantId);
+    } catch (err) {
+      this.deps.logger.error({ err, id: event.id }, 'loading the tenant signing secret failed');
+      return null;
+    }
   }
 
   private async deliverOne(event: EventRecord, settings: DeliverySettings, signal: AbortSignal): Promise<DeliveryOutcome> {
@@ -144,7 +184,13 @@ export class Dispatcher {
       const name = 'name' in event.destination ? event.destination.name : '';
       return { kind: 'discard', reason: `destination "${name}" does not exist`, durationMs: 0 };
     }
+    // Every delivery is signed: without its secrets it is retried later, never sent unsigned.
+    const secrets = 'name' in event.destination ? settings.secrets : await this.inlineSecrets(event);
+    if (secrets === null) return { kind: 'retry', reason: 'signing secret lookup failed', durationMs: 0 };
     const startedAt = this.deps.clock.now();
+    // Judged per delivery, so a rotated-out secret stops signing at its expiry, cache or not.
+    const signing = activeSecrets(secrets, startedAt);
+    if (signing.length === 0) return { kind: 'discard', reason: 'no active signing secret (rotate the signing secret, then replay)', durationMs: 0 };
     this.deps.metrics.fireLatenessSeconds.observe(Math.max(0, startedAt - event.dueAt) / 1000);
     const due: DueEvent = {
       tenantId: event.tenantId,
@@ -154,8 +200,7 @@ export class Dispatcher {
       headers: { ...settings.headers, ...event.headers },
       // An inline destination's queue is shared by its origin; the URL is the event's own.
       target: 'url' in event.destination ? event.destination.url : settings.target,
-      // Judged per delivery, so a rotated-out secret stops signing at its expiry, cache or not.
-      secrets: activeSecrets(settings.secrets, startedAt),
+      secrets: signing,
       timeoutMs: settings.timeoutMs,
       dueAt: event.dueAt,
     };
@@ -194,12 +239,18 @@ export class Dispatcher {
 
   private afterRecord(batch: RecordedOutcome<Ctx>[], applied: boolean[]): void {
     const retries: DueRef[] = [];
+    for (const { context } of batch) {
+      const key = queueKeyOf(context.event.tenantId, context.event.queue);
+      const n = (this.held.get(key) ?? 0) - 1;
+      if (n > 0) this.held.set(key, n);
+      else this.held.delete(key);
+    }
     batch.forEach(({ outcome, context }, i) => {
       // An outcome that did not apply: the event was rescued or changed meanwhile; nothing follows.
       if (!applied[i]) return;
       const e = context.event;
       if (outcome.to === 'awaiting_retry') {
-        retries.push({ tenantId: e.tenantId, id: e.id, version: e.version + 1, dueAt: outcome.retryAt!, shard: e.shard, group: e.group });
+        retries.push({ tenantId: e.tenantId, id: e.id, version: e.version + 1, dueAt: outcome.retryAt!, shard: e.shard, group: e.group, queue: e.queue });
       } else if (e.group !== null) {
         this.deps.onGroupTerminal(e.tenantId, e.group);
       }
@@ -207,6 +258,7 @@ export class Dispatcher {
     if (retries.length > 0) this.deps.onRetry(retries);
     this.outstanding -= batch.length;
     if (this.outstanding <= 0) for (const w of this.idleWaiters.splice(0)) w();
+    this.deps.onRoom?.();
   }
 
   /**

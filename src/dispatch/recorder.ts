@@ -8,14 +8,40 @@
  * 17 µs in batches of 10, 9 µs of 100, 6.5 µs of 1,000), and at 8,000 deliveries/s one commit per
  * turn of the event loop took 17 % of the node's time. An outcome arriving after a quiet spell is
  * still recorded on the next turn; a full batch is written at once.
+ *
+ * A failed batch is retried with a bounded backoff only when retrying can cure it: while the
+ * store is unavailable (for as long as it lasts: the dispatcher's backlog bounds what waits here,
+ * and the scheduler claims nothing more meanwhile), or after a lost race (serialization failure,
+ * deadlock, SQLITE_BUSY; at most RECORD_CONFLICT_RETRIES_MAX times). Any other failure sets the
+ * batch aside: its outcomes are recorded one by one, so one poison outcome cannot stop the
+ * others, and an outcome that fails alone is dropped (logged, counted). Its event stays
+ * `executing` in the store until rescued (at the next start on SQLite, when this node's claim
+ * lease ends in a cluster), then is delivered again: at least once holds.
+ *
+ *   batch ─fails─▶ unavailable ──────────────▶ retry, backoff (no count)
+ *          │     ─▶ retryable, ≤ max times ──▶ retry, backoff
+ *          └────▶ otherwise ─▶ set aside ─▶ each outcome alone, the same rules ─fails─▶ dropped
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
+import type { Metrics } from '../node/metrics.ts';
+import { storeFailureKind } from '../store/failure-kind.ts';
 import type { AttemptOutcome, Store } from '../store/store.ts';
 
-export const RECORD_BATCH_MAX = 2_000;
+export const RECORD_BATCH_MAX = 500;
 /** Least time between the starts of two commits while outcomes keep coming (monotonic ms). */
 export const RECORD_INTERVAL_MS_MIN = 5;
+/** Retries of one batch after lost races (serialization failure, deadlock, busy) before it is set aside. */
+export const RECORD_CONFLICT_RETRIES_MAX = 5;
+const RECORD_RETRY_DELAY_MS_MIN = 100;
+const RECORD_RETRY_DELAY_MS_MAX = 5_000;
+
+/** 100 ms, doubling, at most 5 s. */
+export function recordRetryDelayMs(attempt: number): number {
+  return Math.min(RECORD_RETRY_DELAY_MS_MAX, RECORD_RETRY_DELAY_MS_MIN * 2 ** Math.min(attempt, 6));
+}
+
+export type RecorderMetrics = Pick<Metrics, 'outcomeBatchesSetAside' | 'outcomesDropped'>;
 
 export interface RecordedOutcome<T> {
   outcome: AttemptOutcome;
@@ -35,6 +61,7 @@ export class OutcomeRecorder<T> {
     private readonly clock: Clock,
     private readonly onRecorded: (batch: RecordedOutcome<T>[], applied: boolean[]) => void,
     private readonly logger: Logger,
+    private readonly metrics: RecorderMetrics,
   ) {}
 
   get pending(): number {
@@ -77,16 +104,41 @@ export class OutcomeRecorder<T> {
 
   private async flushBatch(batch: RecordedOutcome<T>[]): Promise<void> {
     this.lastFlushMs = this.clock.monotonicMs();
+    const result = await this.record(batch);
+    if (result.ok) {
+      this.onRecorded(batch, result.applied);
+      return;
+    }
+    this.metrics.outcomeBatchesSetAside.inc();
+    this.logger.error({ err: result.err, count: batch.length }, 'recording delivery outcomes failed; set the batch aside, recording its outcomes one by one');
+    for (const item of batch) await this.recordAlone(item);
+  }
+
+  /** One outcome of a batch set aside; dropped when the store refuses it too. */
+  private async recordAlone(item: RecordedOutcome<T>): Promise<void> {
+    const one = await this.record([item]);
+    if (!one.ok) {
+      this.metrics.outcomesDropped.inc();
+      const { tenantId, id, version, to } = item.outcome;
+      this.logger.error({ err: one.err, tenantId, id, version, to }, 'recording a delivery outcome failed; dropped it (the event stays executing until rescued, then is delivered again)');
+    }
+    // A dropped outcome did not apply, as one the store skipped: nothing follows from it.
+    this.onRecorded([item], one.ok ? one.applied : [false]);
+  }
+
+  /** Records `batch`, retrying while the store is unavailable or after a lost race (bounded). */
+  private async record(batch: RecordedOutcome<T>[]): Promise<{ ok: true; applied: boolean[] } | { ok: false; err: unknown }> {
+    let conflicts = 0;
     for (let attempt = 0; ; attempt++) {
       try {
         const applied = await this.store.eventRecordAttempts({ outcomes: batch.map((b) => b.outcome), now: this.clock.now() });
-        this.onRecorded(batch, applied);
-        return;
+        return { ok: true, applied };
       } catch (err) {
-        // The store is down: the events stay executing in the store and their results are kept
-        // here; keep trying with a bounded backoff. A restart would rescue them (at-least-once).
-        this.logger.error({ err, count: batch.length, attempt }, 'recording delivery outcomes failed; retrying');
-        await this.clock.sleep(Math.min(5_000, 100 * 2 ** Math.min(attempt, 6)));
+        const kind = storeFailureKind(err);
+        if (kind === 'permanent' || (kind === 'retryable' && ++conflicts > RECORD_CONFLICT_RETRIES_MAX)) return { ok: false, err };
+        // The events stay executing in the store and their results are kept here meanwhile.
+        this.logger.error({ err, count: batch.length, attempt, kind }, 'recording delivery outcomes failed; retrying');
+        await this.clock.sleep(recordRetryDelayMs(attempt));
       }
     }
   }

@@ -1,7 +1,7 @@
 /**
  * The virtual queue while its circuit is open: events fail fast as retries, spread after the
  * reopen time so they do not all come due again in the same millisecond (a herd that delays
- * every other destination's events due then).
+ * every other destination's events due then). And the claim bound.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -9,7 +9,7 @@ import { SimClock } from '../core/clock.ts';
 import { DEFAULT_RETRY } from '../core/backoff.ts';
 import type { DeliverySettings } from './destinations.ts';
 import type { DeliveryOutcome } from '../channels/channel.ts';
-import { VirtualQueue } from './virtual-queue.ts';
+import { CLAIMED_MAX, CLAIMED_MIN, claimedMaxOf, VirtualQueue } from './virtual-queue.ts';
 
 const SETTINGS: DeliverySettings = {
   queueKey: 't/a', target: 'http://127.0.0.1:1/', headers: {}, secrets: [], timeoutMs: 1_000,
@@ -38,5 +38,15 @@ describe('VirtualQueue with its circuit open', () => {
     const reopenMs = 1_000;
     assert.ok(delays.every((d) => d >= reopenMs && d <= 2 * reopenMs), `all within [1 s, 2 s]: ${Math.min(...delays)}–${Math.max(...delays)} ms`);
     assert.ok(new Set(delays).size > 100, `spread, not one instant (${new Set(delays).size} distinct delays of 200)`);
+  });
+});
+
+describe('claimedMaxOf', () => {
+  it('scales with concurrency, caps at two seconds of the rate limit, within its bounds', () => {
+    assert.equal(claimedMaxOf({ maxConcurrency: 20, rateLimitPerSecond: null }), 500);
+    assert.equal(claimedMaxOf({ maxConcurrency: 1000, rateLimitPerSecond: null }), CLAIMED_MAX);
+    assert.equal(claimedMaxOf({ maxConcurrency: 1, rateLimitPerSecond: null }), CLAIMED_MIN);
+    assert.equal(claimedMaxOf({ maxConcurrency: 20, rateLimitPerSecond: 5 }), CLAIMED_MIN);
+    assert.equal(claimedMaxOf({ maxConcurrency: 100, rateLimitPerSecond: 200 }), 400);
   });
 });

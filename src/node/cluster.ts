@@ -56,7 +56,15 @@ export class Cluster {
     this.clock = new StoreClock(localClock, store, logger);
     this.membership = new Membership({ store, clock: localClock, nodeId, logger, meta: deps.meta }, this.opts);
     this.elector = new Elector(
-      { store, clock: localClock, nodeId, logger },
+      {
+        store,
+        clock: localClock,
+        nodeId,
+        logger,
+        reachableForMs: () => this.membership.reachableForMs(),
+        mayLead: () => this.membership.isAlive(),
+        storeClock: this.clock,
+      },
       { intervalMs: this.opts.electorIntervalMs, leaseMs: this.opts.leaderLeaseMs, nodeTtlMs: this.opts.nodeTtlMs, shardCount: deps.shardCount },
     );
     this.ownership = new ShardOwnership(

@@ -4,6 +4,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_TENANT_LIMITS } from '../api/limits.ts';
+import { RETENTION_DEFAULTS } from '../core/retention.ts';
 import { ConfigError, DEFAULT_CONFIG, resolveConfig } from './config.ts';
 
 function configFile(content: unknown): string {
@@ -75,6 +76,26 @@ describe('resolveConfig', () => {
     assert.throws(() => resolveConfig(['--batch-events-max', '0'], {}), /batchEventsMax: must be from 1 to 10000/);
     assert.throws(() => resolveConfig(['--id-length-max', '500'], {}), /idLengthMax/);
     assert.throws(() => resolveConfig([], { BELFRY_SCHEDULE_AHEAD_MAX: 'forever' }), /BELFRY_SCHEDULE_AHEAD_MAX/);
+  });
+
+  it('takes the default retention periods and the cleaner bounds from flags, env and file, in that order', () => {
+    const d = resolveConfig([], {});
+    assert.deepEqual(d.retention, RETENTION_DEFAULTS);
+    assert.deepEqual([d.retentionIntervalMs, d.retentionBatchSize, d.retentionDeletesPerSecond], [60_000, 200, 2_000]);
+    const file = configFile({ retentionSucceeded: '1d', retentionArchived: 90 * 86_400_000, retentionInterval: '5m', retentionBatchSize: 200 });
+    const c = resolveConfig(['--config', file, '--retention-succeeded', '12h', '--retention-deletes-per-second', '800'], {
+      BELFRY_RETENTION_SUCCEEDED: '2d',
+      BELFRY_RETENTION_CANCELED: '30s',
+      BELFRY_RETENTION_BATCH_SIZE: '300',
+    });
+    assert.deepEqual(c.retention, { succeeded: 12 * 3_600_000, canceled: 30_000, discarded: RETENTION_DEFAULTS.discarded, archived: 90 * 86_400_000 });
+    assert.deepEqual([c.retentionIntervalMs, c.retentionBatchSize, c.retentionDeletesPerSecond], [300_000, 300, 800]);
+    assert.throws(() => resolveConfig(['--retention-discarded', '0s'], {}), /flag --retention-discarded: .*retention\.discarded: must be a duration from 1s/);
+    assert.throws(() => resolveConfig([], { BELFRY_RETENTION_ARCHIVED: 'forever' }), /BELFRY_RETENTION_ARCHIVED/);
+    assert.throws(() => resolveConfig(['--retention-batch-size', '0'], {}), /retentionBatchSize/);
+    assert.throws(() => resolveConfig(['--retention-batch-size', '10001'], {}), /retentionBatchSize/);
+    assert.throws(() => resolveConfig(['--retention-deletes-per-second', '0'], {}), /retentionDeletesPerSecond/);
+    assert.throws(() => resolveConfig(['--retention-interval', '500ms'], {}), /retentionIntervalMs/);
   });
 
   it('rejects unknown keys in the file', () => {

@@ -19,12 +19,21 @@
  * through the admin API: flag `--<kebab-name>`, env `BELFRY_<SNAKE_NAME>`, file key `<name>`:
  *   --payload-bytes-max, --batch-events-max, --pending-events-max, --schedule-requests-per-second,
  *   --schedule-ahead-max (a duration), --id-length-max, --header-value-length-max, --destinations-max.
+ *
+ * Retention (src/core/retention.ts, src/scheduler/cleaner.ts): the default period per terminal
+ * state, each overridable per tenant through the admin API (`--retention-succeeded 7d`, env
+ * `BELFRY_RETENTION_SUCCEEDED`, file key `retentionSucceeded`; also canceled, discarded,
+ * archived), and the cleaner's bounds: --retention-interval (pause between passes, default 1m),
+ * --retention-batch-size (events per delete batch, default 200), --retention-deletes-per-second
+ * (default 2000).
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { DEFAULT_TENANT_LIMITS, LIMIT_SPECS, limitBounds, parseLimitValue, type LimitName, type TenantLimits } from '../api/limits.ts';
 import { allowEntryError } from '../core/address.ts';
 import { parseDurationMs } from '../core/duration.ts';
+import { parseRetentionMs, RETENTION_DEFAULTS, RETENTION_STATES, type RetentionPeriods, type RetentionState } from '../core/retention.ts';
+import { CLEANER_BATCH_SIZE_MAX, CLEANER_DELETES_PER_SECOND_MAX, DEFAULT_CLEANER_OPTIONS } from '../scheduler/cleaner.ts';
 import { SHARD_COUNT_DEFAULT } from '../core/shard.ts';
 
 export interface NodeConfig {
@@ -43,6 +52,12 @@ export interface NodeConfig {
   nodeId: string | null;
   /** Default per-tenant limits. */
   limits: TenantLimits;
+  /** Default retention periods per terminal state (a tenant may have its own). */
+  retention: RetentionPeriods;
+  /** The cleaner: pause between passes, events per delete batch, events deleted per second at most. */
+  retentionIntervalMs: number;
+  retentionBatchSize: number;
+  retentionDeletesPerSecond: number;
 }
 
 export const DEFAULT_CONFIG: NodeConfig = {
@@ -58,6 +73,10 @@ export const DEFAULT_CONFIG: NodeConfig = {
   shutdownTimeoutMs: 30_000,
   nodeId: null,
   limits: DEFAULT_TENANT_LIMITS,
+  retention: RETENTION_DEFAULTS,
+  retentionIntervalMs: DEFAULT_CLEANER_OPTIONS.intervalMs,
+  retentionBatchSize: DEFAULT_CLEANER_OPTIONS.batchSizeMax,
+  retentionDeletesPerSecond: DEFAULT_CLEANER_OPTIONS.deletesPerSecondMax,
 };
 
 /** One setting: its flag, env variable and file key, and how to parse a string or file value. */
@@ -68,6 +87,8 @@ interface Setting {
   parse(value: unknown): unknown;
   /** Set for a per-tenant limit default: which one (`key` is then `limits`). */
   limit?: LimitName;
+  /** Set for a default retention period: which state (`key` is then `retention`). */
+  retention?: RetentionState;
   /** The key in the config file when it is not `key`. */
   fileKey?: string;
 }
@@ -97,6 +118,11 @@ const asAllowList = (v: unknown) => {
   const list = asList(v);
   return list && list.every((entry) => allowEntryError(entry) === null) ? list : undefined;
 };
+const asDurationFrom1s = (v: unknown) => {
+  const ms = parseDurationMs(v);
+  return ms !== null && ms >= 1_000 ? ms : undefined;
+};
+const capitalised = (s: string) => s[0].toUpperCase() + s.slice(1);
 const asLevel = (v: unknown) => (typeof v === 'string' && ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(v) ? v : undefined);
 
 const SETTINGS: Setting[] = [
@@ -126,11 +152,25 @@ const SETTINGS: Setting[] = [
       parse: (v) => parseLimitValue(spec, v) ?? undefined,
     }),
   ),
+  ...RETENTION_STATES.map(
+    (state): Setting => ({
+      key: 'retention',
+      retention: state,
+      fileKey: `retention${capitalised(state)}`,
+      flag: `retention-${state}`,
+      env: `BELFRY_RETENTION_${state.toUpperCase()}`,
+      parse: (v) => parseRetentionMs(v) ?? undefined,
+    }),
+  ),
+  { key: 'retentionIntervalMs', flag: 'retention-interval', env: 'BELFRY_RETENTION_INTERVAL', parse: asDurationFrom1s },
+  { key: 'retentionBatchSize', flag: 'retention-batch-size', env: 'BELFRY_RETENTION_BATCH_SIZE', parse: asInt(1, CLEANER_BATCH_SIZE_MAX) },
+  { key: 'retentionDeletesPerSecond', flag: 'retention-deletes-per-second', env: 'BELFRY_RETENTION_DELETES_PER_SECOND', parse: asInt(1, CLEANER_DELETES_PER_SECOND_MAX) },
 ];
 
 const FILE_KEYS: Record<string, keyof NodeConfig> = {
   lookahead: 'lookaheadMs',
   shutdownTimeout: 'shutdownTimeoutMs',
+  retentionInterval: 'retentionIntervalMs',
 };
 
 /** Resolves the configuration from argv (after the command), an environment and the config file it names. */
@@ -163,6 +203,11 @@ function set(out: NodeConfig, s: Setting, raw: unknown, source: string): void {
     const spec = LIMIT_SPECS.find((x) => x.key === s.limit)!;
     if (value === undefined) fail(source, `invalid value ${JSON.stringify(raw)} for ${spec.name}: must be ${limitBounds(spec)}`);
     out.limits = { ...out.limits, [s.limit]: value };
+    return;
+  }
+  if (s.retention) {
+    if (value === undefined) fail(source, `invalid value ${JSON.stringify(raw)} for retention.${s.retention}: must be a duration from 1s to 3650d, such as "7d"`);
+    out.retention = { ...out.retention, [s.retention]: value };
     return;
   }
   if (value === undefined) fail(source, `invalid value ${JSON.stringify(raw)} for ${s.key}`);

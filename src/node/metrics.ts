@@ -31,10 +31,79 @@ export class Metrics {
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [this.registry],
   });
+  readonly outcomeBatchesSetAside = new Counter({
+    name: 'belfry_outcome_batches_set_aside_total',
+    help: 'Batches of delivery outcomes the store refused for a reason retrying does not cure; their outcomes were then recorded one by one',
+    registers: [this.registry],
+  });
+  readonly outcomesDropped = new Counter({
+    name: 'belfry_outcomes_dropped_total',
+    help: 'Delivery outcomes the store refused on their own; their events stay executing until rescued, then are delivered again',
+    registers: [this.registry],
+  });
+  readonly writeQueueRejected = new Counter({
+    name: 'belfry_write_queue_rejected_total',
+    help: 'Event writes answered 503 because the group-commit queue was full',
+    registers: [this.registry],
+  });
   readonly eventsPending = new Gauge({
     name: 'belfry_events',
-    help: 'Stored events per state (sampled on scrape)',
+    help: 'Stored events per state, as of the latest background count (its age: belfry_events_sample_age_seconds)',
     labelNames: ['state'] as const,
+    registers: [this.registry],
+  });
+  readonly eventsSampleAgeSeconds = new Gauge({
+    name: 'belfry_events_sample_age_seconds',
+    help: 'Age of the counts in belfry_events: time since that background count began',
+    registers: [this.registry],
+  });
+  readonly eventsSamples = new Counter({
+    name: 'belfry_events_samples_total',
+    help: 'Background counts of events that ended (belfry_events comes from the latest)',
+    registers: [this.registry],
+  });
+  readonly eventsSampleDurationSeconds = new Gauge({
+    name: 'belfry_events_sample_duration_seconds',
+    help: 'How long the latest background count of events took (counts are at least 20 times that apart)',
+    registers: [this.registry],
+  });
+
+  readonly eventsParked = new Gauge({
+    name: 'belfry_events_parked',
+    help: 'Due events held back unclaimed because their virtual queue (or the node) is at its claim bound',
+    registers: [this.registry],
+  });
+  readonly eventsClaimed = new Gauge({
+    name: 'belfry_events_claimed',
+    help: 'Events claimed by this node and not yet recorded (in its virtual queues or being delivered)',
+    registers: [this.registry],
+  });
+  readonly queuesOverflowed = new Gauge({
+    name: 'belfry_queues_overflowed',
+    help: 'Virtual queues with more due events than they may hold in memory (the rest wait in the store)',
+    registers: [this.registry],
+  });
+  readonly retentionDeleted = new Counter({
+    name: 'belfry_retention_deleted_total',
+    help: 'Rows deleted by the retention cleaner: table events (by the state they were in) or transitions',
+    labelNames: ['table', 'state'] as const,
+    registers: [this.registry],
+  });
+  readonly retentionBatchDurationSeconds = new Histogram({
+    name: 'belfry_retention_batch_duration_seconds',
+    help: 'Duration of one retention delete batch (on SQLite the event loop is held this long)',
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+    registers: [this.registry],
+  });
+  readonly retentionPassDurationSeconds = new Histogram({
+    name: 'belfry_retention_pass_duration_seconds',
+    help: 'Duration of one retention pass over every tenant, pauses included',
+    buckets: [0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600],
+    registers: [this.registry],
+  });
+  readonly retentionLastPassSeconds = new Gauge({
+    name: 'belfry_retention_last_pass_timestamp_seconds',
+    help: 'When the last retention pass of this node ended (unix seconds); only the leader cleans',
     registers: [this.registry],
   });
 

@@ -1,5 +1,6 @@
 /**
- * One Belfry node: opens the store, starts the scheduler, dispatcher and rescuer, serves the API.
+ * One Belfry node: opens the store, starts the scheduler, dispatcher, rescuer and (as leader) the
+ * retention cleaner, serves the API.
  *
  * Shutdown (SIGTERM or stop()):
  *   not ready ─▶ stop accepting requests (in-flight requests finish) ─▶ stop firing
@@ -20,8 +21,10 @@ import { AddressPolicy } from '../core/address.ts';
 import { SystemClock, type Clock } from '../core/clock.ts';
 import { newSecretToken } from '../core/ids.ts';
 import { Dispatcher } from '../dispatch/dispatcher.ts';
+import { Cleaner, type CleanerOptions } from '../scheduler/cleaner.ts';
 import { Rescuer } from '../scheduler/rescuer.ts';
 import { Scheduler, type SchedulerOptions } from '../scheduler/scheduler.ts';
+import { CountSampler, type CountSamplerOptions } from '../store/count-sampler.ts';
 import { GroupCommitter } from '../store/group-commit.ts';
 import { openPostgresStore } from '../store/postgres/postgres-store.ts';
 import { openSqliteStore } from '../store/sqlite/sqlite-store.ts';
@@ -43,6 +46,8 @@ export interface NodeOptions {
   scheduler?: Partial<SchedulerOptions>;
   cluster?: Partial<ClusterOptions>;
   limits?: Partial<ApiLimits>;
+  cleaner?: Partial<CleanerOptions>;
+  counts?: Partial<CountSamplerOptions>;
 }
 
 export interface BelfryNode {
@@ -53,6 +58,9 @@ export interface BelfryNode {
   readonly scheduler: Scheduler;
   readonly dispatcher: Dispatcher;
   readonly metrics: Metrics;
+  readonly cleaner: Cleaner;
+  /** Counts of events sampled in the background (metrics, the pending quota). */
+  readonly counts: CountSampler;
   readonly adminKey: string;
   /** Null on a single-node store. */
   readonly cluster: Cluster | null;
@@ -139,6 +147,7 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     onGroupTerminal: (tenantId, group) => {
       scheduler.kickGroup(tenantId, group).catch((err) => logger.error({ err, group }, 'group kick failed'));
     },
+    onRoom: () => scheduler.roomFreed(),
   });
   scheduler = new Scheduler(
     {
@@ -149,6 +158,8 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
       logger,
       onClaimed: (events) => dispatcher.submit(events),
       dispatchBacklog: () => dispatcher.backlog,
+      queueRoom: (queueKey) => dispatcher.queueRoom(queueKey),
+      queueBound: (queueKey) => dispatcher.queueBound(queueKey),
       shards: () => (cluster ? cluster.ownership.shards() : null),
     },
     {
@@ -158,7 +169,36 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     },
   );
   const rescuer = new Rescuer({ store, clock, owner, logger, onRescued: (refs) => scheduler.notifyDue(refs) }, RESCUE_INTERVAL_MS);
-  const writer = new GroupCommitter(store, () => clock.now());
+  // Every node of a cluster counts the shared store: each waits as many times longer.
+  const sharers = cluster ? async () => (await cluster.status()).nodes.filter((n) => n.live).length : undefined;
+  const counts = new CountSampler({ store, clock, logger, sharers }, opts.counts);
+  counts.onSample(() => metrics.eventsSamples.inc());
+  const writer = new GroupCommitter(store, () => clock.now(), { onRejected: () => metrics.writeQueueRejected.inc() });
+  // Retention: the leader cleans; a single node (SQLite) is always its own leader.
+  const cleaner = new Cleaner(
+    {
+      store,
+      clock,
+      logger,
+      isLeader: () => (cluster ? cluster.elector.isLeader : true),
+      onBatch: (b) => {
+        metrics.retentionDeleted.inc({ table: 'events', state: b.state }, b.events);
+        metrics.retentionDeleted.inc({ table: 'transitions', state: b.state }, b.transitions);
+        metrics.retentionBatchDurationSeconds.observe(b.durationMs / 1_000);
+      },
+      onPass: (p) => {
+        metrics.retentionPassDurationSeconds.observe(p.durationMs / 1_000);
+        metrics.retentionLastPassSeconds.set(clock.now() / 1_000);
+      },
+    },
+    {
+      defaults: config.retention,
+      intervalMs: config.retentionIntervalMs,
+      batchSizeMax: config.retentionBatchSize,
+      deletesPerSecondMax: config.retentionDeletesPerSecond,
+      ...opts.cleaner,
+    },
+  );
 
   /** GET /v1/cluster: the cluster as this node sees it, or this one node owning every shard. */
   const clusterView = async (): Promise<ClusterView> => {
@@ -196,15 +236,18 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     clock,
     writer,
     metrics,
+    counts,
     logger,
     adminKey,
     shardCount: config.shardCount,
     limits: { ...DEFAULT_API_LIMITS, ...config.limits, ...opts.limits },
+    retention: cleaner.opts.defaults,
     addressPolicy,
     onEventsChanged: (events) => scheduler.notifyEvents(events),
     onDestinationChanged: (tenantId, name) => {
       dispatcher.destinationChanged(tenantId, name).catch((err) => logger.error({ err }, 'destination refresh failed'));
     },
+    onTenantSecretsChanged: (tenantId) => dispatcher.tenantSecretsChanged(tenantId),
     clusterStatus: () => clusterView(),
     ready: async () => {
       const reasons: string[] = [];
@@ -227,6 +270,9 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
   const rescued = await rescuer.rescuePreviousRuns(cluster === null);
   scheduler.start();
   if (cluster) rescuer.start();
+  cleaner.start();
+  // The first count runs in the background: a node on 10,000,000 events takes seconds over it.
+  counts.start();
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
@@ -244,6 +290,8 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
       await cluster?.stop();
       await scheduler.stop();
       await rescuer.stop();
+      await cleaner.stop();
+      await counts.stop();
       await dispatcher.drain(deadlineMs);
       await channel.close();
       await store.close();
@@ -252,5 +300,5 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     return stopped;
   };
 
-  return { url, port, app, store, scheduler, dispatcher, metrics, adminKey, cluster, stop };
+  return { url, port, app, store, scheduler, dispatcher, metrics, cleaner, counts, adminKey, cluster, stop };
 }

@@ -1,7 +1,8 @@
 /**
  * The cluster roles together (membership, elector, shard ownership) for several simulated nodes
  * on one real store, in real (short) time: election, even shard spread, failover when a node dies
- * or leaves, and a paused node giving up its shards before anyone else may own them.
+ * or leaves, a paused node giving up its shards before anyone else may own them, and the claims
+ * of a dead node made due again as its shards move (never those of a node still heart-beating).
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -10,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { SystemClock } from '../core/clock.ts';
+import { insertAll, newEvent, newTenant } from '../store/conformance/fixtures.ts';
 import { openSqliteStore, type SqliteStore } from '../store/sqlite/sqlite-store.ts';
 import { Elector } from './elector.ts';
 import { Membership } from './membership.ts';
@@ -32,7 +34,10 @@ interface SimNode {
 
 function makeNode(store: SqliteStore, id: string): SimNode {
   const membership = new Membership({ store, clock, nodeId: id, logger, meta: {} }, { heartbeatIntervalMs: 50, nodeTtlMs: TTL_MS, safetyMs: 100 });
-  const elector = new Elector({ store, clock, nodeId: id, logger }, { intervalMs: 50, leaseMs: TTL_MS, nodeTtlMs: TTL_MS, shardCount: SHARDS });
+  const elector = new Elector(
+    { store, clock, nodeId: id, logger, reachableForMs: () => membership.reachableForMs(), mayLead: () => membership.isAlive() },
+    { intervalMs: 50, leaseMs: TTL_MS, nodeTtlMs: TTL_MS, shardCount: SHARDS },
+  );
   const changes: SimNode['changes'] = [];
   const ownership = new ShardOwnership({ store, clock, nodeId: id, membership, logger, onChange: (owned) => changes.push({ atMs: Date.now(), owned }) }, 25);
   membership.start();
@@ -126,5 +131,52 @@ describe('cluster roles', () => {
     await Promise.all([leaving.membership.stop(true), leaving.ownership.stop(), leaving.elector.stop()]);
     await waitUntil('d owns everything', async () => spreadOk(await ownerMap(store), ['d']), 5_000);
     assert.ok(Date.now() - leftAt < TTL_MS, 'shards waited for the TTL instead of moving at once');
+  });
+});
+
+describe('failover rescue', () => {
+  let dir: string;
+  let store: SqliteStore;
+  const nodes: SimNode[] = [];
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'belfry-rescue-'));
+    store = await openSqliteStore({ dataDir: dir });
+  });
+  after(async () => {
+    for (const n of nodes) await kill(n).catch(() => {});
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('makes a dead node’s claims due again before its shards move, and never a live node’s', async () => {
+    const [x, y] = [makeNode(store, 'x'), makeNode(store, 'y')];
+    nodes.push(x, y);
+    await waitUntil('balanced map', async () => spreadOk(await ownerMap(store), ['x', 'y']), 5_000);
+    const tenantId = await newTenant(store);
+    const now = Date.now();
+    const evs = await insertAll(store, ['x1', 'x2', 'y1'].map((id) => newEvent(tenantId, id, { fireAt: now })), now);
+    const claim = (owner: string, ids: string[]) =>
+      store.eventClaim({ refs: evs.filter((e) => ids.includes(e.id)).map((e) => ({ tenantId, id: e.id, version: e.version })), now, owner, leaseUntil: now + 600_000 });
+    assert.equal((await claim('x', ['x1', 'x2'])).length, 2);
+    assert.equal((await claim('y', ['y1'])).length, 1);
+    const state = async (id: string) => (await store.eventGet({ tenantId, id }))!.state;
+
+    // Both alive through two TTLs of heartbeats (and the leader's passes): nothing is rescued.
+    const since = (await store.nodeList()).reduce((m, n) => Math.max(m, n.heartbeatAt), 0);
+    await waitUntil('two TTLs of heartbeats', async () => (await store.nodeList()).every((n) => n.heartbeatAt > since + 2 * TTL_MS), 5_000);
+    assert.deepEqual(await Promise.all(['x1', 'x2', 'y1'].map(state)), ['executing', 'executing', 'executing']);
+
+    const xShards = x.ownership.shards();
+    await kill(x);
+    await waitUntil('x’s shards moved and its claims due again', async () => spreadOk(await ownerMap(store), ['y']) && (await state('x1')) === 'awaiting_retry', 5_000);
+    assert.equal(await state('x2'), 'awaiting_retry');
+    assert.equal(await state('y1'), 'executing', 'the live node keeps its claim');
+    const rescue = (await store.transitionList({ tenantId, eventId: 'x1', limit: 10 })).at(-1)!;
+    assert.deepEqual(rescue.detail, { reason: 'owner dead', owner: 'x' });
+    await waitUntil('y sees x’s shards', () => xShards.every((s) => y.ownership.has(s)), 5_000);
+    const takenAt = y.changes.find((c) => xShards.some((s) => c.owned.includes(s)))!.atMs;
+    assert.ok(rescue.at <= takenAt, `rescued at ${rescue.at}, after y took the shards at ${takenAt}`);
+    const due = await store.eventListDue({ shards: null, after: null, untilMs: Date.now(), limit: 10 });
+    assert.deepEqual(due.map((r) => r.id).sort(), ['x1', 'x2'], 'due now, for the new owner');
   });
 });

@@ -22,10 +22,20 @@ export interface MembershipOptions {
   safetyMs: number;
 }
 
+/**
+ * Heartbeats sent further apart than this many intervals break this node's reach of the store
+ * (reachableForMs). It bounds the outage a leader could miss: another node silent for a whole
+ * TTL would have to stay silent well over a second after the store came back.
+ */
+const REACH_GAP_INTERVALS_MAX = 3;
+
 export const DEFAULT_MEMBERSHIP_OPTIONS: MembershipOptions = { heartbeatIntervalMs: 500, nodeTtlMs: 3_000, safetyMs: 750 };
 
 export class Membership {
   private aliveUntilMono = -Infinity;
+  /** Send time of the first heartbeat of the current unbroken run of successes (Infinity: none). */
+  private reachableSinceMono = Infinity;
+  private lastOkSentMono = -Infinity;
   private abort = new AbortController();
   private loop: Promise<void> | null = null;
   readonly opts: MembershipOptions;
@@ -42,14 +52,29 @@ export class Membership {
     return this.deps.clock.monotonicMs() < this.aliveUntilMono;
   }
 
+  /**
+   * How long this node has reached the store without a break: every heartbeat since then
+   * succeeded, each sent within REACH_GAP_INTERVALS_MAX intervals of the previous one. 0 after a
+   * failed or late one. The leader rescues a silent node's claims only when it has itself
+   * reached the store for a whole node TTL: the store was up all the while the other node was
+   * silent, so that node had its chances to heartbeat (after a store restart, nobody did).
+   */
+  reachableForMs(): number {
+    if (!Number.isFinite(this.reachableSinceMono) || !this.isAlive()) return 0;
+    return this.deps.clock.monotonicMs() - this.reachableSinceMono;
+  }
+
   /** One heartbeat; returns whether it reached the store. */
   async runOnce(): Promise<boolean> {
     const sentAt = this.deps.clock.monotonicMs();
     try {
       await this.deps.store.nodeHeartbeat({ nodeId: this.deps.nodeId, meta: this.deps.meta });
       this.aliveUntilMono = sentAt + this.opts.nodeTtlMs - this.opts.safetyMs;
+      if (sentAt - this.lastOkSentMono > REACH_GAP_INTERVALS_MAX * this.opts.heartbeatIntervalMs) this.reachableSinceMono = sentAt;
+      this.lastOkSentMono = sentAt;
       return true;
     } catch (err) {
+      this.reachableSinceMono = Infinity;
       this.deps.logger.warn({ err }, 'heartbeat failed');
       return false;
     }
@@ -74,6 +99,7 @@ export class Membership {
     this.abort.abort();
     await this.loop;
     this.aliveUntilMono = -Infinity;
+    this.reachableSinceMono = Infinity;
     if (leave) await this.deps.store.nodeDelete({ nodeId: this.deps.nodeId }).catch(() => {});
   }
 }

@@ -14,12 +14,27 @@
  *
  * Why a fire is conditional: the wheel holds (id, version) as read. A cancel or an update that
  * commits after the read bumps the version, so the claim skips the stale entry: the later write wins.
+ *
+ * Isolation (DESIGN.md "Isolation"): every virtual queue's share is bounded twice.
+ *   - Claims: a due entry is claimed only while its queue has room (`queueRoom`: fewer claimed-
+ *     but-unrecorded events than its bound) and the node has room (`dispatchBacklogMax`);
+ *     otherwise it is parked, unclaimed, and handed back when the dispatcher records outcomes of
+ *     that queue (`roomFreed`). When the node's own bound is what binds, queues get it back in
+ *     turn (round robin), so one tenant's flood cannot take all of it.
+ *   - Memory: a queue holds at most `queueRefsMax` entries (timer plus parked); further rows of
+ *     it stay in the store, and the first of them is remembered. When the queue has drained to
+ *     half, it is refilled from that row on by a read of its own index (`eventListDue` with
+ *     `queue`), which never reads another queue's rows.
+ * The overdue sweep reads at most `sweepPagesMax` pages per interval and continues where it
+ * stopped, so a queue with a large overdue backlog cannot make every sweep read all of it.
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
-import { FIREABLE_STATES, type EventRecord } from '../core/event.ts';
+import { FIREABLE_STATES, isTerminal, type EventRecord } from '../core/event.ts';
+import { queueKeyOf } from '../core/queue.ts';
 import type { Metrics } from '../node/metrics.ts';
 import type { DueRef, Store } from '../store/store.ts';
+import { OverflowMarks, ParkedQueues } from './parked.ts';
 import { TimerWheel, refKey } from './timer-wheel.ts';
 
 export interface SchedulerOptions {
@@ -33,11 +48,15 @@ export interface SchedulerOptions {
   /** Rows per eventListDue page, and refs per eventClaim call. */
   listBatchMax: number;
   claimBatchMax: number;
-  /** Bound on the events held in memory; the read-ahead pauses when the wheel is this full. */
+  /** Bound on the events held in memory (timer plus parked); the read-ahead pauses when full. */
   wheelSizeMax: number;
+  /** Bound on one virtual queue's events in memory (timer plus parked); its other rows wait in the store. */
+  queueRefsMax: number;
+  /** Pages the overdue sweep reads per interval at most; the next interval continues after them. */
+  sweepPagesMax: number;
   /** How long a claimed event stays leased to this node. */
   leaseMs: number;
-  /** Claiming pauses while the dispatcher holds this many undelivered events (memory bound). */
+  /** The node's bound on claimed-but-unrecorded events, over all queues (memory bound). */
   dispatchBacklogMax: number;
   /** Cluster: claims check the stored shard map in the same statement (fencing). */
   fenceClaims: boolean;
@@ -51,6 +70,8 @@ export const DEFAULT_SCHEDULER_OPTIONS: SchedulerOptions = {
   listBatchMax: 2_000,
   claimBatchMax: 1_000,
   wheelSizeMax: 500_000,
+  queueRefsMax: 10_000,
+  sweepPagesMax: 4,
   leaseMs: 10 * 60_000,
   dispatchBacklogMax: 20_000,
   fenceClaims: false,
@@ -65,6 +86,13 @@ export interface SchedulerDeps {
   onClaimed(events: EventRecord[]): void;
   /** Events handed to the dispatcher and not yet finished. */
   dispatchBacklog(): number;
+  /**
+   * How many more events of this queue (`queueKeyOf(tenantId, queue)`) may be claimed now: its
+   * bound minus its claimed-but-unrecorded events. Absent: no bound per queue.
+   */
+  queueRoom?(queueKey: string): number;
+  /** The bound queueRoom counts down from (absent: none). */
+  queueBound?(queueKey: string): number;
   metrics: Metrics;
   logger: Logger;
   /** Shards this node may fire; null means all (single node). */
@@ -80,13 +108,60 @@ export interface RunOnceResult {
   loaded: number;
 }
 
+type Cursor = { dueAt: number; tenantId: string; id: string };
+
+/** A backlogged queue is topped up in chunks of at most this many claims. */
+const UNPARK_CHUNK_MAX = 200;
+/**
+ * Least time between the starts of two claims while events keep falling due (monotonic ms): a
+ * claim is mostly per-statement cost, so events due at distinct milliseconds share one. An event
+ * due after a quiet spell is claimed at once; under load, one waits at most this long.
+ */
+const CLAIM_SPACING_MS = 2;
+/** Claim statements in flight at once (each of up to claimBatchMax refs). */
+const CLAIMS_IN_FLIGHT_MAX = 4;
+
+const yieldToIo = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/** Counts per key, entries at zero removed. */
+class Counts {
+  private readonly map = new Map<string, number>();
+  total = 0;
+
+  countOf(key: string): number {
+    return this.map.get(key) ?? 0;
+  }
+
+  add(key: string): void {
+    this.map.set(key, this.countOf(key) + 1);
+    this.total++;
+  }
+
+  remove(key: string): void {
+    const n = this.countOf(key) - 1;
+    if (n > 0) this.map.set(key, n);
+    else this.map.delete(key);
+    this.total--;
+  }
+}
+
 export class Scheduler {
   private readonly wheel = new TimerWheel();
+  private readonly parked = new ParkedQueues();
+  private readonly overflow = new OverflowMarks();
+  /** Queues being refilled from the store now (one read per queue at a time). */
+  private readonly refilling = new Set<string>();
   private readonly opts: SchedulerOptions;
-  private cursor: { dueAt: number; tenantId: string; id: string } | null = null;
+  private cursor: Cursor | null = null;
+  /** Where the overdue sweep continues; null: from the start. */
+  private sweepAfter: Cursor | null = null;
   private cancelTimer: (() => void) | null = null;
   private timerAt = Infinity;
   private firing = false;
+  /** Claims started and not finished, and the refs in them per queue. */
+  private readonly claimsInFlight = new Set<Promise<void>>();
+  private readonly claiming = new Counts();
+  private lastClaimAtMs = -Infinity;
   private running = false;
   private loop: Promise<void> | null = null;
   private abort = new AbortController();
@@ -99,9 +174,19 @@ export class Scheduler {
     this.opts = { ...DEFAULT_SCHEDULER_OPTIONS, ...opts };
   }
 
-  /** Events waiting in memory for their due time. */
+  /** Events waiting in memory for their due time, or parked for room in their queue. */
   get pending(): number {
-    return this.wheel.size;
+    return this.wheel.size + this.parked.size;
+  }
+
+  /** Due events held back (unclaimed) because their queue or the node is at its bound. */
+  get parkedCount(): number {
+    return this.parked.size;
+  }
+
+  /** Queues with due rows left in the store because they did not fit in memory. */
+  get overflowedQueues(): number {
+    return this.overflow.size;
   }
 
   start(): void {
@@ -119,7 +204,10 @@ export class Scheduler {
     this.cancelTimer = null;
     await this.loop?.catch(() => {});
     while (this.firing) await new Promise((r) => setImmediate(r));
+    await Promise.allSettled([...this.claimsInFlight]);
     this.wheel.clear();
+    this.parked.clear();
+    this.overflow.clear();
   }
 
   private async runLoop(): Promise<void> {
@@ -139,8 +227,8 @@ export class Scheduler {
 
   /**
    * One read-ahead pass: pages through rows past the cursor that are due within the look-ahead
-   * until a page comes back short or the wheel is full; every `sweepIntervalMs` also re-reads
-   * overdue rows from the start. Returns how many entries it put in the wheel.
+   * until a page comes back short or memory is full; every `sweepIntervalMs` also sweeps overdue
+   * rows from the start; refills queues that drained below half. Returns how many entries it loaded.
    */
   async runOnce(): Promise<RunOnceResult> {
     const now = this.deps.clock.now();
@@ -155,56 +243,110 @@ export class Scheduler {
       loaded += await this.sweepOverdue(Math.min(now - this.opts.sweepGraceMs, (earliest ?? Infinity) - 1));
     }
     const horizon = now + this.opts.lookaheadMs;
-    while (this.wheel.size < this.opts.wheelSizeMax) {
+    while (!this.memoryFull()) {
       const page = await this.deps.store.eventListDue({
         shards: this.deps.shards(),
         after: this.cursor,
         untilMs: horizon,
         limit: this.opts.listBatchMax,
       });
-      for (const ref of page) if (this.putIfNew(ref)) loaded++;
+      for (const ref of page) if (this.admit(ref)) loaded++;
       if (page.length > 0) {
         const last = page[page.length - 1];
         this.cursor = { dueAt: last.dueAt, tenantId: last.tenantId, id: last.id };
       }
       if (page.length < this.opts.listBatchMax) break;
+      // A synchronous store (SQLite) answers without a turn of the event loop: yield between
+      // pages so timers and I/O run while a large backlog is read.
+      await yieldToIo();
     }
+    // Room freed is signalled by recorded outcomes; asking again each pass bounds any lost signal.
+    this.roomFreed();
     this.armTimer();
+    this.deps.metrics.eventsParked.set(this.parked.size);
+    this.deps.metrics.eventsClaimed.set(this.deps.dispatchBacklog());
+    this.deps.metrics.queuesOverflowed.set(this.overflow.size);
     return { loaded };
   }
 
-  /** Rows overdue by more than the grace that nothing holds in memory: written by another process, or missed. */
-  private async sweepOverdue(untilMs: number): Promise<number> {
-    let loaded = 0;
-    let after: { dueAt: number; tenantId: string; id: string } | null = null;
-    for (;;) {
-      const page = await this.deps.store.eventListDue({ shards: this.deps.shards(), after, untilMs, limit: this.opts.listBatchMax });
-      for (const ref of page) if (this.putIfNew(ref)) loaded++;
-      if (page.length < this.opts.listBatchMax || this.wheel.size >= this.opts.wheelSizeMax) return loaded;
-      const last = page[page.length - 1];
-      after = { dueAt: last.dueAt, tenantId: last.tenantId, id: last.id };
-    }
+  private memoryFull(): boolean {
+    return this.wheel.size + this.parked.size >= this.opts.wheelSizeMax;
   }
 
-  private putIfNew(ref: DueRef): boolean {
-    if (this.wheel.has(refKey(ref.tenantId, ref.id))) return false;
+  /**
+   * Rows overdue by more than the grace that nothing holds in memory: written by another process,
+   * or missed. At most `sweepPagesMax` pages per call; the next call continues after them.
+   */
+  private async sweepOverdue(untilMs: number): Promise<number> {
+    let loaded = 0;
+    for (let pages = 0; pages < this.opts.sweepPagesMax; pages++) {
+      const page = await this.deps.store.eventListDue({ shards: this.deps.shards(), after: this.sweepAfter, untilMs, limit: this.opts.listBatchMax });
+      for (const ref of page) if (this.admit(ref)) loaded++;
+      if (page.length < this.opts.listBatchMax) {
+        this.sweepAfter = null;
+        return loaded;
+      }
+      const last = page[page.length - 1];
+      this.sweepAfter = { dueAt: last.dueAt, tenantId: last.tenantId, id: last.id };
+      if (this.memoryFull()) return loaded;
+      await yieldToIo();
+    }
+    return loaded;
+  }
+
+  private inMemory(queueKey: string): number {
+    return this.wheel.countOf(queueKey) + this.parked.countOf(queueKey);
+  }
+
+  /**
+   * A ref read from the store enters the wheel unless it is already held (timer or parked) or its
+   * queue holds `queueRefsMax` already: then it stays in the store and its queue is marked for a
+   * refill from it. A ref after the mark of a queue with rows left in the store stays there too,
+   * so the queue's events go in due order (a queue over its capacity cannot starve its oldest
+   * events with new ones). Returns whether it entered.
+   */
+  private admit(ref: DueRef): boolean {
+    const key = refKey(ref.tenantId, ref.id);
+    if (this.wheel.has(key) || this.parked.has(key)) return false;
+    const queueKey = queueKeyOf(ref.tenantId, ref.queue);
+    if (this.overflow.covers(queueKey, ref)) return false;
+    if (this.inMemory(queueKey) >= this.opts.queueRefsMax) {
+      this.overflow.mark(queueKey, ref);
+      return false;
+    }
     this.wheel.put(ref);
     return true;
+  }
+
+  /** A newer version of a ref made in this process: replaces the held one, or is admitted. */
+  private upsert(ref: DueRef): void {
+    if (this.parked.replace(ref)) return;
+    if (this.wheel.has(refKey(ref.tenantId, ref.id))) this.wheel.put(ref);
+    else this.admit(ref);
+  }
+
+  private forget(tenantId: string, id: string): void {
+    this.wheel.remove(tenantId, id);
+    this.parked.remove(refKey(tenantId, id));
   }
 
   /**
    * Follows committed changes made in this process (create, update, cancel, replay): an event
    * that is fireable and due within the look-ahead enters the wheel (replacing an older version);
-   * any other leaves it. Events due later are found by the read-ahead.
+   * any other leaves it. Events due later are found by the read-ahead. A grouped event that
+   * became terminal (a cancel) lets its group's next event go.
    */
   notifyEvents(events: EventRecord[]): void {
     if (!this.running) return;
     const horizon = this.deps.clock.now() + this.opts.lookaheadMs;
     for (const e of events) {
       if (FIREABLE_STATES.includes(e.state) && e.dueAt <= horizon && this.ownsShard(e.shard)) {
-        this.wheel.put({ tenantId: e.tenantId, id: e.id, version: e.version, dueAt: e.dueAt, shard: e.shard, group: e.group });
+        this.upsert({ tenantId: e.tenantId, id: e.id, version: e.version, dueAt: e.dueAt, shard: e.shard, group: e.group, queue: e.queue });
       } else {
-        this.wheel.remove(e.tenantId, e.id);
+        this.forget(e.tenantId, e.id);
+        if (e.group !== null && isTerminal(e.state) && this.ownsShard(e.shard)) {
+          this.kickGroup(e.tenantId, e.group).catch((err) => this.deps.logger.error({ err, group: e.group }, 'group kick failed'));
+        }
       }
     }
     this.armTimer();
@@ -214,7 +356,7 @@ export class Scheduler {
   notifyDue(refs: DueRef[]): void {
     if (!this.running) return;
     const horizon = this.deps.clock.now() + this.opts.lookaheadMs;
-    for (const ref of refs) if (ref.dueAt <= horizon && this.ownsShard(ref.shard)) this.wheel.put(ref);
+    for (const ref of refs) if (ref.dueAt <= horizon && this.ownsShard(ref.shard)) this.upsert(ref);
     this.armTimer();
   }
 
@@ -222,6 +364,80 @@ export class Scheduler {
   async kickGroup(tenantId: string, group: string): Promise<void> {
     const head = await this.deps.store.eventGroupHead({ tenantId, group });
     if (head) this.notifyDue([head]);
+  }
+
+  /**
+   * The dispatcher recorded outcomes, so queues (and the node) have room again: parked refs go
+   * back to the wheel, due now, each queue up to its room; while the node's own bound binds,
+   * queues take turns, each at most an even share of what is free. Queues that drained below
+   * half of their memory bound are refilled from the store.
+   */
+  roomFreed(): void {
+    if (!this.running) return;
+    if (this.parked.size > 0) {
+      let budget = this.globalRoom() - this.claiming.total;
+      const queues = this.parked.queuesInTurn();
+      const share = Math.max(16, Math.ceil(budget / Math.max(1, queues.length)));
+      for (const queueKey of queues) {
+        if (budget <= 0) break;
+        const own = this.queueRoom(queueKey) - this.claiming.countOf(queueKey);
+        // A backlogged queue is topped up once its own room is a quarter of its bound, not one
+        // event per recorded outcome: a claim's cost is mostly per statement (batches of 50 cost
+        // about twice per event what batches of 500 do). The node's share is not held to that.
+        if (own <= 0 || own < Math.min(this.unparkChunk(queueKey), this.parked.countOf(queueKey))) continue;
+        const refs = this.parked.take(queueKey, Math.min(own, share, budget));
+        for (const ref of refs) this.wheel.put(ref);
+        budget -= refs.length;
+      }
+      this.armTimer();
+    }
+    if (this.overflow.size > 0) for (const queueKey of this.overflow.keys()) this.maybeRefill(queueKey);
+  }
+
+  private unparkChunk(queueKey: string): number {
+    const bound = this.deps.queueBound?.(queueKey) ?? 0;
+    return Math.max(1, Math.min(UNPARK_CHUNK_MAX, Math.floor(bound / 4)));
+  }
+
+  private globalRoom(): number {
+    return this.opts.dispatchBacklogMax - this.deps.dispatchBacklog();
+  }
+
+  private queueRoom(queueKey: string): number {
+    return this.deps.queueRoom ? this.deps.queueRoom(queueKey) : Infinity;
+  }
+
+  private maybeRefill(queueKey: string): void {
+    if (!this.running || this.refilling.has(queueKey) || this.memoryFull()) return;
+    if (this.inMemory(queueKey) * 2 >= this.opts.queueRefsMax || !this.overflow.has(queueKey)) return;
+    this.refilling.add(queueKey);
+    void this.refill(queueKey).finally(() => {
+      this.refilling.delete(queueKey);
+      this.armTimer();
+    });
+  }
+
+  /** Reads a queue's rows from its overflow mark on, up to its free share of memory. */
+  private async refill(queueKey: string): Promise<void> {
+    const mark = this.overflow.take(queueKey);
+    if (!mark) return;
+    const limit = Math.min(this.opts.listBatchMax, this.opts.queueRefsMax - this.inMemory(queueKey));
+    try {
+      const page = await this.deps.store.eventListDue({
+        shards: this.deps.shards(),
+        after: null,
+        untilMs: this.deps.clock.now() + this.opts.lookaheadMs,
+        limit,
+        queue: { tenantId: mark.tenantId, queue: mark.queue, from: mark.from },
+      });
+      if (!this.running) return;
+      for (const ref of page) this.admit(ref);
+      // A full page may have left rows after its last one (read again: it is held, so skipped).
+      if (page.length === limit) this.overflow.mark(queueKey, page[page.length - 1]);
+    } catch (err) {
+      this.overflow.mark(queueKey, { tenantId: mark.tenantId, queue: mark.queue, ...mark.from });
+      this.deps.logger.error({ err, queue: mark.queue }, 'refilling a queue failed');
+    }
   }
 
   private ownsShard(shard: number): boolean {
@@ -235,7 +451,9 @@ export class Scheduler {
   shardsChanged(): void {
     const shards = this.deps.shards();
     this.wheel.retain((ref) => owns(shards, ref.shard));
+    this.parked.retain((ref) => owns(shards, ref.shard));
     this.cursor = null;
+    this.sweepAfter = null;
     this.lastSweepMs = -Infinity;
     if (this.running) void this.runOnce().catch((err) => this.deps.logger.error({ err }, 'read-ahead failed'));
   }
@@ -260,45 +478,102 @@ export class Scheduler {
     });
   }
 
-  /** Claims every due entry, in batches, and hands the claimed events to the dispatcher. */
+  /**
+   * Splits due refs into those their queue and the node have room for, in due order, and parks
+   * the rest (unclaimed: they stay scheduled in the store and spend no attempt). Refs in claims
+   * still in flight count against the room, as claimed ones do.
+   */
+  private withRoom(due: DueRef[]): DueRef[] {
+    let budget = this.globalRoom() - this.claiming.total;
+    const rooms = new Map<string, number>();
+    const out: DueRef[] = [];
+    for (const ref of due) {
+      const queueKey = queueKeyOf(ref.tenantId, ref.queue);
+      const room = rooms.get(queueKey) ?? this.queueRoom(queueKey) - this.claiming.countOf(queueKey);
+      if (budget > 0 && room > 0) {
+        out.push(ref);
+        rooms.set(queueKey, room - 1);
+        budget--;
+      } else {
+        rooms.set(queueKey, room);
+        this.parked.park(queueKey, ref);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Claims every due entry its queue has room for, in batches, and hands them to the dispatcher.
+   * Up to CLAIMS_IN_FLIGHT_MAX claims run at once, so an event due now is not held behind the
+   * claim of a large batch of another queue's backlog (on PostgreSQL a claim is a round trip).
+   */
   private async fireDue(): Promise<void> {
     if (this.firing || !this.running) return;
     this.firing = true;
     try {
       for (;;) {
-        if (this.deps.dispatchBacklog() >= this.opts.dispatchBacklogMax) {
-          // Back-pressure: let deliveries drain before claiming more; due entries stay in the wheel.
-          await this.deps.clock.sleep(5, this.abort.signal).catch(() => {});
-          if (!this.running) break;
-          continue;
-        }
-        const now = this.deps.clock.now();
+        while (this.claimsInFlight.size >= CLAIMS_IN_FLIGHT_MAX) await Promise.race(this.claimsInFlight);
+        if (!this.running) break;
+        let now = this.deps.clock.now();
         const due = this.wheel.popDue(now, this.opts.claimBatchMax);
         if (due.length === 0) break;
-        try {
-          const claimed = await this.deps.store.eventClaim({
-            refs: due.map((r) => ({ tenantId: r.tenantId, id: r.id, version: r.version })),
-            now,
-            owner: this.deps.owner,
-            leaseUntil: now + this.opts.leaseMs,
-            fenceByShardOwner: this.opts.fenceClaims,
-          });
-          this.deps.metrics.eventsFired.inc(claimed.length);
-          if (claimed.length > 0) this.deps.onClaimed(claimed);
-        } catch (err) {
-          // The store is unreachable: keep the entries and try again shortly.
-          this.deps.logger.error({ err, count: due.length }, 'claim failed; retrying');
-          for (const r of due) if (!this.wheel.has(refKey(r.tenantId, r.id))) this.wheel.put(r);
-          await this.deps.clock.sleep(200, this.abort.signal).catch(() => {});
+        const refs = this.withRoom(due);
+        // Events due at many distinct milliseconds would each make a claim of their own (a
+        // transaction: most of a claim's cost). While claims follow each other closely, wait for
+        // the spacing and take what fell due meanwhile into the same claim.
+        const sinceMs = this.deps.clock.monotonicMs() - this.lastClaimAtMs;
+        if (refs.length > 0 && refs.length < this.opts.claimBatchMax / 4 && sinceMs < CLAIM_SPACING_MS) {
+          await this.deps.clock.sleep(CLAIM_SPACING_MS - sinceMs, this.abort.signal).catch(() => {});
           if (!this.running) break;
+          now = this.deps.clock.now();
+          // The wall clock may have gone back meanwhile: what is not due by it waits again.
+          for (let i = refs.length - 1; i >= 0; i--) if (refs[i].dueAt > now) this.wheel.put(refs.splice(i, 1)[0]);
+          refs.push(...this.withRoom(this.wheel.popDue(now, this.opts.claimBatchMax - refs.length)));
         }
-        if (!this.running) break;
+        if (refs.length > 0) {
+          this.lastClaimAtMs = this.deps.clock.monotonicMs();
+          this.startClaim(refs, now);
+        }
         // Let I/O (deliveries, API requests) run between batches of a large burst.
-        await new Promise((resolve) => setImmediate(resolve));
+        await yieldToIo();
+        if (!this.running) break;
       }
     } finally {
       this.firing = false;
     }
     this.armTimer();
+  }
+
+  private startClaim(refs: DueRef[], now: number): void {
+    const keys = refs.map((r) => queueKeyOf(r.tenantId, r.queue));
+    for (const key of keys) this.claiming.add(key);
+    const claim: Promise<void> = this.claim(refs, now).finally(() => {
+      for (const key of keys) this.claiming.remove(key);
+      this.claimsInFlight.delete(claim);
+      // Refs a claim did not take (changed meanwhile) leave room; nothing else signals it.
+      if (this.parked.size > 0) this.roomFreed();
+    });
+    this.claimsInFlight.add(claim);
+  }
+
+  private async claim(due: DueRef[], now: number): Promise<void> {
+    try {
+      const claimed = await this.deps.store.eventClaim({
+        refs: due.map((r) => ({ tenantId: r.tenantId, id: r.id, version: r.version })),
+        now,
+        owner: this.deps.owner,
+        leaseUntil: now + this.opts.leaseMs,
+        fenceByShardOwner: this.opts.fenceClaims,
+      });
+      this.deps.metrics.eventsFired.inc(claimed.length);
+      if (claimed.length > 0) this.deps.onClaimed(claimed);
+    } catch (err) {
+      // The store is unreachable: keep the entries and try again shortly (holding this claim's
+      // slot meanwhile, so a store that is down is not asked in a loop).
+      this.deps.logger.error({ err, count: due.length }, 'claim failed; retrying');
+      for (const r of due) if (!this.wheel.has(refKey(r.tenantId, r.id))) this.wheel.put(r);
+      await this.deps.clock.sleep(200, this.abort.signal).catch(() => {});
+      this.armTimer();
+    }
   }
 }

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { TimerWheel } from './timer-wheel.ts';
 import type { DueRef } from '../store/store.ts';
 
-const ref = (id: string, dueAt: number, version = 1): DueRef => ({ tenantId: 't', id, version, dueAt, shard: 0, group: null });
+const ref = (id: string, dueAt: number, version = 1): DueRef => ({ tenantId: 't', id, version, dueAt, shard: 0, group: null, queue: 'name:d' });
 
 describe('TimerWheel', () => {
   it('pops due entries in due order, ties in insertion order', () => {

@@ -4,14 +4,17 @@
  *
  * A binary min-heap on (dueAt, insertion order) with lazy deletion: `put` of a key already present
  * replaces it (an update or reschedule), `remove` forgets it; stale heap nodes are skipped when
- * popped. The map holds at most one live entry per key; `size` counts live entries.
+ * popped. The map holds at most one live entry per key; `size` counts live entries, and
+ * `countOf` the live entries of one virtual queue (the scheduler bounds each queue's share).
  */
+import { queueKeyOf } from '../core/queue.ts';
 import type { DueRef } from '../store/store.ts';
 
 interface Node {
   dueAt: number;
   seq: number;
   key: string;
+  queueKey: string;
   ref: DueRef;
 }
 
@@ -22,6 +25,7 @@ export function refKey(tenantId: string, id: string): string {
 export class TimerWheel {
   private heap: Node[] = [];
   private live = new Map<string, Node>();
+  private perQueue = new Map<string, number>();
   private seq = 0;
 
   get size(): number {
@@ -32,17 +36,29 @@ export class TimerWheel {
     return this.live.has(key);
   }
 
+  /** Live entries of one queue (`queueKeyOf(tenantId, queue)`). */
+  countOf(queueKey: string): number {
+    return this.perQueue.get(queueKey) ?? 0;
+  }
+
   /** Adds or replaces the entry of this event. */
   put(ref: DueRef): void {
-    const node: Node = { dueAt: ref.dueAt, seq: this.seq++, key: refKey(ref.tenantId, ref.id), ref };
+    const node: Node = { dueAt: ref.dueAt, seq: this.seq++, key: refKey(ref.tenantId, ref.id), queueKey: queueKeyOf(ref.tenantId, ref.queue), ref };
+    const replaced = this.live.get(node.key);
+    if (replaced) this.uncount(replaced);
     this.live.set(node.key, node);
+    this.perQueue.set(node.queueKey, this.countOf(node.queueKey) + 1);
     this.push(node);
     // Lazy deletion lets dead nodes pile up under heavy rescheduling: rebuild when they dominate.
     if (this.heap.length > 1024 && this.heap.length > 4 * this.live.size) this.rebuild();
   }
 
   remove(tenantId: string, id: string): void {
-    this.live.delete(refKey(tenantId, id));
+    const key = refKey(tenantId, id);
+    const node = this.live.get(key);
+    if (!node) return;
+    this.live.delete(key);
+    this.uncount(node);
   }
 
   /** Due time of the earliest live entry, or null. */
@@ -60,6 +76,7 @@ export class TimerWheel {
       if (!top || top.dueAt > nowMs) break;
       this.pop();
       this.live.delete(top.key);
+      this.uncount(top);
       out.push(top.ref);
     }
     return out;
@@ -67,12 +84,23 @@ export class TimerWheel {
 
   /** Keeps only the live entries for which `keep` is true. */
   retain(keep: (ref: DueRef) => boolean): void {
-    for (const [key, node] of this.live) if (!keep(node.ref)) this.live.delete(key);
+    for (const [key, node] of this.live) {
+      if (keep(node.ref)) continue;
+      this.live.delete(key);
+      this.uncount(node);
+    }
   }
 
   clear(): void {
     this.heap = [];
     this.live.clear();
+    this.perQueue.clear();
+  }
+
+  private uncount(node: Node): void {
+    const n = this.countOf(node.queueKey) - 1;
+    if (n > 0) this.perQueue.set(node.queueKey, n);
+    else this.perQueue.delete(node.queueKey);
   }
 
   private dropDead(): void {

@@ -3,10 +3,10 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GroupCommitter } from './group-commit.ts';
+import { GroupCommitter, WriteQueueFullError } from './group-commit.ts';
 import { openSqliteStore } from './sqlite/sqlite-store.ts';
 import { newEvent, newTenant } from './conformance/fixtures.ts';
-import type { EventInsertManyParams } from './store.ts';
+import type { EventInsertManyParams, EventInsertResult, NewEvent, Store } from './store.ts';
 
 describe('GroupCommitter', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'belfry-gc-'));
@@ -49,7 +49,7 @@ describe('GroupCommitter', async () => {
   it('bounds a transaction and keeps requests whole', async () => {
     const tenant = await newTenant(store);
     const calls: number[] = [];
-    const gc = new GroupCommitter({ eventInsertMany: (p) => (calls.push(p.events.length), store.eventInsertMany(p)) }, () => Date.now(), 250);
+    const gc = new GroupCommitter({ eventInsertMany: (p) => (calls.push(p.events.length), store.eventInsertMany(p)) }, () => Date.now(), { batchEventsMax: 250 });
     await Promise.all(Array.from({ length: 10 }, (_, i) => gc.insert(Array.from({ length: 100 }, (_, j) => newEvent(tenant, `b-${i}-${j}`)))));
     assert.ok(calls.every((n) => n <= 250 && n % 100 === 0), `batches ${calls}`);
     assert.equal(calls.reduce((a, b) => a + b, 0), 1_000);
@@ -60,4 +60,68 @@ describe('GroupCommitter', async () => {
     const results = await Promise.allSettled([gc.insert([]), gc.insert([])]);
     assert.ok(results.every((r) => r.status === 'rejected' && /disk full/.test(String(r.reason))));
   });
+
+  it('refuses at once what does not fit the queue, in events, while the store is slow; takes it again once drained', async () => {
+    const tenant = await newTenant(store);
+    const gate = slowStore(store);
+    let rejectedCount = 0;
+    const gc = new GroupCommitter(gate, () => Date.now(), { queueEventsMax: 300, onRejected: () => rejectedCount++ });
+    const inFlight = gc.insert(events(tenant, 'q0', 100));
+    await gate.started(1);
+    const queued = [gc.insert(events(tenant, 'q1', 200)), gc.insert(events(tenant, 'q2', 100))];
+    assert.equal(gc.pendingEvents, 300);
+    await assert.rejects(gc.insert(events(tenant, 'q3', 1)), WriteQueueFullError);
+    assert.equal(rejectedCount, 1);
+    assert.equal(gc.pendingEvents, 300, 'a refused insert takes no room');
+    gate.open();
+    for (const results of await Promise.all([inFlight, ...queued])) assert.ok(results.every((r) => r.kind === 'created'));
+    assert.equal(gc.pendingEvents, 0);
+    assert.equal((await gc.insert(events(tenant, 'q4', 1)))[0].kind, 'created');
+  });
+
+  it('bounds the queue in payload characters too, and always takes an insert into an empty queue', async () => {
+    const tenant = await newTenant(store);
+    const gate = slowStore(store);
+    const gc = new GroupCommitter(gate, () => Date.now(), { queueEventsMax: 10, queuePayloadCharsMax: 1_000 });
+    // Bigger than either bound, but the queue is empty: it goes (else it could never go).
+    const big = gc.insert(events(tenant, 'p0', 20, 100));
+    await gate.started(1);
+    const queued = [gc.insert(events(tenant, 'p1', 1, 600)), gc.insert(events(tenant, 'p2', 1, 300))];
+    // 3 events of 10, but 1,100 payload characters of 1,000.
+    await assert.rejects(gc.insert(events(tenant, 'p3', 1, 200)), WriteQueueFullError);
+    gate.open();
+    assert.equal((await big).length, 20);
+    for (const results of await Promise.all(queued)) assert.equal(results[0].kind, 'created');
+  });
 });
+
+/** `n` events with ids `<prefix>-<i>` and payloads of `payloadChars` characters. */
+function events(tenant: string, prefix: string, n: number, payloadChars = 2): NewEvent[] {
+  return Array.from({ length: n }, (_, i) => ({ ...newEvent(tenant, `${prefix}-${i}`), payload: JSON.stringify('x'.repeat(payloadChars - 2)) }));
+}
+
+/** A store whose inserts wait until `open()`: a disk or a primary that has fallen behind. */
+function slowStore(real: Pick<Store, 'eventInsertMany'>) {
+  let release!: () => void;
+  const opened = new Promise<void>((resolve) => (release = resolve));
+  let calls = 0;
+  return {
+    async eventInsertMany(params: EventInsertManyParams): Promise<EventInsertResult[]> {
+      calls++;
+      await opened;
+      return real.eventInsertMany(params);
+    },
+    open: () => release(),
+    /** Resolves once `n` inserts reached the store; rejects after a bounded number of turns. */
+    async started(n: number): Promise<void> {
+      for (let turn = 0; turn < STORE_WAIT_TURNS_MAX; turn++) {
+        if (calls >= n) return;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      throw new Error(`${n} inserts did not reach the store within ${STORE_WAIT_TURNS_MAX} turns of the event loop`);
+    },
+  };
+}
+
+/** A flush starts on the next turn after an insert: a few turns are plenty. */
+const STORE_WAIT_TURNS_MAX = 100;

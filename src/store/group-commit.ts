@@ -6,36 +6,87 @@
  * A flush starts on the next turn of the event loop after the first pending insert (so every
  * request parsed in the same turn joins it) and at most `batchEventsMax` events go in one
  * transaction. While a flush runs, new inserts queue for the next one.
+ *
+ * The queue is bounded, in events and in payload characters: when the store falls behind (a slow
+ * disk, a PostgreSQL primary under load), an insert that does not fit is refused at once with
+ * WriteQueueFullError (the API answers 503 with Retry-After) instead of holding ever more
+ * requests in memory. An insert always fits an empty queue, so no request is too big to ever go.
  */
 import type { EventInsertResult, NewEvent, Store } from './store.ts';
 
 interface Pending {
   events: NewEvent[];
+  payloadChars: number;
   resolve: (results: EventInsertResult[]) => void;
   reject: (err: unknown) => void;
 }
 
+/** Events in one transaction. */
 export const GROUP_COMMIT_EVENTS_MAX = 5_000;
+/** Events waiting for a transaction: ten full ones, about a second of SQLite's batch ingest. */
+export const GROUP_COMMIT_QUEUE_EVENTS_MAX = 50_000;
+/** Payload characters waiting for a transaction: what bounds memory when payloads are large. */
+export const GROUP_COMMIT_QUEUE_PAYLOAD_CHARS_MAX = 256 * 1024 * 1024;
+/** What a refused insert tells the client to wait before trying again. */
+export const WRITE_QUEUE_RETRY_AFTER_S = 1;
+
+export interface GroupCommitOptions {
+  batchEventsMax?: number;
+  queueEventsMax?: number;
+  queuePayloadCharsMax?: number;
+  /** Told of every refused insert (a metric). */
+  onRejected?: () => void;
+}
+
+/** The write queue is full: the store is behind. Not the client's fault; try again shortly. */
+export class WriteQueueFullError extends Error {
+  override name = 'WriteQueueFullError';
+  readonly retryAfterS = WRITE_QUEUE_RETRY_AFTER_S;
+}
 
 export class GroupCommitter {
   private queue: Pending[] = [];
   private queuedEvents = 0;
+  private queuedPayloadChars = 0;
   private flushing = false;
   private scheduled = false;
+  private readonly batchEventsMax: number;
+  private readonly queueEventsMax: number;
+  private readonly queuePayloadCharsMax: number;
 
   constructor(
     private readonly store: Pick<Store, 'eventInsertMany'>,
     private readonly now: () => number,
-    private readonly batchEventsMax = GROUP_COMMIT_EVENTS_MAX,
-  ) {}
+    private readonly opts: GroupCommitOptions = {},
+  ) {
+    this.batchEventsMax = opts.batchEventsMax ?? GROUP_COMMIT_EVENTS_MAX;
+    this.queueEventsMax = opts.queueEventsMax ?? GROUP_COMMIT_QUEUE_EVENTS_MAX;
+    this.queuePayloadCharsMax = opts.queuePayloadCharsMax ?? GROUP_COMMIT_QUEUE_PAYLOAD_CHARS_MAX;
+  }
 
-  /** Inserts `events` in the next group transaction; resolves with their results, in order. */
+  /**
+   * Inserts `events` in the next group transaction; resolves with their results, in order.
+   * Rejects at once with WriteQueueFullError when they do not fit the queue.
+   */
   insert(events: NewEvent[]): Promise<EventInsertResult[]> {
+    const payloadChars = events.reduce((sum, e) => sum + e.payload.length, 0);
+    if (!this.fits(events.length, payloadChars)) {
+      this.opts.onRejected?.();
+      return Promise.reject(
+        new WriteQueueFullError(`the write queue is full (${this.queuedEvents} events, ${this.queuedPayloadChars} payload characters waiting for the store)`),
+      );
+    }
     return new Promise((resolve, reject) => {
-      this.queue.push({ events, resolve, reject });
+      this.queue.push({ events, payloadChars, resolve, reject });
       this.queuedEvents += events.length;
+      this.queuedPayloadChars += payloadChars;
       this.schedule();
     });
+  }
+
+  private fits(events: number, payloadChars: number): boolean {
+    if (this.queue.length === 0) return true;
+    return this.queuedEvents + events <= this.queueEventsMax && this.queuedPayloadChars + payloadChars <= this.queuePayloadCharsMax;
   }
 
   private schedule(): void {
@@ -52,12 +103,15 @@ export class GroupCommitter {
     this.flushing = true;
     const batch: Pending[] = [];
     let count = 0;
+    let payloadChars = 0;
     while (this.queue.length > 0 && (batch.length === 0 || count + this.queue[0].events.length <= this.batchEventsMax)) {
       const p = this.queue.shift()!;
       batch.push(p);
       count += p.events.length;
+      payloadChars += p.payloadChars;
     }
     this.queuedEvents -= count;
+    this.queuedPayloadChars -= payloadChars;
     try {
       const all = await this.store.eventInsertMany({ events: batch.flatMap((p) => p.events), now: this.now() });
       let offset = 0;

@@ -14,6 +14,7 @@
  */
 import type { RetryPolicy } from '../core/backoff.ts';
 import type { DestinationRef, EventRecord, EventState, TransitionRecord } from '../core/event.ts';
+import type { RetentionState } from '../core/retention.ts';
 
 /**
  * The store cannot be reached (connection refused or lost, the database restarting or out of
@@ -42,6 +43,11 @@ export interface TenantRecord {
   createdAt: number;
 }
 
+/** A tenant to create, with the signing secrets it starts with (none: '[]', generated lazily). */
+export interface NewTenantRecord extends TenantRecord {
+  signingSecrets?: DestinationSecret[];
+}
+
 export interface ApiKeyRecord {
   id: string;
   tenantId: string;
@@ -64,7 +70,7 @@ export interface DestinationConfig {
   maxConcurrency: number;
 }
 
-/** A signing secret of a destination. */
+/** A signing secret of a destination, or of a tenant (for its deliveries to inline URLs). */
 export interface DestinationSecret {
   /** `whsec_` + base64. */
   secret: string;
@@ -167,6 +173,12 @@ export interface EventListPage {
   nextCursor: string | null;
 }
 
+export interface TenantStateCount {
+  tenantId: string;
+  state: EventState;
+  n: number;
+}
+
 /** A reference to a fireable event, as the read-ahead sees it. */
 export interface DueRef {
   tenantId: string;
@@ -175,6 +187,8 @@ export interface DueRef {
   dueAt: number;
   shard: number;
   group: string | null;
+  /** The event's virtual queue within its tenant (see core/queue.ts). */
+  queue: string;
 }
 
 export interface EventListDueParams {
@@ -185,6 +199,12 @@ export interface EventListDueParams {
   /** dueAt ≤ untilMs. */
   untilMs: number;
   limit: number;
+  /**
+   * Only this tenant's queue, from (dueAt, id) on, inclusive (ordered by dueAt, id), served by an
+   * index of its own: how the scheduler refills a queue whose due events it could not all hold in
+   * memory, without reading other queues' rows. `after` is ignored when set.
+   */
+  queue?: { tenantId: string; queue: string; from: { dueAt: number; id: string } | null };
 }
 
 export interface EventClaimParams {
@@ -233,9 +253,42 @@ export interface EventRescueParams {
   limit: number;
 }
 
+export interface EventRescueDeadParams {
+  /** The leader and its epoch: the rescue applies only while they hold the unexpired lease. */
+  leaderId: string;
+  epoch: number;
+  /** Nodes the leader found dead (their heartbeat stopped), whose shards it is moving. */
+  owners: string[];
+  /**
+   * Only owners whose node row's heartbeat is at least this old by the store's clock, read in
+   * the same transaction: a node that heart-beat meanwhile keeps its claims, and so does an
+   * owner without a node row (a node that left gracefully finishes its own deliveries).
+   */
+  nodeTtlMs: number;
+  /** Rescued events are due at this instant. */
+  now: number;
+  limit: number;
+}
+
 export interface EventGroupHeadParams {
   tenantId: string;
   group: string;
+}
+
+export interface EventDeleteTerminalParams {
+  tenantId: string;
+  /** Only events in this terminal state. */
+  state: RetentionState;
+  /** Only events that reached it before this instant (updated_at < finishedBefore). */
+  finishedBefore: number;
+  /** At most this many events, oldest first (1 to the backend's page bound). */
+  limit: number;
+}
+
+/** Rows one eventDeleteTerminal removed. */
+export interface EventDeleteTerminalResult {
+  events: number;
+  transitions: number;
 }
 
 export interface TransitionListParams {
@@ -307,14 +360,33 @@ export interface Store {
    * the lateness (now - dueAt). Returns the events it changed; the others are left untouched.
    */
   eventClaim(params: EventClaimParams): Promise<EventRecord[]>;
-  /** Counts of events per state, over all tenants (for metrics). */
+  /**
+   * Counts of events per state, over all tenants. Costs a scan of an index of every event (a
+   * backend may estimate instead on a large table): for tests and tools. The node's metrics read
+   * the background samples of eventCountByTenantState instead.
+   */
   eventCountByState(): Promise<Record<EventState, number>>;
   /**
+   * Events per (tenant, state), every tenant and state that has any. Costs a scan of an index of
+   * every event (seconds at 10,000,000), never on the caller's event loop: for a background
+   * sampler (store/count-sampler.ts) that metrics and the pending quota read, never for a request.
+   * Each event is counted once, in a state it had during the count.
+   */
+  eventCountByTenantState(): Promise<TenantStateCount[]>;
+  /**
    * Events of one tenant not yet finished (scheduled, executing, awaiting_retry): what the
-   * pendingEventsMax quota counts. Costs an index scan of pending events (a backend may scan
-   * every tenant's), so callers count rarely and estimate between counts.
+   * pendingEventsMax quota counts. Costs a range scan of that tenant's pending index entries, off
+   * the caller's event loop; callers count rarely and estimate between counts.
    */
   eventCountPending(params: { tenantId: string }): Promise<number>;
+  /**
+   * Retention: deletes up to `limit` events of one tenant that are in `state` and reached it
+   * before `finishedBefore`, with their whole trace, in one transaction. The state and age are
+   * checked in the deleting statement itself, so an event replayed meanwhile (live again) is
+   * never deleted. Served by an index of terminal rows by (tenant, state, updated_at): the cost
+   * follows the rows deleted, not the size of the table. A short result means none is left.
+   */
+  eventDeleteTerminal(params: EventDeleteTerminalParams): Promise<EventDeleteTerminalResult>;
   eventGet(params: { tenantId: string; id: string }): Promise<EventRecord | null>;
   /**
    * The next event of a group that may fire now: the non-terminal event first by (fireAt, seq),
@@ -347,6 +419,15 @@ export interface Store {
   /** Makes expired executing leases due again as `awaiting_retry`; returns the refs it changed. */
   eventRescue(params: EventRescueParams): Promise<DueRef[]>;
   /**
+   * Failover: makes the executing events of dead owners due again (`awaiting_retry`, due `now`,
+   * a transition with reason `owner dead`), whatever their leases, so that they fire again as
+   * soon as their shards move instead of when the leases end. Fenced twice, in one transaction:
+   * by the leader lease (leaderId at epoch, unexpired) and by each owner's heartbeat (nodeTtlMs).
+   * An outcome the dead owner records later does not apply (the version moved on). Returns the
+   * refs it changed, oldest lease first, or null when leaderId does not hold the lease at epoch.
+   */
+  eventRescueDead(params: EventRescueDeadParams): Promise<DueRef[] | null>;
+  /**
    * Edits a `scheduled` event; appends an `updated` transition naming the changed fields. A patch
    * that changes nothing answers ok with the event as stored, and writes nothing.
    */
@@ -378,9 +459,21 @@ export interface Store {
    */
   shardLag(params: { now: number; limit: number }): Promise<{ shard: number; dueEvents: number; oldestDueAt: number }[]>;
 
-  tenantCreate(tenant: TenantRecord): Promise<void>;
+  tenantCreate(tenant: NewTenantRecord): Promise<void>;
   tenantGet(params: { id: string }): Promise<TenantRecord | null>;
   tenantList(): Promise<TenantRecord[]>;
+  /**
+   * The tenant's signing secrets, newest first (they sign its deliveries to inline URLs); null
+   * when there is no such tenant. Empty for a tenant made before tenants had secrets. Kept apart
+   * from TenantRecord so that nothing reading tenants can pass a secret on.
+   */
+  tenantSecretsGet(params: { id: string }): Promise<DestinationSecret[] | null>;
+  /**
+   * Replaces the tenant's signing secrets with `secrets`, only while they are still `expected`
+   * (compare and swap): two nodes generating a first secret at once, or two rotations at once,
+   * never lose one. Returns whether it applied.
+   */
+  tenantSecretsSwap(params: { id: string; expected: DestinationSecret[]; secrets: DestinationSecret[] }): Promise<boolean>;
   /** Replaces a tenant's settings; returns the tenant as stored, or null when there is none. */
   tenantUpdate(params: { id: string; settings: Record<string, unknown> }): Promise<TenantRecord | null>;
 

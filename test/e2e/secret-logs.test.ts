@@ -1,7 +1,8 @@
 /**
  * Nothing secret in the logs: a real node process at log level `trace` goes through a full run
- * (tenants, keys made, rotated and revoked, destinations with generated and given secrets, a
- * secret rotation, signed deliveries that succeed, fail and are retried, requests with wrong
+ * (tenants with their signing secrets, keys made, rotated and revoked, destinations with generated
+ * and given secrets, secret rotations of destinations and tenants, signed deliveries to
+ * destinations and inline URLs that succeed, fail and are retried, requests with wrong
  * keys and bad bodies carrying secrets, a graceful stop), and every line it wrote is searched
  * for every secret it ever saw: the admin key, each API key (valid or forged), each signing
  * secret, in full and by its key material.
@@ -56,6 +57,7 @@ describe('logs of a full run hold no secret', { timeout: 120_000 }, () => {
     const tenant = await api('POST', '/v1/tenants', adminKey, { name: 'logs' });
     assert.equal(tenant.status, 201);
     const t = tenant.body.id as string;
+    secrets.add(tenant.body.signingSecret);
     const k1 = await api('POST', `/v1/tenants/${t}/keys`, adminKey);
     const key: string = k1.body.key;
     secrets.add(key);
@@ -71,6 +73,12 @@ describe('logs of a full run hold no secret', { timeout: 120_000 }, () => {
     const rotated = await api('POST', '/v1/destinations/main/rotate-secret', key, { gracePeriod: '1h' });
     assert.equal(rotated.status, 200);
     secrets.add(rotated.body.secret);
+    const ownRotation = await api('POST', '/v1/signing-secret/rotate', key, { gracePeriod: '1h' });
+    assert.equal(ownRotation.status, 200);
+    secrets.add(ownRotation.body.secret);
+    const adminRotation = await api('POST', `/v1/tenants/${t}/signing-secret/rotate`, adminKey, { gracePeriod: '1h' });
+    assert.equal(adminRotation.status, 200);
+    secrets.add(adminRotation.body.secret);
 
     // Bad requests that carry secrets: a forged key, a valid secret next to an invalid field, broken JSON.
     const forged = 'bk_' + randomBytes(32).toString('base64url');
@@ -81,17 +89,20 @@ describe('logs of a full run hold no secret', { timeout: 120_000 }, () => {
     assert.equal((await api('PUT', '/v1/destinations/bad', key, { url: 'ftp://x', secret: another })).status, 400);
     assert.equal((await api('PUT', '/v1/destinations/bad', key, `{"url":"${rx.url}","secret":"${another}",`)).status, 400);
     assert.equal((await api('POST', '/v1/destinations/main/rotate-secret', key, { secret: `${another}!` })).status, 400);
+    assert.equal((await api('POST', '/v1/signing-secret/rotate', key, { secret: another, gracePeriod: '9d' })).status, 400);
 
     // Deliveries: signed successes, a failure (the receiver echoes the signature) then a retry, a discard.
-    failOnce = new Set(['log-2']);
-    for (const [id, destination] of [['log-1', 'main'], ['log-2', 'main'], ['log-3', 'given']] as const) {
+    // Inline URLs sign with the tenant's secrets (three of them here, through two rotations).
+    failOnce = new Set(['log-2', 'log-5']);
+    const inline = { url: `${rx.url}/hook` };
+    for (const [id, destination] of [['log-1', 'main'], ['log-2', 'main'], ['log-3', 'given'], ['log-4', inline], ['log-5', inline]] as const) {
       assert.equal((await api('POST', '/v1/events', key, { id, destination, payload: { id }, retry: { maxAttempts: 3, minBackoff: '100ms', maxBackoff: '200ms' } })).status, 201);
     }
     await waitUntil(
       'deliveries to finish',
       async () => {
-        const states = await Promise.all(['log-1', 'log-2', 'log-3'].map(async (id) => (await api('GET', `/v1/events/${id}`, key)).body.state));
-        return states.join() === 'succeeded,succeeded,discarded';
+        const states = await Promise.all(['log-1', 'log-2', 'log-3', 'log-4', 'log-5'].map(async (id) => (await api('GET', `/v1/events/${id}`, key)).body.state));
+        return states.join() === 'succeeded,succeeded,discarded,succeeded,succeeded';
       },
       20_000,
       50,

@@ -53,6 +53,52 @@ describe('tenants and keys', () => {
     assert.ok(list.some((x: any) => x.id === t.tenantId));
   });
 
+  test('a new tenant comes with its signing secret, shown once and never again', async () => {
+    const res = await t.app.inject({ method: 'POST', url: '/v1/tenants', headers: admin(), payload: { name: 'signs' } });
+    assert.equal(res.statusCode, 201);
+    const { id, signingSecret } = res.json();
+    assert.match(signingSecret, /^whsec_[A-Za-z0-9+/]{32,}={0,2}$/);
+    assert.deepEqual(await t.store.tenantSecretsGet({ id }), [{ secret: signingSecret, expiresAt: null }]);
+    const material = signingSecret.slice('whsec_'.length);
+    for (const url of ['/v1/tenants', `/v1/tenants/${id}`]) {
+      const body = (await t.app.inject({ method: 'GET', url, headers: admin() })).body;
+      assert.ok(!body.includes(material) && !body.includes('whsec_'), `GET ${url} shows no secret`);
+    }
+    const patched = await t.app.inject({ method: 'PATCH', url: `/v1/tenants/${id}`, headers: admin(), payload: { durability: 'relaxed' } });
+    assert.equal(patched.statusCode, 200);
+    assert.ok(!patched.body.includes('whsec_'));
+    assert.deepEqual(await t.store.tenantSecretsGet({ id }), [{ secret: signingSecret, expiresAt: null }], 'a PATCH keeps the secret');
+  });
+
+  test('the operator rotates a tenant\'s signing secret; 404 for no such tenant, 400 for bad bodies', async () => {
+    const { id, signingSecret } = (await t.app.inject({ method: 'POST', url: '/v1/tenants', headers: admin(), payload: { name: 'rotates' } })).json();
+    const url = `/v1/tenants/${id}/signing-secret/rotate`;
+    const res = await t.app.inject({ method: 'POST', url, headers: admin(), payload: { gracePeriod: '1h' } });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.deepEqual(Object.keys(res.json()).sort(), ['previousSecretsExpireAt', 'secret']);
+    assert.equal(Date.parse(res.json().previousSecretsExpireAt), t.clock.now() + 3_600_000);
+    assert.deepEqual(await t.store.tenantSecretsGet({ id }), [
+      { secret: res.json().secret, expiresAt: null },
+      { secret: signingSecret, expiresAt: t.clock.now() + 3_600_000 },
+    ]);
+    assert.deepEqual(t.tenantSecretsChanged.at(-1), id, 'the dispatcher is told');
+    assertError(await t.app.inject({ method: 'POST', url: '/v1/tenants/t_nosuchtenant/signing-secret/rotate', headers: admin() }), 404, 'not_found');
+    for (const payload of [{ gracePeriod: '8d' }, { secret: 'nope' }, { grace: '1h' }, { gracePeriod: -1 }]) {
+      assertError(await t.app.inject({ method: 'POST', url, headers: admin(), payload }), 400, 'invalid_request');
+    }
+    for (let i = 0; i < 10; i++) assert.equal((await t.app.inject({ method: 'POST', url, headers: admin() })).statusCode, 200);
+    assert.ok((await t.store.tenantSecretsGet({ id }))!.length <= 5, 'a bounded set of secrets');
+  });
+
+  test('a tenant rotates its own signing secret, and only its own', async () => {
+    const before = await t.store.tenantSecretsGet({ id: t.tenantIdB });
+    const res = await t.app.inject({ method: 'POST', url: '/v1/signing-secret/rotate', headers: bearer(t.tenantKey), payload: { gracePeriod: 0 } });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.deepEqual(await t.store.tenantSecretsGet({ id: t.tenantId }), [{ secret: res.json().secret, expiresAt: null }], 'no grace: the old one is gone');
+    assert.deepEqual(await t.store.tenantSecretsGet({ id: t.tenantIdB }), before);
+    assertError(await t.app.inject({ method: 'POST', url: '/v1/signing-secret/rotate', headers: admin() }), 403, 'forbidden');
+  });
+
   test('400 for a bad tenant body', async () => {
     for (const payload of [{}, { name: '' }, { name: 'x'.repeat(201) }, { name: 'a\nb' }, { name: 'ok', extra: 1 }]) {
       assertError(await t.app.inject({ method: 'POST', url: '/v1/tenants', headers: admin(), payload }), 400, 'invalid_request');
@@ -120,15 +166,21 @@ describe('operations', () => {
     ready = { ok: true, reasons: [] };
   });
 
-  test('metrics: Prometheus text with per-state event counts sampled at scrape', async () => {
+  test('metrics: Prometheus text with per-state event counts from the latest background sample, and its age', async () => {
     const created = await t.app.inject({ method: 'POST', url: '/v1/events', headers: bearer(t.tenantKey), payload: { destination: { url: 'https://x.example' }, delay: '1h' } });
     assert.equal(created.statusCode, 201);
+    const before = await t.app.inject({ method: 'GET', url: '/metrics' });
+    assert.doesNotMatch(before.body, /belfry_events\{state="scheduled"\} [1-9]/, 'a scrape does not count: the sample predates the event');
+    await t.deps.counts.runOnce();
+    await t.clock.advance(2_500);
     const m = await t.app.inject({ method: 'GET', url: '/metrics' });
     assert.equal(m.statusCode, 200);
     assert.match(String(m.headers['content-type']), /^text\/plain/);
     const counts = await t.store.eventCountByState();
     assert.match(m.body, new RegExp(`belfry_events\\{state="scheduled"\\} ${counts.scheduled}\\n`));
     assert.match(m.body, /belfry_events_scheduled_total [1-9]/);
+    assert.match(m.body, /\nbelfry_events_sample_age_seconds 2\.5\n/);
+    assert.match(m.body, /\nbelfry_events_sample_duration_seconds 0\n/, 'the SimClock did not move during the count');
   });
 
   test('unknown routes answer 404 in the error shape', async () => {
@@ -166,6 +218,8 @@ describe('GET /openapi.json', () => {
       ['get', '/v1/tenants/{tenantId}'],
       ['patch', '/v1/tenants/{tenantId}'],
       ['post', '/v1/destinations/{name}/rotate-secret'],
+      ['post', '/v1/tenants/{tenantId}/signing-secret/rotate'],
+      ['post', '/v1/signing-secret/rotate'],
       ['get', '/v1/limits'],
       ['get', '/v1/cluster'],
       ['post', '/v1/keys'],

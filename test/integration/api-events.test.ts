@@ -396,7 +396,28 @@ describe('GET /v1/events/{id}/transitions and POST /v1/events/{id}/replay', () =
     const { transitions } = res.json();
     assert.deepEqual(transitions.map((x: any) => [x.kind, x.toState]), [['created', 'scheduled'], ['updated', 'scheduled'], ['state', 'canceled']]);
     for (const x of transitions) assert.match(x.at, /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+    assert.equal(res.json().nextCursor, null, 'the whole trace fits the default page');
     assertError(await req('GET', '/v1/events/missing-event/transitions'), 404, 'not_found');
+  });
+
+  test('pages a trace longer than a page with nextCursor: every transition once, in order', async () => {
+    const ev = await create({ id: uniqueId(), delay: '1h' });
+    for (let k = 0; k < 6; k++) assert.equal((await req('PATCH', `/v1/events/${ev.id}`, { delay: `${2 + k}h` })).statusCode, 200);
+    const seqs: number[] = [];
+    let cursor: string | null = null;
+    let pages = 0;
+    do {
+      const res = await req('GET', `/v1/events/${ev.id}/transitions?limit=3${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      assert.equal(res.statusCode, 200, res.body);
+      seqs.push(...res.json().transitions.map((x: any) => x.seq));
+      cursor = res.json().nextCursor;
+      pages++;
+    } while (cursor && pages < 10);
+    assert.deepEqual(seqs, [1, 2, 3, 4, 5, 6, 7]);
+    assert.equal(pages, 3);
+    for (const [q, field] of [['?limit=0', 'limit'], ['?limit=1001', 'limit'], ['?cursor=%21%21', 'cursor'], ['?from=1', 'from']]) {
+      assertError(await req('GET', `/v1/events/${ev.id}/transitions${q}`), 400, 'invalid_request', field);
+    }
   });
 
   test('replays an archived or discarded event; 409 otherwise', async () => {

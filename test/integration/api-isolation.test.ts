@@ -62,6 +62,8 @@ const WALK: Record<string, (a: typeof A) => Probe> = {
   'POST /v1/keys': () => ({ path: '/v1/keys', nowherePath: '/v1/keys' }),
   'DELETE /v1/keys/{keyId}': (a) => ({ path: `/v1/keys/${a.keyId}`, nowherePath: `/v1/keys/${NOWHERE.keyId}` }),
   'POST /v1/keys/{keyId}/rotate': (a) => ({ path: `/v1/keys/${a.keyId}/rotate`, nowherePath: `/v1/keys/${NOWHERE.keyId}/rotate`, body: () => ({}) }),
+  // The tenant comes from the key alone: B rotates its own secret, never A's (snapshotA checks).
+  'POST /v1/signing-secret/rotate': () => ({ path: '/v1/signing-secret/rotate', nowherePath: '/v1/signing-secret/rotate', body: () => ({}) }),
 };
 
 type Operation = { method: string; path: string; tags: string[] };
@@ -88,7 +90,8 @@ async function snapshotA() {
   const destination = await t.store.destinationGet({ tenantId: t.tenantId, name: A.destination });
   const keys = await t.store.apiKeyList({ tenantId: t.tenantId });
   const events = (await t.store.eventList({ tenantId: t.tenantId, limit: 1000 })).events.map((e) => `${e.id}@${e.version}`);
-  return { scheduled, archived, destination, keys, events };
+  const signingSecrets = await t.store.tenantSecretsGet({ id: t.tenantId });
+  return { scheduled, archived, destination, keys, events, signingSecrets };
 }
 
 describe('tenant isolation: every endpoint, with B’s key and A’s ids', () => {
@@ -128,6 +131,7 @@ describe('tenant isolation: every endpoint, with B’s key and A’s ids', () =>
     assert.deepEqual(afterWalk.destination, before.destination, "A's destination changed");
     assert.deepEqual(afterWalk.keys, before.keys, "A's keys changed");
     assert.deepEqual(afterWalk.events, before.events, 'events were added to or removed from A');
+    assert.deepEqual(afterWalk.signingSecrets, before.signingSecrets, "A's signing secret changed");
     assert.equal((await t.app.inject({ method: 'GET', url: '/v1/events', headers: bearer(t.tenantKey) })).statusCode, 200, "A's key still works");
   });
 

@@ -142,6 +142,7 @@ describe('delivery', () => {
   });
 
   it('exposes what happened in /metrics', async () => {
+    await t.node.counts.runOnce();
     const res = await fetch(t.url + '/metrics');
     assert.equal(res.status, 200);
     const text = await res.text();
@@ -154,5 +155,6 @@ describe('delivery', () => {
     assert.ok(value('belfry_fire_lateness_seconds_count') >= 50);
     assert.ok(value('belfry_events{state="succeeded"}') >= 50);
     assert.ok(value('belfry_events{state="canceled"}') >= 1);
+    assert.ok(value('belfry_events_samples_total') >= 1, 'the node counts in the background');
   });
 });

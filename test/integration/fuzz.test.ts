@@ -267,7 +267,7 @@ class Gen {
       // 'orders' is never deleted: most creates name it, and they should mostly get past it.
       [3, () => ({ kind: 'destination-get', method: name === 'orders' ? 'GET' : this.pick(['GET', 'DELETE']), path: `/v1/destinations/${name}`, headers })],
       [2, () => ({ kind: 'destination-list', method: 'GET', path: '/v1/destinations', headers })],
-      [2, () => ({ kind: 'rotate-secret', method: 'POST', path: `/v1/destinations/${name}/rotate-secret`, ...withBody(this.pick([{ gracePeriod: this.duration() }, { secret: 'nope' }, {}])) })],
+      [2, () => ({ kind: 'rotate-secret', method: 'POST', path: this.pick([`/v1/destinations/${name}/rotate-secret`, '/v1/signing-secret/rotate']), ...withBody(this.pick([{ gracePeriod: this.duration() }, { secret: 'nope' }, {}])) })],
       [2, () => ({ kind: 'limits', method: 'GET', path: '/v1/limits', headers })],
       [2, () => ({ kind: 'keys', method: this.pick(['GET', 'DELETE', 'POST']), path: this.pick(['/v1/keys', `/v1/keys/${id}`, `/v1/keys/${id}/rotate`]), ...withBody(this.pick([{ gracePeriod: this.duration() }, {}])) })],
       [3, () => ({ kind: 'admin', method: this.pick(['GET', 'POST', 'PATCH']), path: this.pick(['/v1/tenants', `/v1/tenants/${this.ctx.tenantB}`, `/v1/tenants/${id}`, `/v1/tenants/${id}/keys`]), ...withBody(this.pick([{ name: this.str() }, { limits: { payloadBytesMax: this.pick([0, 10, 1e12, '5', null]), scheduleAheadMax: this.duration() } }, {}])) })],

@@ -124,7 +124,7 @@ async function simulate(seed: number): Promise<void> {
         if (!applied[i]) return;
         const e = batch[i];
         if (o.to === 'succeeded') successOrder.set(e.id, successOrder.size);
-        if (o.to === 'awaiting_retry') node.scheduler.notifyDue([{ tenantId: e.tenantId, id: e.id, version: e.version + 1, dueAt: o.retryAt!, shard: e.shard, group: e.group }]);
+        if (o.to === 'awaiting_retry') node.scheduler.notifyDue([{ tenantId: e.tenantId, id: e.id, version: e.version + 1, dueAt: o.retryAt!, shard: e.shard, group: e.group, queue: e.queue }]);
         else if (e.group) void node.scheduler.kickGroup(e.tenantId, e.group);
       });
       await settle();

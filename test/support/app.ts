@@ -12,7 +12,9 @@ import { DEFAULT_API_LIMITS, type ApiLimits, type AppDeps } from '../../src/api/
 import { AddressPolicy } from '../../src/core/address.ts';
 import { SimClock } from '../../src/core/clock.ts';
 import type { EventRecord } from '../../src/core/event.ts';
+import { RETENTION_DEFAULTS } from '../../src/core/retention.ts';
 import { Metrics } from '../../src/node/metrics.ts';
+import { CountSampler } from '../../src/store/count-sampler.ts';
 import { GroupCommitter } from '../../src/store/group-commit.ts';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 
@@ -32,6 +34,8 @@ export interface TestApp {
   changed: EventRecord[][];
   /** Every (tenantId, name) passed to onDestinationChanged. */
   destinationsChanged: [string, string][];
+  /** Every tenantId passed to onTenantSecretsChanged. */
+  tenantSecretsChanged: string[];
   cleanup(): Promise<void>;
 }
 
@@ -42,6 +46,8 @@ export interface TestAppOptions {
   allowHosts?: string[];
   /** Default: silent. */
   logger?: AppDeps['logger'];
+  /** Default: a GroupCommitter over the store with the default bounds. */
+  writer?: (store: SqliteStore, clock: SimClock) => AppDeps['writer'];
 }
 
 export function bearer(key: string): Record<string, string> {
@@ -62,18 +68,26 @@ export async function makeTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
   const store = await openSqliteStore({ dataDir });
   const clock = new SimClock(Date.UTC(2026, 0, 1, 12, 0, 0));
   const changed: EventRecord[][] = [];
+  const logger = opts.logger ?? pino({ level: 'silent' });
+  // Sampled once here, on the empty store: tests that read metrics sample again themselves.
+  const counts = new CountSampler({ store, clock, logger });
+  await counts.runOnce();
   const destinationsChanged: [string, string][] = [];
+  const tenantSecretsChanged: string[] = [];
   const deps: AppDeps = {
     store,
     clock,
-    writer: new GroupCommitter(store, () => clock.now()),
+    writer: opts.writer ? opts.writer(store, clock) : new GroupCommitter(store, () => clock.now()),
     onEventsChanged: (events) => changed.push(events),
     onDestinationChanged: (tenantId, name) => destinationsChanged.push([tenantId, name]),
+    onTenantSecretsChanged: (tenantId) => tenantSecretsChanged.push(tenantId),
     metrics: new Metrics(),
-    logger: opts.logger ?? pino({ level: 'silent' }),
+    counts,
+    logger,
     adminKey: ADMIN_KEY,
     shardCount: 16,
     limits: { ...DEFAULT_API_LIMITS, ...opts.limits },
+    retention: RETENTION_DEFAULTS,
     addressPolicy: new AddressPolicy(opts.allowHosts ?? ['127.0.0.1', '::1']),
     ready: opts.ready ?? (async () => ({ ok: true, reasons: [] })),
   };
@@ -91,6 +105,7 @@ export async function makeTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
     tenantIdB: b.id,
     changed,
     destinationsChanged,
+    tenantSecretsChanged,
     async cleanup() {
       await app.close();
       await store.close();

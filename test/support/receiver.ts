@@ -38,6 +38,8 @@ export interface ReceiverOptions {
   behavior?: (req: ReceivedRequest) => ReceiverResponse;
   /** Bound on a request body; larger ones get 413 and are not recorded. Default 16 MiB. */
   bodyBytesMax?: number;
+  /** Keep only a count, not the requests (a flood of them); `requests` stays empty. Default false. */
+  countOnly?: boolean;
 }
 
 export interface Receiver {
@@ -70,6 +72,7 @@ export async function startReceiver(opts: ReceiverOptions = {}): Promise<Receive
   const bodyBytesMax = opts.bodyBytesMax ?? BODY_BYTES_MAX_DEFAULT;
   const requests: ReceivedRequest[] = [];
   const emitter = new EventEmitter();
+  let counted = 0;
   emitter.setMaxListeners(0);
   const sockets = new Set<Socket>();
   const socketIds = new WeakMap<Socket, number>();
@@ -113,7 +116,8 @@ export async function startReceiver(opts: ReceiverOptions = {}): Promise<Receive
         json: parseJson(body),
         socketId: socketIds.get(req.socket) ?? 0,
       };
-      requests.push(received);
+      if (opts.countOnly) counted++;
+      else requests.push(received);
       let out: ReceiverResponse;
       try {
         out = behavior(received);
@@ -172,7 +176,7 @@ export async function startReceiver(opts: ReceiverOptions = {}): Promise<Receive
     port,
     requests,
     get count() {
-      return requests.length;
+      return opts.countOnly ? counted : requests.length;
     },
     get socketCount() {
       return socketsSeen;

@@ -1,6 +1,6 @@
 /**
- * A tenant's view of its own account, with one of its keys: its limits in effect, and its API
- * keys (see keys.ts for why a tenant may manage them). The tenant is always the one the key
+ * A tenant's view of its own account, with one of its keys: its limits in effect, its API keys
+ * (see keys.ts for why a tenant may manage them) and its signing secret (see signing-secret.ts). The tenant is always the one the key
  * names; nothing here takes a tenant id from the request.
  */
 import type { FastifyInstance } from 'fastify';
@@ -11,6 +11,7 @@ import { BEARER_SECURITY, errorResponses } from '../schemas/common.ts';
 import { LimitsJson } from '../schemas/limits.ts';
 import { KeyIdParams } from '../schemas/tenants.ts';
 import { keyRoutes } from './keys.ts';
+import { signingSecretRoutes } from './signing-secret.ts';
 
 export function accountRoutes(app: FastifyInstance, deps: AppDeps, auth: Authenticator): void {
   app.get(
@@ -34,4 +35,6 @@ export function accountRoutes(app: FastifyInstance, deps: AppDeps, auth: Authent
     keyParams: KeyIdParams,
     tenantOf: async (request) => request.tenantId,
   });
+
+  signingSecretRoutes(app, deps, { base: '/v1/signing-secret', tags: ['account'], who: 'this tenant', params: null, tenantOf: async (request) => request.tenantId });
 }

@@ -7,12 +7,12 @@ import type { FastifyInstance } from 'fastify';
 import type { AddressPolicy } from '../../core/address.ts';
 import { BelfryError, invalid } from '../../core/errors.ts';
 import { newWebhookSecret } from '../../core/ids.ts';
-import { formatDuration } from '../../core/duration.ts';
-import type { DestinationConfig, DestinationRecord, DestinationSecret } from '../../store/store.ts';
+import type { DestinationConfig, DestinationRecord } from '../../store/store.ts';
 import type { AppDeps } from '../deps.ts';
 import { checkHeaders, checkUrl, parseDurationField, resolveRetry } from '../event-input.ts';
 import { isoTime, toDestinationJson } from '../event-json.ts';
 import { overLimit, type TenantLimits } from '../limits.ts';
+import { ROTATION_DESCRIPTION, rotatedSecrets, rotationGraceMs } from '../secret-rotation.ts';
 import { BEARER_SECURITY, errorResponses } from '../schemas/common.ts';
 import {
   DestinationJson,
@@ -47,24 +47,6 @@ export function toDestinationConfig(body: DestinationPutInput, policy: AddressPo
     rateLimitPerSecond: body.rateLimit?.perSecond ?? null,
     maxConcurrency: body.maxConcurrency ?? DESTINATION_CONCURRENCY_DEFAULT,
   };
-}
-
-/** Longest an old secret keeps signing after a rotation, and the default. */
-export const SECRET_GRACE_MS_MAX = 7 * 86_400_000;
-export const SECRET_GRACE_MS_DEFAULT = 86_400_000;
-/** Secrets a destination signs with at once: the new one and the newest old ones in their grace. */
-export const SECRETS_MAX = 5;
-
-/**
- * The secrets after a rotation at `now`: the new one first, then the old ones still signing at
- * `now`, each ending at `until` or at its own earlier expiry; at most SECRETS_MAX in all.
- */
-export function rotatedSecrets(current: readonly DestinationSecret[], secret: string, now: number, until: number): DestinationSecret[] {
-  const old = current
-    .filter((s) => (s.expiresAt === null || s.expiresAt > now) && s.secret !== secret)
-    .map((s) => ({ secret: s.secret, expiresAt: Math.min(s.expiresAt ?? until, until) }))
-    .filter((s) => s.expiresAt > now);
-  return [{ secret, expiresAt: null }, ...old].slice(0, SECRETS_MAX);
 }
 
 /**
@@ -120,7 +102,7 @@ export function destinationRoutes(app: FastifyInstance, deps: AppDeps): void {
       schema: {
         tags,
         summary: 'Rotate the signing secret: a new one (returned once), the old one signing beside it for a grace period',
-        description: `Deliveries carry one signature per active secret, so receivers that know either verify. Default grace ${formatDuration(SECRET_GRACE_MS_DEFAULT)}, at most ${formatDuration(SECRET_GRACE_MS_MAX)}; at most ${SECRETS_MAX} secrets at once (the oldest go first).`,
+        description: ROTATION_DESCRIPTION,
         security: BEARER_SECURITY,
         params: DestinationNameParams,
         body: SecretRotateBody,
@@ -130,8 +112,7 @@ export function destinationRoutes(app: FastifyInstance, deps: AppDeps): void {
     async (request) => {
       const { tenantId } = request;
       const { name } = request.params;
-      const graceMs = request.body.gracePeriod === undefined ? SECRET_GRACE_MS_DEFAULT : parseDurationField('gracePeriod', request.body.gracePeriod);
-      if (graceMs > SECRET_GRACE_MS_MAX) throw invalid('gracePeriod', `must be at most ${formatDuration(SECRET_GRACE_MS_MAX)}`);
+      const graceMs = rotationGraceMs(request.body.gracePeriod);
       const existing = await deps.store.destinationGet({ tenantId, name });
       if (!existing) throw destinationNotFound(name);
       const now = deps.clock.now();

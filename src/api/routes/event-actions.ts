@@ -9,6 +9,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { BelfryError, invalid } from '../../core/errors.ts';
 import type { EventRecord } from '../../core/event.ts';
 import type { EventMutateResult } from '../../store/store.ts';
+import { transitionPage } from '../../store/transition-page.ts';
 import type { AppDeps } from '../deps.ts';
 import { toEventPatch } from '../event-input.ts';
 import { etag, toEventJson, toTransitionJson } from '../event-json.ts';
@@ -17,14 +18,16 @@ import {
   EventIdParams,
   EventJson,
   EventPatchBody,
+  TransitionListQuery,
   TransitionListResponse,
   type EventIdParamsInput,
+  type TransitionListQueryInput,
   type EventPatchInput,
 } from '../schemas/events.ts';
 import type { TenantQuotas } from '../tenant-quotas.ts';
 import { eventNotFound, inputContext } from './events.ts';
 
-/** Transitions returned by one trace request; an event's trace is bounded by its retry policy and edits. */
+/** Transitions in one page of a trace, and the default page (a longer trace has a nextCursor). */
 export const TRANSITIONS_MAX = 1_000;
 /** PATCH re-reads and retries this many times when the event changes between its read and its write. */
 const PATCH_RACE_RETRIES_MAX = 3;
@@ -158,14 +161,16 @@ export function eventActionRoutes(app: FastifyInstance, deps: AppDeps, quotas: T
     },
   );
 
-  app.get<{ Params: EventIdParamsInput }>(
+  app.get<{ Params: EventIdParamsInput; Querystring: TransitionListQueryInput }>(
     '/v1/events/:id/transitions',
     {
       schema: {
         tags,
-        summary: "The event's execution trace, oldest first",
+        summary: "The event's execution trace, oldest first, cursor-paged",
+        description: `Up to \`limit\` (default ${TRANSITIONS_MAX}) transitions; \`nextCursor\` is set when the trace goes on.`,
         security: BEARER_SECURITY,
         params: EventIdParams,
+        querystring: TransitionListQuery,
         response: { 200: TransitionListResponse, ...errorResponses(400, 401, 403, 404) },
       },
     },
@@ -173,8 +178,9 @@ export function eventActionRoutes(app: FastifyInstance, deps: AppDeps, quotas: T
       const { id } = request.params;
       const event = await deps.store.eventGet({ tenantId: request.tenantId, id });
       if (!event) throw eventNotFound(id);
-      const transitions = await deps.store.transitionList({ tenantId: request.tenantId, eventId: id, limit: TRANSITIONS_MAX });
-      return { transitions: transitions.map(toTransitionJson) };
+      const limit = request.query.limit === undefined ? TRANSITIONS_MAX : Number(request.query.limit);
+      const page = await transitionPage(deps.store, { tenantId: request.tenantId, eventId: id, limit, cursor: request.query.cursor });
+      return { transitions: page.transitions.map(toTransitionJson), nextCursor: page.nextCursor };
     },
   );
 }

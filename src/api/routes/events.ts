@@ -6,6 +6,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { BelfryError, invalid } from '../../core/errors.ts';
 import { parseTimeMs } from '../../core/duration.ts';
 import type { EventRecord } from '../../core/event.ts';
+import { LIST_EXAMINED_ROWS_MAX } from '../../store/event-list-plan.ts';
 import type { EventInsertResult, NewEvent } from '../../store/store.ts';
 import type { AppDeps } from '../deps.ts';
 import { validationError, type AjvErrorLike } from '../errors.ts';
@@ -189,6 +190,7 @@ export function eventRoutes(app: FastifyInstance, deps: AppDeps, quotas: TenantQ
       schema: {
         tags,
         summary: 'List events, newest first',
+        description: `Each page walks one index (by group, state, destination or creation). Filters that walk does not serve (from, to, a second filter) are checked on the events it reaches, at most ${LIST_EXAMINED_ROWS_MAX} per page: such a page may hold fewer than \`limit\` events, even none, and still carry a \`nextCursor\`. Follow it until it is null; every match comes back once.`,
         security: BEARER_SECURITY,
         querystring: EventListQuery,
         response: { 200: EventListResponse, ...errorResponses(400, 401, 403) },

@@ -4,14 +4,16 @@ import { EVENT_STATES } from '../../core/event.ts';
 import type { AppDeps } from '../deps.ts';
 import { HealthResponse, ReadyResponse } from '../schemas/health.ts';
 
-/** Refreshes the per-state gauge from the store; a failed count leaves the last values. */
-async function refreshEventGauge(deps: AppDeps): Promise<void> {
-  try {
-    const counts = await deps.store.eventCountByState();
-    for (const state of EVENT_STATES) deps.metrics.eventsPending.set({ state }, counts[state] ?? 0);
-  } catch (err) {
-    deps.logger.warn({ err }, 'metrics: counting events failed');
-  }
+/**
+ * Sets the per-state gauge from the count sampler's latest sample, and its age: a scrape never
+ * counts the table. Before the first sample the gauges stay unset.
+ */
+function refreshEventGauge(deps: AppDeps): void {
+  const sample = deps.counts.latest();
+  if (!sample) return;
+  for (const state of EVENT_STATES) deps.metrics.eventsPending.set({ state }, sample.byState[state] ?? 0);
+  deps.metrics.eventsSampleAgeSeconds.set((deps.counts.ageMs() ?? 0) / 1000);
+  deps.metrics.eventsSampleDurationSeconds.set(sample.durationMs / 1000);
 }
 
 export function healthRoutes(app: FastifyInstance, deps: AppDeps): void {
@@ -34,7 +36,7 @@ export function healthRoutes(app: FastifyInstance, deps: AppDeps): void {
   );
 
   app.get('/metrics', { schema: { tags, summary: 'Prometheus metrics (text format)' } }, async (_request, reply) => {
-    await refreshEventGauge(deps);
+    refreshEventGauge(deps);
     const text = await deps.metrics.registry.metrics();
     return reply.type(deps.metrics.registry.contentType).send(text);
   });

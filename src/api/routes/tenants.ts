@@ -6,11 +6,15 @@
  * A tenant's own limits live in its settings (`settings.limits`, by JSON name); PATCH changes
  * only the limits it names and leaves every other setting (durability) as it was. A change
  * applies at once on this node and within LIMITS_CACHE_TTL_MS (1 s) on the others.
+ *
+ * Its own retention periods live in `settings.retention` (milliseconds by terminal state), set
+ * and reset one by one the same way; the cleaner reads them at its next pass.
  */
 import type { FastifyInstance } from 'fastify';
 import { BelfryError, invalid } from '../../core/errors.ts';
 import { formatDuration, parseDurationMs } from '../../core/duration.ts';
-import { newSortableId } from '../../core/ids.ts';
+import { newSortableId, newWebhookSecret } from '../../core/ids.ts';
+import { isRetentionState, parseRetentionMs, resolveRetention, RETENTION_STATES, storedRetention, type RetentionPeriods } from '../../core/retention.ts';
 import { tenantPolicyOf } from '../../dispatch/tenant-policy.ts';
 import type { TenantRecord } from '../../store/store.ts';
 import type { Authenticator } from '../auth.ts';
@@ -20,6 +24,7 @@ import { BEARER_SECURITY, errorResponses } from '../schemas/common.ts';
 import { limitBounds, limitJsonValue, LIMIT_SPECS, limitsJson, parseLimitValue, resolveTenantLimits, type TenantLimits } from '../limits.ts';
 import {
   TenantCreateBody,
+  TenantCreatedJson,
   TenantDetailJson,
   TenantJson,
   TenantKeyParams,
@@ -32,6 +37,7 @@ import {
 } from '../schemas/tenants.ts';
 import type { TenantQuotas } from '../tenant-quotas.ts';
 import { keyRoutes } from './keys.ts';
+import { signingSecretRoutes } from './signing-secret.ts';
 
 function tenantJson(t: TenantRecord) {
   const missedAfterMs = tenantPolicyOf(t.settings).missedAfterMs;
@@ -62,12 +68,38 @@ function storedOverrides(t: TenantRecord): Record<string, unknown> {
   return typeof o === 'object' && o !== null && !Array.isArray(o) ? (o as Record<string, unknown>) : {};
 }
 
-/** A tenant with its limits in effect and the ones it has of its own. */
-function tenantDetailJson(t: TenantRecord, defaults: TenantLimits) {
+function retentionJson(periods: Partial<RetentionPeriods>): Record<string, string> {
+  return Object.fromEntries(RETENTION_STATES.flatMap((s) => (periods[s] === undefined ? [] : [[s, formatDuration(periods[s])]])));
+}
+
+/** A tenant with its limits and retention in effect, and the ones it has of its own. */
+function tenantDetailJson(t: TenantRecord, defaults: TenantLimits, retentionDefaults: RetentionPeriods) {
   const limits = resolveTenantLimits(defaults, t.settings);
   const own = storedOverrides(t);
   const overrides = Object.fromEntries(LIMIT_SPECS.filter((s) => own[s.name] !== undefined).map((s) => [s.name, limitJsonValue(s, limits[s.key])]));
-  return { ...tenantJson(t), limits: limitsJson(limits), overrides };
+  return {
+    ...tenantJson(t),
+    limits: limitsJson(limits),
+    overrides,
+    retention: retentionJson(resolveRetention(retentionDefaults, t.settings)),
+    retentionOverrides: retentionJson(storedRetention(t.settings)),
+  };
+}
+
+/** The stored retention after a patch: each given period checked and set, each null removed. */
+function patchedRetention(current: Partial<RetentionPeriods>, patch: Record<string, unknown>): Partial<RetentionPeriods> {
+  const out = { ...current };
+  for (const [state, raw] of Object.entries(patch)) {
+    if (!isRetentionState(state)) throw invalid(`retention.${state}`, `is not a terminal state (${RETENTION_STATES.join(', ')})`);
+    if (raw === null) {
+      delete out[state];
+      continue;
+    }
+    const ms = parseRetentionMs(raw);
+    if (ms === null) throw invalid(`retention.${state}`, 'must be a duration from 1s to 3650d, such as "90s", "12h" or "7d", or milliseconds (at least 1000)');
+    out[state] = ms;
+  }
+  return out;
 }
 
 /** The stored overrides after a patch: each given limit checked and set, each null removed. */
@@ -103,18 +135,19 @@ export function tenantRoutes(app: FastifyInstance, deps: AppDeps, auth: Authenti
     {
       schema: {
         tags,
-        summary: 'Create a tenant',
+        summary: 'Create a tenant, with its signing secret (shown once)',
         security: BEARER_SECURITY,
         body: TenantCreateBody,
-        response: { 201: TenantJson, ...errorResponses(400, 401, 403, 415) },
+        response: { 201: TenantCreatedJson, ...errorResponses(400, 401, 403, 415) },
       },
     },
     async (request, reply) => {
       const now = deps.clock.now();
       const tenant: TenantRecord = { id: 't_' + newSortableId(now), name: request.body.name, settings: withPolicy({}, request.body), createdAt: now };
-      await deps.store.tenantCreate(tenant);
+      const signingSecret = newWebhookSecret();
+      await deps.store.tenantCreate({ ...tenant, signingSecrets: [{ secret: signingSecret, expiresAt: null }] });
       reply.status(201);
-      return tenantJson(tenant);
+      return { ...tenantJson(tenant), signingSecret };
     },
   );
 
@@ -135,7 +168,7 @@ export function tenantRoutes(app: FastifyInstance, deps: AppDeps, auth: Authenti
         response: { 200: TenantDetailJson, ...errorResponses(400, 401, 403, 404) },
       },
     },
-    async (request) => tenantDetailJson(await requireTenant(deps, request.params.tenantId), deps.limits),
+    async (request) => tenantDetailJson(await requireTenant(deps, request.params.tenantId), deps.limits, deps.retention),
   );
 
   app.patch<{ Params: TenantParamsInput; Body: TenantPatchInput }>(
@@ -143,7 +176,7 @@ export function tenantRoutes(app: FastifyInstance, deps: AppDeps, auth: Authenti
     {
       schema: {
         tags,
-        summary: "Set a tenant's own limits (null: back to the node's default), durability and missedAfter",
+        summary: "Set a tenant's own limits and retention periods (null: back to the node's default), durability and missedAfter",
         security: BEARER_SECURITY,
         params: TenantParams,
         body: TenantPatchBody,
@@ -153,12 +186,14 @@ export function tenantRoutes(app: FastifyInstance, deps: AppDeps, auth: Authenti
     async (request) => {
       const tenant = await requireTenant(deps, request.params.tenantId);
       const limits = patchedOverrides(storedOverrides(tenant), request.body.limits ?? {});
-      const settings: Record<string, unknown> = { ...withPolicy(tenant.settings, request.body), limits };
+      const retention = patchedRetention(storedRetention(tenant.settings), request.body.retention ?? {});
+      const settings: Record<string, unknown> = { ...withPolicy(tenant.settings, request.body), limits, retention };
       if (Object.keys(limits).length === 0) delete settings.limits;
+      if (Object.keys(retention).length === 0) delete settings.retention;
       const updated = await deps.store.tenantUpdate({ id: tenant.id, settings });
       if (!updated) throw tenantNotFound(tenant.id);
       quotas.forget(tenant.id);
-      return tenantDetailJson(updated, deps.limits);
+      return tenantDetailJson(updated, deps.limits, deps.retention);
     },
   );
 
@@ -168,6 +203,14 @@ export function tenantRoutes(app: FastifyInstance, deps: AppDeps, auth: Authenti
     who: 'a tenant',
     params: TenantParams,
     keyParams: TenantKeyParams,
+    tenantOf: async (request) => (await requireTenant(deps, (request.params as TenantParamsInput).tenantId)).id,
+  });
+
+  signingSecretRoutes(app, deps, {
+    base: '/v1/tenants/:tenantId/signing-secret',
+    tags,
+    who: 'a tenant',
+    params: TenantParams,
     tenantOf: async (request) => (await requireTenant(deps, (request.params as TenantParamsInput).tenantId)).id,
   });
 }

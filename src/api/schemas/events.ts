@@ -148,4 +148,16 @@ export const TransitionJson = Type.Object({
   detail: Nullable(Type.Object({}, { additionalProperties: true })),
 });
 
-export const TransitionListResponse = Type.Object({ transitions: Type.Array(TransitionJson) });
+export const TransitionListQuery = Type.Object(
+  {
+    limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]{0,2}|1000)$', description: '1 to 1000, default 1000' })),
+    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'nextCursor of the previous page' })),
+  },
+  { additionalProperties: false },
+);
+export type TransitionListQueryInput = Static<typeof TransitionListQuery>;
+
+export const TransitionListResponse = Type.Object({
+  transitions: Type.Array(TransitionJson),
+  nextCursor: Nullable(Type.String({ description: 'present when the trace goes on past this page: pass it as `cursor`' })),
+});

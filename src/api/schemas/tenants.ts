@@ -2,6 +2,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { DurationInput, Id, Nullable, TimeOutput } from './common.ts';
 import { LimitsJson, LimitsPatch } from './limits.ts';
+import { RetentionJson, RetentionOverridesJson, RetentionPatch } from './retention.ts';
 
 /** Per-tenant policy: how its writes are made durable, and when a late first fire is archived. */
 const Durability = Type.Union([Type.Literal('strict'), Type.Literal('relaxed')], {
@@ -32,18 +33,40 @@ export const TenantJson = Type.Object({
   missedAfter: Nullable(Type.String({ description: 'a duration, or null' })),
   createdAt: TimeOutput,
 });
+export const TenantCreatedJson = Type.Object({
+  ...TenantJson.properties,
+  signingSecret: Type.String({
+    description: "the tenant's signing secret (whsec_ + base64): it signs deliveries to inline URLs; shown only in this response (rotate it with POST /v1/tenants/{tenantId}/signing-secret/rotate or, as the tenant, POST /v1/signing-secret/rotate)",
+  }),
+});
+export const TenantSecretRotatedJson = Type.Object({
+  secret: Type.String({ description: 'the new signing secret; shown only in this response' }),
+  previousSecretsExpireAt: TimeOutput,
+});
 export const TenantListResponse = Type.Object({ tenants: Type.Array(TenantJson) });
 
 export const TenantPatchBody = Type.Object(
-  { limits: Type.Optional(LimitsPatch), durability: Type.Optional(Durability), missedAfter: Type.Optional(MissedAfter) },
+  {
+    limits: Type.Optional(LimitsPatch),
+    durability: Type.Optional(Durability),
+    missedAfter: Type.Optional(MissedAfter),
+    retention: Type.Optional(RetentionPatch),
+  },
   { additionalProperties: false, minProperties: 1 },
 );
-export type TenantPatchInput = { limits?: Record<string, number | string | null>; durability?: 'strict' | 'relaxed'; missedAfter?: string | number | null };
+export type TenantPatchInput = {
+  limits?: Record<string, number | string | null>;
+  durability?: 'strict' | 'relaxed';
+  missedAfter?: string | number | null;
+  retention?: Record<string, string | number | null>;
+};
 
 export const TenantDetailJson = Type.Object({
   ...TenantJson.properties,
   limits: LimitsJson,
   overrides: Type.Object({}, { additionalProperties: true, description: "the limits this tenant has of its own (the others are the node's defaults)" }),
+  retention: RetentionJson,
+  retentionOverrides: RetentionOverridesJson,
 });
 
 export const ApiKeyJson = Type.Object({

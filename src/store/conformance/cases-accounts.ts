@@ -71,6 +71,29 @@ export function tenantKeyDestinationCases(ctx: SuiteContext): void {
     assert.equal((await store.tenantGet({ id }))?.name, 'tenant');
   });
 
+  it('keeps a tenant\'s signing secrets apart from its record, and swaps them only from what they were', async () => {
+    const store = ctx.store();
+    const [a, b] = await twoTenants(store);
+    const first = [{ secret: 'whsec_Zmlyc3Q=', expiresAt: null }];
+    const id = unique('t');
+    await store.tenantCreate({ id, name: 'signed', settings: {}, createdAt: T0, signingSecrets: first });
+    assert.deepEqual(await store.tenantSecretsGet({ id }), first);
+    assert.deepEqual(await store.tenantGet({ id }), { id, name: 'signed', settings: {}, createdAt: T0 }, 'the record carries no secret');
+    assert.ok(!JSON.stringify(await store.tenantList()).includes('whsec_'), 'nor does the list');
+    assert.deepEqual(await store.tenantSecretsGet({ id: a }), [], 'a tenant made without secrets has none');
+    assert.equal(await store.tenantSecretsGet({ id: unique('missing') }), null);
+
+    const rotated = [{ secret: 'whsec_bmV3', expiresAt: null }, { secret: 'whsec_Zmlyc3Q=', expiresAt: T0 + 60_000 }];
+    assert.equal(await store.tenantSecretsSwap({ id, expected: [], secrets: rotated }), false, 'not from a stale view');
+    assert.equal(await store.tenantSecretsSwap({ id, expected: first, secrets: rotated }), true);
+    assert.deepEqual(await store.tenantSecretsGet({ id }), rotated);
+    assert.equal(await store.tenantSecretsSwap({ id, expected: first, secrets: [] }), false, 'the second of two swaps from one view loses');
+
+    assert.equal(await store.tenantSecretsSwap({ id: a, expected: [], secrets: first }), true, 'a first secret, lazily');
+    assert.deepEqual(await store.tenantSecretsGet({ id: b }), [], 'another tenant is untouched');
+    assert.equal(await store.tenantSecretsSwap({ id: unique('missing'), expected: [], secrets: first }), false);
+  });
+
   it('finds a key by hash, revoked or not', async () => {
     const store = ctx.store();
     const tenantId = await newTenant(store);

@@ -134,7 +134,7 @@ export function rescueCases(ctx: SuiteContext): void {
       await mustClaim(store, fresh, T0 + 20 * SEC); // lease until T0+50s
       const now = T0 + 45 * SEC;
       const refs = await store.eventRescue({ leaseExpiredBefore: now, now, limit: 100 });
-      assert.deepEqual(refs, [{ tenantId, id: 'old', version: oldRun.version + 1, dueAt: now, shard: 0, group: null }]);
+      assert.deepEqual(refs, [{ tenantId, id: 'old', version: oldRun.version + 1, dueAt: now, shard: 0, group: null, queue: 'name:orders' }]);
       const rescued = await mustGet(store, tenantId, 'old');
       assert.deepEqual(
         [rescued.state, rescued.dueAt, rescued.leaseOwner, rescued.leaseUntil, rescued.attempts, rescued.version],

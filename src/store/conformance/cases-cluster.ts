@@ -11,6 +11,9 @@ import {
   claimOne,
   insertAll,
   LEASE_MS,
+  mustClaim,
+  mustGet,
+  outcome,
   newEvent,
   newTenant,
   OWNER_A,
@@ -217,6 +220,52 @@ export function nodeShardCases(ctx: SuiteContext): void {
       assert.deepEqual(await fenced(OWNER_A), []);
       const unfenced = await claimOne(store, evs[2], now, OWNER_A);
       assert.equal(unfenced?.id, 'nobody', 'without the fence the map is not consulted');
+    });
+  });
+
+  it('rescues the executing events of dead owners at once, whatever their leases: for the leader at its epoch, and only owners whose heartbeat is older than nodeTtlMs', async () => {
+    await withFreshStore(ctx.make, async (store) => {
+      const tenantId = await newTenant(store);
+      const [dead, alive, gone] = [unique('dead'), unique('alive'), unique('gone')];
+      const evs = await insertAll(store, ['d1', 'd2', 'a1', 'g1'].map((id) => newEvent(tenantId, id)));
+      const claimedAt = T0 + 10 * SEC;
+      const [d1, d2] = [await mustClaim(store, evs[0], claimedAt, dead), await mustClaim(store, evs[1], claimedAt, dead)];
+      await mustClaim(store, evs[2], claimedAt, alive);
+      await mustClaim(store, evs[3], claimedAt, gone); // `gone` has no node row: it left, or never registered
+      // Neither the claims' own leases nor the dead owner's claim lease keep its events.
+      await store.claimLeaseRenew({ owner: dead, leaseUntil: (await store.timeNow()) + LONG_LEASE_MS });
+      await store.nodeHeartbeat({ nodeId: dead, meta: {} });
+      const lease = await mustElect(store, OWNER_A);
+      const ttlMs = 1_000;
+      const params = { leaderId: OWNER_A, epoch: lease.epoch, owners: [dead, alive, gone], nodeTtlMs: ttlMs, now: T0 + 12 * SEC, limit: 100 };
+
+      assert.deepEqual(await store.eventRescueDead(params), [], 'a heartbeat younger than nodeTtlMs keeps the claims');
+      await eventually('the dead node’s heartbeat ages past the ttl', async () => {
+        const n = (await store.nodeList()).find((x) => x.id === dead);
+        return n && n.ageMs >= ttlMs ? n : null;
+      });
+      await store.nodeHeartbeat({ nodeId: alive, meta: {} });
+      assert.equal(await store.eventRescueDead({ ...params, leaderId: OWNER_B }), null, 'not the leader');
+      assert.equal(await store.eventRescueDead({ ...params, epoch: lease.epoch + 1 }), null, 'not its epoch');
+      assert.equal((await mustGet(store, tenantId, 'd1')).state, 'executing', 'a refused rescue changes nothing');
+
+      const refs = await store.eventRescueDead(params);
+      assert.deepEqual(refs?.map((r) => [r.id, r.version, r.dueAt]).sort(), [['d1', d1.version + 1, params.now], ['d2', d2.version + 1, params.now]]);
+      const rescued = await mustGet(store, tenantId, 'd1');
+      assert.deepEqual([rescued.state, rescued.dueAt, rescued.leaseOwner, rescued.leaseUntil], ['awaiting_retry', params.now, null, null]);
+      const trace = await store.transitionList({ tenantId, eventId: 'd1', limit: 10 });
+      assert.deepEqual(trace.at(-1)?.detail, { reason: 'owner dead', owner: dead });
+      assert.equal((await mustGet(store, tenantId, 'a1')).state, 'executing', 'a node that heart-beat keeps its claims');
+      assert.equal((await mustGet(store, tenantId, 'g1')).state, 'executing', 'an owner without a node row is left to its lease');
+
+      const [late] = await store.eventRecordAttempts({ outcomes: [outcome(d1, 'succeeded', { owner: dead })], now: params.now + 1 });
+      assert.equal(late, false, 'a late outcome of the dead owner does not apply after the rescue');
+      assert.equal((await mustGet(store, tenantId, 'd1')).state, 'awaiting_retry');
+      const due = await store.eventListDue({ shards: [0], after: null, untilMs: params.now, limit: 10 });
+      assert.deepEqual(due.map((r) => r.id).sort(), ['d1', 'd2'], 'due now, for whoever owns the shard next');
+      assert.deepEqual(await store.eventRescueDead(params), [], 'nothing twice');
+      await store.leaderResign({ nodeId: OWNER_A, epoch: lease.epoch });
+      assert.equal(await store.eventRescueDead(params), null, 'a resigned leader rescues nothing');
     });
   });
 }

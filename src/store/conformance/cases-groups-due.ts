@@ -1,7 +1,7 @@
 /** Conformance: group order (head by (fireAt, seq)) and the due list of the read-ahead. */
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import type { DueRef, Store } from '../store.ts';
+import type { DueRef, NewEvent, Store } from '../store.ts';
 import {
   claimOne,
   insertAll,
@@ -40,7 +40,7 @@ export function groupCases(ctx: SuiteContext): void {
       newEvent(tenantId, 'early', { ...g, fireAt: T0 + 10 * SEC }),
     ]);
     const head = await store.eventGroupHead({ tenantId, group: 'g1' });
-    assert.deepEqual(head, { tenantId, id: 'early', version: 1, dueAt: T0 + 10 * SEC, shard, group: 'g1' } satisfies DueRef);
+    assert.deepEqual(head, { tenantId, id: 'early', version: 1, dueAt: T0 + 10 * SEC, shard, group: 'g1', queue: 'name:orders' } satisfies DueRef);
     assert.deepEqual(await dueIds(store, shard), ['early'], 'a non-head member is not listed');
 
     assert.equal(await claimOne(store, late, T0 + 30 * SEC), null, 'claim refuses a non-head');
@@ -100,7 +100,7 @@ export function groupCases(ctx: SuiteContext): void {
     const retryAt = T0 + 60 * SEC;
     const waiting = await mustRecord(store, outcome(running, 'awaiting_retry', { retryAt, status: 503 }), T0 + 6 * SEC);
     assert.deepEqual(await store.eventGroupHead({ tenantId, group: 'g' }), {
-      tenantId, id: 'k2', version: waiting.version, dueAt: retryAt, shard, group: 'g',
+      tenantId, id: 'k2', version: waiting.version, dueAt: retryAt, shard, group: 'g', queue: 'name:orders',
     });
     assert.deepEqual(await dueIds(store, shard, T0 + 30 * SEC), [], 'k3 is due but waits behind k2');
     assert.deepEqual(await dueIds(store, shard, retryAt), ['k2']);
@@ -146,7 +146,7 @@ export function dueListCases(ctx: SuiteContext): void {
 
     const refs = await store.eventListDue({ shards: [shard], after: null, untilMs: T0 + 9 * SEC, limit: 100 });
     assert.deepEqual(refs.map((r) => `${r.tenantId === a ? 'A' : 'B'}/${r.id}`), ['A/a0', 'A/a1', 'A/a2', 'B/b1', 'B/b9']);
-    assert.deepEqual(refs[0], { tenantId: a, id: 'a0', version: 1, dueAt: T0 + 3 * SEC, shard, group: null });
+    assert.deepEqual(refs[0], { tenantId: a, id: 'a0', version: 1, dueAt: T0 + 3 * SEC, shard, group: null, queue: 'name:orders' });
   });
 
   it('pages by keyset without losing or repeating a row', async () => {
@@ -205,5 +205,29 @@ export function dueListCases(ctx: SuiteContext): void {
     assert.deepEqual(await dueIds(store, shard, T0 + 40 * SEC - 1), []);
     const refs = await store.eventListDue({ shards: [shard], after: null, untilMs: T0 + 40 * SEC, limit: 10 });
     assert.deepEqual(refs.map((r) => [r.id, r.dueAt, r.version]), [['r', T0 + 40 * SEC, (await mustGet(store, tenantId, 'r')).version]]);
+  });
+
+  it('lists one queue from an inclusive start: its own rows only, in (dueAt, id) order, group heads, owned shards', async () => {
+    const store = ctx.store();
+    const [a, b] = await twoTenants(store);
+    const [s1, s2] = [uniqueShard(), uniqueShard()];
+    const at = (sec: number, o: Partial<NewEvent> = {}) => ({ shard: s1, fireAt: T0 + sec * SEC, destination: { name: 'slow' }, ...o });
+    await insertAll(store, [
+      newEvent(a, 'q3', at(3)), newEvent(a, 'q1', at(1)), newEvent(a, 'q2b', at(2)), newEvent(a, 'q2a', at(2)),
+      newEvent(a, 'other-dest', at(1, { destination: { name: 'fast' } })),
+      newEvent(b, 'other-tenant', at(1)),
+      newEvent(a, 'other-shard', at(1, { shard: s2 })),
+      newEvent(a, 'g-first', at(4, { group: 'g' })), newEvent(a, 'g-second', at(4, { group: 'g' })),
+      newEvent(a, 'inline', at(1, { destination: { url: 'https://Hooks.Example.com:443/a?b=1' } })),
+    ]);
+    const list = async (from: { dueAt: number; id: string } | null, o: { limit?: number; shards?: number[] | null; queue?: string } = {}) =>
+      (await store.eventListDue({ shards: o.shards === undefined ? [s1] : o.shards, after: null, untilMs: FAR, limit: o.limit ?? 100, queue: { tenantId: a, queue: o.queue ?? 'name:slow', from } })).map((r) => r.id);
+    assert.deepEqual(await list(null), ['q1', 'q2a', 'q2b', 'q3', 'g-first']);
+    assert.deepEqual(await list({ dueAt: T0 + 2 * SEC, id: 'q2b' }), ['q2b', 'q3', 'g-first'], 'the start is inclusive');
+    assert.deepEqual(await list(null, { limit: 2 }), ['q1', 'q2a']);
+    assert.deepEqual((await list(null, { shards: null })).sort(), ['g-first', 'other-shard', 'q1', 'q2a', 'q2b', 'q3']);
+    assert.deepEqual(await list(null, { queue: 'url:https://hooks.example.com' }), ['inline'], 'an inline URL queues by its origin');
+    const refs = await store.eventListDue({ shards: [s1], after: null, untilMs: T0 + SEC, limit: 10, queue: { tenantId: a, queue: 'name:slow', from: null } });
+    assert.deepEqual(refs, [{ tenantId: a, id: 'q1', version: 1, dueAt: T0 + SEC, shard: s1, group: null, queue: 'name:slow' }], 'bounded by untilMs');
   });
 }

@@ -47,6 +47,7 @@ export function insertCases(ctx: SuiteContext): void {
       fireAt: T0 + 90 * SEC,
       dueAt: T0 + 90 * SEC,
       destination: { url: 'https://example.com/hook?a=1' },
+      queue: 'url:https://example.com',
       payload: '{ "orderId": 8812, "note": "ünïcødé ✓" }',
       headers: { 'x-kind': 'timeout', 'x-b': '2' },
       group: 'order-8812',

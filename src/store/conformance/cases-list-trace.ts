@@ -2,7 +2,9 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import { EVENT_STATES, type EventRecord, type EventState } from '../../core/event.ts';
+import { LIST_EXAMINED_ROWS_MAX } from '../event-list-plan.ts';
 import type { EventListParams, Store } from '../store.ts';
+import { transitionPage } from '../transition-page.ts';
 import {
   archive,
   insertAll,
@@ -21,11 +23,11 @@ import {
 } from './fixtures.ts';
 
 /** Follows cursors to the end; returns the ids in order and the page sizes. */
-async function listAll(store: Store, params: EventListParams): Promise<{ ids: string[]; pages: number[] }> {
+async function listAll(store: Store, params: EventListParams, pagesMax = 100): Promise<{ ids: string[]; pages: number[] }> {
   const ids: string[] = [];
   const pages: number[] = [];
   let cursor: string | undefined;
-  for (let i = 0; i < 100; i++) {
+  for (let i = 0; i < pagesMax; i++) {
     const page = await store.eventList({ ...params, cursor });
     ids.push(...page.events.map((e) => e.id));
     pages.push(page.events.length);
@@ -74,6 +76,33 @@ export function listCases(ctx: SuiteContext): void {
     assert.deepEqual(await ids({ state: 'scheduled', destination: 'orders', group: 'g1', fromMs: T0 + 2 * SEC }), ['d']);
   });
 
+  it('examines a bounded stretch per page for a filter no index serves, and still returns every match once', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    // 2.5 walks' worth of events; the matches (by fireAt, which no index serves in list order)
+    // are the oldest three and one in the middle: the newest stretch holds none.
+    const n = Math.floor(LIST_EXAMINED_ROWS_MAX * 2.5);
+    const match = new Set([0, 1, 2, Math.floor(n / 2)]);
+    const events = Array.from({ length: n }, (_, i) => newEvent(tenantId, `w${i}`, { fireAt: match.has(i) ? T0 : T0 + 60 * SEC, destination: { name: i % 2 ? 'odd' : 'even' } }));
+    for (let i = 0; i < n; i += 1_000) await insertAll(store, events.slice(i, i + 1_000));
+    const expected = [...match].sort((a, b) => b - a).map((i) => `w${i}`);
+
+    const first = await store.eventList({ tenantId, toMs: T0 + 1, limit: 10 });
+    assert.deepEqual(first.events, [], 'the newest stretch holds no match');
+    assert.notEqual(first.nextCursor, null, 'an empty page whose walk was cut carries a cursor');
+    const { ids, pages } = await listAll(store, { tenantId, toMs: T0 + 1, limit: 10 });
+    assert.deepEqual(ids, expected, 'every match once, newest first');
+    assert.ok(pages.length >= 3 && pages.length <= 4, `pages: ${pages}`);
+    // Two filters, one walked by its index and one checked on the rows (succeeded is a bulk state).
+    const odd = (await listAll(store, { tenantId, destination: 'odd', fromMs: T0, toMs: T0 + 1, limit: 1 })).ids;
+    assert.deepEqual(odd, expected.filter((id) => Number(id.slice(1)) % 2 === 1));
+    assert.deepEqual((await listAll(store, { tenantId, state: 'succeeded', destination: 'even', limit: 5 })).ids, []);
+    // A page of everything never needs the walk's cursor: it ends where the rows end.
+    const all = await listAll(store, { tenantId, limit: 1_000 }, 10);
+    assert.equal(all.ids.length, n);
+    assert.equal(new Set(all.ids).size, n);
+  });
+
   it('lists one tenant only', async () => {
     const store = ctx.store();
     const [a, b] = await twoTenants(store);
@@ -113,6 +142,32 @@ export function transitionCases(ctx: SuiteContext): void {
     assert.equal((await mustGet(store, tenantId, 'life')).version, trace.length, 'one transition per version');
   });
 
+  it('pages a trace longer than a page by cursor: every transition once, in order', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    await insertOne(store, newEvent(tenantId, 'long', { fireAt: T0 + 1_000 * SEC }));
+    const edits = 22;
+    for (let k = 1; k <= edits; k++) {
+      const r = await store.eventUpdate({ tenantId, id: 'long', now: T0 + k, patch: { fireAt: T0 + (1_000 + k) * SEC } });
+      assert.equal(r.kind, 'ok');
+    }
+    const seqs: number[] = [];
+    const sizes: number[] = [];
+    let cursor: string | undefined;
+    for (let i = 0; i < 20; i++) {
+      const page = await transitionPage(store, { tenantId, eventId: 'long', limit: 5, cursor });
+      seqs.push(...page.transitions.map((t) => t.seq));
+      sizes.push(page.transitions.length);
+      if (page.nextCursor === null) break;
+      cursor = page.nextCursor;
+    }
+    assert.deepEqual(seqs, Array.from({ length: edits + 1 }, (_, k) => k + 1));
+    assert.deepEqual(sizes, [5, 5, 5, 5, 3]);
+    const whole = await transitionPage(store, { tenantId, eventId: 'long', limit: edits + 1 });
+    assert.equal(whole.nextCursor, null, 'a page that holds the end has no cursor');
+    assert.equal(whole.transitions.length, edits + 1);
+  });
+
   it('pages the trace by afterSeq and limit, for the owning tenant only', async () => {
     const store = ctx.store();
     const [tenantId, other] = await twoTenants(store);
@@ -127,7 +182,7 @@ export function transitionCases(ctx: SuiteContext): void {
 }
 
 export function countDurabilityCases(ctx: SuiteContext): void {
-  it('counts events per state over all tenants, zeros included', async () => {
+  it('counts events per state over all tenants, zeros included, and per (tenant, state)', async () => {
     await withFreshStore(ctx.make, async (store) => {
       const empty = await store.eventCountByState();
       assert.deepEqual(empty, Object.fromEntries(EVENT_STATES.map((s) => [s, 0])));
@@ -145,6 +200,12 @@ export function countDurabilityCases(ctx: SuiteContext): void {
         scheduled: 2, executing: 1, awaiting_retry: 1, succeeded: 1, discarded: 1, archived: 1, canceled: 1,
       };
       assert.deepEqual(await store.eventCountByState(), expected);
+      const byTenant = (await store.eventCountByTenantState()).map((r) => `${r.tenantId}:${r.state}=${r.n}`).sort();
+      const perTenant = [
+        ...['scheduled', 'awaiting_retry', 'archived', 'canceled'].map((s) => `${a}:${s}=1`),
+        ...['scheduled', 'executing', 'succeeded', 'discarded'].map((s) => `${b}:${s}=1`),
+      ];
+      assert.deepEqual(byTenant, perTenant.sort(), 'every (tenant, state) that has events, and no other');
     });
   });
 

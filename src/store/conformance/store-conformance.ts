@@ -20,6 +20,7 @@ import { leaderCases, nodeShardCases } from './cases-cluster.ts';
 import { countDurabilityCases, listCases, transitionCases } from './cases-list-trace.ts';
 import { quotaCases } from './cases-quotas.ts';
 import { leaseRenewCases, shardLagCases } from './cases-lease-lag.ts';
+import { retentionCases } from './cases-retention.ts';
 import type { MakeStore, StoreHarness, SuiteContext } from './fixtures.ts';
 
 export type { MakeStore, StoreHarness, SuiteContext } from './fixtures.ts';
@@ -43,6 +44,7 @@ const SECTIONS: [string, Section][] = [
   ['eventReplay', replayCases],
   ['eventList', listCases],
   ['transitionList', transitionCases],
+  ['eventDeleteTerminal (retention)', retentionCases],
   ['counts and durability', countDurabilityCases],
   ['leader lease and clock', leaderCases],
   ['nodes, shard map, fenced claims', nodeShardCases],

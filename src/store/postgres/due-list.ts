@@ -31,6 +31,11 @@ export function perShardLimit(wanted: number, shardCount: number): number {
 
 export async function listDue(db: Queryable, params: EventListDueParams): Promise<DueRef[]> {
   const shards = params.shards === null ? null : [...new Set(params.shards)];
+  if (params.queue) {
+    const { tenantId, queue, from } = params.queue;
+    const bind = [tenantId, queue, params.untilMs, from?.dueAt ?? Number.MIN_SAFE_INTEGER, from?.id ?? '', params.limit, shards];
+    return (await run<DueRefRow>(db, 'eventListDueQueue', bind)).rows.map(dueRefFromRow);
+  }
   const shardCount = shards?.length ?? SHARD_COUNT_DEFAULT;
   const out: DueRef[] = [];
   let after = params.after ?? { dueAt: Number.MIN_SAFE_INTEGER, tenantId: '', id: '' };

@@ -7,6 +7,7 @@
 import type pg from 'pg';
 import type { EventRecord, EventState } from '../../core/event.ts';
 import { canonicalJson } from '../../core/ids.ts';
+import { queueOf } from '../../core/queue.ts';
 import type {
   AttemptOutcome,
   DueRef,
@@ -17,6 +18,7 @@ import type {
   EventMutateResult,
   EventPatch,
   EventRecordAttemptsParams,
+  EventRescueDeadParams,
   EventRescueParams,
   NewEvent,
 } from '../store.ts';
@@ -41,7 +43,7 @@ function keyOf(tenantId: string, id: string): string {
 function createdRecord(e: NewEvent, seq: number, now: number): EventRecord {
   return {
     tenantId: e.tenantId, id: e.id, shard: e.shard, seq, state: 'scheduled', version: 1, fireAt: e.fireAt,
-    dueAt: e.fireAt, destination: e.destination, payload: e.payload, headers: e.headers, group: e.group,
+    dueAt: e.fireAt, destination: e.destination, queue: queueOf(e.destination), payload: e.payload, headers: e.headers, group: e.group,
     retry: e.retry, expireAt: e.expireAt, tags: e.tags, attempts: 0, lastStatus: null, lastError: null,
     requestHash: e.requestHash, createdAt: now, updatedAt: now, leaseOwner: null, leaseUntil: null,
   };
@@ -57,7 +59,7 @@ export async function insertMany(db: Queryable, { events, now }: EventInsertMany
     tenantIds: new Array<string>(n), ids: new Array<string>(n), shards: new Array<number>(n), fireAts: new Array<number>(n),
     destinations: new Array<string>(n), payloads: new Array<string>(n), headers: new Array<string>(n),
     groups: new Array<string | null>(n), retries: new Array<string | null>(n), expireAts: new Array<number | null>(n),
-    tags: new Array<string>(n), hashes: new Array<string>(n),
+    tags: new Array<string>(n), hashes: new Array<string>(n), queues: new Array<string>(n),
   };
   for (let i = 0; i < n; i++) {
     const e = events[i];
@@ -73,10 +75,11 @@ export async function insertMany(db: Queryable, { events, now }: EventInsertMany
     cols.expireAts[i] = e.expireAt;
     cols.tags[i] = jsonObject(e.tags);
     cols.hashes[i] = e.requestHash;
+    cols.queues[i] = queueOf(e.destination);
   }
   const inserted = await run<{ tenant_id: string; id: string; seq: number }>(db, 'eventInsertMany', [
     cols.tenantIds, cols.ids, cols.shards, cols.fireAts, cols.destinations, cols.payloads, cols.headers,
-    cols.groups, cols.retries, cols.expireAts, cols.tags, cols.hashes, now,
+    cols.groups, cols.retries, cols.expireAts, cols.tags, cols.hashes, now, cols.queues,
   ]);
   const seqByKey = new Map<string, number>();
   for (const row of inserted.rows) seqByKey.set(keyOf(row.tenant_id, row.id), row.seq);
@@ -182,6 +185,18 @@ export async function rescue(db: Queryable, p: EventRescueParams): Promise<DueRe
 }
 
 /**
+ * In one transaction: share-lock the lease row if (leaderId, epoch) holds it unexpired (so no
+ * election commits meanwhile), then rescue the dead owners' executing events.
+ */
+export async function rescueDead(pool: pg.Pool, p: EventRescueDeadParams): Promise<DueRef[] | null> {
+  return inTransaction(pool, TX.begin, async (client) => {
+    if ((await run(client, 'leaderCheckForShare', [p.leaderId, p.epoch])).rowCount !== 1) return null;
+    const res = await run<DueRefRow>(client, 'eventRescueDead', [p.owners, p.nodeTtlMs, p.limit, p.now]);
+    return res.rows.map(dueRefFromRow);
+  });
+}
+
+/**
  * The shared frame of cancel, replay and update: not_found, then the version (a stale If-Match
  * wins over the state), then the state; `change` is the conditional write at the version read.
  * When another writer changed the row in between, `change` finds nothing and the frame reads
@@ -249,8 +264,10 @@ export function update(db: Queryable, p: EventMutateParams & { patch: EventPatch
       fields.push('headers');
     }
     let destination = cur.destination;
+    let queue = cur.queue;
     if (patch.destination !== undefined && !sameJson(cur.destination, patch.destination)) {
       destination = JSON.stringify(patch.destination);
+      queue = queueOf(patch.destination);
       fields.push('destination');
     }
     const expireAt = patch.expireAt === undefined ? cur.expire_at : patch.expireAt;
@@ -263,7 +280,7 @@ export function update(db: Queryable, p: EventMutateParams & { patch: EventPatch
     const dueAt = fireAt !== cur.fire_at ? fireAt : cur.due_at;
     const detail = JSON.stringify({ fields, fireAtBefore: cur.fire_at, fireAtAfter: fireAt });
     return first(run<EventRow>(db, 'eventEdit', [
-      fireAt, dueAt, payload, headers, destination, expireAt, requestHash, p.now, p.tenantId, p.id, cur.version, detail,
+      fireAt, dueAt, payload, headers, destination, expireAt, requestHash, p.now, p.tenantId, p.id, cur.version, detail, queue,
     ]));
   });
 }

@@ -3,17 +3,21 @@
  * schema (100k events over 256 shards and 10 tenants, a tenth of them grouped, a mix of states),
  * so docs/postgres.md can show the real plans. Writes run inside a rolled-back transaction.
  *
- *   node --import tsx src/store/postgres/explain-hot-queries.ts [postgres://...]
+ *   node --import tsx src/store/postgres/explain-hot-queries.ts [--no-statistics] [postgres://...]
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { shardOf } from '../../core/shard.ts';
 import type { NewEvent } from '../store.ts';
+import { LIST_EXAMINED_ROWS_MAX } from '../event-list-plan.ts';
 import { perShardLimit } from './due-list.ts';
 import { openPostgresStore } from './postgres-store.ts';
-import { SQL, type QueryName } from './queries.ts';
+import { SQL, TX, type QueryName } from './queries.ts';
 
-const URL = process.argv[2] ?? process.env.BELFRY_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
+const args = process.argv.slice(2);
+/** --no-statistics: plan as a table never analyzed does (a fresh table, or autovacuum off). */
+const STATISTICS = !args.includes('--no-statistics');
+const URL = args.find((a) => !a.startsWith('--')) ?? process.env.BELFRY_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const EVENTS = 100_000;
 const TENANTS = 10;
 const API_KEYS = 2_000;
@@ -65,11 +69,11 @@ async function populate(): Promise<void> {
     });
     if (claimed.length === 0) break;
   }
-  await store.pool.query('VACUUM ANALYZE');
+  if (STATISTICS) await store.pool.query('VACUUM ANALYZE');
 }
 
-async function explain(client: pg.PoolClient, title: string, name: QueryName, values: unknown[]): Promise<void> {
-  await client.query('BEGIN');
+async function explain(client: pg.PoolClient, title: string, name: QueryName, values: unknown[], begin = 'BEGIN'): Promise<void> {
+  await client.query(begin);
   try {
     const res = await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY ON) ${SQL[name]}`, values);
     console.log(`\n### ${title} (${name})\n\n\`\`\`\n${res.rows.map((r) => r['QUERY PLAN']).join('\n')}\n\`\`\``);
@@ -96,6 +100,7 @@ try {
     await explain(client, 'overdue sweep of a node owning 128 shards in a backlog (everything due)', 'eventListDueShards', [T0 + 2 * HOUR_MS, ...cursor, 2_000, k128, evenShards]);
     await explain(client, 'the same sweep reading the full page from every shard (what the merge avoids)', 'eventListDueShards', [T0 + 2 * HOUR_MS, ...cursor, 2_000, 2_000, evenShards]);
     await explain(client, 'read-ahead over all shards (single node)', 'eventListDueAll', [now + 3_000, ...cursor, 2_000, perShardLimit(2_000, 256)]);
+    await explain(client, 'refill of one virtual queue from its overflow mark (128 shards owned)', 'eventListDueQueue', ['tenant-3', 'name:orders', T0 + 2 * HOUR_MS, T0, '', 2_000, evenShards]);
     await explain(client, 'claim of 500 due refs', 'eventClaim', [
       due.map((r) => r.tenantId), due.map((r) => r.id), due.map((r) => r.version), 'node-b', now + 60_000, now, '{"owner":"node-b"}', false,
     ]);
@@ -107,12 +112,20 @@ try {
       executing.map((r) => r.tenant_id), executing.map((r) => r.id), executing.map((r) => r.version), executing.map(() => 'node-a'),
       executing.map(() => 'succeeded'), executing.map(() => null), executing.map(() => 200), executing.map(() => null), executing.map(() => 4), now,
     ]);
-    await explain(client, 'rescue of expired leases (at most 1,000)', 'eventRescue', [now + 120_000, null, 1_000, now + 120_000]);
+    await explain(client, 'rescue of expired leases (at most 1,000)', 'eventRescue', [now + 120_000, null, 1_000, now + 120_000, null]);
     await explain(client, 'get one event', 'eventGet', ['tenant-3', 'evt-0050003']);
-    await explain(client, 'list a tenant, newest first', 'eventList', ['tenant-3', Number.MAX_SAFE_INTEGER, null, null, null, null, null, 51]);
-    await explain(client, 'list a tenant by state', 'eventList', ['tenant-3', Number.MAX_SAFE_INTEGER, 'awaiting_retry', null, null, null, null, 51]);
+    const top = ['tenant-3', Number.MAX_SAFE_INTEGER];
+    const walked = LIST_EXAMINED_ROWS_MAX;
+    await explain(client, 'list a tenant, newest first', 'eventListByTenant', [...top, null, null, null, null, null, 51, 51], TX.beginOrderedWalk);
+    await explain(client, 'list a tenant by state (awaiting_retry)', 'eventListByState', [...top, 'awaiting_retry', null, null, null, null, 51, 51], TX.beginOrderedWalk);
+    await explain(client, 'list a tenant by state (scheduled)', 'eventListByState', [...top, 'scheduled', null, null, null, null, 51, 51], TX.beginOrderedWalk);
+    await explain(client, 'list a tenant by destination', 'eventListByDestination', [...top, null, 'billing', null, null, null, 51, 51], TX.beginOrderedWalk);
+    await explain(client, 'list a group', 'eventListByGroup', ['tenant-0', Number.MAX_SAFE_INTEGER, null, null, 'grp-900', null, null, 51, 51], TX.beginOrderedWalk);
+    await explain(client, 'list succeeded events of a destination (a bounded walk)', 'eventListByDestination', [...top, 'succeeded', 'billing', null, null, null, walked, 51], TX.beginOrderedWalk);
+    await explain(client, 'list by fireAt range (a bounded walk)', 'eventListByTenant', [...top, null, null, null, T0 + HOUR_MS / 2, T0 + HOUR_MS / 2 + 60_000, walked, 51], TX.beginOrderedWalk);
     await explain(client, 'trace of one event', 'transitionList', ['tenant-0', 'evt-0000010', 0, 100]);
     await explain(client, 'API key by hash', 'apiKeyByHash', ['sha-4']);
+    await explain(client, 'retention: 200 finished events and their traces', 'eventDeleteTerminal', ['tenant-3', 'succeeded', now + 1, 200]);
   } finally {
     client.release();
   }

@@ -12,38 +12,46 @@
  *   synchronous_commit = off (see docs/postgres.md for what a crash can lose then).
  */
 import type pg from 'pg';
-import { BelfryError } from '../../core/errors.ts';
 import { EVENT_STATES, type EventRecord, type EventState, type TransitionRecord } from '../../core/event.ts';
+import { listNextCursor, listPlan, type ListKey } from '../event-list-plan.ts';
+import { isRetentionState } from '../../core/retention.ts';
 import { checkLeaseMs, checkShardAssignments } from '../shard-map.ts';
-import type {
-  ApiKeyRecord,
-  DestinationRecord,
-  DueRef,
-  EventClaimParams,
-  EventGroupHeadParams,
-  EventInsertManyParams,
-  EventInsertResult,
-  EventListDueParams,
-  EventListPage,
-  EventListParams,
-  EventMutateParams,
-  EventMutateResult,
-  EventPatch,
-  EventRecordAttemptsParams,
-  EventRescueParams,
-  LeaderLease,
-  NodeRecord,
-  ShardAssignment,
-  Store,
-  StoreCapabilities,
-  TenantRecord,
-  TransitionListParams,
+import {
+  secretsFromJson,
+  type ApiKeyRecord,
+  type DestinationRecord,
+  type DestinationSecret,
+  type DueRef,
+  type EventClaimParams,
+  type EventDeleteTerminalParams,
+  type EventDeleteTerminalResult,
+  type EventGroupHeadParams,
+  type EventInsertManyParams,
+  type EventInsertResult,
+  type EventListDueParams,
+  type EventListPage,
+  type EventListParams,
+  type EventMutateParams,
+  type EventMutateResult,
+  type EventPatch,
+  type EventRecordAttemptsParams,
+  type EventRescueDeadParams,
+  type EventRescueParams,
+  type LeaderLease,
+  type NodeRecord,
+  type ShardAssignment,
+  type Store,
+  type StoreCapabilities,
+  type NewTenantRecord,
+  type TenantRecord,
+  type TenantStateCount,
+  type TransitionListParams,
 } from '../store.ts';
 import { createPool, inTransaction, run } from './db.ts';
 import { listDue } from './due-list.ts';
 import * as writes from './event-writes.ts';
 import { migrate } from './migrate.ts';
-import { TX } from './queries.ts';
+import { TX, type QueryName } from './queries.ts';
 import {
   apiKeyFromRow,
   destinationFromRow,
@@ -59,6 +67,7 @@ import {
   type DueRefRow,
   type EventRow,
   type LeaderLeaseRow,
+  type ListWalkRow,
   type NodeRow,
   type ShardAssignmentRow,
   type TenantRow,
@@ -111,15 +120,13 @@ function checkLimit(limit: number, what: string): void {
   }
 }
 
-/** eventList cursors: base64url of the last row's seq (the same form as the SQLite backend). */
-function encodeCursor(seq: number): string {
-  return Buffer.from(String(seq)).toString('base64url');
-}
-function decodeCursor(cursor: string): number {
-  const seq = Number(Buffer.from(cursor, 'base64url').toString());
-  if (!Number.isSafeInteger(seq) || seq < 1) throw new BelfryError('invalid_request', 'cursor: not a cursor of this list', [{ field: 'cursor', message: 'not a cursor of this list' }]);
-  return seq;
-}
+/** The statement of each eventList walk. */
+const LIST_QUERIES: Record<ListKey, QueryName> = {
+  tenant: 'eventListByTenant',
+  state: 'eventListByState',
+  destination: 'eventListByDestination',
+  group: 'eventListByGroup',
+};
 
 export class PostgresStore implements Store {
   readonly capabilities: StoreCapabilities = { skipLocked: true, multiNode: true };
@@ -196,6 +203,13 @@ export class PostgresStore implements Store {
     return writes.claim(this.pool, params);
   }
 
+  async eventCountByTenantState(): Promise<TenantStateCount[]> {
+    const res = await inTransaction(this.pool, TX.beginLongRead, (client) =>
+      run<{ tenant_id: string; state: EventState; n: number }>(client, 'eventCountByTenantState'),
+    );
+    return res.rows.map((r) => ({ tenantId: r.tenant_id, state: r.state, n: r.n }));
+  }
+
   async eventCountPending(params: { tenantId: string }): Promise<number> {
     return (await run<{ n: number }>(this.pool, 'eventCountPending', [params.tenantId])).rows[0].n;
   }
@@ -217,6 +231,15 @@ export class PostgresStore implements Store {
     for (const row of frequencies) if (row.state in counts) counts[row.state] = Math.round(estimate * row.freq);
     counts.executing = (await run<{ n: number }>(this.pool, 'eventCountExecuting')).rows[0].n;
     return counts;
+  }
+
+  async eventDeleteTerminal(params: EventDeleteTerminalParams): Promise<EventDeleteTerminalResult> {
+    checkLimit(params.limit, 'eventDeleteTerminal');
+    if (!isRetentionState(params.state)) throw new RangeError(`eventDeleteTerminal: ${String(params.state)} is not a terminal state`);
+    const res = await run<{ events: number; transitions: number }>(this.pool, 'eventDeleteTerminal', [
+      params.tenantId, params.state, params.finishedBefore, params.limit,
+    ]);
+    return { events: res.rows[0].events, transitions: res.rows[0].transitions };
   }
 
   async eventGet(params: { tenantId: string; id: string }): Promise<EventRecord | null> {
@@ -241,23 +264,28 @@ export class PostgresStore implements Store {
     return inTransaction(this.pool, TX.beginRelaxed, (client) => writes.insertMany(client, params));
   }
 
+  /** One bounded walk of an index (event-list-plan.ts), in one statement planned as an ordered walk (TX.beginOrderedWalk). */
   async eventList(params: EventListParams): Promise<EventListPage> {
     checkLimit(params.limit, 'eventList');
-    const rows = (
-      await run<EventRow>(this.pool, 'eventList', [
-        params.tenantId,
-        params.cursor === undefined ? Number.MAX_SAFE_INTEGER : decodeCursor(params.cursor),
-        params.state ?? null,
-        params.destination ?? null,
-        params.group ?? null,
-        params.fromMs ?? null,
-        params.toMs ?? null,
-        params.limit + 1,
-      ])
-    ).rows;
-    const more = rows.length > params.limit;
-    if (more) rows.length = params.limit;
-    return { events: rows.map(eventFromRow), nextCursor: more ? encodeCursor(rows[rows.length - 1].seq) : null };
+    const plan = listPlan(params);
+    const values = [
+      params.tenantId,
+      plan.beforeSeq,
+      params.state ?? null,
+      params.destination ?? null,
+      params.group ?? null,
+      params.fromMs ?? null,
+      params.toMs ?? null,
+      plan.examine,
+      params.limit + 1,
+    ];
+    const res = await inTransaction(this.pool, TX.beginOrderedWalk, (client) => run<EventRow & ListWalkRow>(client, LIST_QUERIES[plan.key], values));
+    const walk = res.rows[0];
+    const rows = res.rows.filter((r) => r.seq !== null);
+    const walkEndSeq = walk && walk.examined >= plan.examine ? walk.last_seq : null;
+    const nextCursor = listNextCursor(rows.map((r) => r.seq), params.limit, walkEndSeq);
+    if (rows.length > params.limit) rows.length = params.limit;
+    return { events: rows.map(eventFromRow), nextCursor };
   }
 
   async eventListDue(params: EventListDueParams): Promise<DueRef[]> {
@@ -278,6 +306,12 @@ export class PostgresStore implements Store {
   async eventRescue(params: EventRescueParams): Promise<DueRef[]> {
     checkLimit(params.limit, 'eventRescue');
     return writes.rescue(this.pool, params);
+  }
+
+  async eventRescueDead(params: EventRescueDeadParams): Promise<DueRef[] | null> {
+    checkLimit(params.limit, 'eventRescueDead');
+    if (params.owners.length === 0) return [];
+    return writes.rescueDead(this.pool, params);
   }
 
   async eventUpdate(params: EventMutateParams & { patch: EventPatch }): Promise<EventMutateResult> {
@@ -344,8 +378,9 @@ export class PostgresStore implements Store {
     return (await run<ShardAssignmentRow>(this.pool, 'shardList')).rows.map(shardAssignmentFromRow);
   }
 
-  async tenantCreate(tenant: TenantRecord): Promise<void> {
-    await run(this.pool, 'tenantInsert', [tenant.id, tenant.name, JSON.stringify(tenant.settings), tenant.createdAt]);
+  async tenantCreate(tenant: NewTenantRecord): Promise<void> {
+    const secrets = JSON.stringify(tenant.signingSecrets ?? []);
+    await run(this.pool, 'tenantInsert', [tenant.id, tenant.name, JSON.stringify(tenant.settings), tenant.createdAt, secrets]);
   }
 
   async tenantGet(params: { id: string }): Promise<TenantRecord | null> {
@@ -362,6 +397,16 @@ export class PostgresStore implements Store {
 
   async tenantList(): Promise<TenantRecord[]> {
     return (await run<TenantRow>(this.pool, 'tenantList')).rows.map(tenantFromRow);
+  }
+
+  async tenantSecretsGet(params: { id: string }): Promise<DestinationSecret[] | null> {
+    const row = (await run<{ signing_secrets: unknown }>(this.pool, 'tenantSecretsGet', [params.id])).rows[0];
+    return row ? secretsFromJson(row.signing_secrets) : null;
+  }
+
+  async tenantSecretsSwap(params: { id: string; expected: DestinationSecret[]; secrets: DestinationSecret[] }): Promise<boolean> {
+    const res = await run(this.pool, 'tenantSecretsSwap', [params.id, JSON.stringify(params.expected), JSON.stringify(params.secrets)]);
+    return res.rowCount === 1;
   }
 
   async timeNow(): Promise<number> {

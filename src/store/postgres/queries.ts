@@ -13,12 +13,16 @@
  * - Cluster times come from the database clock (NOW_MS), never from a parameter.
  */
 
+import type { ListKey } from '../event-list-plan.ts';
+
 /** The database clock in epoch milliseconds, read at the moment of evaluation. */
 const NOW_MS = `floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
 
 /** The non-terminal states, in the exact spelling of the partial indexes (so the planner uses them). */
 const LIVE = `('scheduled', 'executing', 'awaiting_retry')`;
 const FIREABLE = `('scheduled', 'awaiting_retry')`;
+/** The terminal states, in the exact spelling of the partial index events_terminal. */
+const TERMINAL = `('succeeded', 'discarded', 'archived', 'canceled')`;
 
 /**
  * `alias.state IN states`, spelled so that no partial index's predicate matches it: for the
@@ -35,7 +39,7 @@ function stateIn(alias: string, states: string): string {
 /** The columns of an EventRow, in order; `e.`-qualified for statements that join. */
 const EVENT_COLUMNS = `seq, tenant_id, id, shard, state, version, fire_at, due_at, destination, payload,
   headers, grp, retry, expire_at, tags, attempts, last_status, last_error, request_hash,
-  created_at, updated_at, lease_owner, lease_until`;
+  created_at, updated_at, lease_owner, lease_until, queue`;
 const EVENT_COLUMNS_E = EVENT_COLUMNS.split(',').map((c) => `e.${c.trim()}`).join(', ');
 
 const TRANSITION_COLUMNS = `tenant_id, event_id, seq, at, kind, from_state, to_state, attempt, status, error,
@@ -60,7 +64,7 @@ const IS_GROUP_HEAD = `NOT EXISTS (
       AND (o.fire_at, o.seq) < (e.fire_at, e.seq))`;
 
 /** The per-shard due scan of eventListDue: the first $6 fireable rows of shard `s.shard` after the cursor. */
-const DUE_IN_SHARD = `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp FROM events e
+const DUE_IN_SHARD = `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.queue FROM events e
     WHERE e.shard = s.shard AND e.state IN ${FIREABLE} AND e.due_at <= $1
       AND (e.due_at, e.tenant_id, e.id) > ($2, $3, $4)
       AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
@@ -81,11 +85,40 @@ const DUE_MERGE = `bound AS (
       WHERE from_end = 1
       ORDER BY due_at, tenant_id, id LIMIT 1
     )
-    SELECT p.tenant_id, p.id, p.version, p.due_at, p.shard, p.grp, EXISTS (SELECT 1 FROM bound) AS bounded
+    SELECT p.tenant_id, p.id, p.version, p.due_at, p.shard, p.grp, p.queue, EXISTS (SELECT 1 FROM bound) AS bounded
     FROM per_shard p
     WHERE NOT EXISTS (SELECT 1 FROM bound)
        OR (p.due_at, p.tenant_id, p.id) <= (SELECT b.due_at, b.tenant_id, b.id FROM bound b)
     ORDER BY p.due_at, p.tenant_id, p.id LIMIT $5`;
+
+/** The destination name of a row, in the exact spelling of events_tenant_destination_seq. */
+const DESTINATION_NAME = `((destination::json) ->> 'name')`;
+
+/** Per eventList key: the range of the index a page walks (tenant_id, <key>, seq). */
+const LIST_RANGES: Record<ListKey, string> = {
+  tenant: 'tenant_id = $1',
+  state: 'tenant_id = $1 AND state = $3::text',
+  destination: `tenant_id = $1 AND ${DESTINATION_NAME} = $4::text`,
+  group: 'tenant_id = $1 AND grp = $5::text',
+};
+
+/** One eventList page: a bounded walk of the key's index, the given filters checked on the rows it reached. */
+function listSql(key: ListKey): string {
+  return `WITH walk AS MATERIALIZED (
+      SELECT ${EVENT_COLUMNS} FROM events WHERE ${LIST_RANGES[key]} AND seq < $2 ORDER BY seq DESC LIMIT $8
+    ), hits AS (
+      SELECT * FROM walk
+      WHERE ($3::text IS NULL OR state = $3::text)
+        AND ($4::text IS NULL OR ${DESTINATION_NAME} = $4::text)
+        AND ($5::text IS NULL OR grp = $5::text)
+        AND ($6::bigint IS NULL OR fire_at >= $6::bigint)
+        AND ($7::bigint IS NULL OR fire_at < $7::bigint)
+      ORDER BY seq DESC LIMIT $9
+    )
+    SELECT h.*, w.examined, w.last_seq
+    FROM (SELECT count(*)::int AS examined, min(seq) AS last_seq FROM walk) w LEFT JOIN hits h ON true
+    ORDER BY h.seq DESC`;
+}
 
 /** `CREATE SCHEMA IF NOT EXISTS` for a schema name already checked against SCHEMA_NAME. */
 export function schemaCreateSql(schema: string): string {
@@ -108,14 +141,19 @@ export const SQL = {
   // () → { now_ms }: the database clock.
   timeNow: `SELECT ${NOW_MS} AS now_ms`,
 
-  // ($1 id, $2 name, $3 settings json, $4 createdAt) → nothing; throws on a duplicate id.
-  tenantInsert: `INSERT INTO tenants (id, name, settings, created_at) VALUES ($1, $2, $3::jsonb, $4)`,
+  // ($1 id, $2 name, $3 settings json, $4 createdAt, $5 signing secrets json) → nothing; throws on a duplicate id.
+  tenantInsert: `INSERT INTO tenants (id, name, settings, created_at, signing_secrets) VALUES ($1, $2, $3::jsonb, $4, $5::jsonb)`,
   // ($1 id) → TenantRow | no row.
   tenantGet: `SELECT id, name, settings, created_at FROM tenants WHERE id = $1`,
   // () → TenantRow[] by creation.
   tenantList: `SELECT id, name, settings, created_at FROM tenants ORDER BY created_at, id`,
   // ($1 id, $2 settings json) → TenantRow as stored | no row when there is no such tenant.
   tenantUpdate: `UPDATE tenants SET settings = $2::jsonb WHERE id = $1 RETURNING id, name, settings, created_at`,
+  // ($1 id) → { signing_secrets } | no row when there is no such tenant.
+  tenantSecretsGet: `SELECT signing_secrets FROM tenants WHERE id = $1`,
+  // ($1 id, $2 expected secrets json, $3 secrets json) → rowCount 1 when the stored secrets equalled
+  // $2 (jsonb equality: key order and spacing do not matter) and are now $3, else 0.
+  tenantSecretsSwap: `UPDATE tenants SET signing_secrets = $3::jsonb WHERE id = $1 AND signing_secrets = $2::jsonb`,
   // ($1 ids text[]) → { id, durability }[]: settings.durability (null when unset) of those tenants.
   tenantDurability: `SELECT id, settings->>'durability' AS durability FROM tenants WHERE id = ANY($1::text[])`,
 
@@ -159,14 +197,14 @@ export const SQL = {
   eventInsertMany: `WITH input AS (
       SELECT i.*, nextval('events_seq') AS seq
       FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[], $5::text[], $6::text[], $7::text[],
-                  $8::text[], $9::text[], $10::bigint[], $11::text[], $12::text[])
+                  $8::text[], $9::text[], $10::bigint[], $11::text[], $12::text[], $14::text[])
         WITH ORDINALITY AS i(tenant_id, id, shard, fire_at, destination, payload, headers, grp, retry,
-                             expire_at, tags, request_hash, ord)
+                             expire_at, tags, request_hash, queue, ord)
     ), inserted AS (
       INSERT INTO events (seq, tenant_id, id, shard, state, version, fire_at, due_at, destination, payload,
-          headers, grp, retry, expire_at, tags, attempts, request_hash, created_at, updated_at)
+          headers, grp, retry, expire_at, tags, attempts, request_hash, created_at, updated_at, queue)
       SELECT seq, tenant_id, id, shard, 'scheduled', 1, fire_at, fire_at, destination, payload,
-          headers, grp, retry, expire_at, tags, 0, request_hash, $13, $13
+          headers, grp, retry, expire_at, tags, 0, request_hash, $13, $13, queue
       FROM input ORDER BY tenant_id, id, ord
       ON CONFLICT (tenant_id, id) DO NOTHING
       RETURNING tenant_id, id, seq
@@ -191,12 +229,11 @@ export const SQL = {
     FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'events' AND attname = 'state'`,
   // () → { n }: executing events, exactly (their partial index; there are as many as deliveries in flight).
   eventCountExecuting: `SELECT count(*)::bigint AS n FROM events WHERE state = 'executing'`,
-  // ($1 tenantId) → { n }: the tenant's unfinished events. No index of its own (it would cost every
-  // insert); the state conditions match the partial indexes events_due and events_executing, so
-  // the planner can count from them without touching finished rows.
-  eventCountPending: `SELECT
-      (SELECT count(*) FROM events WHERE state IN ('scheduled', 'awaiting_retry') AND tenant_id = $1)
-    + (SELECT count(*) FROM events WHERE state = 'executing' AND tenant_id = $1) AS n`,
+  // () → { tenant_id, state, n }[]: every (tenant, state) that has events. A scan of every event
+  // (the background sampler's, never a request's; see TX.beginLongRead).
+  eventCountByTenantState: `SELECT tenant_id, state, count(*)::bigint AS n FROM events GROUP BY tenant_id, state`,
+  // ($1 tenantId) → { n }: the tenant's unfinished events: three ranges of events_tenant_state_seq.
+  eventCountPending: `SELECT count(*)::bigint AS n FROM events WHERE tenant_id = $1 AND state IN ${LIVE}`,
 
   // ($1 tenantIds text[], $2 ids text[], $3 versions int[], $4 owner, $5 leaseUntil, $6 now,
   //  $7 transition detail json, $8 fence boolean) → (EventRow + ord)[] of the events claimed, in
@@ -290,9 +327,20 @@ export const SQL = {
       FROM shards s CROSS JOIN LATERAL (${DUE_IN_SHARD}) d
       WHERE s.shard IS NOT NULL
     ), ${DUE_MERGE}`,
+  // ($1 tenantId, $2 queue, $3 untilMs, $4 fromDueAt, $5 fromId, $6 limit, $7 shards int[] or NULL
+  //  for all) → DueRefRow[]: one queue's fireable rows (group heads only) with (due_at, id) ≥ the
+  //  start, in that order. A range scan of events_queue_due: never another queue's rows. The
+  //  shard test is spelled `shard + 0` so the planner cannot serve it from events_due (without
+  //  statistics it preferred that index, which reads every queue's rows of the owned shards).
+  eventListDueQueue: `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.queue FROM events e
+    WHERE e.tenant_id = $1 AND e.queue = $2 AND e.state IN ${FIREABLE}
+      AND e.due_at <= $3 AND e.due_at >= $4 AND (e.due_at, e.id) >= ($4, $5)
+      AND ($7::int[] IS NULL OR (e.shard + 0) = ANY ($7::int[]))
+      AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
+    ORDER BY e.due_at, e.id LIMIT $6`,
   // ($1 tenantId, $2 group) → (DueRefRow + state) of the group's first live event by
   // (fire_at, seq), or no row. One probe of events_group_live.
-  eventGroupFirst: `SELECT tenant_id, id, version, due_at, shard, grp, state FROM events
+  eventGroupFirst: `SELECT tenant_id, id, version, due_at, shard, grp, queue, state FROM events
     WHERE tenant_id = $1 AND grp = $2 AND state IN ${LIVE}
     ORDER BY fire_at, seq LIMIT 1`,
 
@@ -316,7 +364,7 @@ export const SQL = {
           lease_owner = NULL, lease_until = NULL
       FROM candidates c
       WHERE e.ctid = c.row_id
-      RETURNING e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.attempts, c.expired,
+      RETURNING e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.queue, e.attempts, c.expired,
         c.lease_owner AS old_owner, c.lease_until AS old_lease_until
     ), traced AS (
       INSERT INTO transitions (${TRANSITION_COLUMNS})
@@ -325,7 +373,36 @@ export const SQL = {
                           'owner', old_owner)::text
       FROM rescued
     )
-    SELECT tenant_id, id, version, due_at, shard, grp FROM rescued ORDER BY old_lease_until, tenant_id, id`,
+    SELECT tenant_id, id, version, due_at, shard, grp, queue FROM rescued ORDER BY old_lease_until, tenant_id, id`,
+
+  // ($1 owners text[], $2 nodeTtlMs, $3 limit, $4 now) → (DueRefRow)[] of the executing events
+  // made awaiting_retry (due $4) because their owner is one of $1 and its node row's heartbeat
+  // is at least $2 old by the database clock (a node without a row is left alone); oldest lease
+  // first, rows locked by others skipped. Each appends its transition, reason 'owner dead'.
+  // Runs after leaderCheckForShare in the same transaction (see PostgresStore.eventRescueDead).
+  // Served by events_executing: a scan of the executing rows (the deliveries in flight).
+  eventRescueDead: `WITH dead AS (
+      SELECT n.id FROM nodes n
+      WHERE n.id = ANY($1::text[]) AND n.heartbeat_at <= ${NOW_MS} - $2::bigint
+    ), candidates AS (
+      SELECT e.ctid AS row_id, e.lease_owner, e.lease_until FROM events e
+      WHERE e.state = 'executing' AND e.lease_owner IN (SELECT id FROM dead)
+      ORDER BY e.lease_until LIMIT $3
+      FOR UPDATE OF e SKIP LOCKED
+    ), rescued AS (
+      UPDATE events e SET state = 'awaiting_retry', due_at = $4, updated_at = $4, version = e.version + 1,
+          lease_owner = NULL, lease_until = NULL
+      FROM candidates c
+      WHERE e.ctid = c.row_id
+      RETURNING e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.queue, e.attempts,
+        c.lease_owner AS old_owner, c.lease_until AS old_lease_until
+    ), traced AS (
+      INSERT INTO transitions (${TRANSITION_COLUMNS})
+      SELECT tenant_id, id, version, $4, 'state', 'executing', 'awaiting_retry', attempts, NULL, NULL, NULL, NULL,
+        json_build_object('reason', 'owner dead', 'owner', old_owner)::text
+      FROM rescued
+    )
+    SELECT tenant_id, id, version, due_at, shard, grp, queue FROM rescued ORDER BY old_lease_until, tenant_id, id`,
 
   // ($1 now, $2 tenantId, $3 id, $4 version, $5 fromState) → EventRow after the cancel, or no row
   // when not cancelable at that version; appends the `state` transition.
@@ -352,11 +429,11 @@ export const SQL = {
     )
     SELECT * FROM changed`,
   // ($1 fireAt, $2 dueAt, $3 payload, $4 headers json, $5 destination json, $6 expireAt, $7 requestHash,
-  //  $8 now, $9 tenantId, $10 id, $11 version, $12 detail json) → EventRow after the edit, or no
+  //  $8 now, $9 tenantId, $10 id, $11 version, $12 detail json, $13 queue) → EventRow after the edit, or no
   //  row when not scheduled at that version; appends the `updated` transition.
   eventEdit: `WITH changed AS (
       UPDATE events SET fire_at = $1, due_at = $2, payload = $3, headers = $4, destination = $5, expire_at = $6,
-          request_hash = $7, version = version + 1, updated_at = $8
+          request_hash = $7, version = version + 1, updated_at = $8, queue = $13
       WHERE tenant_id = $9 AND id = $10 AND version = $11 AND ${stateIn('events', `('scheduled')`)}
       RETURNING ${EVENT_COLUMNS}
     ), traced AS (
@@ -366,17 +443,40 @@ export const SQL = {
     )
     SELECT * FROM changed`,
 
+  // ($1 tenantId, $2 state, $3 finishedBefore, $4 limit) → { events, transitions }: deletes at most
+  // $4 of the tenant's events in terminal state $2 with updated_at < $3, oldest first, and their
+  // whole traces. The candidates are a range scan of events_terminal (the `state IN` term spelled
+  // as its predicate), locked SKIP LOCKED: a row a replay or another cleaner holds is left for the
+  // next pass. The DELETE checks state and age again on the locked row, so an event replayed in
+  // between is never deleted. The traces go by the primary key of transitions, one ScalarArrayOp
+  // probe per event (an array, not a join, so no plan may hash-join the whole table).
+  eventDeleteTerminal: `WITH doomed AS (
+      SELECT ctid AS row_id FROM events
+      WHERE tenant_id = $1 AND state = $2::text AND state IN ${TERMINAL} AND updated_at < $3::bigint
+      ORDER BY updated_at LIMIT $4
+      FOR UPDATE SKIP LOCKED
+    ), gone AS (
+      DELETE FROM events e USING doomed d
+      WHERE e.ctid = d.row_id AND e.state = $2::text AND e.updated_at < $3::bigint
+      RETURNING e.id
+    ), trace AS (
+      DELETE FROM transitions t
+      WHERE t.tenant_id = $1 AND t.event_id = ANY (ARRAY(SELECT id FROM gone))
+      RETURNING 1
+    )
+    SELECT (SELECT count(*) FROM gone)::int AS events, (SELECT count(*) FROM trace)::int AS transitions`,
+
+  // eventList, one statement per index a page may walk (see store/event-list-plan.ts):
   // ($1 tenantId, $2 beforeSeq, $3 state|null, $4 destination name|null, $5 group|null,
-  //  $6 fromMs|null, $7 toMs|null, $8 limit) → EventRow[] newest first (seq desc), seq < beforeSeq,
-  //  matching every given filter. A backward range scan of events_tenant_seq.
-  eventList: `SELECT ${EVENT_COLUMNS} FROM events
-    WHERE tenant_id = $1 AND seq < $2
-      AND ($3::text IS NULL OR state = $3::text)
-      AND ($4::text IS NULL OR destination::json ->> 'name' = $4::text)
-      AND ($5::text IS NULL OR grp = $5::text)
-      AND ($6::bigint IS NULL OR fire_at >= $6::bigint)
-      AND ($7::bigint IS NULL OR fire_at < $7::bigint)
-    ORDER BY seq DESC LIMIT $8`,
+  //  $6 fromMs|null, $7 toMs|null, $8 examine, $9 limit) → (EventRow | all nulls) + { examined,
+  //  last_seq }: of the first $8 entries of the key's index below $2, the rows matching every given
+  //  filter, newest first, at most $9; every row also says how many entries the walk covered and
+  //  the lowest seq among them (where the next page starts when the walk was cut). One row of nulls
+  //  and the walk's figures when nothing matched. The walk is one LIMITed backward range scan.
+  eventListByTenant: listSql('tenant'),
+  eventListByState: listSql('state'),
+  eventListByDestination: listSql('destination'),
+  eventListByGroup: listSql('group'),
 
   // ($1 tenantId, $2 eventId, $3 afterSeq, $4 limit) → TransitionRow[] in trace order.
   transitionList: `SELECT ${TRANSITION_COLUMNS} FROM transitions
@@ -448,6 +548,17 @@ export const TX = {
   begin: `BEGIN`,
   // () → nothing. Opens a transaction whose commit does not wait for the WAL flush (relaxed tenants).
   beginRelaxed: `BEGIN; SET LOCAL synchronous_commit = off`,
+  // () → nothing. Opens a read-only transaction whose plans walk an index in its order rather than
+  // read every match and sort it (eventList): without statistics (a table never analyzed, or
+  // autovacuum off) the planner estimates a tenant at 0.5% of the table, and below about a million
+  // rows it read a whole single-tenant table through a bitmap and sorted it to return 1,000 rows.
+  // A disabled plan node costs 1e10, far above jit_above_cost: without jit = off, every such
+  // statement spent 200-300 ms compiling itself.
+  beginOrderedWalk: `BEGIN READ ONLY; SET LOCAL enable_bitmapscan = off; SET LOCAL enable_sort = off; SET LOCAL jit = off`,
+  // () → nothing. Opens a read-only transaction for a read whose time grows with the table (the
+  // background counts): its own bound instead of the connection's statement timeout, and no
+  // parallel workers, so a background count takes one core of the server, never all of them.
+  beginLongRead: `BEGIN READ ONLY; SET LOCAL statement_timeout = 300000; SET LOCAL max_parallel_workers_per_gather = 0`,
   // () → nothing. Lifts the connection's statement timeout for this transaction (migrations may build indexes).
   noStatementTimeout: `SET LOCAL statement_timeout = 0`,
   commit: `COMMIT`,

@@ -67,6 +67,13 @@ export interface EventRow {
   updated_at: number;
   lease_owner: string | null;
   lease_until: number | null;
+  queue: string;
+}
+
+/** How far one eventList walk went: entries examined and the lowest seq among them (null when none). */
+export interface ListWalkRow {
+  examined: number;
+  last_seq: number | null;
 }
 
 export interface DueRefRow {
@@ -76,6 +83,7 @@ export interface DueRefRow {
   due_at: number;
   shard: number;
   grp: string | null;
+  queue: string;
 }
 
 export interface TransitionRow {
@@ -151,6 +159,7 @@ export function eventFromRow(r: EventRow): EventRecord {
     fireAt: r.fire_at,
     dueAt: r.due_at,
     destination: parseJson<DestinationRef>(r.destination),
+    queue: r.queue,
     payload: r.payload,
     headers: parseJson<Record<string, string>>(r.headers),
     group: r.grp,
@@ -169,7 +178,7 @@ export function eventFromRow(r: EventRow): EventRecord {
 }
 
 export function dueRefFromRow(r: DueRefRow): DueRef {
-  return { tenantId: r.tenant_id, id: r.id, version: r.version, dueAt: r.due_at, shard: r.shard, group: r.grp };
+  return { tenantId: r.tenant_id, id: r.id, version: r.version, dueAt: r.due_at, shard: r.shard, group: r.grp, queue: r.queue };
 }
 
 export function transitionFromRow(r: TransitionRow): TransitionRecord {

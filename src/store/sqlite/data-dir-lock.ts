@@ -1,91 +1,77 @@
 /**
- * One process per SQLite data dir: a `belfry.lock` file created exclusively (as open 'wx' would)
- * holding the owner's pid. SQLite's own locks keep the file consistent, but two Belfry nodes on
- * one file would each think they own every shard; this lock makes the second one fail at start
- * with a clear error.
+ * One process per SQLite data dir, held by the kernel: a small SQLite database `belfry.lock.db`
+ * in the data dir, opened with locking_mode=EXCLUSIVE and written once (BEGIN EXCLUSIVE), so
+ * this process keeps SQLite's exclusive file lock on it until it closes the connection. SQLite's
+ * own locks keep belfry.db consistent, but two Belfry nodes on one file would each think they
+ * own every shard; this lock makes the second one fail at start with a clear error.
  *
- * A lock left by a dead process (kill -9) is taken over. A live pid, including our own (the same
- * process opening the dir twice), keeps it.
+ * The lock is an fcntl record lock: the kernel drops it when the process dies, however it dies
+ * (kill -9, OOM kill), before the process is reaped. So a restart right after a crash always
+ * gets it, even while the dead process lingers as a zombie or when the new process has the old
+ * one's pid (node as pid 1 in a container): no pid is compared. The file itself stays in the
+ * data dir and is never deleted (deleting a lock file another process has open would let two
+ * processes lock two different files of the same name).
+ *
+ * A second connection in the same process is refused too: SQLite tracks the locks of every
+ * connection of a process to one file itself, since fcntl locks are per process.
+ *
+ * Not for network file systems whose fcntl locks are unreliable (NFS without a lock manager);
+ * neither is SQLite's WAL.
  */
-import { linkSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { unlinkSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 
-export const LOCK_FILE_NAME = 'belfry.lock';
-
-/** Takeover attempts before giving up: two starters racing for a stale lock settle within this. */
-const ACQUIRE_ATTEMPTS_MAX = 5;
+export const LOCK_FILE_NAME = 'belfry.lock.db';
+/** The pid file of the lock this one replaces (left behind by a kill -9); removed once the lock is ours. */
+export const LEGACY_PID_FILE_NAME = 'belfry.lock';
 
 export interface DataDirLock {
   readonly path: string;
-  /** Removes the lock file if it is still ours. Idempotent. */
+  /** Closes the lock's connection, which releases the lock. Idempotent. */
   release(): void;
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: the process exists but belongs to someone else.
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-function readPid(path: string): number | null {
-  try {
-    const pid = Number.parseInt(readFileSync(path, 'utf8').trim(), 10);
-    return Number.isInteger(pid) && pid > 0 ? pid : null;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw err;
-  }
-}
-
-/** Takes the lock of `dataDir` or throws `data dir <dir> is in use by pid N`. */
+/** Takes the lock of `dataDir` at once, or throws `data dir <dir> is in use by another process`. */
 export function acquireDataDirLock(dataDir: string): DataDirLock {
   const path = join(dataDir, LOCK_FILE_NAME);
-  // The pid is written to a private file first and hard-linked into place: link() fails with
-  // EEXIST like open('wx'), and the lock file never exists without its pid in it.
-  const tmpPath = `${path}.${process.pid}.tmp`;
-  writeFileSync(tmpPath, `${process.pid}\n`, { flag: 'w' });
+  // timeout 0: a held lock fails the first try, instead of waiting out better-sqlite3's 5 s.
+  const db = new Database(path, { timeout: 0 });
   try {
-    for (let attempt = 0; attempt < ACQUIRE_ATTEMPTS_MAX; attempt++) {
-      try {
-        linkSync(tmpPath, path);
-        return makeLock(path);
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
-      }
-      const pid = readPid(path);
-      if (pid !== null && pidAlive(pid)) {
-        throw new Error(`data dir ${dataDir} is in use by pid ${pid} (lock file ${path})`);
-      }
-      // The owner died without releasing (kill -9): take over. Two starters racing for the same
-      // stale lock at the same instant could both win; a supervisor restarts one node, not two.
-      removeIfPresent(path);
-    }
-    throw new Error(`data dir ${dataDir}: could not take the lock file ${path} after ${ACQUIRE_ATTEMPTS_MAX} attempts`);
-  } finally {
-    removeIfPresent(tmpPath);
-  }
-}
-
-function removeIfPresent(path: string): void {
-  try {
-    unlinkSync(path);
+    // No journal file beside the lock: the lock database never holds data worth a rollback.
+    // exec, not pragma(): no Statement object is left for the GC (see docs/operations.md on
+    // better-sqlite3 12 under Node 24.19+, which aborts when one is collected).
+    db.exec('PRAGMA journal_mode = MEMORY; PRAGMA locking_mode = EXCLUSIVE');
+    // An exclusive transaction takes the EXCLUSIVE lock; in EXCLUSIVE locking mode the commit
+    // keeps it until the connection closes.
+    db.exec('BEGIN EXCLUSIVE; COMMIT');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    db.close();
+    if ((err as { code?: string }).code === 'SQLITE_BUSY') {
+      throw new Error(`data dir ${dataDir} is in use by another process (it holds the lock on ${path}); stop it first, or use another --data dir`);
+    }
+    throw new Error(`data dir ${dataDir}: could not take the lock on ${path}: ${(err as Error).message}`, { cause: err });
   }
-}
-
-function makeLock(path: string): DataDirLock {
+  removeLegacyPidFile(dataDir);
   let released = false;
   return {
     path,
     release() {
       if (released) return;
       released = true;
-      if (readPid(path) === process.pid) removeIfPresent(path);
+      db.close();
     },
   };
+}
+
+/**
+ * A pid file of the old scheme means nothing now (its pid may be a zombie's, or ours); it only
+ * misleads whoever reads the dir. Best effort: failing to remove it must not stop the node.
+ */
+function removeLegacyPidFile(dataDir: string): void {
+  try {
+    unlinkSync(join(dataDir, LEGACY_PID_FILE_NAME));
+  } catch {
+    // Absent (the usual case) or not ours to remove: either way it plays no part in the lock.
+  }
 }

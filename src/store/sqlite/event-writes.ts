@@ -6,6 +6,7 @@
  */
 import type { EventRecord, EventState, TransitionRecord } from '../../core/event.ts';
 import { canonicalJson } from '../../core/ids.ts';
+import { queueOf } from '../../core/queue.ts';
 import type {
   DueRef,
   EventClaimParams,
@@ -15,11 +16,12 @@ import type {
   EventMutateResult,
   EventPatch,
   EventRecordAttemptsParams,
+  EventRescueDeadParams,
   EventRescueParams,
   NewEvent,
 } from '../store.ts';
 import type { Queries } from './queries.ts';
-import { claimedEventFromTuple, eventFromRow, type EventRow } from './rows.ts';
+import { claimedEventFromTuple, eventFromRow, type EventRow, type RescueCandidateRow } from './rows.ts';
 
 const ATTEMPT_TARGETS: ReadonlySet<string> = new Set(['succeeded', 'discarded', 'awaiting_retry', 'archived']);
 
@@ -62,6 +64,7 @@ function createdRecord(e: NewEvent, seq: number, now: number): EventRecord {
     fireAt: e.fireAt,
     dueAt: e.fireAt,
     destination: e.destination,
+    queue: queueOf(e.destination),
     payload: e.payload,
     headers: e.headers,
     group: e.group,
@@ -106,6 +109,7 @@ export function insertMany(q: Queries, { events, now }: EventInsertManyParams): 
       e.requestHash,
       now,
       now,
+      queueOf(e.destination),
     );
     if (inserted.changes === 1) {
       const seq = Number(inserted.lastInsertRowid);
@@ -178,16 +182,27 @@ export function rescue(q: Queries, p: EventRescueParams): DueRef[] {
     heldBy: p.heldBy ?? null,
     limit: p.limit,
   });
+  return rescueRows(q, candidates, p.now, (c) => (c.expired ? 'lease expired' : 'owner gone'));
+}
+
+/** The executing events of dead owners (see Store.eventRescueDead); the caller checked the lease. */
+export function rescueDead(q: Queries, p: EventRescueDeadParams, storeNow: number): DueRef[] {
+  const candidates = q.eventRescueDeadCandidates.all({ owners: JSON.stringify(p.owners), heartbeatBefore: storeNow - p.nodeTtlMs, limit: p.limit });
+  return rescueRows(q, candidates, p.now, () => 'owner dead');
+}
+
+/** Makes each candidate still executing at its version awaiting_retry, due `now`, with its transition. */
+function rescueRows(q: Queries, candidates: RescueCandidateRow[], now: number, reason: (c: RescueCandidateRow) => string): DueRef[] {
   const out: DueRef[] = [];
   for (const c of candidates) {
-    const row = q.eventRescue.get(p.now, p.now, c.tenant_id, c.id, c.version);
+    const row = q.eventRescue.get(now, now, c.tenant_id, c.id, c.version);
     if (!row) continue;
     appendTransition(q, {
-      tenantId: c.tenant_id, eventId: c.id, seq: row.version, at: p.now, kind: 'state', fromState: 'executing',
+      tenantId: c.tenant_id, eventId: c.id, seq: row.version, at: now, kind: 'state', fromState: 'executing',
       toState: 'awaiting_retry', attempt: row.attempts, status: null, error: null, durationMs: null, latenessMs: null,
-      detail: { reason: c.expired ? 'lease expired' : 'owner gone', owner: c.lease_owner },
+      detail: { reason: reason(c), owner: c.lease_owner },
     });
-    out.push({ tenantId: row.tenant_id, id: row.id, version: row.version, dueAt: row.due_at, shard: row.shard, group: row.grp });
+    out.push({ tenantId: row.tenant_id, id: row.id, version: row.version, dueAt: row.due_at, shard: row.shard, group: row.grp, queue: row.queue });
   }
   return out;
 }
@@ -263,8 +278,10 @@ export function update(q: Queries, p: EventMutateParams & { patch: EventPatch })
       fields.push('headers');
     }
     let destination = cur.destination;
+    let queue = cur.queue;
     if (patch.destination !== undefined && !sameJson(cur.destination, patch.destination)) {
       destination = JSON.stringify(patch.destination);
+      queue = queueOf(patch.destination);
       fields.push('destination');
     }
     const expireAt = patch.expireAt === undefined ? cur.expire_at : patch.expireAt;
@@ -278,7 +295,7 @@ export function update(q: Queries, p: EventMutateParams & { patch: EventPatch })
         // A scheduled event fires at fireAt; after a replay it was due now, and an explicit new
         // fireAt takes over again.
         dueAt: fireAt !== cur.fire_at ? fireAt : cur.due_at,
-        payload, headers, destination, expireAt, requestHash, now: p.now,
+        payload, headers, destination, queue, expireAt, requestHash, now: p.now,
         tenantId: p.tenantId, id: p.id, version: cur.version,
       }),
       'update',

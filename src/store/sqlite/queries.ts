@@ -6,6 +6,7 @@
  * binds an array faster than an object, and named (`@x`) elsewhere for readability.
  */
 import type Database from 'better-sqlite3';
+import type { ListKey } from '../event-list-plan.ts';
 import type {
   ApiKeyRow,
   DestinationRow,
@@ -13,6 +14,7 @@ import type {
   EventRow,
   EventTuple,
   LeaderLeaseRow,
+  ListWalkRow,
   NodeRow,
   RescueCandidateRow,
   ShardAssignmentRow,
@@ -42,11 +44,13 @@ export const PRAGMAS = [
 /** The non-terminal states, in the exact spelling of the partial indexes (so the planner uses them). */
 const LIVE = `('scheduled', 'executing', 'awaiting_retry')`;
 const FIREABLE = `('scheduled', 'awaiting_retry')`;
+/** The terminal states, in the exact spelling of the partial index events_terminal. */
+const TERMINAL = `('succeeded', 'discarded', 'archived', 'canceled')`;
 
 /** The columns of an EventRow, in order (also the order of an EventTuple). */
 const EVENT_COLUMNS = `seq, tenant_id, id, shard, state, version, fire_at, due_at, destination, payload,
   headers, grp, retry, expire_at, tags, attempts, last_status, last_error, request_hash,
-  created_at, updated_at, lease_owner, lease_until`;
+  created_at, updated_at, lease_owner, lease_until, queue`;
 
 /**
  * True when row `e` (a grouped event) has no other live member of its group before it by
@@ -56,6 +60,38 @@ const IS_GROUP_HEAD = `NOT EXISTS (
     SELECT 1 FROM events o
     WHERE o.tenant_id = e.tenant_id AND o.grp = e.grp AND o.state IN ${LIVE}
       AND (o.fire_at, o.seq) < (e.fire_at, e.seq))`;
+
+/** The destination name of a row, in the exact spelling of events_tenant_destination_seq. */
+const DESTINATION_NAME = `json_extract(destination, '$.name')`;
+
+/** Per eventList key: the index a page walks (forced: the planner has no statistics to go by) and its range. */
+const LIST_WALKS: Record<ListKey, { index: string; range: string }> = {
+  tenant: { index: 'events_tenant_seq', range: 'tenant_id = @tenantId' },
+  state: { index: 'events_tenant_state_seq', range: 'tenant_id = @tenantId AND state = @state' },
+  destination: { index: 'events_tenant_destination_seq', range: `tenant_id = @tenantId AND ${DESTINATION_NAME} = @destination` },
+  group: { index: 'events_tenant_grp_seq', range: 'tenant_id = @tenantId AND grp = @group' },
+};
+
+/** The walk of one eventList page: the seqs of the first @examine entries of the key's index below @beforeSeq. */
+function listWalk(key: ListKey): string {
+  const w = LIST_WALKS[key];
+  return `SELECT seq FROM events INDEXED BY ${w.index} WHERE ${w.range} AND seq < @beforeSeq ORDER BY seq DESC LIMIT @examine`;
+}
+
+function listSql(key: ListKey): string {
+  return `SELECT ${EVENT_COLUMNS} FROM events
+    WHERE seq IN (${listWalk(key)})
+      AND (@state IS NULL OR state = @state)
+      AND (@destination IS NULL OR ${DESTINATION_NAME} = @destination)
+      AND (@group IS NULL OR grp = @group)
+      AND (@fromMs IS NULL OR fire_at >= @fromMs)
+      AND (@toMs IS NULL OR fire_at < @toMs)
+    ORDER BY seq DESC LIMIT @limit`;
+}
+
+function listWalkSql(key: ListKey): string {
+  return `SELECT count(*) AS examined, min(seq) AS last_seq FROM (${listWalk(key)})`;
+}
 
 export const SQL = {
   // () → nothing. Creates the migration ledger.
@@ -69,14 +105,20 @@ export const SQL = {
   // () → { ok: 1 }.
   ping: `SELECT 1 AS ok`,
 
-  // (@id, @name, @settings json, @createdAt) → nothing; throws on a duplicate id.
-  tenantInsert: `INSERT INTO tenants (id, name, settings, created_at) VALUES (@id, @name, @settings, @createdAt)`,
+  // (@id, @name, @settings json, @createdAt, @signingSecrets json) → nothing; throws on a duplicate id.
+  tenantInsert: `INSERT INTO tenants (id, name, settings, created_at, signing_secrets)
+    VALUES (@id, @name, @settings, @createdAt, @signingSecrets)`,
   // (@id) → TenantRow | undefined.
   tenantGet: `SELECT id, name, settings, created_at FROM tenants WHERE id = @id`,
   // () → TenantRow[] by creation.
   tenantList: `SELECT id, name, settings, created_at FROM tenants ORDER BY created_at, id`,
   // (@id, @settings json) → TenantRow as stored | undefined when there is no such tenant.
   tenantUpdate: `UPDATE tenants SET settings = @settings WHERE id = @id RETURNING id, name, settings, created_at`,
+  // (@id) → { signing_secrets } | undefined when there is no such tenant.
+  tenantSecretsGet: `SELECT signing_secrets FROM tenants WHERE id = @id`,
+  // (@id, @expected json, @secrets json) → changes 1 when the stored secrets equalled @expected (as
+  // minified JSON) and are now @secrets, else 0.
+  tenantSecretsSwap: `UPDATE tenants SET signing_secrets = @secrets WHERE id = @id AND json(signing_secrets) = json(@expected)`,
 
   // (@id, @tenantId, @hash, @prefix, @createdAt, @revokedAt) → nothing.
   apiKeyInsert: `INSERT INTO api_keys (id, tenant_id, hash, prefix, created_at, revoked_at)
@@ -108,27 +150,15 @@ export const SQL = {
   destinationDelete: `DELETE FROM destinations WHERE tenant_id = @tenantId AND name = @name`,
 
   // (tenantId, id, shard, fireAt, dueAt, destination json, payload, headers json, group, retry json,
-  //  expireAt, tags json, requestHash, now, now) → run(): changes 1 and lastInsertRowid = seq when
+  //  expireAt, tags json, requestHash, now, now, queue) → run(): changes 1 and lastInsertRowid = seq when
   //  inserted, changes 0 when (tenant, id) exists. No RETURNING: run() is ~25% faster than a
   //  RETURNING get() here (150k vs 120k rows/s, batches of 1000).
   eventInsert: `INSERT INTO events (tenant_id, id, shard, state, version, fire_at, due_at, destination,
-      payload, headers, grp, retry, expire_at, tags, attempts, request_hash, created_at, updated_at)
-    VALUES (?, ?, ?, 'scheduled', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)
+      payload, headers, grp, retry, expire_at, tags, attempts, request_hash, created_at, updated_at, queue)
+    VALUES (?, ?, ?, 'scheduled', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)
     ON CONFLICT (tenant_id, id) DO NOTHING`,
   // (tenantId, id) → EventRow | undefined.
   eventGet: `SELECT ${EVENT_COLUMNS} FROM events WHERE tenant_id = ? AND id = ?`,
-  // () → { state, n }[] over all tenants.
-  eventCountByState: `SELECT state, count(*) AS n FROM events GROUP BY state`,
-  // (@tenantId) → { n }: the tenant's unfinished events. No index of its own (one measured ~15% off
-  // batch insert throughput): the fireable ones are counted from the partial index events_due
-  // (covering: tenant_id is in it), the executing ones (bounded by deliveries in flight) from
-  // events_executing. Costs a scan of every tenant's pending index entries (~8 ms per 200k).
-  eventCountPending: `SELECT
-      (SELECT count(*) FROM events INDEXED BY events_due
-        WHERE state IN ('scheduled', 'awaiting_retry') AND tenant_id = @tenantId)
-    + (SELECT count(*) FROM events INDEXED BY events_executing
-        WHERE state = 'executing' AND tenant_id = @tenantId) AS n`,
-
   // (tenantId, id, version) → EventTuple (raw: an array in EVENT_COLUMNS order) of the event as it
   // is before the claim, when it may be claimed now: fireable, at that version, and (if grouped)
   // its group's head; otherwise no row. The claim's UPDATE then goes by seq without RETURNING:
@@ -161,21 +191,31 @@ export const SQL = {
 
   // (@untilMs, @afterDueAt, @afterTenantId, @afterId, @limit) → DueRefRow[] in (due_at, tenant_id, id)
   // order: fireable, due by untilMs, after the cursor, group heads only; all shards.
-  eventListDueAll: `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp FROM events e
+  eventListDueAll: `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.queue FROM events e
     WHERE e.state IN ${FIREABLE} AND e.due_at <= @untilMs
       AND (e.due_at, e.tenant_id, e.id) > (@afterDueAt, @afterTenantId, @afterId)
       AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
     ORDER BY e.due_at, e.tenant_id, e.id LIMIT @limit`,
   // As eventListDueAll, plus (@shards: JSON array of shard numbers) → only those shards.
-  eventListDueShards: `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp FROM events e
+  eventListDueShards: `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.queue FROM events e
     WHERE e.state IN ${FIREABLE} AND e.due_at <= @untilMs
       AND (e.due_at, e.tenant_id, e.id) > (@afterDueAt, @afterTenantId, @afterId)
       AND e.shard IN (SELECT value FROM json_each(@shards))
       AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
     ORDER BY e.due_at, e.tenant_id, e.id LIMIT @limit`,
+  // (@tenantId, @queue, @untilMs, @fromDueAt, @fromId, @shards: JSON array or NULL for all, @limit)
+  //  → DueRefRow[]: one queue's fireable rows (group heads only) with (due_at, id) ≥ the start, in
+  //  that order. A range scan of events_queue_due: never another queue's rows.
+  eventListDueQueue: `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.queue
+    FROM events e INDEXED BY events_queue_due
+    WHERE e.tenant_id = @tenantId AND e.queue = @queue AND e.state IN ${FIREABLE}
+      AND e.due_at <= @untilMs AND (e.due_at, e.id) >= (@fromDueAt, @fromId)
+      AND (@shards IS NULL OR e.shard IN (SELECT value FROM json_each(@shards)))
+      AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
+    ORDER BY e.due_at, e.id LIMIT @limit`,
   // (@tenantId, @group) → { tenant_id, id, version, due_at, shard, grp, state } of the group's first
   // live event by (fire_at, seq), or no row.
-  eventGroupFirst: `SELECT tenant_id, id, version, due_at, shard, grp, state FROM events
+  eventGroupFirst: `SELECT tenant_id, id, version, due_at, shard, grp, queue, state FROM events
     WHERE tenant_id = @tenantId AND grp = @group AND state IN ${LIVE}
     ORDER BY fire_at, seq LIMIT 1`,
 
@@ -201,12 +241,19 @@ export const SQL = {
            OR (@notOwnedBy IS NOT NULL AND lease_owner IS NOT @notOwnedBy)
            OR (@heldBy IS NOT NULL AND lease_owner = @heldBy))
     ORDER BY lease_until LIMIT @limit`,
+  // (@owners json array, @heartbeatBefore, @limit) → { tenant_id, id, version, lease_owner, expired: 0 }[]:
+  // executing events held by one of @owners whose node row's heartbeat is at or before
+  // @heartbeatBefore (an owner without a row is left alone), oldest lease first.
+  eventRescueDeadCandidates: `SELECT tenant_id, id, version, lease_owner, 0 AS expired FROM events INDEXED BY events_executing
+    WHERE state = 'executing' AND lease_owner IN (
+      SELECT n.id FROM nodes n WHERE n.id IN (SELECT value FROM json_each(@owners)) AND n.heartbeat_at <= @heartbeatBefore)
+    ORDER BY lease_until LIMIT @limit`,
   // (now, now, tenantId, id, version) → { tenant_id, id, version, due_at, shard, grp, attempts } after
   // the change, or no row when it changed meanwhile.
   eventRescue: `UPDATE events SET state = 'awaiting_retry', due_at = ?, updated_at = ?, version = version + 1,
       lease_owner = NULL, lease_until = NULL
     WHERE tenant_id = ? AND id = ? AND version = ? AND state = 'executing'
-    RETURNING tenant_id, id, version, due_at, shard, grp, attempts`,
+    RETURNING tenant_id, id, version, due_at, shard, grp, queue, attempts`,
 
   // (@now, @tenantId, @id, @version) → EventRow after cancel, or no row when not cancelable at that version.
   eventCancel: `UPDATE events SET state = 'canceled', version = version + 1, updated_at = @now,
@@ -219,24 +266,40 @@ export const SQL = {
       last_error = NULL, version = version + 1, updated_at = @now, lease_owner = NULL, lease_until = NULL
     WHERE tenant_id = @tenantId AND id = @id AND version = @version AND state IN ('archived', 'discarded')
     RETURNING ${EVENT_COLUMNS}`,
-  // (@fireAt, @dueAt, @payload, @headers json, @destination json, @expireAt, @requestHash, @now,
+  // (@fireAt, @dueAt, @payload, @headers json, @destination json, @queue, @expireAt, @requestHash, @now,
   //  @tenantId, @id, @version) → EventRow after the edit, or no row when not scheduled at that version.
   eventEdit: `UPDATE events SET fire_at = @fireAt, due_at = @dueAt, payload = @payload, headers = @headers,
-      destination = @destination, expire_at = @expireAt, request_hash = @requestHash,
+      destination = @destination, queue = @queue, expire_at = @expireAt, request_hash = @requestHash,
       version = version + 1, updated_at = @now
     WHERE tenant_id = @tenantId AND id = @id AND version = @version AND state = 'scheduled'
     RETURNING ${EVENT_COLUMNS}`,
 
-  // (@tenantId, @beforeSeq, @state|null, @destination|null, @group|null, @fromMs|null, @toMs|null,
-  //  @limit) → EventRow[] newest first (seq desc), seq < beforeSeq, matching every given filter.
-  eventList: `SELECT ${EVENT_COLUMNS} FROM events
-    WHERE tenant_id = @tenantId AND seq < @beforeSeq
-      AND (@state IS NULL OR state = @state)
-      AND (@destination IS NULL OR json_extract(destination, '$.name') = @destination)
-      AND (@group IS NULL OR grp = @group)
-      AND (@fromMs IS NULL OR fire_at >= @fromMs)
-      AND (@toMs IS NULL OR fire_at < @toMs)
-    ORDER BY seq DESC LIMIT @limit`,
+  // (@tenantId, @state, @finishedBefore, @limit) → { id }[] of the events deleted: at most @limit of
+  // the tenant's events in terminal @state with updated_at < @finishedBefore, oldest first. A
+  // range scan of events_terminal (the `state IN` term is spelled as its predicate so SQLite may
+  // use it); state and age are checked again on the rows deleted.
+  eventDeleteTerminal: `DELETE FROM events WHERE seq IN (
+      SELECT seq FROM events
+      WHERE tenant_id = @tenantId AND state = @state AND state IN ${TERMINAL} AND updated_at < @finishedBefore
+      ORDER BY updated_at LIMIT @limit)
+    AND state = @state AND updated_at < @finishedBefore
+    RETURNING id`,
+
+  // eventList, one pair of statements per index a page may walk (see store/event-list-plan.ts):
+  // eventListBy<Key>(@tenantId, @beforeSeq, @state|null, @destination|null, @group|null,
+  //  @fromMs|null, @toMs|null, @examine, @limit) → EventRow[] newest first (seq desc): of the first
+  //  @examine entries of the key's index below @beforeSeq, the rows matching every given filter, at
+  //  most @limit. eventListWalk<Key>(@tenantId, @beforeSeq, @state|null, @destination|null,
+  //  @group|null, @examine) → { examined, last_seq }: how many entries that walk covered and the
+  //  lowest seq among them (where the next page starts when the walk was cut).
+  eventListByTenant: listSql('tenant'),
+  eventListByState: listSql('state'),
+  eventListByDestination: listSql('destination'),
+  eventListByGroup: listSql('group'),
+  eventListWalkTenant: listWalkSql('tenant'),
+  eventListWalkState: listWalkSql('state'),
+  eventListWalkDestination: listWalkSql('destination'),
+  eventListWalkGroup: listWalkSql('group'),
 
   // () → LeaderLeaseRow | undefined: the lease as stored, expired or not.
   leaderGet: `SELECT node_id, epoch, expires_at FROM leader_lease WHERE id = 1`,
@@ -285,11 +348,29 @@ export const SQL = {
       attempt, status, error, duration_ms, lateness_ms, detail)
     SELECT tenant_id, id, 1, created_at, 'created', NULL, 'scheduled', 0, NULL, NULL, NULL, NULL, NULL
     FROM events WHERE seq BETWEEN ? AND ?`,
+  // (tenantId, eventId) → run(): changes = the transitions deleted (the whole trace of the event).
+  transitionDeleteEvent: `DELETE FROM transitions WHERE tenant_id = ? AND event_id = ?`,
   // (@tenantId, @eventId, @afterSeq, @limit) → TransitionRow[] in trace order.
   transitionList: `SELECT tenant_id, event_id, seq, at, kind, from_state, to_state, attempt, status, error,
       duration_ms, lateness_ms, detail FROM transitions
     WHERE tenant_id = @tenantId AND event_id = @eventId AND seq > @afterSeq
     ORDER BY seq LIMIT @limit`,
+} as const;
+
+/**
+ * The statements of the reader thread (reader-thread.ts): reads that take time in proportion to
+ * the table, run on a connection and a thread of their own. Each is a covering scan of
+ * events_tenant_state_seq (no temporary b-tree: the grouping follows the index).
+ */
+export const READER_SQL = {
+  // () → { state, n }[] over all tenants.
+  eventCountByState: `SELECT state, count(*) AS n FROM events INDEXED BY events_tenant_state_seq GROUP BY state`,
+  // () → { tenant_id, state, n }[]: every (tenant, state) that has events.
+  eventCountByTenantState: `SELECT tenant_id, state, count(*) AS n FROM events INDEXED BY events_tenant_state_seq
+    GROUP BY tenant_id, state`,
+  // (@tenantId) → { n }: the tenant's unfinished events, from three ranges of the state index.
+  eventCountPending: `SELECT count(*) AS n FROM events INDEXED BY events_tenant_state_seq
+    WHERE tenant_id = @tenantId AND state IN ${LIVE}`,
 } as const;
 
 /** Prepares every statement once (the schema must exist); the result is the backend's only handle on SQL. */
@@ -303,6 +384,8 @@ export function prepareQueries(db: Database.Database) {
     tenantGet: p<TenantRow>(SQL.tenantGet),
     tenantList: p<TenantRow>(SQL.tenantList),
     tenantUpdate: p<TenantRow>(SQL.tenantUpdate),
+    tenantSecretsGet: p<{ signing_secrets: string }>(SQL.tenantSecretsGet),
+    tenantSecretsSwap: p(SQL.tenantSecretsSwap),
     apiKeyInsert: p(SQL.apiKeyInsert),
     apiKeyByHash: p<ApiKeyRow>(SQL.apiKeyByHash),
     apiKeyList: p<ApiKeyRow>(SQL.apiKeyList),
@@ -313,8 +396,6 @@ export function prepareQueries(db: Database.Database) {
     destinationDelete: p(SQL.destinationDelete),
     eventInsert: p(SQL.eventInsert),
     eventGet: p<EventRow>(SQL.eventGet),
-    eventCountByState: p<{ state: string; n: number }>(SQL.eventCountByState),
-    eventCountPending: p<{ n: number }>(SQL.eventCountPending),
     eventClaimCheck: raw<EventTuple>(SQL.eventClaimCheck),
     eventClaimCheckFenced: raw<EventTuple>(SQL.eventClaimCheckFenced),
     eventClaim: p(SQL.eventClaim),
@@ -322,16 +403,35 @@ export function prepareQueries(db: Database.Database) {
     eventRecordAttempt: p(SQL.eventRecordAttempt),
     eventListDueAll: p<DueRefRow>(SQL.eventListDueAll),
     eventListDueShards: p<DueRefRow>(SQL.eventListDueShards),
+    eventListDueQueue: p<DueRefRow>(SQL.eventListDueQueue),
+    // Prepared once: db.pragma() prepares a statement per call, and a statement left to the garbage
+    // collector aborts the process when better-sqlite3 12 is built with Node ≥ 24.19's headers
+    // (nodejs/node#65446); writeRelaxed runs these twice per claim or outcome batch.
+    synchronousNormal: p(`PRAGMA synchronous = NORMAL`),
+    synchronousFull: p(`PRAGMA synchronous = FULL`),
     eventGroupFirst: p<DueRefRow & { state: string }>(SQL.eventGroupFirst),
     claimLeaseRenew: p(SQL.claimLeaseRenew),
     claimLeasePrune: p(SQL.claimLeasePrune),
     shardLag: p<{ shard: number; due_events: number; oldest_due_at: number }>(SQL.shardLag),
     eventRescueCandidates: p<RescueCandidateRow>(SQL.eventRescueCandidates),
     eventRescue: p<DueRefRow & { attempts: number }>(SQL.eventRescue),
+    eventRescueDeadCandidates: p<RescueCandidateRow>(SQL.eventRescueDeadCandidates),
     eventCancel: p<EventRow>(SQL.eventCancel),
     eventReplay: p<EventRow>(SQL.eventReplay),
     eventEdit: p<EventRow>(SQL.eventEdit),
-    eventList: p<EventRow>(SQL.eventList),
+    eventDeleteTerminal: p<{ id: string }>(SQL.eventDeleteTerminal),
+    eventListBy: {
+      tenant: p<EventRow>(SQL.eventListByTenant),
+      state: p<EventRow>(SQL.eventListByState),
+      destination: p<EventRow>(SQL.eventListByDestination),
+      group: p<EventRow>(SQL.eventListByGroup),
+    } satisfies Record<ListKey, unknown>,
+    eventListWalk: {
+      tenant: p<ListWalkRow>(SQL.eventListWalkTenant),
+      state: p<ListWalkRow>(SQL.eventListWalkState),
+      destination: p<ListWalkRow>(SQL.eventListWalkDestination),
+      group: p<ListWalkRow>(SQL.eventListWalkGroup),
+    } satisfies Record<ListKey, unknown>,
     leaderGet: p<LeaderLeaseRow>(SQL.leaderGet),
     leaderElect: p<LeaderLeaseRow>(SQL.leaderElect),
     leaderResign: p(SQL.leaderResign),
@@ -345,6 +445,7 @@ export function prepareQueries(db: Database.Database) {
     transitionInsert: p(SQL.transitionInsert),
     transitionInsertCreated: p(SQL.transitionInsertCreated),
     transitionList: p<TransitionRow>(SQL.transitionList),
+    transitionDeleteEvent: p(SQL.transitionDeleteEvent),
   };
 }
 

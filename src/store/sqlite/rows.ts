@@ -65,6 +65,7 @@ export interface EventRow {
   updated_at: number;
   lease_owner: string | null;
   lease_until: number | null;
+  queue: string;
 }
 
 /** An EventRow as a raw statement returns it: an array in EVENT_COLUMNS order. */
@@ -92,7 +93,14 @@ export type EventTuple = [
   updatedAt: number,
   leaseOwner: string | null,
   leaseUntil: number | null,
+  queue: string,
 ];
+
+/** How far one eventList walk went: entries examined and the lowest seq among them (null when none). */
+export interface ListWalkRow {
+  examined: number;
+  last_seq: number | null;
+}
 
 export interface DueRefRow {
   tenant_id: string;
@@ -101,6 +109,7 @@ export interface DueRefRow {
   due_at: number;
   shard: number;
   grp: string | null;
+  queue: string;
 }
 
 export interface RescueCandidateRow {
@@ -190,6 +199,7 @@ export function eventFromRow(r: EventRow): EventRecord {
     fireAt: r.fire_at,
     dueAt: r.due_at,
     destination: parseJson<DestinationRef>(r.destination),
+    queue: r.queue,
     payload: r.payload,
     headers: parseJson<Record<string, string>>(r.headers),
     group: r.grp,
@@ -222,6 +232,7 @@ export function claimedEventFromTuple(t: EventTuple, owner: string, leaseUntil: 
     fireAt: t[6],
     dueAt: t[7],
     destination: parseJson<DestinationRef>(t[8]),
+    queue: t[23],
     payload: t[9],
     headers: parseJson<Record<string, string>>(t[10]),
     group: t[11],
@@ -240,7 +251,7 @@ export function claimedEventFromTuple(t: EventTuple, owner: string, leaseUntil: 
 }
 
 export function dueRefFromRow(r: DueRefRow): DueRef {
-  return { tenantId: r.tenant_id, id: r.id, version: r.version, dueAt: r.due_at, shard: r.shard, group: r.grp };
+  return { tenantId: r.tenant_id, id: r.id, version: r.version, dueAt: r.due_at, shard: r.shard, group: r.grp, queue: r.queue };
 }
 
 export function transitionFromRow(r: TransitionRow): TransitionRecord {

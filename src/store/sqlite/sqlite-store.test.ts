@@ -3,14 +3,15 @@
  * store), plus what only this backend has: the data-dir lock, the file on disk, its pragmas.
  */
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { runStoreConformance } from '../conformance/store-conformance.ts';
-import { LOCK_FILE_NAME } from './data-dir-lock.ts';
+import { LEGACY_PID_FILE_NAME, LOCK_FILE_NAME } from './data-dir-lock.ts';
+import { SQL } from './queries.ts';
 import { openSqliteStore } from './sqlite-store.ts';
+import { loadMigrations } from './migrate.ts';
 
 const dirs: string[] = [];
 function tempDir(): string {
@@ -35,32 +36,32 @@ runStoreConformance('sqlite', async () => {
   };
 });
 
-/** A pid that is certainly not running: a child that has already exited. */
-function deadPid(): number {
-  const child = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))']);
-  return Number(child.stdout.toString());
-}
+/** Bound on "fails at once": far below the 5 s a busy SQLite connection waits by default. */
+const LOCK_REFUSAL_MS_MAX = 2_000;
 
 describe('SqliteStore specifics', () => {
   it('creates the data dir, the database file and its lock; close releases the lock', async () => {
     const dataDir = join(tempDir(), 'nested', 'data');
     const store = await openSqliteStore({ dataDir, fileName: 'custom.db' });
     assert.ok(existsSync(join(dataDir, 'custom.db')));
-    assert.equal(readFileSync(join(dataDir, LOCK_FILE_NAME), 'utf8').trim(), String(process.pid));
+    assert.ok(existsSync(join(dataDir, LOCK_FILE_NAME)));
     assert.deepEqual(store.capabilities, { skipLocked: false, multiNode: false });
     await store.close();
-    assert.equal(existsSync(join(dataDir, LOCK_FILE_NAME)), false);
     await store.close();
+    const again = await openSqliteStore({ dataDir, fileName: 'custom.db' });
+    await again.close();
   });
 
-  it('refuses a data dir held by a live process, naming the pid', async () => {
+  it('refuses at once a data dir this process holds, naming the dir', async () => {
     const dataDir = tempDir();
     const store = await openSqliteStore({ dataDir });
     try {
+      const startedMs = performance.now();
       await assert.rejects(openSqliteStore({ dataDir }), (err: Error) => {
-        assert.match(err.message, new RegExp(`data dir .* is in use by pid ${process.pid}`));
+        assert.ok(err.message.includes(`data dir ${dataDir} is in use by another process`), err.message);
         return true;
       });
+      assert.ok(performance.now() - startedMs < LOCK_REFUSAL_MS_MAX, 'the refusal waited on the lock');
       await store.ping();
     } finally {
       await store.close();
@@ -69,11 +70,11 @@ describe('SqliteStore specifics', () => {
     await again.close();
   });
 
-  it('takes over a lock left by a dead process', async () => {
+  it('ignores and removes a pid file of the old lock naming a live pid (ours, as a reused pid would be)', async () => {
     const dataDir = tempDir();
-    writeFileSync(join(dataDir, LOCK_FILE_NAME), `${deadPid()}\n`);
+    writeFileSync(join(dataDir, LEGACY_PID_FILE_NAME), `${process.pid}\n`);
     const store = await openSqliteStore({ dataDir });
-    assert.equal(readFileSync(join(dataDir, LOCK_FILE_NAME), 'utf8').trim(), String(process.pid));
+    assert.equal(existsSync(join(dataDir, LEGACY_PID_FILE_NAME)), false);
     await store.close();
   });
 
@@ -92,9 +93,33 @@ describe('SqliteStore specifics', () => {
       await reopened.eventRecordAttempts({ outcomes: [{ tenantId: 'none', id: 'none', version: 1, owner: 'x', to: 'succeeded', durationMs: 1 }], now: 0 });
       assert.equal(db.pragma('synchronous', { simple: true }), 2);
       const versions = db.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all();
-      assert.deepEqual(versions, [1, 2, 3], 'reopening applies nothing twice');
+      assert.deepEqual(versions, loadMigrations().map((m) => m.version), 'reopening applies nothing twice');
+      assert.ok(versions.length >= 4, 'the numbered migrations were found');
     } finally {
       await reopened.close();
+    }
+  });
+
+  it('walks one index per list page, never the table', async () => {
+    const dataDir = tempDir();
+    const store = await openSqliteStore({ dataDir });
+    try {
+      const db = (store as unknown as { db: import('better-sqlite3').Database }).db;
+      const bind = { tenantId: 't', beforeSeq: 9, state: 's', destination: 'd', group: 'g', fromMs: 1, toMs: 2, examine: 10, limit: 5 };
+      const walks: [keyof typeof SQL, string][] = [
+        ['eventListByTenant', 'events_tenant_seq'],
+        ['eventListByState', 'events_tenant_state_seq'],
+        ['eventListByDestination', 'events_tenant_destination_seq'],
+        ['eventListByGroup', 'events_tenant_grp_seq'],
+        ['eventListWalkState', 'events_tenant_state_seq'],
+      ];
+      for (const [name, index] of walks) {
+        const plan = db.prepare<unknown[], { detail: string }>(`EXPLAIN QUERY PLAN ${SQL[name]}`).all(bind).map((r) => r.detail);
+        assert.ok(plan.some((d) => d.includes(`USING COVERING INDEX ${index} (tenant_id=?`)), `${name}: ${plan.join(' | ')}`);
+        assert.ok(!plan.some((d) => /^SCAN events\b/.test(d) || d.includes('TEMP B-TREE')), `${name} scans or sorts: ${plan.join(' | ')}`);
+      }
+    } finally {
+      await store.close();
     }
   });
 

@@ -9,42 +9,54 @@
  *
  * better-sqlite3 is synchronous: every method does its whole work, in one transaction, before
  * it returns; the methods are async only to satisfy the Store interface. Batches keep each call
- * short (a 1000-event insert holds the event loop for a few milliseconds).
+ * short (a 1000-event insert holds the event loop for a few milliseconds), and every read is
+ * bounded (lists walk at most a page's worth of an index, store/event-list-plan.ts). The counts,
+ * whose cost grows with the table, run on a reader thread with a connection of their own
+ * (reader-thread.ts).
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { BelfryError } from '../../core/errors.ts';
 import { EVENT_STATES, type EventRecord, type EventState, type TransitionRecord } from '../../core/event.ts';
-import type {
-  ApiKeyRecord,
-  DestinationRecord,
-  DueRef,
-  EventClaimParams,
-  EventGroupHeadParams,
-  EventInsertManyParams,
-  EventInsertResult,
-  EventListDueParams,
-  EventListPage,
-  EventListParams,
-  EventMutateParams,
-  EventMutateResult,
-  EventPatch,
-  EventRecordAttemptsParams,
-  EventRescueParams,
-  LeaderLease,
-  NodeRecord,
-  ShardAssignment,
-  Store,
-  StoreCapabilities,
-  TenantRecord,
-  TransitionListParams,
+import { isRetentionState } from '../../core/retention.ts';
+import {
+  secretsFromJson,
+  type ApiKeyRecord,
+  type DestinationRecord,
+  type DestinationSecret,
+  type DueRef,
+  type EventClaimParams,
+  type EventDeleteTerminalParams,
+  type EventDeleteTerminalResult,
+  type EventGroupHeadParams,
+  type EventInsertManyParams,
+  type EventInsertResult,
+  type EventListDueParams,
+  type EventListPage,
+  type EventListParams,
+  type EventMutateParams,
+  type EventMutateResult,
+  type EventPatch,
+  type EventRecordAttemptsParams,
+  type EventRescueDeadParams,
+  type EventRescueParams,
+  type LeaderLease,
+  type NodeRecord,
+  type ShardAssignment,
+  type Store,
+  type StoreCapabilities,
+  type NewTenantRecord,
+  type TenantRecord,
+  type TenantStateCount,
+  type TransitionListParams,
 } from '../store.ts';
+import { listNextCursor, listPlan } from '../event-list-plan.ts';
 import { checkLeaseMs, checkShardAssignments } from '../shard-map.ts';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
 import * as writes from './event-writes.ts';
 import { migrate } from './migrate.ts';
-import { PRAGMAS, prepareQueries, type Queries } from './queries.ts';
+import { PRAGMAS, prepareQueries, READER_SQL, type Queries } from './queries.ts';
+import { ReaderThread } from './reader-thread.ts';
 import {
   apiKeyFromRow,
   destinationFromRow,
@@ -94,21 +106,13 @@ function checkLimit(limit: number, what: string): void {
   }
 }
 
-/** eventList cursors: base64url of the last row's seq. */
-function encodeCursor(seq: number): string {
-  return Buffer.from(String(seq)).toString('base64url');
-}
-function decodeCursor(cursor: string): number {
-  const seq = Number(Buffer.from(cursor, 'base64url').toString());
-  if (!Number.isSafeInteger(seq) || seq < 1) throw new BelfryError('invalid_request', 'cursor: not a cursor of this list', [{ field: 'cursor', message: 'not a cursor of this list' }]);
-  return seq;
-}
-
 export class SqliteStore implements Store {
   readonly capabilities: StoreCapabilities = { skipLocked: false, multiNode: false };
   private readonly q: Queries;
   /** Runs a function in one IMMEDIATE transaction (the write lock is taken up front, never upgraded). */
   private readonly tx: Database.Transaction<(fn: () => unknown) => unknown>;
+  /** Counts over every event run here, off the event loop. */
+  private readonly reader: ReaderThread;
   private closed = false;
 
   constructor(
@@ -119,6 +123,7 @@ export class SqliteStore implements Store {
   ) {
     this.q = prepareQueries(db);
     this.tx = db.transaction((fn: () => unknown) => fn());
+    this.reader = new ReaderThread(filePath, READER_SQL);
   }
 
   private write<T>(fn: () => T): T {
@@ -135,11 +140,11 @@ export class SqliteStore implements Store {
    * the largest stall of the event loop when events are due at many distinct milliseconds.
    */
   private writeRelaxed<T>(fn: () => T): T {
-    this.db.pragma('synchronous = NORMAL');
+    this.q.synchronousNormal.run();
     try {
       return this.tx.immediate(fn) as T;
     } finally {
-      this.db.pragma('synchronous = FULL');
+      this.q.synchronousFull.run();
     }
   }
 
@@ -155,6 +160,7 @@ export class SqliteStore implements Store {
     if (this.closed) return;
     this.closed = true;
     try {
+      await this.reader.close();
       this.db.close();
     } finally {
       this.lock.release();
@@ -218,14 +224,39 @@ export class SqliteStore implements Store {
     return this.writeRelaxed(() => writes.claim(this.q, params));
   }
 
+  /** On the reader thread. */
   async eventCountByState(): Promise<Record<EventState, number>> {
     const counts = Object.fromEntries(EVENT_STATES.map((s) => [s, 0])) as Record<EventState, number>;
-    for (const row of this.q.eventCountByState.all()) counts[row.state as EventState] = row.n;
+    for (const row of await this.reader.all<{ state: EventState; n: number }>('eventCountByState')) counts[row.state] = row.n;
     return counts;
   }
 
+  /** On the reader thread. */
+  async eventCountByTenantState(): Promise<TenantStateCount[]> {
+    const rows = await this.reader.all<{ tenant_id: string; state: EventState; n: number }>('eventCountByTenantState');
+    return rows.map((r) => ({ tenantId: r.tenant_id, state: r.state, n: r.n }));
+  }
+
+  /** On the reader thread. */
   async eventCountPending(params: { tenantId: string }): Promise<number> {
-    return this.q.eventCountPending.get({ tenantId: params.tenantId })!.n;
+    return (await this.reader.all<{ n: number }>('eventCountPending', { tenantId: params.tenantId }))[0].n;
+  }
+
+  /**
+   * One relaxed transaction (no fsync of its own: a power loss may undo the newest deletions,
+   * which the next pass repeats). It holds the event loop while it runs, so callers keep
+   * `limit` small (the cleaner: a few hundred).
+   */
+  async eventDeleteTerminal(params: EventDeleteTerminalParams): Promise<EventDeleteTerminalResult> {
+    checkLimit(params.limit, 'eventDeleteTerminal');
+    if (!isRetentionState(params.state)) throw new RangeError(`eventDeleteTerminal: ${String(params.state)} is not a terminal state`);
+    const { tenantId, state, finishedBefore, limit } = params;
+    return this.writeRelaxed(() => {
+      const gone = this.q.eventDeleteTerminal.all({ tenantId, state, finishedBefore, limit });
+      let transitions = 0;
+      for (const row of gone) transitions += this.q.transitionDeleteEvent.run(tenantId, row.id).changes;
+      return { events: gone.length, transitions };
+    });
   }
 
   async eventGet(params: { tenantId: string; id: string }): Promise<EventRecord | null> {
@@ -244,29 +275,45 @@ export class SqliteStore implements Store {
     return this.write(() => writes.insertMany(this.q, params));
   }
 
+  /** One bounded walk of an index (event-list-plan.ts); a second, index-only walk finds where a cut walk ended. */
   async eventList(params: EventListParams): Promise<EventListPage> {
     checkLimit(params.limit, 'eventList');
-    const rows = this.q.eventList.all({
+    const plan = listPlan(params);
+    const filters = {
       tenantId: params.tenantId,
-      beforeSeq: params.cursor === undefined ? Number.MAX_SAFE_INTEGER : decodeCursor(params.cursor),
+      beforeSeq: plan.beforeSeq,
       state: params.state ?? null,
       destination: params.destination ?? null,
       group: params.group ?? null,
-      fromMs: params.fromMs ?? null,
-      toMs: params.toMs ?? null,
-      limit: params.limit + 1,
-    });
-    const more = rows.length > params.limit;
-    if (more) rows.length = params.limit;
-    return {
-      events: rows.map(eventFromRow),
-      nextCursor: more ? encodeCursor(rows[rows.length - 1].seq) : null,
+      examine: plan.examine,
     };
+    const rows = this.q.eventListBy[plan.key].all({ ...filters, fromMs: params.fromMs ?? null, toMs: params.toMs ?? null, limit: params.limit + 1 });
+    let walkEndSeq: number | null = null;
+    if (plan.residual && rows.length <= params.limit) {
+      const walk = this.q.eventListWalk[plan.key].get(filters)!;
+      if (walk.examined >= plan.examine) walkEndSeq = walk.last_seq;
+    }
+    const nextCursor = listNextCursor(rows.map((r) => r.seq), params.limit, walkEndSeq);
+    if (rows.length > params.limit) rows.length = params.limit;
+    return { events: rows.map(eventFromRow), nextCursor };
   }
 
   async eventListDue(params: EventListDueParams): Promise<DueRef[]> {
     checkLimit(params.limit, 'eventListDue');
     if (params.shards !== null && params.shards.length === 0) return [];
+    if (params.queue) {
+      const { tenantId, queue, from } = params.queue;
+      const rows = this.q.eventListDueQueue.all({
+        tenantId,
+        queue,
+        untilMs: params.untilMs,
+        fromDueAt: from?.dueAt ?? Number.MIN_SAFE_INTEGER,
+        fromId: from?.id ?? '',
+        shards: params.shards === null ? null : JSON.stringify(params.shards),
+        limit: params.limit,
+      });
+      return rows.map(dueRefFromRow);
+    }
     const bind = {
       untilMs: params.untilMs,
       afterDueAt: params.after?.dueAt ?? Number.MIN_SAFE_INTEGER,
@@ -300,6 +347,15 @@ export class SqliteStore implements Store {
   async eventRescue(params: EventRescueParams): Promise<DueRef[]> {
     checkLimit(params.limit, 'eventRescue');
     return this.writeRelaxed(() => writes.rescue(this.q, params));
+  }
+
+  async eventRescueDead(params: EventRescueDeadParams): Promise<DueRef[] | null> {
+    checkLimit(params.limit, 'eventRescueDead');
+    return this.writeRelaxed(() => {
+      const now = Date.now();
+      if (!this.q.leaderCheck.get({ leaderId: params.leaderId, epoch: params.epoch, now })) return null;
+      return writes.rescueDead(this.q, params, now);
+    });
   }
 
   async eventUpdate(params: EventMutateParams & { patch: EventPatch }): Promise<EventMutateResult> {
@@ -351,8 +407,9 @@ export class SqliteStore implements Store {
     return this.q.shardList.all().map(shardAssignmentFromRow);
   }
 
-  async tenantCreate(tenant: TenantRecord): Promise<void> {
-    this.q.tenantInsert.run({ id: tenant.id, name: tenant.name, settings: JSON.stringify(tenant.settings), createdAt: tenant.createdAt });
+  async tenantCreate(tenant: NewTenantRecord): Promise<void> {
+    const { id, name, createdAt } = tenant;
+    this.q.tenantInsert.run({ id, name, settings: JSON.stringify(tenant.settings), createdAt, signingSecrets: JSON.stringify(tenant.signingSecrets ?? []) });
   }
 
   async tenantUpdate(params: { id: string; settings: Record<string, unknown> }): Promise<TenantRecord | null> {
@@ -367,6 +424,16 @@ export class SqliteStore implements Store {
 
   async tenantList(): Promise<TenantRecord[]> {
     return this.q.tenantList.all().map(tenantFromRow);
+  }
+
+  async tenantSecretsGet(params: { id: string }): Promise<DestinationSecret[] | null> {
+    const row = this.q.tenantSecretsGet.get(params);
+    return row ? secretsFromJson(JSON.parse(row.signing_secrets)) : null;
+  }
+
+  async tenantSecretsSwap(params: { id: string; expected: DestinationSecret[]; secrets: DestinationSecret[] }): Promise<boolean> {
+    const { id, expected, secrets } = params;
+    return this.q.tenantSecretsSwap.run({ id, expected: JSON.stringify(expected), secrets: JSON.stringify(secrets) }).changes === 1;
   }
 
   async shardLag(params: { now: number; limit: number }): Promise<{ shard: number; dueEvents: number; oldestDueAt: number }[]> {

@@ -1,0 +1,39 @@
+/**
+ * What a failed store call means for whoever retries it, whatever the backend:
+ * - `unavailable`: the store cannot be reached (StoreUnavailableError, or a connection-class
+ *   error that did not pass through a backend's mapping); the same call works once it is back.
+ * - `retryable`: the call lost a race with another transaction or the server's own housekeeping
+ *   (PostgreSQL serialization failure, deadlock, lock timeout, shutdown; SQLite busy or locked);
+ *   the same call, made again, normally succeeds.
+ * - `permanent`: anything else (a constraint, a bad value, a bug): the same call fails again.
+ *
+ * The codes are checked as strings on the error (pg's SQLSTATE `code`, better-sqlite3's
+ * `SQLITE_*` `code`, with extended codes such as SQLITE_BUSY_SNAPSHOT), so no driver is imported.
+ */
+import { StoreUnavailableError } from './store.ts';
+
+export type StoreFailureKind = 'unavailable' | 'retryable' | 'permanent';
+
+/** PostgreSQL SQLSTATEs of a lost race or a server going away. */
+const PG_RETRYABLE_CODES: ReadonlySet<string> = new Set([
+  '40001', // serialization_failure
+  '40P01', // deadlock_detected
+  '55P03', // lock_not_available (lock_timeout)
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now (starting up, in recovery)
+  '53300', // too_many_connections
+]);
+
+/** SQLite primary result codes (better-sqlite3 reports extended ones as `<primary>_<detail>`). */
+const SQLITE_RETRYABLE_CODES: readonly string[] = ['SQLITE_BUSY', 'SQLITE_LOCKED'];
+
+export function storeFailureKind(err: unknown): StoreFailureKind {
+  if (err instanceof StoreUnavailableError) return 'unavailable';
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return 'permanent';
+  if (code.startsWith('08')) return 'unavailable'; // connection_exception class
+  if (PG_RETRYABLE_CODES.has(code)) return 'retryable';
+  if (SQLITE_RETRYABLE_CODES.some((c) => code === c || code.startsWith(`${c}_`))) return 'retryable';
+  return 'permanent';
+}
