@@ -120,6 +120,24 @@ describe('Scheduler bounds per virtual queue', () => {
     assert.equal(claimedIds.filter((id) => id.startsWith('a-')).length, 70);
   });
 
+  it("gives every queue with due events its share of each claim: a flood with room does not claim ahead of another queue's events", async () => {
+    queueBound = 5_000;
+    await insertAll(store, [...events('a', 2_000, T + 500), ...events('b', 10, T + 500)], T);
+    const claims: string[][] = [];
+    const claim = store.eventClaim.bind(store);
+    store.eventClaim = async (input) => {
+      claims.push(input.refs.map((r) => r.id));
+      return claim(input);
+    };
+    start({ claimBatchMax: 250 });
+    await tick(510);
+    assert.equal(held.get(keyOf('b'))?.length, 10);
+    assert.equal(held.get(keyOf('a'))?.length, 2_000, 'A has room for all of its events: all are claimed');
+    assert.ok(claims.every((ids) => ids.length <= 250), `claim sizes: ${claims.map((ids) => ids.length)}`);
+    // A's 2,000 come first in due order (same ms, ids sort before B's), yet B's 10 are in the first claim.
+    assert.equal(claims[0].filter((id) => id.startsWith('b-')).length, 10, 'all of B in the first claim');
+  });
+
   it("holds at most queueRefsMax of a queue's events in memory and refills the queue from its own index", async () => {
     queueBound = 100;
     await insertAll(store, [...events('a', 1_000, T + 500), ...events('b', 5, T + 600)], T);

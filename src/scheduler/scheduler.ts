@@ -16,11 +16,13 @@
  * commits after the read bumps the version, so the claim skips the stale entry: the later write wins.
  *
  * Isolation (DESIGN.md "Isolation"): every virtual queue's share is bounded twice.
- *   - Claims: a due entry is claimed only while its queue has room (`queueRoom`: fewer claimed-
- *     but-unrecorded events than its bound) and the node has room (`dispatchBacklogMax`);
- *     otherwise it is parked, unclaimed, and handed back when the dispatcher records outcomes of
- *     that queue (`roomFreed`). When the node's own bound is what binds, queues get it back in
- *     turn (round robin), so one tenant's flood cannot take all of it.
+ *   - Claims: a due entry leaves the timer for its queue's line, and claims take from the lines
+ *     in turn (deficit round robin), each queue only while it has room (`queueRoom`: fewer
+ *     claimed-but-unrecorded events than its bound) and the node has room (`dispatchBacklogMax`).
+ *     What has no room stays in its line (parked), unclaimed, until the dispatcher records
+ *     outcomes (`roomFreed`). A claim is small (claimBatchMax) and each queue with due events
+ *     gets its share of it, so one tenant's flood neither takes the node's bound nor makes another
+ *     queue's due event wait for more than the claim in progress.
  *   - Memory: a queue holds at most `queueRefsMax` entries (timer plus parked); further rows of
  *     it stay in the store, and the first of them is remembered. When the queue has drained to
  *     half, it is refilled from that row on by a read of its own index (`eventListDue` with
@@ -68,7 +70,7 @@ export const DEFAULT_SCHEDULER_OPTIONS: SchedulerOptions = {
   sweepIntervalMs: 2_000,
   sweepGraceMs: 1_000,
   listBatchMax: 2_000,
-  claimBatchMax: 1_000,
+  claimBatchMax: 250,
   wheelSizeMax: 500_000,
   queueRefsMax: 10_000,
   sweepPagesMax: 4,
@@ -112,6 +114,10 @@ type Cursor = { dueAt: number; tenantId: string; id: string };
 
 /** A backlogged queue is topped up in chunks of at most this many claims. */
 const UNPARK_CHUNK_MAX = 200;
+/** Least share of a claim each queue with due events gets before others fill it. */
+const CLAIM_SHARE_MIN = 16;
+/** Entries moved from the timer to the lines per turn of the claim loop (the move is cheap; the bound keeps it incremental). */
+const LINE_UP_MAX = 5_000;
 /**
  * Least time between the starts of two claims while events keep falling due (monotonic ms): a
  * claim is mostly per-statement cost, so events due at distinct milliseconds share one. An event
@@ -367,29 +373,21 @@ export class Scheduler {
   }
 
   /**
-   * The dispatcher recorded outcomes, so queues (and the node) have room again: parked refs go
-   * back to the wheel, due now, each queue up to its room; while the node's own bound binds,
-   * queues take turns, each at most an even share of what is free. Queues that drained below
-   * half of their memory bound are refilled from the store.
+   * The dispatcher recorded outcomes, so queues (and the node) have room again: the claim loop
+   * runs to take waiting due refs. Queues that drained below half of their memory bound are
+   * refilled from the store.
    */
   roomFreed(): void {
     if (!this.running) return;
-    if (this.parked.size > 0) {
-      let budget = this.globalRoom() - this.claiming.total;
-      const queues = this.parked.queuesInTurn();
-      const share = Math.max(16, Math.ceil(budget / Math.max(1, queues.length)));
-      for (const queueKey of queues) {
-        if (budget <= 0) break;
-        const own = this.queueRoom(queueKey) - this.claiming.countOf(queueKey);
-        // A backlogged queue is topped up once its own room is a quarter of its bound, not one
-        // event per recorded outcome: a claim's cost is mostly per statement (batches of 50 cost
-        // about twice per event what batches of 500 do). The node's share is not held to that.
-        if (own <= 0 || own < Math.min(this.unparkChunk(queueKey), this.parked.countOf(queueKey))) continue;
-        const refs = this.parked.take(queueKey, Math.min(own, share, budget));
-        for (const ref of refs) this.wheel.put(ref);
-        budget -= refs.length;
-      }
-      this.armTimer();
+    // While the claim loop runs it looks at the lines again after each of its waits.
+    if (this.parked.size > 0 && !this.firing) {
+      this.cancelTimer?.();
+      this.timerAt = this.deps.clock.now();
+      this.cancelTimer = this.deps.clock.setTimer(0, () => {
+        this.cancelTimer = null;
+        this.timerAt = Infinity;
+        void this.fireDue();
+      });
     }
     if (this.overflow.size > 0) for (const queueKey of this.overflow.keys()) this.maybeRefill(queueKey);
   }
@@ -479,33 +477,52 @@ export class Scheduler {
   }
 
   /**
-   * Splits due refs into those their queue and the node have room for, in due order, and parks
-   * the rest (unclaimed: they stay scheduled in the store and spend no attempt). Refs in claims
-   * still in flight count against the room, as claimed ones do.
+   * Moves entries due by `now` from the timer to their queues' lines (due order within a queue),
+   * at most LINE_UP_MAX per call, so a burst of hundreds of thousands moves between claims.
    */
-  private withRoom(due: DueRef[]): DueRef[] {
-    let budget = this.globalRoom() - this.claiming.total;
-    const rooms = new Map<string, number>();
+  private lineUpDue(now: number): void {
+    for (const ref of this.wheel.popDue(now, LINE_UP_MAX)) this.parked.park(queueKeyOf(ref.tenantId, ref.queue), ref);
+  }
+
+  /**
+   * Takes up to `max` due refs for one claim from the queues' lines, in turn (deficit round
+   * robin): each queue first gets an even share of the claim, then what others left, never more
+   * than its room (its bound minus what it has claimed or is claiming) nor, over all queues, the
+   * node's. A queue at its bound with a backlog waits until its room is a chunk (a quarter of its
+   * bound, at most UNPARK_CHUNK_MAX): a claim's cost is mostly per statement. So a flooded queue
+   * fills a claim only with what no other queue has due, and an event due in another queue waits
+   * for at most the one claim in progress, whatever the flood.
+   */
+  private takeInTurn(max: number): DueRef[] {
+    let budget = Math.min(max, this.globalRoom() - this.claiming.total);
     const out: DueRef[] = [];
-    for (const ref of due) {
-      const queueKey = queueKeyOf(ref.tenantId, ref.queue);
-      const room = rooms.get(queueKey) ?? this.queueRoom(queueKey) - this.claiming.countOf(queueKey);
-      if (budget > 0 && room > 0) {
-        out.push(ref);
-        rooms.set(queueKey, room - 1);
-        budget--;
-      } else {
-        rooms.set(queueKey, room);
-        this.parked.park(queueKey, ref);
+    if (budget <= 0 || this.parked.size === 0) return out;
+    const queues: { key: string; room: number }[] = [];
+    for (const key of this.parked.queuesInTurn()) {
+      const room = this.queueRoom(key) - this.claiming.countOf(key);
+      if (room <= 0 || room < Math.min(this.unparkChunk(key), this.parked.countOf(key))) continue;
+      queues.push({ key, room });
+    }
+    const share = Math.max(CLAIM_SHARE_MIN, Math.ceil(budget / Math.max(1, queues.length)));
+    for (const pass of [share, Infinity]) {
+      for (const q of queues) {
+        if (budget <= 0) return out;
+        const refs = this.parked.take(q.key, Math.min(q.room, pass, budget));
+        q.room -= refs.length;
+        budget -= refs.length;
+        for (const ref of refs) out.push(ref);
       }
     }
     return out;
   }
 
   /**
-   * Claims every due entry its queue has room for, in batches, and hands them to the dispatcher.
-   * Up to CLAIMS_IN_FLIGHT_MAX claims run at once, so an event due now is not held behind the
-   * claim of a large batch of another queue's backlog (on PostgreSQL a claim is a round trip).
+   * Moves due entries to their queues' lines and claims from the lines in turn, in claims of at
+   * most claimBatchMax refs, and hands what was claimed to the dispatcher. Refs beyond their
+   * queue's room stay in the line, unclaimed (they stay scheduled in the store and spend no
+   * attempt). Up to CLAIMS_IN_FLIGHT_MAX claims run at once, so an event due now is not held
+   * behind one claim's round trip (on PostgreSQL); on SQLite a claim runs on the event loop, which
+   * is why a claim is small.
    */
   private async fireDue(): Promise<void> {
     if (this.firing || !this.running) return;
@@ -515,26 +532,40 @@ export class Scheduler {
         while (this.claimsInFlight.size >= CLAIMS_IN_FLIGHT_MAX) await Promise.race(this.claimsInFlight);
         if (!this.running) break;
         let now = this.deps.clock.now();
-        const due = this.wheel.popDue(now, this.opts.claimBatchMax);
-        if (due.length === 0) break;
-        const refs = this.withRoom(due);
+        this.lineUpDue(now);
+        const refs = this.takeInTurn(this.opts.claimBatchMax);
+        if (refs.length === 0) {
+          // Nothing has room; due entries left in the timer (beyond LINE_UP_MAX) wait in lines too.
+          const next = this.wheel.peekDueAt();
+          if (next === null || next > now) break;
+          await yieldToIo();
+          continue;
+        }
         // Events due at many distinct milliseconds would each make a claim of their own (a
         // transaction: most of a claim's cost). While claims follow each other closely, wait for
         // the spacing and take what fell due meanwhile into the same claim.
         const sinceMs = this.deps.clock.monotonicMs() - this.lastClaimAtMs;
-        if (refs.length > 0 && refs.length < this.opts.claimBatchMax / 4 && sinceMs < CLAIM_SPACING_MS) {
+        if (refs.length < this.opts.claimBatchMax / 4 && sinceMs < CLAIM_SPACING_MS) {
           await this.deps.clock.sleep(CLAIM_SPACING_MS - sinceMs, this.abort.signal).catch(() => {});
-          if (!this.running) break;
+          if (!this.running) {
+            for (const ref of refs) this.wheel.put(ref);
+            break;
+          }
           now = this.deps.clock.now();
-          // The wall clock may have gone back meanwhile: what is not due by it waits again.
-          for (let i = refs.length - 1; i >= 0; i--) if (refs[i].dueAt > now) this.wheel.put(refs.splice(i, 1)[0]);
-          refs.push(...this.withRoom(this.wheel.popDue(now, this.opts.claimBatchMax - refs.length)));
+          this.lineUpDue(now);
+          for (const ref of this.takeInTurn(this.opts.claimBatchMax - refs.length)) refs.push(ref);
         }
-        if (refs.length > 0) {
+        // The wall clock may have gone back meanwhile: what is not due by it waits again.
+        const claimable: DueRef[] = [];
+        for (const ref of refs) {
+          if (ref.dueAt <= now) claimable.push(ref);
+          else this.wheel.put(ref);
+        }
+        if (claimable.length > 0) {
           this.lastClaimAtMs = this.deps.clock.monotonicMs();
-          this.startClaim(refs, now);
+          this.startClaim(claimable, now);
         }
-        // Let I/O (deliveries, API requests) run between batches of a large burst.
+        // Let I/O (deliveries, API requests) and timers run between claims.
         await yieldToIo();
         if (!this.running) break;
       }

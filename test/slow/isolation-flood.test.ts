@@ -6,8 +6,10 @@
  *   (a) 100,000 events due now to a destination throttled to 5 per second;
  *   (b) 100,000 events due now to an endpoint that answers 200 after 5 s;
  *   (c) 200,000 healthy events due within one second, with B's 100 in that same second.
- * The node is a process of its own (`belfry start`), as deployed: the receivers and the client
- * run in the test process. Also checked: the node's claimed-but-unrecorded events stay within
+ * The node is a process of its own (`belfry start`), as deployed. A's receiver and the client run
+ * in the test process; B's receiver is a process of its own (the benchmark's), as B's endpoint
+ * would be in a deployment: its timestamps must not wait behind the test process's handling of
+ * A's thousands of requests per second, which is the test's load, not Belfry's. Also checked: the node's claimed-but-unrecorded events stay within
  * A's queue bound plus B's (the rest stay scheduled, unclaimed), and the node's memory stays
  * bounded: its peak RSS (VmHWM) is printed and asserted.
  *
@@ -21,6 +23,7 @@ import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import pg from 'pg';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { startReceiverProcess, type ReceiverProcess } from '../../bench/lib/receiver-process.ts';
 import { callApi } from '../support/http.ts';
 import { percentile } from '../support/node.ts';
 import { startNodeProcess, stopNodeProcess, type NodeProcess } from '../support/process.ts';
@@ -153,7 +156,7 @@ async function warmUp(t: Node, bKey: string, warm: Receiver): Promise<void> {
 for (const storeKind of ['sqlite', 'postgres'] as const) for (const flood of FLOODS) {
   describe(`isolation on ${storeKind}: ${flood.name}`, () => {
     let t: Node | undefined;
-    const receivers: Receiver[] = [];
+    const receivers: (Receiver | ReceiverProcess)[] = [];
     const schema = `belfry_flood_${randomBytes(4).toString('hex')}`;
     const dataDir = mkdtempSync(join(tmpdir(), 'belfry-flood-'));
     after(async () => {
@@ -164,6 +167,9 @@ for (const storeKind of ['sqlite', 'postgres'] as const) for (const flood of FLO
         const db = new pg.Client({ connectionString: PG_URL });
         await db.connect();
         await db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+        // Write the flood's dirty pages out now, not during the next test's timing measurement
+        // (a spread checkpoint would otherwise write them over the next few minutes).
+        await db.query('CHECKPOINT');
         await db.end();
       }
     });
@@ -177,7 +183,7 @@ for (const storeKind of ['sqlite', 'postgres'] as const) for (const flood of FLO
       const node: Node = { process: child, api: (method, path, body, key) => callApi(child.url, key, method, path, body) };
       t = node;
       const a = await startReceiver({ behavior: flood.aBehavior, countOnly: true });
-      const b = await startReceiver({ behavior: () => ({ status: 200 }) });
+      const b = await startReceiverProcess();
       const warm = await startReceiver({ behavior: () => ({ status: 200 }) });
       receivers.push(a, b, warm);
       const aKey = await newTenantKey(node, 'a');
@@ -206,18 +212,20 @@ for (const storeKind of ['sqlite', 'postgres'] as const) for (const flood of FLO
         assert.ok(Date.now() < Math.min(aAt + flood.aSpreadMs, bAt) || flood.aLeadMs === 0, 'scheduling took longer than the lead time; the test would measure nothing');
         assert.ok(Date.now() < bAt, `B's events were scheduled after their due time`);
 
-        await b.waitFor((reqs) => reqs.length >= flood.bEvents, flood.bOffsetMs + flood.bSpreadMs + 30_000);
-        const lateness = b.requests.map((r) => r.receivedAt - (r.json as { fireAt: number }).fireAt);
+        const arrived = await b.waitForDistinct(flood.bEvents, Date.now() + flood.bOffsetMs + flood.bSpreadMs + 30_000);
+        assert.equal(arrived.distinct, flood.bEvents, `B's events delivered in time: ${arrived.distinct} of ${flood.bEvents}`);
+        const bStats = await b.stats();
+        const lateness = bStats.latenessMs;
         const p99 = percentile(lateness, 99);
         const claimed = await gauge(node, 'belfry_events_claimed');
         const parked = await gauge(node, 'belfry_events_parked');
         const rssPeak = peakRssBytes(child.child.pid!);
         console.log(
-          `isolation flood on ${storeKind} (${flood.name}): B delivered ${b.count}, lateness p50 ${percentile(lateness, 50)} ms, p99 ${p99} ms, max ${Math.max(...lateness)} ms; ` +
+          `isolation flood on ${storeKind} (${flood.name}): B delivered ${bStats.distinct} (${bStats.duplicates} repeats), lateness p50 ${percentile(lateness, 50)} ms, p99 ${p99} ms, max ${Math.max(...lateness)} ms; ` +
             `A received ${a.count}; node: claimed ${claimed}, parked ${parked}, peak RSS ${Math.round(rssPeak / 2 ** 20)} MiB`,
         );
-        assert.equal(new Set(b.requests.map((r) => r.headers['webhook-id'])).size, flood.bEvents, 'each of B’s events once');
-        assert.equal(lateness.filter((l) => l < 0).length, 0, 'no event delivered before its due time');
+        assert.equal(bStats.unparsed, 0, 'every delivery to B carried its fireAt');
+        assert.equal(bStats.early, 0, 'no event delivered before its due time');
         assert.ok(p99 <= LATENESS_P99_MS_MAX, `B's p99 lateness was ${p99} ms`);
         assert.ok(a.count > 0, 'A was delivered to');
         // A's queue holds at most its claim bound (2,000 at the most), B's its own: never the flood.
