@@ -27,7 +27,7 @@ import { Scheduler, type SchedulerOptions } from '../scheduler/scheduler.ts';
 import { CountSampler, type CountSamplerOptions } from '../store/count-sampler.ts';
 import { GroupCommitter } from '../store/group-commit.ts';
 import { openPostgresStore } from '../store/postgres/postgres-store.ts';
-import { openSqliteStore } from '../store/sqlite/sqlite-store.ts';
+import { openSqliteThreadStore } from '../store/sqlite/thread-store.ts';
 import type { Store } from '../store/store.ts';
 import { Cluster, type ClusterOptions } from './cluster.ts';
 import type { NodeConfig } from './config.ts';
@@ -73,7 +73,7 @@ export interface BelfryNode {
  * (default `belfry`), so several clusters or test runs can share one database.
  */
 async function openStore(config: NodeConfig, logger: Logger): Promise<Store> {
-  if (config.store === 'sqlite') return openSqliteStore({ dataDir: config.dataDir });
+  if (config.store === 'sqlite') return openSqliteThreadStore({ dataDir: config.dataDir });
   const url = new URL(config.store);
   const schema = url.searchParams.get('schema') ?? undefined;
   url.searchParams.delete('schema');
