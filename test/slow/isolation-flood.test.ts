@@ -86,10 +86,12 @@ const FLOODS: Flood[] = [
     aDestination: (url) => ({ url, maxConcurrency: 50 }),
     aBehavior: () => ({ status: 200 }),
     aLeadMs: 20_000,
-    // Claims are fair (B's are taken as they fall due, A's bounded), but the node's one event loop
-    // (and on PostgreSQL the server, on the same two cores) is saturated by A's deliveries, and B's
-    // work queues behind A's: measured B p99 200–390 ms on SQLite, 0.7–1.5 s on PostgreSQL on this
-    // machine. Fair service of the node's CPU (not only of claims) is what is left of issue 10.
+    // Claims are shared in turn (B's events go in the next claim, whatever A has due), but A's
+    // deliveries saturate the node and, on PostgreSQL, the server on the same two cores; B's work
+    // waits behind A's on the event loop. B's p99 on this machine: 51–91 ms on SQLite and 68–129 ms
+    // on PostgreSQL (before the claims took turns: 90–134 ms, and 200–390 ms / 0.7–2.2 s on a
+    // slower day). A todo until it holds with margin on a machine slower than this one: the bound is
+    // 250 ms and the CI machine has measured up to 3× slower than this one.
     todo: 'B p99 over 250 ms while A saturates the node (CPU-fair service not built yet)',
     aSpreadMs: 1_000,
     bEvents: 100,

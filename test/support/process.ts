@@ -18,9 +18,16 @@ export interface NodeProcess {
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+/**
+ * Node's own flags for every node process started here, from BELFRY_NODE_FLAGS (space-separated),
+ * e.g. `BELFRY_NODE_FLAGS='--cpu-prof --cpu-prof-dir=/tmp/prof' npm run bench -- fire` to profile
+ * the node (Node refuses --cpu-prof in NODE_OPTIONS).
+ */
+const NODE_FLAGS = (process.env.BELFRY_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '');
+
 /** Starts `belfry start <args>` and resolves once it logs the port it listens on, or rejects at the deadline. */
 export async function startNodeProcess(args: string[], env: Record<string, string> = {}): Promise<NodeProcess> {
-  const child = spawn(process.execPath, [BIN, 'start', '--port', '0', ...args], {
+  const child = spawn(process.execPath, [...NODE_FLAGS, BIN, 'start', '--port', '0', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
   });
