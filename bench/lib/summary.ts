@@ -167,7 +167,7 @@ export function summaryFigures(results: ScenarioResult[]): SummaryFigure[] {
       figure: row.label(first),
       scenario: row.scenario,
       metric: row.metric,
-      unit: row.unit ?? null,
+      unit: row.unit ?? (first?.metrics.find((m) => m.name === row.metric)?.unit || null),
       better: row.better ?? null,
       values,
       bestPeer: best ? { system: best.system, value: best.value } : null,
@@ -214,7 +214,7 @@ export function summaryLines(results: ScenarioResult[], failures: { step: string
         notes.push(`${formatRatio(ratio)} best peer`);
         ratios = true;
       }
-      if (figure.bestPeer?.system === c.key && Object.keys(figure.ratioToBestPeer).length > 0) notes.push('best peer');
+      if (figure.bestPeer?.system === c.key && Object.keys(figure.values).some(BELFRY)) notes.push('best peer');
       return notes.length > 0 ? `${text} (${notes.join('; ')})` : text;
     });
     lines.push(`| ${figure.figure} | ${cells.join(' | ')} |`);

@@ -69,3 +69,13 @@ test('summaryFigures: ratios per Belfry column against the best complete peer, n
   assert.match(lines, /20,000 ‡/);
   assert.match(lines, /‡ fire · bullmq: 7 undelivered; not counted as best peer\./);
 });
+
+test('summaryLines: a limit share and the ratio share one parenthesis', () => {
+  const lines = summaryLines([
+    result('limits', 'machine', { 'loopback HTTP POSTs/s': 24_000 }),
+    result('fire', 'belfry-sqlite', { 'deliveries/s': 12_000, undelivered: 0 }),
+    result('fire', 'graphile-worker', { 'deliveries/s': 6_000, undelivered: 0 }),
+  ]).join('\n');
+  assert.match(lines, /\| 12,000 \(50%; 2\.00× best peer\) \|/);
+  assert.match(lines, /\| 6,000 \(25%; best peer\) \|/);
+});
