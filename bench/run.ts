@@ -17,7 +17,7 @@ import { cpuMark, otherCpuMetric } from './lib/machine.ts';
 import { startReceiverProcess } from './lib/receiver-process.ts';
 import { printTable, resultsStem, writeResults, type ScenarioOptions, type ScenarioResult } from './lib/report.ts';
 import { pgStartedAt } from './lib/pg.ts';
-import { printSummary } from './lib/summary.ts';
+import { printSummary, summaryFigures } from './lib/summary.ts';
 import { planSteps, type Step } from './plan.ts';
 import { startSystem } from './systems/index.ts';
 import type { System } from './systems/system.ts';
@@ -101,8 +101,8 @@ async function runStep(step: Step): Promise<ScenarioResult[]> {
 
 /** `report <results.json>`: prints the summary of a finished run again and redraws its charts. */
 function report(file: string): void {
-  const run = JSON.parse(readFileSync(file, 'utf8')) as { results: ScenarioResult[]; durationS?: number };
-  printSummary(run.results);
+  const run = JSON.parse(readFileSync(file, 'utf8')) as { results: ScenarioResult[]; durationS?: number; failures?: { step: string; error: string }[] };
+  printSummary(run.results, run.failures);
   for (const chart of renderCharts(file.replace(/\.json$/, ''), run.results)) console.log(`chart: ${chart}`);
 }
 
@@ -127,9 +127,9 @@ async function main(): Promise<void> {
   console.log();
   printTable(results);
   console.log();
-  printSummary(results);
+  printSummary(results, failures);
   const charts = renderCharts(resultsStem(name, startedAt), results);
-  const file = writeResults(name, startedAt, results, { durationS, failures });
+  const file = writeResults(name, startedAt, results, { durationS, failures, summary: summaryFigures(results) });
   console.log(`\nduration: ${(durationS / 60).toFixed(1)} min`);
   console.log(`results: ${file}`);
   for (const chart of charts) console.log(`chart: ${chart}`);

@@ -13,7 +13,7 @@
  * the receiver have exited and been reaped), so its own utime + stime + cutime + cstime covers
  * everything it started.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import type { Metric } from './report.ts';
 
 /** Clock ticks per second of /proc times (USER_HZ, 100 on Linux). */
@@ -54,8 +54,8 @@ export function processCpuSeconds(pid: number | undefined, withChildren = false)
   return (s.f[11] + s.f[12] + (withChildren ? s.f[13] + s.f[14] : 0)) / CLOCK_TICKS_PER_S;
 }
 
-/** CPU seconds of each database server process on the machine (by pid), reaped backends included. */
-export type ServiceCpu = Map<string, number>;
+/** CPU seconds of each database server process on the machine (by pid, with its name), reaped backends included. */
+export type ServiceCpu = Map<string, { name: string; seconds: number }>;
 
 export function serviceCpu(): ServiceCpu {
   const out: ServiceCpu = new Map();
@@ -67,7 +67,7 @@ export function serviceCpu(): ServiceCpu {
   }
   for (const pid of pids) {
     const s = procStat(pid);
-    if (s && SERVICE_NAMES.has(s.comm)) out.set(pid, (s.f[11] + s.f[12] + s.f[13] + s.f[14]) / CLOCK_TICKS_PER_S);
+    if (s && SERVICE_NAMES.has(s.comm)) out.set(pid, { name: s.comm, seconds: (s.f[11] + s.f[12] + s.f[13] + s.f[14]) / CLOCK_TICKS_PER_S });
   }
   return out;
 }
@@ -76,10 +76,13 @@ export function serviceCpu(): ServiceCpu {
  * CPU the database servers used between two snapshots: per process alive at the end, its growth
  * since the start (or all of it, when it started since). A process gone by the end drops out, so
  * a server restarted meanwhile (other test suites do that) makes the figure low, never negative.
+ * With `name`, only the processes of that server ("postgres", "redis-server").
  */
-export function serviceCpuSince(start: ServiceCpu, end: ServiceCpu = serviceCpu()): number {
+export function serviceCpuSince(start: ServiceCpu, end: ServiceCpu = serviceCpu(), name?: string): number {
   let seconds = 0;
-  for (const [pid, s] of end) seconds += Math.max(0, s - (start.get(pid) ?? 0));
+  for (const [pid, s] of end) {
+    if (name === undefined || s.name === name) seconds += Math.max(0, s.seconds - (start.get(pid)?.seconds ?? 0));
+  }
   return seconds;
 }
 
@@ -114,25 +117,81 @@ export function otherCpuMetric(start: CpuMark, end: CpuMark): Metric {
   return { name: 'CPU of other processes', value: percentOfCore(otherS, start, end), unit: '% of a core' };
 }
 
+/** What a system's processes spent over a CpuWindow, in CPU seconds. */
+export interface CpuSpent {
+  /** The node or the peer's worker; 0 when the system has no such process in this step (a peer's ingest). */
+  processS: number;
+  hasProcess: boolean;
+  /** The system's own database server (every process of it), 0 for none (SQLite is in the node). */
+  databaseS: number;
+  databaseServer: string | null;
+  /** The bench process itself: the client that schedules (HTTP for Belfry, the peer's library). */
+  benchS: number;
+  /** Every database server on the machine (PostgreSQL and Redis), as the "database CPU" % figure counts. */
+  allDatabasesS: number;
+  elapsedMs: number;
+  events: number;
+}
+
+const ON_LINUX = existsSync('/proc/self/stat');
+
+/** CPU µs per event: (node/worker + its database) CPU seconds / events × 1e6; NaN without events or /proc. */
+export function cpuMicrosPerEvent(seconds: number, events: number): number {
+  return ON_LINUX && events > 0 ? (seconds / events) * 1e6 : NaN;
+}
+
+function benchCpuSeconds(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+}
+
 /** CPU of the system's firing process and of the database servers over one measured window. */
 export class CpuWindow {
   private readonly startMs = performance.now();
   private readonly processStartS: number;
+  private readonly benchStartS = benchCpuSeconds();
   private readonly servicesStart = serviceCpu();
 
-  constructor(private readonly processCpuS: () => number) {
+  /**
+   * `processCpuS`: the node's or worker's CPU seconds so far (NaN when there is none);
+   * `databaseServer`: the process name of the system's own database server, null for none.
+   */
+  constructor(
+    private readonly processCpuS: () => number,
+    private readonly databaseServer: string | null = null,
+  ) {
     this.processStartS = processCpuS();
   }
 
-  /**
-   * [node/worker CPU, database CPU] in % of one core, from construction to now (or over
-   * `elapsedMs`), each name after `prefix`. The first is NaN when the system has no such process.
-   */
-  metrics(prefix = '', elapsedMs = performance.now() - this.startMs): Metric[] {
-    const pct = (s: number) => (elapsedMs > 0 ? (s * 100_000) / elapsedMs : NaN);
-    return [
-      { name: `${prefix}node/worker CPU`, value: pct(this.processCpuS() - this.processStartS), unit: '% of a core' },
-      { name: `${prefix}database CPU`, value: pct(serviceCpuSince(this.servicesStart)), unit: '% of a core' },
-    ].filter((m) => !Number.isNaN(m.value));
+  /** What the processes spent from construction to now; `elapsedMs` is the window the % figures are over. */
+  spent(events: number, elapsedMs = performance.now() - this.startMs): CpuSpent {
+    const processS = this.processCpuS() - this.processStartS;
+    const services = serviceCpu();
+    return {
+      processS: Number.isNaN(processS) ? 0 : processS,
+      hasProcess: !Number.isNaN(processS),
+      databaseS: this.databaseServer === null ? 0 : serviceCpuSince(this.servicesStart, services, this.databaseServer),
+      databaseServer: this.databaseServer,
+      benchS: benchCpuSeconds() - this.benchStartS,
+      allDatabasesS: serviceCpuSince(this.servicesStart, services),
+      elapsedMs,
+      events,
+    };
   }
+}
+
+/**
+ * The figures of a window, each name after `prefix`: node/worker CPU (when the system has that
+ * process) and database CPU (every database server on the machine) in % of one core; `CPU µs per
+ * event` (node/worker + the system's own database server, per event); with `client`, `bench client
+ * CPU µs per event` (the bench process, which schedules: HTTP for Belfry, a peer's library).
+ */
+export function cpuMetrics(spent: CpuSpent, prefix = '', client = false): Metric[] {
+  const pct = (s: number) => (spent.elapsedMs > 0 ? (s * 100_000) / spent.elapsedMs : NaN);
+  const metrics: Metric[] = [];
+  if (spent.hasProcess) metrics.push({ name: `${prefix}node/worker CPU`, value: pct(spent.processS), unit: '% of a core' });
+  metrics.push({ name: `${prefix}database CPU`, value: pct(spent.allDatabasesS), unit: '% of a core' });
+  metrics.push({ name: `${prefix}CPU µs per event`, value: cpuMicrosPerEvent(spent.processS + spent.databaseS, spent.events), unit: 'µs' });
+  if (client) metrics.push({ name: `${prefix}bench client CPU µs per event`, value: cpuMicrosPerEvent(spent.benchS, spent.events), unit: 'µs' });
+  return metrics.filter((m) => !Number.isNaN(m.value));
 }

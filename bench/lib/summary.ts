@@ -1,7 +1,9 @@
 /**
  * The side-by-side table: one row per figure, one column per system, every figure from the same
  * run. Throughput figures that a machine limit bounds also show their share of it, e.g.
- * "52,000 (61%)" of the raw insert rate of the same database.
+ * "52,000 (61%)" of the raw insert rate of the same database. Where peers ran in the same run,
+ * each Belfry value also shows its ratio to the best peer's value for that figure, e.g.
+ * "52,000 (61%; 1.42× best peer)", and the best peer's cell says "best peer".
  */
 import type { ScenarioResult } from './report.ts';
 
@@ -15,6 +17,9 @@ const COLUMNS: { key: string; label: string; db: 'sqlite' | 'postgres' | 'redis'
 
 type Limit = 'insert' | 'http';
 
+/** Which way a figure is better: a rate higher, a latency, duration or CPU cost lower. */
+export type Better = 'higher' | 'lower';
+
 interface Row {
   scenario: string;
   metric: string;
@@ -23,17 +28,23 @@ interface Row {
   scale?: number;
   unit?: string;
   limit?: Limit;
+  /** Set on the figures compared with the best peer (not on counts such as undelivered). */
+  better?: Better;
 }
+
+const BELFRY = (key: string) => key.startsWith('belfry-');
 
 const n = (r: ScenarioResult | undefined, key = 'n') => (typeof r?.options[key] === 'number' ? (r.options[key] as number).toLocaleString('en-US') : '?');
 
 function precisionRows(rate: number): Row[] {
   const at = `precision @ ${rate.toLocaleString('en-US')}/s`;
   return [
-    { scenario: `precision@${rate}`, metric: 'lateness p50', label: () => `${at}: lateness p50`, unit: 'ms' },
-    { scenario: `precision@${rate}`, metric: 'lateness p99', label: () => `${at}: lateness p99`, unit: 'ms' },
-    { scenario: `precision@${rate}`, metric: 'lateness max', label: () => `${at}: lateness max`, unit: 'ms' },
+    { scenario: `precision@${rate}`, metric: 'lateness p50', label: () => `${at}: lateness p50`, unit: 'ms', better: 'lower' },
+    { scenario: `precision@${rate}`, metric: 'lateness p99', label: () => `${at}: lateness p99`, unit: 'ms', better: 'lower' },
+    { scenario: `precision@${rate}`, metric: 'lateness max', label: () => `${at}: lateness max`, unit: 'ms', better: 'lower' },
     { scenario: `precision@${rate}`, metric: 'undelivered', label: () => `${at}: undelivered` },
+    { scenario: `precision@${rate}`, metric: 'CPU µs per event', label: () => `${at}: CPU µs per event, node/worker + database`, unit: 'µs', better: 'lower' },
+    { scenario: `precision@${rate}`, metric: 'bench client CPU µs per event', label: () => `${at}: CPU µs per event, bench client`, unit: 'µs', better: 'lower' },
   ];
 }
 
@@ -45,23 +56,127 @@ function rows(results: ScenarioResult[]): Row[] {
 }
 
 const ROWS: Row[] = [
-  { scenario: 'ingest', metric: 'batch events/s', label: () => 'ingest: events/s, batches of 1,000 (4 in flight)', limit: 'insert' },
-  { scenario: 'ingest', metric: 'single requests/s', label: () => 'ingest: events/s, one per request (64 clients)' },
-  { scenario: 'ingest', metric: 'single latency p99', label: () => 'ingest: one-event request p99', unit: 'ms' },
-  { scenario: 'fire', metric: 'deliveries/s', label: (r) => `fire: ${n(r)} due at once, deliveries/s`, limit: 'http' },
-  { scenario: 'fire', metric: 'due → last delivery', label: () => 'fire: due → last delivery', scale: 1000, unit: 's' },
+  { scenario: 'ingest', metric: 'batch events/s', label: () => 'ingest: events/s, batches of 1,000 (4 in flight)', limit: 'insert', better: 'higher' },
+  { scenario: 'ingest', metric: 'single requests/s', label: () => 'ingest: events/s, one per request (64 clients)', better: 'higher' },
+  { scenario: 'ingest', metric: 'single latency p99', label: () => 'ingest: one-event request p99', unit: 'ms', better: 'lower' },
+  { scenario: 'ingest', metric: 'batch: CPU µs per event', label: () => 'ingest: CPU µs per event, batches, node/worker + database', unit: 'µs', better: 'lower' },
+  { scenario: 'ingest', metric: 'batch: bench client CPU µs per event', label: () => 'ingest: CPU µs per event, batches, bench client', unit: 'µs', better: 'lower' },
+  { scenario: 'ingest', metric: 'single: CPU µs per event', label: () => 'ingest: CPU µs per event, one per request, node/worker + database', unit: 'µs', better: 'lower' },
+  { scenario: 'ingest', metric: 'single: bench client CPU µs per event', label: () => 'ingest: CPU µs per event, one per request, bench client', unit: 'µs', better: 'lower' },
+  { scenario: 'fire', metric: 'deliveries/s', label: (r) => `fire: ${n(r)} due at once, deliveries/s`, limit: 'http', better: 'higher' },
+  { scenario: 'fire', metric: 'due → last delivery', label: () => 'fire: due → last delivery', scale: 1000, unit: 's', better: 'lower' },
   { scenario: 'fire', metric: 'undelivered', label: () => 'fire: undelivered' },
   { scenario: 'fire', metric: 'duplicates', label: () => 'fire: duplicates' },
-  { scenario: 'burst', metric: 'minute end → last delivery', label: (r) => `burst: ${n(r)} due in one minute, minute end → last delivery`, unit: 's' },
-  { scenario: 'burst', metric: 'deliveries/s', label: () => 'burst: deliveries/s', limit: 'http' },
-  { scenario: 'burst', metric: 'lateness p99', label: () => 'burst: lateness p99', scale: 1000, unit: 's' },
+  { scenario: 'fire', metric: 'CPU µs per event', label: () => 'fire: CPU µs per event, node/worker + database', unit: 'µs', better: 'lower' },
+  { scenario: 'burst', metric: 'minute end → last delivery', label: (r) => `burst: ${n(r)} due in one minute, minute end → last delivery`, unit: 's', better: 'lower' },
+  { scenario: 'burst', metric: 'deliveries/s', label: () => 'burst: deliveries/s', limit: 'http', better: 'higher' },
+  { scenario: 'burst', metric: 'lateness p99', label: () => 'burst: lateness p99', scale: 1000, unit: 's', better: 'lower' },
   { scenario: 'burst', metric: 'duplicates', label: () => 'burst: duplicates' },
-  { scenario: 'backlog', metric: 'fire deliveries/s', label: (r) => `backlog of ${n(r, 'backlog')}: fire deliveries/s`, limit: 'http' },
+  { scenario: 'burst', metric: 'CPU µs per event', label: () => 'burst: CPU µs per event, node + database', unit: 'µs', better: 'lower' },
+  { scenario: 'backlog', metric: 'fire deliveries/s', label: (r) => `backlog of ${n(r, 'backlog')}: fire deliveries/s`, limit: 'http', better: 'higher' },
   { scenario: 'backlog', metric: 'fire undelivered', label: () => 'backlog: fire undelivered (after 60 s)' },
-  { scenario: 'backlog', metric: 'precision lateness p99', label: (r) => `backlog: lateness p99 @ ${n(r, 'rate')}/s`, unit: 'ms' },
+  { scenario: 'backlog', metric: 'precision lateness p99', label: (r) => `backlog: lateness p99 @ ${n(r, 'rate')}/s`, unit: 'ms', better: 'lower' },
   { scenario: 'backlog', metric: 'precision undelivered', label: (r) => `backlog: undelivered @ ${n(r, 'rate')}/s` },
   { scenario: 'backlog', metric: 'node peak RSS', label: () => 'backlog: node peak RSS', unit: 'MiB' },
 ];
+
+/** One peer's value of a figure, and why its step does not count (undelivered events, failed calls), if so. */
+export interface PeerValue {
+  system: string;
+  value: number;
+  incomplete: string | null;
+}
+
+/**
+ * The best peer for a figure: the highest (or lowest) finite value among the peers whose step
+ * completed. `passedOver`: the incomplete peers that would otherwise have been best or level
+ * with it (or that were the only ones with a value), so the table can say so.
+ */
+export function bestPeer(peers: PeerValue[], better: Better): { best: PeerValue | null; passedOver: PeerValue[] } {
+  const finite = peers.filter((p) => Number.isFinite(p.value));
+  const beats = (a: number, b: number) => (better === 'higher' ? a > b : a < b);
+  let best: PeerValue | null = null;
+  for (const p of finite) if (p.incomplete === null && (best === null || beats(p.value, best.value))) best = p;
+  const passedOver = finite.filter((p) => p.incomplete !== null && (best === null || !beats(best.value, p.value)));
+  return { best, passedOver };
+}
+
+/** A Belfry value as a ratio to the best peer's (NaN when either is missing or the best is not positive). */
+export function ratioTo(value: number, best: number): number {
+  return Number.isFinite(value) && Number.isFinite(best) && best > 0 ? value / best : NaN;
+}
+
+/** "1.42×", "12.3×", "140×", "0.041×". */
+export function formatRatio(ratio: number): string {
+  if (!Number.isFinite(ratio)) return '';
+  const text = ratio >= 100 ? ratio.toFixed(0) : ratio >= 10 ? ratio.toFixed(1) : ratio >= 0.1 ? ratio.toFixed(2) : ratio.toPrecision(2);
+  return `${text}×`;
+}
+
+/** Why a step's figures do not stand for the system: events it left undelivered or calls that failed. */
+function incompleteReason(result: ScenarioResult): string | null {
+  const count = (name: string) => result.metrics.find((m) => m.name === name)?.value ?? 0;
+  const reasons: string[] = [];
+  const undelivered = count('undelivered');
+  if (undelivered > 0) reasons.push(`${undelivered.toLocaleString('en-US')} undelivered`);
+  const failed = count('failed');
+  if (failed > 0) reasons.push(`${failed.toLocaleString('en-US')} calls failed`);
+  return reasons.length > 0 ? reasons.join(', ') : null;
+}
+
+/** One figure of the summary, as the JSON keeps it: values as shown (after scale), in `unit`. */
+export interface SummaryFigure {
+  figure: string;
+  scenario: string;
+  metric: string;
+  unit: string | null;
+  better: Better | null;
+  /** By system key; only the systems measured in this run. */
+  values: Record<string, number>;
+  /** The best peer among those that ran this step and completed it; null when none did. */
+  bestPeer: { system: string; value: number } | null;
+  /** Each Belfry column's value / the best peer's value. */
+  ratioToBestPeer: Record<string, number>;
+  /** Peers not counted as best although their value was as good or better, and why. */
+  notCountedAsBest: { system: string; value: number; reason: string }[];
+}
+
+/** The summary's figures with the best peer and Belfry's ratios to it (the JSON's `summary`). */
+export function summaryFigures(results: ScenarioResult[]): SummaryFigure[] {
+  const find = (scenario: string, system: string) => results.find((r) => r.scenario === scenario && r.system === system);
+  const figures: SummaryFigure[] = [];
+  for (const row of rows(results)) {
+    const values: Record<string, number> = {};
+    const peers: PeerValue[] = [];
+    for (const c of COLUMNS) {
+      const result = find(row.scenario, c.key);
+      const value = result?.metrics.find((m) => m.name === row.metric)?.value;
+      if (result === undefined || value === undefined) continue;
+      values[c.key] = value / (row.scale ?? 1);
+      if (!BELFRY(c.key)) peers.push({ system: c.key, value: values[c.key], incomplete: incompleteReason(result) });
+    }
+    if (Object.keys(values).length === 0) continue;
+    const { best, passedOver } = row.better ? bestPeer(peers, row.better) : { best: null, passedOver: [] };
+    const ratioToBestPeer: Record<string, number> = {};
+    for (const [key, value] of Object.entries(values)) {
+      const ratio = best ? ratioTo(value, best.value) : NaN;
+      if (BELFRY(key) && Number.isFinite(ratio)) ratioToBestPeer[key] = ratio;
+    }
+    const first = COLUMNS.map((c) => find(row.scenario, c.key)).find((r) => r !== undefined);
+    figures.push({
+      figure: row.label(first),
+      scenario: row.scenario,
+      metric: row.metric,
+      unit: row.unit ?? (first?.metrics.find((m) => m.name === row.metric)?.unit || null),
+      better: row.better ?? null,
+      values,
+      bestPeer: best ? { system: best.system, value: best.value } : null,
+      ratioToBestPeer,
+      notCountedAsBest: passedOver.map((p) => ({ system: p.system, value: p.value, reason: p.incomplete! })),
+    });
+  }
+  return figures;
+}
 
 function format(value: number, unit = ''): string {
   if (!Number.isFinite(value)) return '—';
@@ -75,23 +190,49 @@ function limitValue(results: ScenarioResult[], limit: Limit, db: string): number
   return machine?.metrics.find((m) => m.name === name)?.value ?? NaN;
 }
 
-/** The summary as Markdown table lines (also readable in a terminal). */
-export function summaryLines(results: ScenarioResult[]): string[] {
+/** The summary as Markdown table lines (also readable in a terminal); `failures`: steps that threw. */
+export function summaryLines(results: ScenarioResult[], failures: { step: string; error: string }[] = []): string[] {
   const find = (scenario: string, system: string) => results.find((r) => r.scenario === scenario && r.system === system);
   const lines = [`| figure | ${COLUMNS.map((c) => c.label).join(' | ')} |`, `| --- |${COLUMNS.map(() => ' ---: |').join('')}`];
-  for (const row of rows(results)) {
+  const passedOver = new Map<string, string>();
+  let ratios = false;
+  const rowsByKey = new Map(rows(results).map((r) => [`${r.scenario}\u0000${r.metric}`, r]));
+  for (const figure of summaryFigures(results)) {
+    const row = rowsByKey.get(`${figure.scenario}\u0000${figure.metric}`)!;
     const cells = COLUMNS.map((c) => {
-      const result = find(row.scenario, c.key);
-      const value = result?.metrics.find((m) => m.name === row.metric)?.value;
+      const value = figure.values[c.key];
       if (value === undefined) return '';
-      const text = format(value / (row.scale ?? 1), row.unit) + (result?.details.disturbance ? ' †' : '');
+      const result = find(figure.scenario, c.key);
+      const skipped = figure.notCountedAsBest.find((p) => p.system === c.key);
+      if (skipped) passedOver.set(`${result!.label}`, skipped.reason);
+      const text = format(value, row.unit) + (result?.details.disturbance ? ' †' : '') + (skipped ? ' ‡' : '');
+      const notes: string[] = [];
       const limit = row.limit ? limitValue(results, row.limit, c.db) : NaN;
-      return Number.isFinite(limit) && Number.isFinite(value) ? `${text} (${Math.round((100 * value) / limit)}%)` : text;
+      if (Number.isFinite(limit) && Number.isFinite(value)) notes.push(`${Math.round((100 * value * (row.scale ?? 1)) / limit)}%`);
+      const ratio = figure.ratioToBestPeer[c.key];
+      if (ratio !== undefined) {
+        notes.push(`${formatRatio(ratio)} best peer`);
+        ratios = true;
+      }
+      if (figure.bestPeer?.system === c.key && Object.keys(figure.values).some(BELFRY)) notes.push('best peer');
+      return notes.length > 0 ? `${text} (${notes.join('; ')})` : text;
     });
-    if (cells.every((c) => c === '')) continue;
-    const first = COLUMNS.map((c) => find(row.scenario, c.key)).find((r) => r !== undefined);
-    lines.push(`| ${row.label(first)} | ${cells.join(' | ')} |`);
+    lines.push(`| ${figure.figure} | ${cells.join(' | ')} |`);
   }
+  if (ratios) {
+    lines.push(
+      '',
+      '"N× best peer": Belfry\'s value / the best value among the peers measured in this run (highest rate; lowest latency, duration or CPU), so above 1 is better for a rate and below 1 for the others.',
+    );
+  }
+  if (results.some((r) => r.metrics.some((m) => m.name.endsWith('CPU µs per event')))) {
+    lines.push(
+      '',
+      'CPU µs per event: CPU seconds of the node (or peer worker) plus its own database server (PostgreSQL or Redis; none for SQLite, which runs in the node) over the step / events × 1e6. In ingest a peer has no worker running: its client is the bench process, counted in the "bench client" rows.',
+    );
+  }
+  if (passedOver.size > 0) lines.push('', ...[...passedOver].map(([label, reason]) => `‡ ${label}: ${reason}; not counted as best peer.`));
+  if (failures.length > 0) lines.push('', ...failures.map((f) => `Not measured (the step failed): ${f.step}: ${f.error.split('\n')[0].slice(0, 200)}`));
   const disturbed = results.filter((r) => r.details.disturbance);
   if (disturbed.length > 0) lines.push('', ...disturbed.map((r) => `† ${r.label}: ${r.details.disturbance}`));
   const others = results.map((r) => r.metrics.find((m) => m.name === 'CPU of other processes')?.value ?? NaN).filter(Number.isFinite);
@@ -104,6 +245,6 @@ export function summaryLines(results: ScenarioResult[]): string[] {
   return lines;
 }
 
-export function printSummary(results: ScenarioResult[]): void {
-  for (const line of summaryLines(results)) console.log(line);
+export function printSummary(results: ScenarioResult[], failures: { step: string; error: string }[] = []): void {
+  for (const line of summaryLines(results, failures)) console.log(line);
 }

@@ -8,8 +8,9 @@ import type { StoreKind } from '../lib/node.ts';
 import { startReceiverProcess } from '../lib/receiver-process.ts';
 import type { ScenarioOptions, ScenarioResult } from '../lib/report.ts';
 import { chartSeries, distribution, perSecond, sleep } from '../lib/stats.ts';
-import { CpuWindow } from '../lib/machine.ts';
+import { cpuMetrics, CpuWindow } from '../lib/machine.ts';
 import { startSystem } from '../systems/index.ts';
+import { DATABASE_SERVER } from '../systems/system.ts';
 import { resultLabel, scheduleInBatches, schedulingMsEstimate } from './scenario.ts';
 import { waitForDeliveries } from './wait.ts';
 
@@ -36,9 +37,10 @@ export async function burst(store: StoreKind, opts: ScenarioOptions, batchRate: 
     const marginMs = windowAt - Date.now();
     if (marginMs < 0) console.error(`[bench] burst: scheduling ended ${-marginMs} ms into the minute`);
     await sleep(Math.max(0, windowAt - Date.now()));
-    const cpu = new CpuWindow(() => system.cpuSeconds());
+    const cpu = new CpuWindow(() => system.cpuSeconds(), DATABASE_SERVER[system.info.key]);
     const waited = await waitForDeliveries(rx, tally.acknowledged, windowAt + WINDOW_MS + WAIT_AFTER_WINDOW_MS, STALL_MS);
     const stats = await rx.stats();
+    const cpuSpent = cpu.spent(stats.distinct, (stats.lastAt ?? Date.now()) - windowAt);
     const { fireAtMs, latenessMs, ...counts } = stats;
     const lateness = distribution(latenessMs);
     const windowEndAt = windowAt + WINDOW_MS;
@@ -58,10 +60,10 @@ export async function burst(store: StoreKind, opts: ScenarioOptions, batchRate: 
         { name: 'early', value: stats.early, unit: '', target: '0' },
         { name: 'duplicates', value: stats.duplicates, unit: '', target: `≤ ${Math.floor(n / 1000).toLocaleString('en-US')} (0.1%)` },
         { name: 'scheduling events/s', value: perSecond(tally.acknowledged, schedulingMs), unit: '/s' },
-        ...cpu.metrics('', (stats.lastAt ?? Date.now()) - windowAt),
+        ...cpuMetrics(cpuSpent),
         { name: 'node peak RSS', value: system.peakRssBytes() / 2 ** 20, unit: 'MiB' },
       ],
-      details: { scheduled: tally, windowAt, schedulingMarginMs: marginMs, receiver: counts, latenessMs: lateness, waitEnded: waited, logIssues: system.logIssues?.() },
+      details: { scheduled: tally, windowAt, schedulingMarginMs: marginMs, receiver: counts, latenessMs: lateness, waitEnded: waited, cpu: cpuSpent, logIssues: system.logIssues?.() },
       chart: chartSeries(fireAtMs, latenessMs, windowAt),
     };
   } finally {

@@ -5,9 +5,10 @@
  * The wait is bounded (FIRE_WAIT_MS_MAX after the due instant, or no progress for STALL_MS): a
  * system that has not delivered everything by then is reported with what it delivered.
  */
-import { CpuWindow } from '../lib/machine.ts';
+import { cpuMetrics, CpuWindow } from '../lib/machine.ts';
 import type { ScenarioResult } from '../lib/report.ts';
 import { chartSeries, perSecond, sleep } from '../lib/stats.ts';
+import { DATABASE_SERVER } from '../systems/system.ts';
 import { resultLabel, scheduleInBatches, schedulingMsEstimate, type Scenario, type ScenarioContext } from './scenario.ts';
 import { waitForDeliveries } from './wait.ts';
 
@@ -28,10 +29,11 @@ async function run({ system, rx, opts, batchRate }: ScenarioContext): Promise<Sc
   const marginMs = dueAt - Date.now();
   if (marginMs < 0) console.error(`[bench] fire: scheduling ended ${-marginMs} ms after the due instant`);
   await sleep(Math.max(0, dueAt - CPU_FROM_MS_BEFORE_DUE - Date.now()));
-  const cpu = new CpuWindow(() => system.cpuSeconds());
+  const cpu = new CpuWindow(() => system.cpuSeconds(), DATABASE_SERVER[system.info.key]);
   const cpuFromAt = Date.now();
   const waited = await waitForDeliveries(rx!, tally.acknowledged, dueAt + (opts.waitMsMax ?? FIRE_WAIT_MS_MAX), STALL_MS);
   const stats = await rx!.stats();
+  const cpuSpent = cpu.spent(stats.distinct, (stats.lastAt ?? Date.now()) - cpuFromAt);
   const { fireAtMs, latenessMs, ...counts } = stats;
   const spanMs = (stats.lastAt ?? 0) - (stats.firstAt ?? 0);
   return {
@@ -46,9 +48,9 @@ async function run({ system, rx, opts, batchRate }: ScenarioContext): Promise<Sc
       { name: 'undelivered', value: tally.acknowledged - stats.distinct, unit: '' },
       { name: 'early', value: stats.early, unit: '', target: '0' },
       { name: 'duplicates', value: stats.duplicates, unit: '' },
-      ...cpu.metrics('', (stats.lastAt ?? Date.now()) - cpuFromAt),
+      ...cpuMetrics(cpuSpent),
     ],
-    details: { scheduled: tally, dueAt, schedulingMarginMs: marginMs, receiver: counts, spanMs, waitEnded: waited },
+    details: { scheduled: tally, dueAt, schedulingMarginMs: marginMs, receiver: counts, spanMs, waitEnded: waited, cpu: cpuSpent },
     chart: chartSeries(fireAtMs, latenessMs, dueAt),
   };
 }

@@ -7,10 +7,10 @@
  * small warm-up (JIT, caches, connections).
  */
 import { runConcurrently } from '../lib/http.ts';
-import { CpuWindow } from '../lib/machine.ts';
+import { cpuMetrics, CpuWindow } from '../lib/machine.ts';
 import type { Metric, ScenarioResult } from '../lib/report.ts';
 import { distribution, perSecond } from '../lib/stats.ts';
-import type { System } from '../systems/system.ts';
+import { DATABASE_SERVER, type System } from '../systems/system.ts';
 import { resultLabel, scheduleInBatches, type Scenario, type ScenarioContext } from './scenario.ts';
 
 const N_DEFAULT = 200_000;
@@ -52,18 +52,19 @@ async function run({ system, opts }: ScenarioContext): Promise<ScenarioResult> {
   const dueAt = Date.now() + DAY_MS;
 
   await scheduleInBatches(system, 'wb', WARMUP_BATCH_EVENTS, (i) => dueAt + i, batchConcurrency);
-  let cpu = new CpuWindow(() => system.cpuSeconds());
+  const db = DATABASE_SERVER[system.info.key];
+  let cpu = new CpuWindow(() => system.cpuSeconds(), db);
   let startedMs = performance.now();
   const batch = await scheduleInBatches(system, 'b', n, (i) => dueAt + i, batchConcurrency);
   const batchMs = performance.now() - startedMs;
-  const batchCpu = cpu.metrics('batch: ');
+  const batchCpu = cpu.spent(batch.acknowledged);
 
   await scheduleSingles(system, 'ws', WARMUP_SINGLE_EVENTS, dueAt, SINGLE_CONCURRENCY);
-  cpu = new CpuWindow(() => system.cpuSeconds());
+  cpu = new CpuWindow(() => system.cpuSeconds(), db);
   startedMs = performance.now();
   const single = await scheduleSingles(system, 's', singles, dueAt, SINGLE_CONCURRENCY);
   const singleMs = performance.now() - startedMs;
-  const singleCpu = cpu.metrics('single: ');
+  const singleCpu = cpu.spent(single.acknowledged);
   const latency = distribution(single.latencyMs);
 
   const metrics: Metric[] = [
@@ -72,9 +73,10 @@ async function run({ system, opts }: ScenarioContext): Promise<ScenarioResult> {
     { name: 'single latency p50', value: latency.p50, unit: 'ms' },
     { name: 'single latency p99', value: latency.p99, unit: 'ms' },
     { name: 'failed', value: batch.failed + single.failed, unit: '' },
-    // A peer's worker does not run during ingest (its client is the bench): database CPU only.
-    ...batchCpu,
-    ...singleCpu,
+    // A peer's worker does not run during ingest (its client is the bench): database CPU only,
+    // and the bench client's CPU per event beside it.
+    ...cpuMetrics(batchCpu, 'batch: ', true),
+    ...cpuMetrics(singleCpu, 'single: ', true),
   ];
   return {
     label: resultLabel('ingest', system),
@@ -82,7 +84,7 @@ async function run({ system, opts }: ScenarioContext): Promise<ScenarioResult> {
     system: system.info.key,
     options: { n, singles, batchSize: 1000, batchConcurrency, singleConcurrency: SINGLE_CONCURRENCY },
     metrics,
-    details: { batch: { ...batch, elapsedMs: batchMs }, single: { acknowledged: single.acknowledged, failed: single.failed, error: single.error, elapsedMs: singleMs, latencyMs: latency } },
+    details: { batch: { ...batch, elapsedMs: batchMs, cpu: batchCpu }, single: { acknowledged: single.acknowledged, failed: single.failed, error: single.error, elapsedMs: singleMs, latencyMs: latency, cpu: singleCpu } },
   };
 }
 

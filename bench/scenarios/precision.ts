@@ -5,12 +5,12 @@
  * receivedAt - fireAt. Reports p50/p90/p99/max lateness of the events due after the warm-up, the
  * warm-up's own max, and how many arrived early (must be 0).
  */
-import { CpuWindow } from '../lib/machine.ts';
+import { cpuMetrics, CpuWindow } from '../lib/machine.ts';
 import type { ReceiverStats } from '../lib/receiver-child.ts';
 import type { ScenarioResult } from '../lib/report.ts';
 import type { BatchTally } from '../lib/schedule.ts';
 import { chartSeries, distribution, sleep } from '../lib/stats.ts';
-import { BATCH_SIZE, benchEvents } from '../systems/system.ts';
+import { BATCH_SIZE, benchEvents, DATABASE_SERVER } from '../systems/system.ts';
 import { resultLabel, type Scenario, type ScenarioContext } from './scenario.ts';
 import { waitForDeliveries } from './wait.ts';
 
@@ -61,7 +61,7 @@ async function run({ system, rx, opts }: ScenarioContext): Promise<ScenarioResul
     const tickAt = startAt + k * TICK_MS;
     await sleep(Math.max(0, tickAt - Date.now()));
     tickLateMsMax = Math.max(tickLateMsMax, Date.now() - tickAt);
-    if (cpu === null && Date.now() >= measuredFromAt) cpu = new CpuWindow(() => system.cpuSeconds());
+    if (cpu === null && Date.now() >= measuredFromAt) cpu = new CpuWindow(() => system.cpuSeconds(), DATABASE_SERVER[system.info.key]);
     // Events j with j * 1000 / rate in [k * TICK_MS, (k + 1) * TICK_MS): due in this tick's window.
     const from = Math.ceil((k * TICK_MS * rate) / 1000);
     const to = Math.min(total, Math.ceil(((k + 1) * TICK_MS * rate) / 1000));
@@ -70,12 +70,14 @@ async function run({ system, rx, opts }: ScenarioContext): Promise<ScenarioResul
   await Promise.all(calls);
   if (cpu === null) {
     await sleep(Math.max(0, measuredFromAt - Date.now()));
-    cpu = new CpuWindow(() => system.cpuSeconds());
+    cpu = new CpuWindow(() => system.cpuSeconds(), DATABASE_SERVER[system.info.key]);
   }
   const waited = await waitForDeliveries(rx!, tally.acknowledged, dueAt(total - 1) + DRAIN_MS_MAX, STALL_MS);
   const stats = await rx!.stats();
   const { fireAtMs: _f, latenessMs: _l, ...counts } = stats;
   const samples = split(stats, measuredFromAt);
+  // Per event due in the measured window; the window also holds the scheduling of most of them.
+  const cpuSpent = cpu.spent(samples.measured.length, (stats.lastAt ?? Date.now()) - measuredFromAt);
   const lateness = distribution(samples.measured);
   const warmup = distribution(samples.warmup);
   return {
@@ -92,9 +94,9 @@ async function run({ system, rx, opts }: ScenarioContext): Promise<ScenarioResul
       { name: 'early', value: counts.early, unit: '', target: '0' },
       { name: 'undelivered', value: tally.acknowledged - counts.distinct, unit: '' },
       { name: 'duplicates', value: counts.duplicates, unit: '' },
-      ...cpu.metrics('', (stats.lastAt ?? Date.now()) - measuredFromAt),
+      ...cpuMetrics(cpuSpent, '', true),
     ],
-    details: { total, scheduled: tally, tickLateMsMax, receiver: counts, latenessMs: lateness, warmupLatenessMs: warmup, waitEnded: waited },
+    details: { total, scheduled: tally, tickLateMsMax, receiver: counts, latenessMs: lateness, warmupLatenessMs: warmup, waitEnded: waited, cpu: cpuSpent },
     chart: chartSeries(samples.measuredFireAt, samples.measured, measuredFromAt),
   };
 }

@@ -20,6 +20,18 @@ export type SystemKey = 'belfry-sqlite' | 'belfry-postgres' | 'bullmq' | 'pg-bos
 
 export const SYSTEM_KEYS: readonly SystemKey[] = ['belfry-sqlite', 'belfry-postgres', 'bullmq', 'pg-boss', 'graphile-worker'];
 
+/**
+ * The process name of each system's database server, whose CPU counts toward its CPU per event;
+ * null for Belfry on SQLite (the database runs inside the node).
+ */
+export const DATABASE_SERVER: Readonly<Record<SystemKey, 'postgres' | 'redis-server' | null>> = {
+  'belfry-sqlite': null,
+  'belfry-postgres': 'postgres',
+  bullmq: 'redis-server',
+  'pg-boss': 'postgres',
+  'graphile-worker': 'postgres',
+};
+
 export interface SystemInfo {
   key: SystemKey;
   /** For tables: "Belfry · SQLite", "BullMQ · Redis". */
