@@ -22,9 +22,9 @@ import type {
   EventRescueParams,
   NewEvent,
 } from '../store.ts';
+import { dueRefFromRow, eventFromRow, type DueRefRow, type EventRow } from '../core/rows.ts';
 import { inTransaction, run, type Queryable } from './db.ts';
 import { TX } from './queries.ts';
-import { dueRefFromRow, eventFromRow, type DueRefRow, type EventRow } from './rows.ts';
 
 const ATTEMPT_TARGETS: ReadonlySet<string> = new Set(['succeeded', 'discarded', 'awaiting_retry', 'archived']);
 /** A mutation re-reads and retries when the row changed between its read and its write; bounded. */

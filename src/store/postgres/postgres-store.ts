@@ -17,7 +17,6 @@ import { listNextCursor, listPlan, type ListKey } from '../event-list-plan.ts';
 import { isRetentionState } from '../../core/retention.ts';
 import { checkLeaseMs, checkShardAssignments } from '../shard-map.ts';
 import {
-  secretsFromJson,
   type ApiKeyRecord,
   type DestinationRecord,
   type DestinationSecret,
@@ -54,25 +53,20 @@ import { migrate } from './migrate.ts';
 import { TX, type QueryName } from './queries.ts';
 import {
   apiKeyFromRow,
-  destinationFromRow,
   dueRefFromRow,
   eventFromRow,
   leaderLeaseFromRow,
-  nodeFromRow,
   shardAssignmentFromRow,
-  tenantFromRow,
   transitionFromRow,
   type ApiKeyRow,
-  type DestinationRow,
   type DueRefRow,
   type EventRow,
   type LeaderLeaseRow,
   type ListWalkRow,
-  type NodeRow,
   type ShardAssignmentRow,
-  type TenantRow,
   type TransitionRow,
-} from './rows.ts';
+} from '../core/rows.ts';
+import { destinationFromRow, nodeFromRow, tenantFromRow, tenantSecretsFromColumn, type DestinationRow, type NodeRow, type TenantRow } from './rows.ts';
 import { TenantDurability } from './tenant-durability.ts';
 
 export const POSTGRES_SCHEMA_DEFAULT = 'belfry';
@@ -353,7 +347,7 @@ export class PostgresStore implements Store {
   }
 
   async nodeList(): Promise<NodeRecord[]> {
-    return (await run<NodeRow>(this.pool, 'nodeList')).rows.map(nodeFromRow);
+    return (await run<NodeRow>(this.pool, 'nodeList')).rows.map((row) => nodeFromRow(row, row.now_ms));
   }
 
   /**
@@ -401,7 +395,7 @@ export class PostgresStore implements Store {
 
   async tenantSecretsGet(params: { id: string }): Promise<DestinationSecret[] | null> {
     const row = (await run<{ signing_secrets: unknown }>(this.pool, 'tenantSecretsGet', [params.id])).rows[0];
-    return row ? secretsFromJson(row.signing_secrets) : null;
+    return row ? tenantSecretsFromColumn(row.signing_secrets) : null;
   }
 
   async tenantSecretsSwap(params: { id: string; expected: DestinationSecret[]; secrets: DestinationSecret[] }): Promise<boolean> {

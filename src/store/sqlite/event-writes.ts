@@ -20,8 +20,9 @@ import type {
   EventRescueParams,
   NewEvent,
 } from '../store.ts';
+import { eventFromRow, type EventRow } from '../core/rows.ts';
 import type { Queries } from './queries.ts';
-import { claimedEventFromTuple, eventFromRow, type EventRow, type RescueCandidateRow } from './rows.ts';
+import { claimedEventFromTuple, type RescueCandidateRow } from './rows.ts';
 
 const ATTEMPT_TARGETS: ReadonlySet<string> = new Set(['succeeded', 'discarded', 'awaiting_retry', 'archived']);
 

@@ -20,7 +20,6 @@ import Database from 'better-sqlite3';
 import { EVENT_STATES, type EventRecord, type EventState, type TransitionRecord } from '../../core/event.ts';
 import { isRetentionState } from '../../core/retention.ts';
 import {
-  secretsFromJson,
   type ApiKeyRecord,
   type DestinationRecord,
   type DestinationSecret,
@@ -59,15 +58,13 @@ import { PRAGMAS, prepareQueries, READER_SQL, type Queries } from './queries.ts'
 import { ReaderThread } from './reader-thread.ts';
 import {
   apiKeyFromRow,
-  destinationFromRow,
   dueRefFromRow,
   eventFromRow,
   leaderLeaseFromRow,
-  nodeFromRow,
   shardAssignmentFromRow,
-  tenantFromRow,
   transitionFromRow,
-} from './rows.ts';
+} from '../core/rows.ts';
+import { destinationFromRow, nodeFromRow, tenantFromRow, tenantSecretsFromColumn } from './rows.ts';
 
 export const SQLITE_FILE_NAME_DEFAULT = 'belfry.db';
 /** Bound on one page of eventList / eventListDue / transitionList / eventRescue. */
@@ -428,7 +425,7 @@ export class SqliteStore implements Store {
 
   async tenantSecretsGet(params: { id: string }): Promise<DestinationSecret[] | null> {
     const row = this.q.tenantSecretsGet.get(params);
-    return row ? secretsFromJson(JSON.parse(row.signing_secrets)) : null;
+    return row ? tenantSecretsFromColumn(row.signing_secrets) : null;
   }
 
   async tenantSecretsSwap(params: { id: string; expected: DestinationSecret[]; secrets: DestinationSecret[] }): Promise<boolean> {
