@@ -6,7 +6,6 @@
  */
 import type pg from 'pg';
 import type { EventRecord, EventState } from '../../core/event.ts';
-import { canonicalJson } from '../../core/ids.ts';
 import { queueOf } from '../../core/queue.ts';
 import type {
   AttemptOutcome,
@@ -22,31 +21,16 @@ import type {
   EventRescueParams,
   NewEvent,
 } from '../store.ts';
+import { checkAttemptTarget, createdRecord, eventEdit, jsonObject, mutateRefusal } from '../core/event-writes.ts';
 import { dueRefFromRow, eventFromRow, type DueRefRow, type EventRow } from '../core/rows.ts';
 import { inTransaction, run, type Queryable } from './db.ts';
 import { TX } from './queries.ts';
 
-const ATTEMPT_TARGETS: ReadonlySet<string> = new Set(['succeeded', 'discarded', 'awaiting_retry', 'archived']);
 /** A mutation re-reads and retries when the row changed between its read and its write; bounded. */
 const MUTATE_ATTEMPTS_MAX = 5;
 
-/** JSON text of a string map; most events carry no headers or tags, so skip the serialiser then. */
-function jsonObject(map: Record<string, string>): string {
-  for (const _ in map) return JSON.stringify(map);
-  return '{}';
-}
-
 function keyOf(tenantId: string, id: string): string {
   return `${tenantId}\u0000${id}`;
-}
-
-function createdRecord(e: NewEvent, seq: number, now: number): EventRecord {
-  return {
-    tenantId: e.tenantId, id: e.id, shard: e.shard, seq, state: 'scheduled', version: 1, fireAt: e.fireAt,
-    dueAt: e.fireAt, destination: e.destination, queue: queueOf(e.destination), payload: e.payload, headers: e.headers, group: e.group,
-    retry: e.retry, expireAt: e.expireAt, tags: e.tags, attempts: 0, lastStatus: null, lastError: null,
-    requestHash: e.requestHash, createdAt: now, updatedAt: now, leaseOwner: null, leaseUntil: null,
-  };
 }
 
 /**
@@ -134,7 +118,7 @@ export async function claim(db: Queryable, p: EventClaimParams): Promise<EventRe
  */
 export async function recordAttempts(pool: pg.Pool, { outcomes, now }: EventRecordAttemptsParams): Promise<boolean[]> {
   for (const o of outcomes) {
-    if (!ATTEMPT_TARGETS.has(o.to)) throw new RangeError(`eventRecordAttempts: cannot move executing to ${o.to}`);
+    checkAttemptTarget(o.to);
   }
   const rounds: number[][] = [];
   const seen = new Map<string, number>();
@@ -213,10 +197,8 @@ async function mutate(
   for (let attempt = 0; attempt < MUTATE_ATTEMPTS_MAX; attempt++) {
     const current = (await run<EventRow>(db, 'eventGet', [p.tenantId, p.id])).rows[0];
     if (!current) return { kind: 'not_found' };
-    if (p.expectedVersion !== undefined && current.version !== p.expectedVersion) {
-      return { kind: 'version_mismatch', event: eventFromRow(current) };
-    }
-    if (!allowed.includes(current.state)) return { kind: 'wrong_state', event: eventFromRow(current) };
+    const refusal = mutateRefusal(current, p, allowed);
+    if (refusal) return refusal;
     const changed = await change(current);
     if (changed) return { kind: 'ok', event: eventFromRow(changed) };
   }
@@ -241,46 +223,17 @@ export function replay(db: Queryable, p: EventMutateParams): Promise<EventMutate
   );
 }
 
-/** JSON equality that ignores key order, for the "which fields changed" list. */
-function sameJson(stored: string, next: unknown): boolean {
-  return canonicalJson(JSON.parse(stored)) === canonicalJson(next);
-}
-
 /**
  * Edits a scheduled event. A patch that changes nothing (same values, same requestHash) returns
  * ok with the event untouched: no new version, no transition.
  */
 export function update(db: Queryable, p: EventMutateParams & { patch: EventPatch }): Promise<EventMutateResult> {
   return mutate(db, p, ['scheduled'], async (cur) => {
-    const { patch } = p;
-    const fields: string[] = [];
-    const fireAt = patch.fireAt ?? cur.fire_at;
-    if (fireAt !== cur.fire_at) fields.push('fireAt');
-    const payload = patch.payload ?? cur.payload;
-    if (payload !== cur.payload) fields.push('payload');
-    let headers = cur.headers;
-    if (patch.headers !== undefined && !sameJson(cur.headers, patch.headers)) {
-      headers = JSON.stringify(patch.headers);
-      fields.push('headers');
-    }
-    let destination = cur.destination;
-    let queue = cur.queue;
-    if (patch.destination !== undefined && !sameJson(cur.destination, patch.destination)) {
-      destination = JSON.stringify(patch.destination);
-      queue = queueOf(patch.destination);
-      fields.push('destination');
-    }
-    const expireAt = patch.expireAt === undefined ? cur.expire_at : patch.expireAt;
-    if (expireAt !== cur.expire_at) fields.push('expireAt');
-    const requestHash = patch.requestHash ?? cur.request_hash;
-    if (fields.length === 0 && requestHash === cur.request_hash) return cur;
-
-    // A scheduled event fires at fireAt; after a replay it was due now, and an explicit new
-    // fireAt takes over again.
-    const dueAt = fireAt !== cur.fire_at ? fireAt : cur.due_at;
-    const detail = JSON.stringify({ fields, fireAtBefore: cur.fire_at, fireAtAfter: fireAt });
+    const e = eventEdit(cur, p.patch);
+    if (!e) return cur;
     return first(run<EventRow>(db, 'eventEdit', [
-      fireAt, dueAt, payload, headers, destination, expireAt, requestHash, p.now, p.tenantId, p.id, cur.version, detail, queue,
+      e.fireAt, e.dueAt, e.payload, e.headers, e.destination, e.expireAt, e.requestHash, p.now, p.tenantId, p.id, cur.version,
+      JSON.stringify(e.detail), e.queue,
     ]));
   });
 }
