@@ -13,8 +13,7 @@
  */
 import type pg from 'pg';
 import { EVENT_STATES, type EventRecord, type EventState, type TransitionRecord } from '../../core/event.ts';
-import { listNextCursor, listPlan, type ListKey } from '../event-list-plan.ts';
-import { isRetentionState } from '../../core/retention.ts';
+import { listPage, listPlan, type ListKey } from '../event-list-plan.ts';
 import { checkLeaseMs, checkShardAssignments } from '../shard-map.ts';
 import {
   type ApiKeyRecord,
@@ -46,6 +45,7 @@ import {
   type TenantStateCount,
   type TransitionListParams,
 } from '../store.ts';
+import { checkDeleteTerminal, checkLimit } from '../core/bounds.ts';
 import { createPool, inTransaction, run } from './db.ts';
 import { listDue } from './due-list.ts';
 import * as writes from './event-writes.ts';
@@ -78,8 +78,6 @@ export const POSTGRES_SCHEMA_DEFAULT = 'belfry';
 export const POSTGRES_POOL_SIZE_DEFAULT = 10;
 /** eventCountByState counts exactly up to this many rows (a scan of ~100 ms), and estimates above. */
 export const EXACT_COUNT_ROWS_MAX = 250_000;
-/** Bound on one page of eventList / eventListDue / transitionList / eventRescue. */
-export const PAGE_LIMIT_MAX = 10_000;
 
 export interface PostgresStoreOptions {
   /** A libpq-style URL: `postgres://user:password@host:5432/database`. */
@@ -106,12 +104,6 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     throw err;
   }
   return store;
-}
-
-function checkLimit(limit: number, what: string): void {
-  if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_LIMIT_MAX) {
-    throw new RangeError(`${what}: limit must be an integer from 1 to ${PAGE_LIMIT_MAX}, got ${limit}`);
-  }
 }
 
 /** The statement of each eventList walk. */
@@ -228,8 +220,7 @@ export class PostgresStore implements Store {
   }
 
   async eventDeleteTerminal(params: EventDeleteTerminalParams): Promise<EventDeleteTerminalResult> {
-    checkLimit(params.limit, 'eventDeleteTerminal');
-    if (!isRetentionState(params.state)) throw new RangeError(`eventDeleteTerminal: ${String(params.state)} is not a terminal state`);
+    checkDeleteTerminal(params);
     const res = await run<{ events: number; transitions: number }>(this.pool, 'eventDeleteTerminal', [
       params.tenantId, params.state, params.finishedBefore, params.limit,
     ]);
@@ -277,9 +268,7 @@ export class PostgresStore implements Store {
     const walk = res.rows[0];
     const rows = res.rows.filter((r) => r.seq !== null);
     const walkEndSeq = walk && walk.examined >= plan.examine ? walk.last_seq : null;
-    const nextCursor = listNextCursor(rows.map((r) => r.seq), params.limit, walkEndSeq);
-    if (rows.length > params.limit) rows.length = params.limit;
-    return { events: rows.map(eventFromRow), nextCursor };
+    return listPage(rows, params.limit, walkEndSeq);
   }
 
   async eventListDue(params: EventListDueParams): Promise<DueRef[]> {

@@ -18,7 +18,6 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { EVENT_STATES, type EventRecord, type EventState, type TransitionRecord } from '../../core/event.ts';
-import { isRetentionState } from '../../core/retention.ts';
 import {
   type ApiKeyRecord,
   type DestinationRecord,
@@ -49,7 +48,8 @@ import {
   type TenantStateCount,
   type TransitionListParams,
 } from '../store.ts';
-import { listNextCursor, listPlan } from '../event-list-plan.ts';
+import { checkDeleteTerminal, checkLimit } from '../core/bounds.ts';
+import { listPage, listPlan } from '../event-list-plan.ts';
 import { checkLeaseMs, checkShardAssignments } from '../shard-map.ts';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
 import * as writes from './event-writes.ts';
@@ -67,8 +67,6 @@ import {
 import { destinationFromRow, nodeFromRow, tenantFromRow, tenantSecretsFromColumn } from './rows.ts';
 
 export const SQLITE_FILE_NAME_DEFAULT = 'belfry.db';
-/** Bound on one page of eventList / eventListDue / transitionList / eventRescue. */
-export const PAGE_LIMIT_MAX = 10_000;
 
 export interface SqliteStoreOptions {
   /** Created when missing. */
@@ -94,12 +92,6 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<SqliteS
     db?.close();
     lock.release();
     throw err;
-  }
-}
-
-function checkLimit(limit: number, what: string): void {
-  if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_LIMIT_MAX) {
-    throw new RangeError(`${what}: limit must be an integer from 1 to ${PAGE_LIMIT_MAX}, got ${limit}`);
   }
 }
 
@@ -245,8 +237,7 @@ export class SqliteStore implements Store {
    * `limit` small (the cleaner: a few hundred).
    */
   async eventDeleteTerminal(params: EventDeleteTerminalParams): Promise<EventDeleteTerminalResult> {
-    checkLimit(params.limit, 'eventDeleteTerminal');
-    if (!isRetentionState(params.state)) throw new RangeError(`eventDeleteTerminal: ${String(params.state)} is not a terminal state`);
+    checkDeleteTerminal(params);
     const { tenantId, state, finishedBefore, limit } = params;
     return this.writeRelaxed(() => {
       const gone = this.q.eventDeleteTerminal.all({ tenantId, state, finishedBefore, limit });
@@ -290,9 +281,7 @@ export class SqliteStore implements Store {
       const walk = this.q.eventListWalk[plan.key].get(filters)!;
       if (walk.examined >= plan.examine) walkEndSeq = walk.last_seq;
     }
-    const nextCursor = listNextCursor(rows.map((r) => r.seq), params.limit, walkEndSeq);
-    if (rows.length > params.limit) rows.length = params.limit;
-    return { events: rows.map(eventFromRow), nextCursor };
+    return listPage(rows, params.limit, walkEndSeq);
   }
 
   async eventListDue(params: EventListDueParams): Promise<DueRef[]> {
