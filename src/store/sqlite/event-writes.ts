@@ -6,18 +6,7 @@
  */
 import type { EventRecord, EventState, TransitionRecord } from '../../core/event.ts';
 import { queueOf } from '../../core/queue.ts';
-import type {
-  DueRef,
-  EventClaimParams,
-  EventInsertManyParams,
-  EventInsertResult,
-  EventMutateParams,
-  EventMutateResult,
-  EventPatch,
-  EventRecordAttemptsParams,
-  EventRescueDeadParams,
-  EventRescueParams,
-} from '../store.ts';
+import type * as S from '../store.ts';
 import { checkAttemptTarget, createdRecord, eventEdit, jsonObject, mutateRefusal } from '../core/event-writes.ts';
 import { dueRefFromRow, eventFromRow, type EventRow } from '../core/rows.ts';
 import type { Queries } from './queries.ts';
@@ -50,8 +39,8 @@ function appendTransition(
  * `created` transitions of the inserted rows are appended by one statement at the end, over the
  * seq range this call inserted.
  */
-export function insertMany(q: Queries, { events, now }: EventInsertManyParams): EventInsertResult[] {
-  const results: EventInsertResult[] = new Array(events.length);
+export function insertMany(q: Queries, { events, now }: S.EventInsertManyParams): S.EventInsertResult[] {
+  const results: S.EventInsertResult[] = new Array(events.length);
   let firstSeq = 0;
   let lastSeq = 0;
   for (let i = 0; i < events.length; i++) {
@@ -93,7 +82,7 @@ export function insertMany(q: Queries, { events, now }: EventInsertManyParams): 
  * Claims each ref still claimable, in order: reads the row (the check), updates it by seq, appends
  * its transition, and returns it as the update left it, without reading it again.
  */
-export function claim(q: Queries, { refs, now, owner, leaseUntil, fenceByShardOwner }: EventClaimParams): EventRecord[] {
+export function claim(q: Queries, { refs, now, owner, leaseUntil, fenceByShardOwner }: S.EventClaimParams): EventRecord[] {
   const detail = JSON.stringify({ owner });
   const out: EventRecord[] = [];
   for (const ref of refs) {
@@ -115,7 +104,7 @@ export function claim(q: Queries, { refs, now, owner, leaseUntil, fenceByShardOw
   return out;
 }
 
-export function recordAttempts(q: Queries, { outcomes, now }: EventRecordAttemptsParams): boolean[] {
+export function recordAttempts(q: Queries, { outcomes, now }: S.EventRecordAttemptsParams): boolean[] {
   const applied: boolean[] = new Array(outcomes.length);
   for (let i = 0; i < outcomes.length; i++) {
     const o = outcomes[i];
@@ -138,7 +127,7 @@ export function recordAttempts(q: Queries, { outcomes, now }: EventRecordAttempt
   return applied;
 }
 
-export function rescue(q: Queries, p: EventRescueParams): DueRef[] {
+export function rescue(q: Queries, p: S.EventRescueParams): S.DueRef[] {
   const candidates = q.eventRescueCandidates.all({
     leaseExpiredBefore: p.leaseExpiredBefore,
     notOwnedBy: p.notOwnedBy ?? null,
@@ -149,14 +138,14 @@ export function rescue(q: Queries, p: EventRescueParams): DueRef[] {
 }
 
 /** The executing events of dead owners (see Store.eventRescueDead); the caller checked the lease. */
-export function rescueDead(q: Queries, p: EventRescueDeadParams, storeNow: number): DueRef[] {
+export function rescueDead(q: Queries, p: S.EventRescueDeadParams, storeNow: number): S.DueRef[] {
   const candidates = q.eventRescueDeadCandidates.all({ owners: JSON.stringify(p.owners), heartbeatBefore: storeNow - p.nodeTtlMs, limit: p.limit });
   return rescueRows(q, candidates, p.now, () => 'owner dead');
 }
 
 /** Makes each candidate still executing at its version awaiting_retry, due `now`, with its transition. */
-function rescueRows(q: Queries, candidates: RescueCandidateRow[], now: number, reason: (c: RescueCandidateRow) => string): DueRef[] {
-  const out: DueRef[] = [];
+function rescueRows(q: Queries, candidates: RescueCandidateRow[], now: number, reason: (c: RescueCandidateRow) => string): S.DueRef[] {
+  const out: S.DueRef[] = [];
   for (const c of candidates) {
     const row = q.eventRescue.get(now, now, c.tenant_id, c.id, c.version);
     if (!row) continue;
@@ -176,10 +165,10 @@ function rescueRows(q: Queries, candidates: RescueCandidateRow[], now: number, r
  */
 function mutate(
   q: Queries,
-  p: EventMutateParams,
+  p: S.EventMutateParams,
   allowed: readonly EventState[],
   change: (current: EventRow) => EventRow,
-): EventMutateResult {
+): S.EventMutateResult {
   const current = q.eventGet.get(p.tenantId, p.id);
   if (!current) return { kind: 'not_found' };
   return mutateRefusal(current, p, allowed) ?? { kind: 'ok', event: eventFromRow(change(current)) };
@@ -191,7 +180,7 @@ function mustChange(row: EventRow | undefined, what: string, current: EventRow):
   return row;
 }
 
-export function cancel(q: Queries, p: EventMutateParams): EventMutateResult {
+export function cancel(q: Queries, p: S.EventMutateParams): S.EventMutateResult {
   return mutate(q, p, ['scheduled', 'awaiting_retry'], (cur) => {
     const row = mustChange(q.eventCancel.get({ now: p.now, tenantId: p.tenantId, id: p.id, version: cur.version }), 'cancel', cur);
     appendTransition(q, {
@@ -202,7 +191,7 @@ export function cancel(q: Queries, p: EventMutateParams): EventMutateResult {
   });
 }
 
-export function replay(q: Queries, p: EventMutateParams): EventMutateResult {
+export function replay(q: Queries, p: S.EventMutateParams): S.EventMutateResult {
   return mutate(q, p, ['archived', 'discarded'], (cur) => {
     const row = mustChange(q.eventReplay.get({ now: p.now, tenantId: p.tenantId, id: p.id, version: cur.version }), 'replay', cur);
     appendTransition(q, {
@@ -218,7 +207,7 @@ export function replay(q: Queries, p: EventMutateParams): EventMutateResult {
  * Edits a scheduled event. A patch that changes nothing (same values, same requestHash) returns
  * ok with the event untouched: no new version, no transition.
  */
-export function update(q: Queries, p: EventMutateParams & { patch: EventPatch }): EventMutateResult {
+export function update(q: Queries, p: S.EventMutateParams & { patch: S.EventPatch }): S.EventMutateResult {
   return mutate(q, p, ['scheduled'], (cur) => {
     const edit = eventEdit(cur, p.patch);
     if (!edit) return cur;
