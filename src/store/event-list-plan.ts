@@ -23,7 +23,8 @@
  */
 import { BelfryError } from '../core/errors.ts';
 import type { EventState } from '../core/event.ts';
-import type { EventListParams } from './store.ts';
+import { eventFromRow, type EventRow } from './core/rows.ts';
+import type { EventListPage, EventListParams } from './store.ts';
 
 /** Index entries one page may examine when filters remain to be checked on the rows. */
 export const LIST_EXAMINED_ROWS_MAX = 2_000;
@@ -76,6 +77,16 @@ export function listPlan(p: EventListParams): ListPlan {
 export function listNextCursor(hitSeqs: number[], limit: number, walkEndSeq: number | null): string | null {
   if (hitSeqs.length > limit) return encodeSeqCursor(hitSeqs[limit - 1]);
   return walkEndSeq === null ? null : encodeSeqCursor(walkEndSeq);
+}
+
+/**
+ * The page of a walk: `rows` holds at most limit + 1 matches, newest first (the one beyond the
+ * page only tells that there is more); `walkEndSeq` as for listNextCursor.
+ */
+export function listPage(rows: EventRow[], limit: number, walkEndSeq: number | null): EventListPage {
+  const nextCursor = listNextCursor(rows.map((r) => r.seq), limit, walkEndSeq);
+  if (rows.length > limit) rows.length = limit;
+  return { events: rows.map(eventFromRow), nextCursor };
 }
 
 export function encodeSeqCursor(seq: number): string {

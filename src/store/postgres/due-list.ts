@@ -17,7 +17,7 @@
 import { SHARD_COUNT_DEFAULT } from '../../core/shard.ts';
 import type { DueRef, EventListDueParams } from '../store.ts';
 import { run, type Queryable } from './db.ts';
-import { dueRefFromRow, type DueRefRow } from './rows.ts';
+import { dueRefFromRow, type DueRefRow } from '../core/rows.ts';
 
 /** Rounds of small per-shard reads before the exact last round. */
 const DUE_ROUNDS_MAX = 4;

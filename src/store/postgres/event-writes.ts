@@ -6,54 +6,25 @@
  */
 import type pg from 'pg';
 import type { EventRecord, EventState } from '../../core/event.ts';
-import { canonicalJson } from '../../core/ids.ts';
 import { queueOf } from '../../core/queue.ts';
-import type {
-  AttemptOutcome,
-  DueRef,
-  EventClaimParams,
-  EventInsertManyParams,
-  EventInsertResult,
-  EventMutateParams,
-  EventMutateResult,
-  EventPatch,
-  EventRecordAttemptsParams,
-  EventRescueDeadParams,
-  EventRescueParams,
-  NewEvent,
-} from '../store.ts';
+import type * as S from '../store.ts';
+import { checkAttemptTarget, createdRecord, eventEdit, jsonObject, mutateRefusal } from '../core/event-writes.ts';
+import { dueRefFromRow, eventFromRow, type DueRefRow, type EventRow } from '../core/rows.ts';
 import { inTransaction, run, type Queryable } from './db.ts';
 import { TX } from './queries.ts';
-import { dueRefFromRow, eventFromRow, type DueRefRow, type EventRow } from './rows.ts';
 
-const ATTEMPT_TARGETS: ReadonlySet<string> = new Set(['succeeded', 'discarded', 'awaiting_retry', 'archived']);
 /** A mutation re-reads and retries when the row changed between its read and its write; bounded. */
 const MUTATE_ATTEMPTS_MAX = 5;
 
-/** JSON text of a string map; most events carry no headers or tags, so skip the serialiser then. */
-function jsonObject(map: Record<string, string>): string {
-  for (const _ in map) return JSON.stringify(map);
-  return '{}';
-}
-
 function keyOf(tenantId: string, id: string): string {
   return `${tenantId}\u0000${id}`;
-}
-
-function createdRecord(e: NewEvent, seq: number, now: number): EventRecord {
-  return {
-    tenantId: e.tenantId, id: e.id, shard: e.shard, seq, state: 'scheduled', version: 1, fireAt: e.fireAt,
-    dueAt: e.fireAt, destination: e.destination, queue: queueOf(e.destination), payload: e.payload, headers: e.headers, group: e.group,
-    retry: e.retry, expireAt: e.expireAt, tags: e.tags, attempts: 0, lastStatus: null, lastError: null,
-    requestHash: e.requestHash, createdAt: now, updatedAt: now, leaseOwner: null, leaseUntil: null,
-  };
 }
 
 /**
  * Inserts the batch in one statement; the first occurrence of a repeated id wins. The events not
  * inserted (stored before, or repeated in the batch) are read back in one more statement.
  */
-export async function insertMany(db: Queryable, { events, now }: EventInsertManyParams): Promise<EventInsertResult[]> {
+export async function insertMany(db: Queryable, { events, now }: S.EventInsertManyParams): Promise<S.EventInsertResult[]> {
   const n = events.length;
   const cols = {
     tenantIds: new Array<string>(n), ids: new Array<string>(n), shards: new Array<number>(n), fireAts: new Array<number>(n),
@@ -84,7 +55,7 @@ export async function insertMany(db: Queryable, { events, now }: EventInsertMany
   const seqByKey = new Map<string, number>();
   for (const row of inserted.rows) seqByKey.set(keyOf(row.tenant_id, row.id), row.seq);
 
-  const results: EventInsertResult[] = new Array(n);
+  const results: S.EventInsertResult[] = new Array(n);
   const missing: number[] = [];
   for (let i = 0; i < n; i++) {
     const key = keyOf(events[i].tenantId, events[i].id);
@@ -101,7 +72,7 @@ export async function insertMany(db: Queryable, { events, now }: EventInsertMany
 }
 
 /** Fills the results of events that were not inserted with the stored row: existing or conflict. */
-async function settleExisting(db: Queryable, events: NewEvent[], missing: number[], results: EventInsertResult[]): Promise<void> {
+async function settleExisting(db: Queryable, events: S.NewEvent[], missing: number[], results: S.EventInsertResult[]): Promise<void> {
   const stored = await run<EventRow>(db, 'eventGetMany', [missing.map((i) => events[i].tenantId), missing.map((i) => events[i].id)]);
   const byKey = new Map(stored.rows.map((r): [string, EventRow] => [keyOf(r.tenant_id, r.id), r]));
   for (const i of missing) {
@@ -112,7 +83,7 @@ async function settleExisting(db: Queryable, events: NewEvent[], missing: number
   }
 }
 
-export async function claim(db: Queryable, p: EventClaimParams): Promise<EventRecord[]> {
+export async function claim(db: Queryable, p: S.EventClaimParams): Promise<EventRecord[]> {
   const res = await run<EventRow>(db, 'eventClaim', [
     p.refs.map((r) => r.tenantId),
     p.refs.map((r) => r.id),
@@ -132,9 +103,9 @@ export async function claim(db: Queryable, p: EventClaimParams): Promise<EventRe
  * sends at most one outcome per event in one statement; a second round exists only when the
  * batch repeats an event (then all rounds share one transaction).
  */
-export async function recordAttempts(pool: pg.Pool, { outcomes, now }: EventRecordAttemptsParams): Promise<boolean[]> {
+export async function recordAttempts(pool: pg.Pool, { outcomes, now }: S.EventRecordAttemptsParams): Promise<boolean[]> {
   for (const o of outcomes) {
-    if (!ATTEMPT_TARGETS.has(o.to)) throw new RangeError(`eventRecordAttempts: cannot move executing to ${o.to}`);
+    checkAttemptTarget(o.to);
   }
   const rounds: number[][] = [];
   const seen = new Map<string, number>();
@@ -161,9 +132,9 @@ export async function recordAttempts(pool: pg.Pool, { outcomes, now }: EventReco
 }
 
 /** One statement for `indexes` (distinct events); marks the ones that applied. */
-async function recordRound(db: Queryable, outcomes: AttemptOutcome[], indexes: number[], now: number, applied: boolean[]): Promise<void> {
+async function recordRound(db: Queryable, outcomes: S.AttemptOutcome[], indexes: number[], now: number, applied: boolean[]): Promise<void> {
   if (indexes.length === 0) return;
-  const pick = <T>(f: (o: AttemptOutcome) => T) => indexes.map((i) => f(outcomes[i]));
+  const pick = <T>(f: (o: S.AttemptOutcome) => T) => indexes.map((i) => f(outcomes[i]));
   const res = await run<{ ord: number }>(db, 'eventRecordAttempts', [
     pick((o) => o.tenantId),
     pick((o) => o.id),
@@ -179,7 +150,7 @@ async function recordRound(db: Queryable, outcomes: AttemptOutcome[], indexes: n
   for (const row of res.rows) applied[indexes[row.ord - 1]] = true;
 }
 
-export async function rescue(db: Queryable, p: EventRescueParams): Promise<DueRef[]> {
+export async function rescue(db: Queryable, p: S.EventRescueParams): Promise<S.DueRef[]> {
   const res = await run<DueRefRow>(db, 'eventRescue', [p.leaseExpiredBefore, p.notOwnedBy ?? null, p.limit, p.now, p.heldBy ?? null]);
   return res.rows.map(dueRefFromRow);
 }
@@ -188,7 +159,7 @@ export async function rescue(db: Queryable, p: EventRescueParams): Promise<DueRe
  * In one transaction: share-lock the lease row if (leaderId, epoch) holds it unexpired (so no
  * election commits meanwhile), then rescue the dead owners' executing events.
  */
-export async function rescueDead(pool: pg.Pool, p: EventRescueDeadParams): Promise<DueRef[] | null> {
+export async function rescueDead(pool: pg.Pool, p: S.EventRescueDeadParams): Promise<S.DueRef[] | null> {
   return inTransaction(pool, TX.begin, async (client) => {
     if ((await run(client, 'leaderCheckForShare', [p.leaderId, p.epoch])).rowCount !== 1) return null;
     const res = await run<DueRefRow>(client, 'eventRescueDead', [p.owners, p.nodeTtlMs, p.limit, p.now]);
@@ -206,17 +177,15 @@ export async function rescueDead(pool: pg.Pool, p: EventRescueDeadParams): Promi
  */
 async function mutate(
   db: Queryable,
-  p: EventMutateParams,
+  p: S.EventMutateParams,
   allowed: readonly EventState[],
   change: (current: EventRow) => Promise<EventRow | undefined>,
-): Promise<EventMutateResult> {
+): Promise<S.EventMutateResult> {
   for (let attempt = 0; attempt < MUTATE_ATTEMPTS_MAX; attempt++) {
     const current = (await run<EventRow>(db, 'eventGet', [p.tenantId, p.id])).rows[0];
     if (!current) return { kind: 'not_found' };
-    if (p.expectedVersion !== undefined && current.version !== p.expectedVersion) {
-      return { kind: 'version_mismatch', event: eventFromRow(current) };
-    }
-    if (!allowed.includes(current.state)) return { kind: 'wrong_state', event: eventFromRow(current) };
+    const refusal = mutateRefusal(current, p, allowed);
+    if (refusal) return refusal;
     const changed = await change(current);
     if (changed) return { kind: 'ok', event: eventFromRow(changed) };
   }
@@ -227,13 +196,13 @@ async function first(res: Promise<pg.QueryResult<EventRow>>): Promise<EventRow |
   return (await res).rows[0];
 }
 
-export function cancel(db: Queryable, p: EventMutateParams): Promise<EventMutateResult> {
+export function cancel(db: Queryable, p: S.EventMutateParams): Promise<S.EventMutateResult> {
   return mutate(db, p, ['scheduled', 'awaiting_retry'], (cur) =>
     first(run<EventRow>(db, 'eventCancel', [p.now, p.tenantId, p.id, cur.version, cur.state])),
   );
 }
 
-export function replay(db: Queryable, p: EventMutateParams): Promise<EventMutateResult> {
+export function replay(db: Queryable, p: S.EventMutateParams): Promise<S.EventMutateResult> {
   return mutate(db, p, ['archived', 'discarded'], (cur) =>
     first(run<EventRow>(db, 'eventReplay', [
       p.now, p.tenantId, p.id, cur.version, cur.state, JSON.stringify({ attemptsBefore: cur.attempts }),
@@ -241,46 +210,17 @@ export function replay(db: Queryable, p: EventMutateParams): Promise<EventMutate
   );
 }
 
-/** JSON equality that ignores key order, for the "which fields changed" list. */
-function sameJson(stored: string, next: unknown): boolean {
-  return canonicalJson(JSON.parse(stored)) === canonicalJson(next);
-}
-
 /**
  * Edits a scheduled event. A patch that changes nothing (same values, same requestHash) returns
  * ok with the event untouched: no new version, no transition.
  */
-export function update(db: Queryable, p: EventMutateParams & { patch: EventPatch }): Promise<EventMutateResult> {
+export function update(db: Queryable, p: S.EventMutateParams & { patch: S.EventPatch }): Promise<S.EventMutateResult> {
   return mutate(db, p, ['scheduled'], async (cur) => {
-    const { patch } = p;
-    const fields: string[] = [];
-    const fireAt = patch.fireAt ?? cur.fire_at;
-    if (fireAt !== cur.fire_at) fields.push('fireAt');
-    const payload = patch.payload ?? cur.payload;
-    if (payload !== cur.payload) fields.push('payload');
-    let headers = cur.headers;
-    if (patch.headers !== undefined && !sameJson(cur.headers, patch.headers)) {
-      headers = JSON.stringify(patch.headers);
-      fields.push('headers');
-    }
-    let destination = cur.destination;
-    let queue = cur.queue;
-    if (patch.destination !== undefined && !sameJson(cur.destination, patch.destination)) {
-      destination = JSON.stringify(patch.destination);
-      queue = queueOf(patch.destination);
-      fields.push('destination');
-    }
-    const expireAt = patch.expireAt === undefined ? cur.expire_at : patch.expireAt;
-    if (expireAt !== cur.expire_at) fields.push('expireAt');
-    const requestHash = patch.requestHash ?? cur.request_hash;
-    if (fields.length === 0 && requestHash === cur.request_hash) return cur;
-
-    // A scheduled event fires at fireAt; after a replay it was due now, and an explicit new
-    // fireAt takes over again.
-    const dueAt = fireAt !== cur.fire_at ? fireAt : cur.due_at;
-    const detail = JSON.stringify({ fields, fireAtBefore: cur.fire_at, fireAtAfter: fireAt });
+    const e = eventEdit(cur, p.patch);
+    if (!e) return cur;
     return first(run<EventRow>(db, 'eventEdit', [
-      fireAt, dueAt, payload, headers, destination, expireAt, requestHash, p.now, p.tenantId, p.id, cur.version, detail, queue,
+      e.fireAt, e.dueAt, e.payload, e.headers, e.destination, e.expireAt, e.requestHash, p.now, p.tenantId, p.id, cur.version,
+      JSON.stringify(e.detail), e.queue,
     ]));
   });
 }

@@ -5,33 +5,16 @@
  * applies each migration and the others find nothing to do. DDL is transactional in PostgreSQL:
  * a crash leaves all the pending migrations or none.
  */
-import { readdirSync, readFileSync } from 'node:fs';
 import type pg from 'pg';
+import { loadMigrationsFrom, type Migration } from '../core/migrations.ts';
 import { inTransaction } from './db.ts';
 import { schemaCreateSql, SQL, TX } from './queries.ts';
 
 const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url);
-const MIGRATION_FILE = /^(\d+)_([a-z0-9_]+)\.sql$/;
-
-export interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-}
 
 /** The migrations shipped with this build, by version; throws on a gap or a duplicate number. */
 export function loadMigrations(): Migration[] {
-  const out: Migration[] = [];
-  for (const file of readdirSync(MIGRATIONS_DIR)) {
-    const m = MIGRATION_FILE.exec(file);
-    if (!m) continue;
-    out.push({ version: Number(m[1]), name: m[2], sql: readFileSync(new URL(file, MIGRATIONS_DIR), 'utf8') });
-  }
-  out.sort((a, b) => a.version - b.version);
-  out.forEach((mig, i) => {
-    if (mig.version !== i + 1) throw new Error(`postgres migrations: expected version ${i + 1}, found ${mig.version} (${mig.name})`);
-  });
-  return out;
+  return loadMigrationsFrom(MIGRATIONS_DIR, 'postgres');
 }
 
 /** Creates the schema if needed and applies the migrations not yet recorded; returns the versions it applied. */

@@ -13,66 +13,31 @@
  */
 import type pg from 'pg';
 import { EVENT_STATES, type EventRecord, type EventState, type TransitionRecord } from '../../core/event.ts';
-import { listNextCursor, listPlan, type ListKey } from '../event-list-plan.ts';
-import { isRetentionState } from '../../core/retention.ts';
+import { listPage, listPlan, type ListKey } from '../event-list-plan.ts';
 import { checkLeaseMs, checkShardAssignments } from '../shard-map.ts';
+import type * as S from '../store.ts';
+import { checkDeleteTerminal, checkLimit } from '../core/bounds.ts';
 import {
-  secretsFromJson,
-  type ApiKeyRecord,
-  type DestinationRecord,
-  type DestinationSecret,
-  type DueRef,
-  type EventClaimParams,
-  type EventDeleteTerminalParams,
-  type EventDeleteTerminalResult,
-  type EventGroupHeadParams,
-  type EventInsertManyParams,
-  type EventInsertResult,
-  type EventListDueParams,
-  type EventListPage,
-  type EventListParams,
-  type EventMutateParams,
-  type EventMutateResult,
-  type EventPatch,
-  type EventRecordAttemptsParams,
-  type EventRescueDeadParams,
-  type EventRescueParams,
-  type LeaderLease,
-  type NodeRecord,
-  type ShardAssignment,
-  type Store,
-  type StoreCapabilities,
-  type NewTenantRecord,
-  type TenantRecord,
-  type TenantStateCount,
-  type TransitionListParams,
-} from '../store.ts';
+  apiKeyFromRow,
+  dueRefFromRow,
+  eventFromRow,
+  leaderLeaseFromRow,
+  shardAssignmentFromRow,
+  transitionFromRow,
+  type ApiKeyRow,
+  type DueRefRow,
+  type EventRow,
+  type LeaderLeaseRow,
+  type ListWalkRow,
+  type ShardAssignmentRow,
+  type TransitionRow,
+} from '../core/rows.ts';
 import { createPool, inTransaction, run } from './db.ts';
 import { listDue } from './due-list.ts';
 import * as writes from './event-writes.ts';
 import { migrate } from './migrate.ts';
 import { TX, type QueryName } from './queries.ts';
-import {
-  apiKeyFromRow,
-  destinationFromRow,
-  dueRefFromRow,
-  eventFromRow,
-  leaderLeaseFromRow,
-  nodeFromRow,
-  shardAssignmentFromRow,
-  tenantFromRow,
-  transitionFromRow,
-  type ApiKeyRow,
-  type DestinationRow,
-  type DueRefRow,
-  type EventRow,
-  type LeaderLeaseRow,
-  type ListWalkRow,
-  type NodeRow,
-  type ShardAssignmentRow,
-  type TenantRow,
-  type TransitionRow,
-} from './rows.ts';
+import { destinationFromRow, nodeFromRow, tenantFromRow, tenantSecretsFromColumn, type DestinationRow, type NodeRow, type TenantRow } from './rows.ts';
 import { TenantDurability } from './tenant-durability.ts';
 
 export const POSTGRES_SCHEMA_DEFAULT = 'belfry';
@@ -84,8 +49,6 @@ export const POSTGRES_SCHEMA_DEFAULT = 'belfry';
 export const POSTGRES_POOL_SIZE_DEFAULT = 10;
 /** eventCountByState counts exactly up to this many rows (a scan of ~100 ms), and estimates above. */
 export const EXACT_COUNT_ROWS_MAX = 250_000;
-/** Bound on one page of eventList / eventListDue / transitionList / eventRescue. */
-export const PAGE_LIMIT_MAX = 10_000;
 
 export interface PostgresStoreOptions {
   /** A libpq-style URL: `postgres://user:password@host:5432/database`. */
@@ -114,12 +77,6 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
   return store;
 }
 
-function checkLimit(limit: number, what: string): void {
-  if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_LIMIT_MAX) {
-    throw new RangeError(`${what}: limit must be an integer from 1 to ${PAGE_LIMIT_MAX}, got ${limit}`);
-  }
-}
-
 /** The statement of each eventList walk. */
 const LIST_QUERIES: Record<ListKey, QueryName> = {
   tenant: 'eventListByTenant',
@@ -128,8 +85,8 @@ const LIST_QUERIES: Record<ListKey, QueryName> = {
   group: 'eventListByGroup',
 };
 
-export class PostgresStore implements Store {
-  readonly capabilities: StoreCapabilities = { skipLocked: true, multiNode: true };
+export class PostgresStore implements S.Store {
+  readonly capabilities: S.StoreCapabilities = { skipLocked: true, multiNode: true };
   private readonly durability = new TenantDurability();
   private closed = false;
 
@@ -153,16 +110,16 @@ export class PostgresStore implements Store {
     await this.pool.end();
   }
 
-  async apiKeyCreate(key: ApiKeyRecord): Promise<void> {
+  async apiKeyCreate(key: S.ApiKeyRecord): Promise<void> {
     await run(this.pool, 'apiKeyInsert', [key.id, key.tenantId, key.hash, key.prefix, key.createdAt, key.revokedAt]);
   }
 
-  async apiKeyFindByHash(params: { hash: string }): Promise<ApiKeyRecord | null> {
+  async apiKeyFindByHash(params: { hash: string }): Promise<S.ApiKeyRecord | null> {
     const row = (await run<ApiKeyRow>(this.pool, 'apiKeyByHash', [params.hash])).rows[0];
     return row ? apiKeyFromRow(row) : null;
   }
 
-  async apiKeyList(params: { tenantId: string }): Promise<ApiKeyRecord[]> {
+  async apiKeyList(params: { tenantId: string }): Promise<S.ApiKeyRecord[]> {
     return (await run<ApiKeyRow>(this.pool, 'apiKeyList', [params.tenantId])).rows.map(apiKeyFromRow);
   }
 
@@ -174,16 +131,16 @@ export class PostgresStore implements Store {
     return (await run(this.pool, 'destinationDelete', [params.tenantId, params.name])).rowCount === 1;
   }
 
-  async destinationGet(params: { tenantId: string; name: string }): Promise<DestinationRecord | null> {
+  async destinationGet(params: { tenantId: string; name: string }): Promise<S.DestinationRecord | null> {
     const row = (await run<DestinationRow>(this.pool, 'destinationGet', [params.tenantId, params.name])).rows[0];
     return row ? destinationFromRow(row) : null;
   }
 
-  async destinationList(params: { tenantId: string }): Promise<DestinationRecord[]> {
+  async destinationList(params: { tenantId: string }): Promise<S.DestinationRecord[]> {
     return (await run<DestinationRow>(this.pool, 'destinationList', [params.tenantId])).rows.map(destinationFromRow);
   }
 
-  async destinationPut(params: { destination: DestinationRecord }): Promise<{ created: boolean; destination: DestinationRecord }> {
+  async destinationPut(params: { destination: S.DestinationRecord }): Promise<{ created: boolean; destination: S.DestinationRecord }> {
     const d = params.destination;
     const row = (
       await run<DestinationRow & { created: boolean }>(this.pool, 'destinationUpsert', [
@@ -194,16 +151,16 @@ export class PostgresStore implements Store {
     return { created: row.created, destination: destinationFromRow(row) };
   }
 
-  async eventCancel(params: EventMutateParams): Promise<EventMutateResult> {
+  async eventCancel(params: S.EventMutateParams): Promise<S.EventMutateResult> {
     return writes.cancel(this.pool, params);
   }
 
-  async eventClaim(params: EventClaimParams): Promise<EventRecord[]> {
+  async eventClaim(params: S.EventClaimParams): Promise<EventRecord[]> {
     if (params.refs.length === 0) return [];
     return writes.claim(this.pool, params);
   }
 
-  async eventCountByTenantState(): Promise<TenantStateCount[]> {
+  async eventCountByTenantState(): Promise<S.TenantStateCount[]> {
     const res = await inTransaction(this.pool, TX.beginLongRead, (client) =>
       run<{ tenant_id: string; state: EventState; n: number }>(client, 'eventCountByTenantState'),
     );
@@ -233,9 +190,8 @@ export class PostgresStore implements Store {
     return counts;
   }
 
-  async eventDeleteTerminal(params: EventDeleteTerminalParams): Promise<EventDeleteTerminalResult> {
-    checkLimit(params.limit, 'eventDeleteTerminal');
-    if (!isRetentionState(params.state)) throw new RangeError(`eventDeleteTerminal: ${String(params.state)} is not a terminal state`);
+  async eventDeleteTerminal(params: S.EventDeleteTerminalParams): Promise<S.EventDeleteTerminalResult> {
+    checkDeleteTerminal(params);
     const res = await run<{ events: number; transitions: number }>(this.pool, 'eventDeleteTerminal', [
       params.tenantId, params.state, params.finishedBefore, params.limit,
     ]);
@@ -247,7 +203,7 @@ export class PostgresStore implements Store {
     return row ? eventFromRow(row) : null;
   }
 
-  async eventGroupHead(params: EventGroupHeadParams): Promise<DueRef | null> {
+  async eventGroupHead(params: S.EventGroupHeadParams): Promise<S.DueRef | null> {
     const row = (await run<DueRefRow & { state: EventState }>(this.pool, 'eventGroupFirst', [params.tenantId, params.group])).rows[0];
     if (!row || row.state === 'executing') return null;
     return dueRefFromRow(row);
@@ -257,7 +213,7 @@ export class PostgresStore implements Store {
    * One statement for the whole batch. When every tenant of the batch is relaxed, it runs in a
    * transaction with synchronous_commit = off: the commit answers before its WAL is flushed.
    */
-  async eventInsertMany(params: EventInsertManyParams): Promise<EventInsertResult[]> {
+  async eventInsertMany(params: S.EventInsertManyParams): Promise<S.EventInsertResult[]> {
     if (params.events.length === 0) return [];
     const relaxed = await this.durability.allRelaxed(this.pool, params.events.map((e) => e.tenantId));
     if (!relaxed) return writes.insertMany(this.pool, params);
@@ -265,7 +221,7 @@ export class PostgresStore implements Store {
   }
 
   /** One bounded walk of an index (event-list-plan.ts), in one statement planned as an ordered walk (TX.beginOrderedWalk). */
-  async eventList(params: EventListParams): Promise<EventListPage> {
+  async eventList(params: S.EventListParams): Promise<S.EventListPage> {
     checkLimit(params.limit, 'eventList');
     const plan = listPlan(params);
     const values = [
@@ -283,48 +239,46 @@ export class PostgresStore implements Store {
     const walk = res.rows[0];
     const rows = res.rows.filter((r) => r.seq !== null);
     const walkEndSeq = walk && walk.examined >= plan.examine ? walk.last_seq : null;
-    const nextCursor = listNextCursor(rows.map((r) => r.seq), params.limit, walkEndSeq);
-    if (rows.length > params.limit) rows.length = params.limit;
-    return { events: rows.map(eventFromRow), nextCursor };
+    return listPage(rows, params.limit, walkEndSeq);
   }
 
-  async eventListDue(params: EventListDueParams): Promise<DueRef[]> {
+  async eventListDue(params: S.EventListDueParams): Promise<S.DueRef[]> {
     checkLimit(params.limit, 'eventListDue');
     if (params.shards !== null && params.shards.length === 0) return [];
     return listDue(this.pool, params);
   }
 
-  async eventRecordAttempts(params: EventRecordAttemptsParams): Promise<boolean[]> {
+  async eventRecordAttempts(params: S.EventRecordAttemptsParams): Promise<boolean[]> {
     if (params.outcomes.length === 0) return [];
     return writes.recordAttempts(this.pool, params);
   }
 
-  async eventReplay(params: EventMutateParams): Promise<EventMutateResult> {
+  async eventReplay(params: S.EventMutateParams): Promise<S.EventMutateResult> {
     return writes.replay(this.pool, params);
   }
 
-  async eventRescue(params: EventRescueParams): Promise<DueRef[]> {
+  async eventRescue(params: S.EventRescueParams): Promise<S.DueRef[]> {
     checkLimit(params.limit, 'eventRescue');
     return writes.rescue(this.pool, params);
   }
 
-  async eventRescueDead(params: EventRescueDeadParams): Promise<DueRef[] | null> {
+  async eventRescueDead(params: S.EventRescueDeadParams): Promise<S.DueRef[] | null> {
     checkLimit(params.limit, 'eventRescueDead');
     if (params.owners.length === 0) return [];
     return writes.rescueDead(this.pool, params);
   }
 
-  async eventUpdate(params: EventMutateParams & { patch: EventPatch }): Promise<EventMutateResult> {
+  async eventUpdate(params: S.EventMutateParams & { patch: S.EventPatch }): Promise<S.EventMutateResult> {
     return writes.update(this.pool, params);
   }
 
-  async leaderAttemptElect(params: { nodeId: string; leaseMs: number }): Promise<LeaderLease | null> {
+  async leaderAttemptElect(params: { nodeId: string; leaseMs: number }): Promise<S.LeaderLease | null> {
     checkLeaseMs(params.leaseMs);
     const row = (await run<LeaderLeaseRow>(this.pool, 'leaderElect', [params.nodeId, params.leaseMs])).rows[0];
     return row ? leaderLeaseFromRow(row) : null;
   }
 
-  async leaderGet(): Promise<LeaderLease | null> {
+  async leaderGet(): Promise<S.LeaderLease | null> {
     const row = (await run<LeaderLeaseRow>(this.pool, 'leaderGet')).rows[0];
     return row ? leaderLeaseFromRow(row) : null;
   }
@@ -352,8 +306,8 @@ export class PostgresStore implements Store {
     return { nowMs: row.heartbeat_at };
   }
 
-  async nodeList(): Promise<NodeRecord[]> {
-    return (await run<NodeRow>(this.pool, 'nodeList')).rows.map(nodeFromRow);
+  async nodeList(): Promise<S.NodeRecord[]> {
+    return (await run<NodeRow>(this.pool, 'nodeList')).rows.map((row) => nodeFromRow(row, row.now_ms));
   }
 
   /**
@@ -374,37 +328,37 @@ export class PostgresStore implements Store {
     });
   }
 
-  async shardList(): Promise<ShardAssignment[]> {
+  async shardList(): Promise<S.ShardAssignment[]> {
     return (await run<ShardAssignmentRow>(this.pool, 'shardList')).rows.map(shardAssignmentFromRow);
   }
 
-  async tenantCreate(tenant: NewTenantRecord): Promise<void> {
+  async tenantCreate(tenant: S.NewTenantRecord): Promise<void> {
     const secrets = JSON.stringify(tenant.signingSecrets ?? []);
     await run(this.pool, 'tenantInsert', [tenant.id, tenant.name, JSON.stringify(tenant.settings), tenant.createdAt, secrets]);
   }
 
-  async tenantGet(params: { id: string }): Promise<TenantRecord | null> {
+  async tenantGet(params: { id: string }): Promise<S.TenantRecord | null> {
     const row = (await run<TenantRow>(this.pool, 'tenantGet', [params.id])).rows[0];
     return row ? tenantFromRow(row) : null;
   }
 
-  async tenantUpdate(params: { id: string; settings: Record<string, unknown> }): Promise<TenantRecord | null> {
+  async tenantUpdate(params: { id: string; settings: Record<string, unknown> }): Promise<S.TenantRecord | null> {
     const row = (await run<TenantRow>(this.pool, 'tenantUpdate', [params.id, JSON.stringify(params.settings)])).rows[0];
     // This node sees a durability change at once; the others within TENANT_SETTINGS_TTL_MS.
     this.durability.clear();
     return row ? tenantFromRow(row) : null;
   }
 
-  async tenantList(): Promise<TenantRecord[]> {
+  async tenantList(): Promise<S.TenantRecord[]> {
     return (await run<TenantRow>(this.pool, 'tenantList')).rows.map(tenantFromRow);
   }
 
-  async tenantSecretsGet(params: { id: string }): Promise<DestinationSecret[] | null> {
+  async tenantSecretsGet(params: { id: string }): Promise<S.DestinationSecret[] | null> {
     const row = (await run<{ signing_secrets: unknown }>(this.pool, 'tenantSecretsGet', [params.id])).rows[0];
-    return row ? secretsFromJson(row.signing_secrets) : null;
+    return row ? tenantSecretsFromColumn(row.signing_secrets) : null;
   }
 
-  async tenantSecretsSwap(params: { id: string; expected: DestinationSecret[]; secrets: DestinationSecret[] }): Promise<boolean> {
+  async tenantSecretsSwap(params: { id: string; expected: S.DestinationSecret[]; secrets: S.DestinationSecret[] }): Promise<boolean> {
     const res = await run(this.pool, 'tenantSecretsSwap', [params.id, JSON.stringify(params.expected), JSON.stringify(params.secrets)]);
     return res.rowCount === 1;
   }
@@ -413,7 +367,7 @@ export class PostgresStore implements Store {
     return (await run<{ now_ms: number }>(this.pool, 'timeNow')).rows[0].now_ms;
   }
 
-  async transitionList(params: TransitionListParams): Promise<TransitionRecord[]> {
+  async transitionList(params: S.TransitionListParams): Promise<TransitionRecord[]> {
     checkLimit(params.limit, 'transitionList');
     const res = await run<TransitionRow>(this.pool, 'transitionList', [params.tenantId, params.eventId, params.afterSeq ?? 0, params.limit]);
     return res.rows.map(transitionFromRow);

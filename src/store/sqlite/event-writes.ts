@@ -5,25 +5,12 @@
  * both, so a trace is numbered 1, 2, 3, ... without a counter of its own.
  */
 import type { EventRecord, EventState, TransitionRecord } from '../../core/event.ts';
-import { canonicalJson } from '../../core/ids.ts';
 import { queueOf } from '../../core/queue.ts';
-import type {
-  DueRef,
-  EventClaimParams,
-  EventInsertManyParams,
-  EventInsertResult,
-  EventMutateParams,
-  EventMutateResult,
-  EventPatch,
-  EventRecordAttemptsParams,
-  EventRescueDeadParams,
-  EventRescueParams,
-  NewEvent,
-} from '../store.ts';
+import type * as S from '../store.ts';
+import { checkAttemptTarget, createdRecord, eventEdit, jsonObject, mutateRefusal } from '../core/event-writes.ts';
+import { dueRefFromRow, eventFromRow, type EventRow } from '../core/rows.ts';
 import type { Queries } from './queries.ts';
-import { claimedEventFromTuple, eventFromRow, type EventRow, type RescueCandidateRow } from './rows.ts';
-
-const ATTEMPT_TARGETS: ReadonlySet<string> = new Set(['succeeded', 'discarded', 'awaiting_retry', 'archived']);
+import { claimedEventFromTuple, type RescueCandidateRow } from './rows.ts';
 
 /** Appends one transition row (positional, in the column order of SQL.transitionInsert). */
 function appendTransition(
@@ -47,48 +34,13 @@ function appendTransition(
   );
 }
 
-/** JSON text of a string map; most events carry no headers or tags, so skip the serialiser then. */
-function jsonObject(map: Record<string, string>): string {
-  for (const _ in map) return JSON.stringify(map);
-  return '{}';
-}
-
-function createdRecord(e: NewEvent, seq: number, now: number): EventRecord {
-  return {
-    tenantId: e.tenantId,
-    id: e.id,
-    shard: e.shard,
-    seq,
-    state: 'scheduled',
-    version: 1,
-    fireAt: e.fireAt,
-    dueAt: e.fireAt,
-    destination: e.destination,
-    queue: queueOf(e.destination),
-    payload: e.payload,
-    headers: e.headers,
-    group: e.group,
-    retry: e.retry,
-    expireAt: e.expireAt,
-    tags: e.tags,
-    attempts: 0,
-    lastStatus: null,
-    lastError: null,
-    requestHash: e.requestHash,
-    createdAt: now,
-    updatedAt: now,
-    leaseOwner: null,
-    leaseUntil: null,
-  };
-}
-
 /**
  * Inserts each event, or reports the stored one (the first of a batch wins a repeated id). The
  * `created` transitions of the inserted rows are appended by one statement at the end, over the
  * seq range this call inserted.
  */
-export function insertMany(q: Queries, { events, now }: EventInsertManyParams): EventInsertResult[] {
-  const results: EventInsertResult[] = new Array(events.length);
+export function insertMany(q: Queries, { events, now }: S.EventInsertManyParams): S.EventInsertResult[] {
+  const results: S.EventInsertResult[] = new Array(events.length);
   let firstSeq = 0;
   let lastSeq = 0;
   for (let i = 0; i < events.length; i++) {
@@ -130,7 +82,7 @@ export function insertMany(q: Queries, { events, now }: EventInsertManyParams): 
  * Claims each ref still claimable, in order: reads the row (the check), updates it by seq, appends
  * its transition, and returns it as the update left it, without reading it again.
  */
-export function claim(q: Queries, { refs, now, owner, leaseUntil, fenceByShardOwner }: EventClaimParams): EventRecord[] {
+export function claim(q: Queries, { refs, now, owner, leaseUntil, fenceByShardOwner }: S.EventClaimParams): EventRecord[] {
   const detail = JSON.stringify({ owner });
   const out: EventRecord[] = [];
   for (const ref of refs) {
@@ -152,11 +104,11 @@ export function claim(q: Queries, { refs, now, owner, leaseUntil, fenceByShardOw
   return out;
 }
 
-export function recordAttempts(q: Queries, { outcomes, now }: EventRecordAttemptsParams): boolean[] {
+export function recordAttempts(q: Queries, { outcomes, now }: S.EventRecordAttemptsParams): boolean[] {
   const applied: boolean[] = new Array(outcomes.length);
   for (let i = 0; i < outcomes.length; i++) {
     const o = outcomes[i];
-    if (!ATTEMPT_TARGETS.has(o.to)) throw new RangeError(`eventRecordAttempts: cannot move executing to ${o.to}`);
+    checkAttemptTarget(o.to);
     const current = q.eventRecordCheck.get(o.tenantId, o.id, o.version, o.owner);
     applied[i] = current !== undefined;
     if (!current) continue;
@@ -175,7 +127,7 @@ export function recordAttempts(q: Queries, { outcomes, now }: EventRecordAttempt
   return applied;
 }
 
-export function rescue(q: Queries, p: EventRescueParams): DueRef[] {
+export function rescue(q: Queries, p: S.EventRescueParams): S.DueRef[] {
   const candidates = q.eventRescueCandidates.all({
     leaseExpiredBefore: p.leaseExpiredBefore,
     notOwnedBy: p.notOwnedBy ?? null,
@@ -186,14 +138,14 @@ export function rescue(q: Queries, p: EventRescueParams): DueRef[] {
 }
 
 /** The executing events of dead owners (see Store.eventRescueDead); the caller checked the lease. */
-export function rescueDead(q: Queries, p: EventRescueDeadParams, storeNow: number): DueRef[] {
+export function rescueDead(q: Queries, p: S.EventRescueDeadParams, storeNow: number): S.DueRef[] {
   const candidates = q.eventRescueDeadCandidates.all({ owners: JSON.stringify(p.owners), heartbeatBefore: storeNow - p.nodeTtlMs, limit: p.limit });
   return rescueRows(q, candidates, p.now, () => 'owner dead');
 }
 
 /** Makes each candidate still executing at its version awaiting_retry, due `now`, with its transition. */
-function rescueRows(q: Queries, candidates: RescueCandidateRow[], now: number, reason: (c: RescueCandidateRow) => string): DueRef[] {
-  const out: DueRef[] = [];
+function rescueRows(q: Queries, candidates: RescueCandidateRow[], now: number, reason: (c: RescueCandidateRow) => string): S.DueRef[] {
+  const out: S.DueRef[] = [];
   for (const c of candidates) {
     const row = q.eventRescue.get(now, now, c.tenant_id, c.id, c.version);
     if (!row) continue;
@@ -202,7 +154,7 @@ function rescueRows(q: Queries, candidates: RescueCandidateRow[], now: number, r
       toState: 'awaiting_retry', attempt: row.attempts, status: null, error: null, durationMs: null, latenessMs: null,
       detail: { reason: reason(c), owner: c.lease_owner },
     });
-    out.push({ tenantId: row.tenant_id, id: row.id, version: row.version, dueAt: row.due_at, shard: row.shard, group: row.grp, queue: row.queue });
+    out.push(dueRefFromRow(row));
   }
   return out;
 }
@@ -213,17 +165,13 @@ function rescueRows(q: Queries, candidates: RescueCandidateRow[], now: number, r
  */
 function mutate(
   q: Queries,
-  p: EventMutateParams,
+  p: S.EventMutateParams,
   allowed: readonly EventState[],
   change: (current: EventRow) => EventRow,
-): EventMutateResult {
+): S.EventMutateResult {
   const current = q.eventGet.get(p.tenantId, p.id);
   if (!current) return { kind: 'not_found' };
-  if (p.expectedVersion !== undefined && current.version !== p.expectedVersion) {
-    return { kind: 'version_mismatch', event: eventFromRow(current) };
-  }
-  if (!allowed.includes(current.state)) return { kind: 'wrong_state', event: eventFromRow(current) };
-  return { kind: 'ok', event: eventFromRow(change(current)) };
+  return mutateRefusal(current, p, allowed) ?? { kind: 'ok', event: eventFromRow(change(current)) };
 }
 
 /** The row a conditional UPDATE returned; in one transaction after the checks it cannot be missing. */
@@ -232,7 +180,7 @@ function mustChange(row: EventRow | undefined, what: string, current: EventRow):
   return row;
 }
 
-export function cancel(q: Queries, p: EventMutateParams): EventMutateResult {
+export function cancel(q: Queries, p: S.EventMutateParams): S.EventMutateResult {
   return mutate(q, p, ['scheduled', 'awaiting_retry'], (cur) => {
     const row = mustChange(q.eventCancel.get({ now: p.now, tenantId: p.tenantId, id: p.id, version: cur.version }), 'cancel', cur);
     appendTransition(q, {
@@ -243,7 +191,7 @@ export function cancel(q: Queries, p: EventMutateParams): EventMutateResult {
   });
 }
 
-export function replay(q: Queries, p: EventMutateParams): EventMutateResult {
+export function replay(q: Queries, p: S.EventMutateParams): S.EventMutateResult {
   return mutate(q, p, ['archived', 'discarded'], (cur) => {
     const row = mustChange(q.eventReplay.get({ now: p.now, tenantId: p.tenantId, id: p.id, version: cur.version }), 'replay', cur);
     appendTransition(q, {
@@ -255,56 +203,19 @@ export function replay(q: Queries, p: EventMutateParams): EventMutateResult {
   });
 }
 
-/** JSON equality that ignores key order, for the "which fields changed" list. */
-function sameJson(stored: string, next: unknown): boolean {
-  return canonicalJson(JSON.parse(stored)) === canonicalJson(next);
-}
-
 /**
  * Edits a scheduled event. A patch that changes nothing (same values, same requestHash) returns
  * ok with the event untouched: no new version, no transition.
  */
-export function update(q: Queries, p: EventMutateParams & { patch: EventPatch }): EventMutateResult {
+export function update(q: Queries, p: S.EventMutateParams & { patch: S.EventPatch }): S.EventMutateResult {
   return mutate(q, p, ['scheduled'], (cur) => {
-    const { patch } = p;
-    const fields: string[] = [];
-    const fireAt = patch.fireAt ?? cur.fire_at;
-    if (fireAt !== cur.fire_at) fields.push('fireAt');
-    const payload = patch.payload ?? cur.payload;
-    if (payload !== cur.payload) fields.push('payload');
-    let headers = cur.headers;
-    if (patch.headers !== undefined && !sameJson(cur.headers, patch.headers)) {
-      headers = JSON.stringify(patch.headers);
-      fields.push('headers');
-    }
-    let destination = cur.destination;
-    let queue = cur.queue;
-    if (patch.destination !== undefined && !sameJson(cur.destination, patch.destination)) {
-      destination = JSON.stringify(patch.destination);
-      queue = queueOf(patch.destination);
-      fields.push('destination');
-    }
-    const expireAt = patch.expireAt === undefined ? cur.expire_at : patch.expireAt;
-    if (expireAt !== cur.expire_at) fields.push('expireAt');
-    const requestHash = patch.requestHash ?? cur.request_hash;
-    if (fields.length === 0 && requestHash === cur.request_hash) return cur;
-
-    const row = mustChange(
-      q.eventEdit.get({
-        fireAt,
-        // A scheduled event fires at fireAt; after a replay it was due now, and an explicit new
-        // fireAt takes over again.
-        dueAt: fireAt !== cur.fire_at ? fireAt : cur.due_at,
-        payload, headers, destination, queue, expireAt, requestHash, now: p.now,
-        tenantId: p.tenantId, id: p.id, version: cur.version,
-      }),
-      'update',
-      cur,
-    );
+    const edit = eventEdit(cur, p.patch);
+    if (!edit) return cur;
+    const { detail, ...columns } = edit;
+    const row = mustChange(q.eventEdit.get({ ...columns, now: p.now, tenantId: p.tenantId, id: p.id, version: cur.version }), 'update', cur);
     appendTransition(q, {
       tenantId: p.tenantId, eventId: p.id, seq: row.version, at: p.now, kind: 'updated', fromState: 'scheduled',
-      toState: 'scheduled', attempt: row.attempts, status: null, error: null, durationMs: null, latenessMs: null,
-      detail: { fields, fireAtBefore: cur.fire_at, fireAtAfter: fireAt },
+      toState: 'scheduled', attempt: row.attempts, status: null, error: null, durationMs: null, latenessMs: null, detail,
     });
     return row;
   });

@@ -9,18 +9,14 @@ import type Database from 'better-sqlite3';
 import type { ListKey } from '../event-list-plan.ts';
 import type {
   ApiKeyRow,
-  DestinationRow,
   DueRefRow,
   EventRow,
-  EventTuple,
   LeaderLeaseRow,
   ListWalkRow,
-  NodeRow,
-  RescueCandidateRow,
   ShardAssignmentRow,
-  TenantRow,
   TransitionRow,
-} from './rows.ts';
+} from '../core/rows.ts';
+import type { DestinationRow, EventTuple, NodeRow, RescueCandidateRow, TenantRow } from './rows.ts';
 
 /** Connection settings, applied before anything else. */
 export const PRAGMAS = [

@@ -18,60 +18,26 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { EVENT_STATES, type EventRecord, type EventState, type TransitionRecord } from '../../core/event.ts';
-import { isRetentionState } from '../../core/retention.ts';
-import {
-  secretsFromJson,
-  type ApiKeyRecord,
-  type DestinationRecord,
-  type DestinationSecret,
-  type DueRef,
-  type EventClaimParams,
-  type EventDeleteTerminalParams,
-  type EventDeleteTerminalResult,
-  type EventGroupHeadParams,
-  type EventInsertManyParams,
-  type EventInsertResult,
-  type EventListDueParams,
-  type EventListPage,
-  type EventListParams,
-  type EventMutateParams,
-  type EventMutateResult,
-  type EventPatch,
-  type EventRecordAttemptsParams,
-  type EventRescueDeadParams,
-  type EventRescueParams,
-  type LeaderLease,
-  type NodeRecord,
-  type ShardAssignment,
-  type Store,
-  type StoreCapabilities,
-  type NewTenantRecord,
-  type TenantRecord,
-  type TenantStateCount,
-  type TransitionListParams,
-} from '../store.ts';
-import { listNextCursor, listPlan } from '../event-list-plan.ts';
+import type * as S from '../store.ts';
+import { checkDeleteTerminal, checkLimit } from '../core/bounds.ts';
+import { listPage, listPlan } from '../event-list-plan.ts';
 import { checkLeaseMs, checkShardAssignments } from '../shard-map.ts';
+import {
+  apiKeyFromRow,
+  dueRefFromRow,
+  eventFromRow,
+  leaderLeaseFromRow,
+  shardAssignmentFromRow,
+  transitionFromRow,
+} from '../core/rows.ts';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
 import * as writes from './event-writes.ts';
 import { migrate } from './migrate.ts';
 import { PRAGMAS, prepareQueries, READER_SQL, type Queries } from './queries.ts';
 import { ReaderThread } from './reader-thread.ts';
-import {
-  apiKeyFromRow,
-  destinationFromRow,
-  dueRefFromRow,
-  eventFromRow,
-  leaderLeaseFromRow,
-  nodeFromRow,
-  shardAssignmentFromRow,
-  tenantFromRow,
-  transitionFromRow,
-} from './rows.ts';
+import { destinationFromRow, nodeFromRow, tenantFromRow, tenantSecretsFromColumn } from './rows.ts';
 
 export const SQLITE_FILE_NAME_DEFAULT = 'belfry.db';
-/** Bound on one page of eventList / eventListDue / transitionList / eventRescue. */
-export const PAGE_LIMIT_MAX = 10_000;
 
 export interface SqliteStoreOptions {
   /** Created when missing. */
@@ -100,14 +66,8 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<SqliteS
   }
 }
 
-function checkLimit(limit: number, what: string): void {
-  if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_LIMIT_MAX) {
-    throw new RangeError(`${what}: limit must be an integer from 1 to ${PAGE_LIMIT_MAX}, got ${limit}`);
-  }
-}
-
-export class SqliteStore implements Store {
-  readonly capabilities: StoreCapabilities = { skipLocked: false, multiNode: false };
+export class SqliteStore implements S.Store {
+  readonly capabilities: S.StoreCapabilities = { skipLocked: false, multiNode: false };
   private readonly q: Queries;
   /** Runs a function in one IMMEDIATE transaction (the write lock is taken up front, never upgraded). */
   private readonly tx: Database.Transaction<(fn: () => unknown) => unknown>;
@@ -167,16 +127,16 @@ export class SqliteStore implements Store {
     }
   }
 
-  async apiKeyCreate(key: ApiKeyRecord): Promise<void> {
+  async apiKeyCreate(key: S.ApiKeyRecord): Promise<void> {
     this.q.apiKeyInsert.run(key);
   }
 
-  async apiKeyFindByHash(params: { hash: string }): Promise<ApiKeyRecord | null> {
+  async apiKeyFindByHash(params: { hash: string }): Promise<S.ApiKeyRecord | null> {
     const row = this.q.apiKeyByHash.get({ hash: params.hash });
     return row ? apiKeyFromRow(row) : null;
   }
 
-  async apiKeyList(params: { tenantId: string }): Promise<ApiKeyRecord[]> {
+  async apiKeyList(params: { tenantId: string }): Promise<S.ApiKeyRecord[]> {
     return this.q.apiKeyList.all({ tenantId: params.tenantId }).map(apiKeyFromRow);
   }
 
@@ -189,16 +149,16 @@ export class SqliteStore implements Store {
     return this.q.destinationDelete.run(params).changes === 1;
   }
 
-  async destinationGet(params: { tenantId: string; name: string }): Promise<DestinationRecord | null> {
+  async destinationGet(params: { tenantId: string; name: string }): Promise<S.DestinationRecord | null> {
     const row = this.q.destinationGet.get(params);
     return row ? destinationFromRow(row) : null;
   }
 
-  async destinationList(params: { tenantId: string }): Promise<DestinationRecord[]> {
+  async destinationList(params: { tenantId: string }): Promise<S.DestinationRecord[]> {
     return this.q.destinationList.all(params).map(destinationFromRow);
   }
 
-  async destinationPut(params: { destination: DestinationRecord }): Promise<{ created: boolean; destination: DestinationRecord }> {
+  async destinationPut(params: { destination: S.DestinationRecord }): Promise<{ created: boolean; destination: S.DestinationRecord }> {
     const d = params.destination;
     return this.write(() => {
       const created = this.q.destinationGet.get({ tenantId: d.tenantId, name: d.name }) === undefined;
@@ -215,11 +175,11 @@ export class SqliteStore implements Store {
     });
   }
 
-  async eventCancel(params: EventMutateParams): Promise<EventMutateResult> {
+  async eventCancel(params: S.EventMutateParams): Promise<S.EventMutateResult> {
     return this.write(() => writes.cancel(this.q, params));
   }
 
-  async eventClaim(params: EventClaimParams): Promise<EventRecord[]> {
+  async eventClaim(params: S.EventClaimParams): Promise<EventRecord[]> {
     if (params.refs.length === 0) return [];
     return this.writeRelaxed(() => writes.claim(this.q, params));
   }
@@ -232,7 +192,7 @@ export class SqliteStore implements Store {
   }
 
   /** On the reader thread. */
-  async eventCountByTenantState(): Promise<TenantStateCount[]> {
+  async eventCountByTenantState(): Promise<S.TenantStateCount[]> {
     const rows = await this.reader.all<{ tenant_id: string; state: EventState; n: number }>('eventCountByTenantState');
     return rows.map((r) => ({ tenantId: r.tenant_id, state: r.state, n: r.n }));
   }
@@ -247,9 +207,8 @@ export class SqliteStore implements Store {
    * which the next pass repeats). It holds the event loop while it runs, so callers keep
    * `limit` small (the cleaner: a few hundred).
    */
-  async eventDeleteTerminal(params: EventDeleteTerminalParams): Promise<EventDeleteTerminalResult> {
-    checkLimit(params.limit, 'eventDeleteTerminal');
-    if (!isRetentionState(params.state)) throw new RangeError(`eventDeleteTerminal: ${String(params.state)} is not a terminal state`);
+  async eventDeleteTerminal(params: S.EventDeleteTerminalParams): Promise<S.EventDeleteTerminalResult> {
+    checkDeleteTerminal(params);
     const { tenantId, state, finishedBefore, limit } = params;
     return this.writeRelaxed(() => {
       const gone = this.q.eventDeleteTerminal.all({ tenantId, state, finishedBefore, limit });
@@ -264,19 +223,19 @@ export class SqliteStore implements Store {
     return row ? eventFromRow(row) : null;
   }
 
-  async eventGroupHead(params: EventGroupHeadParams): Promise<DueRef | null> {
+  async eventGroupHead(params: S.EventGroupHeadParams): Promise<S.DueRef | null> {
     const row = this.q.eventGroupFirst.get({ tenantId: params.tenantId, group: params.group });
     if (!row || row.state === 'executing') return null;
     return dueRefFromRow(row);
   }
 
-  async eventInsertMany(params: EventInsertManyParams): Promise<EventInsertResult[]> {
+  async eventInsertMany(params: S.EventInsertManyParams): Promise<S.EventInsertResult[]> {
     if (params.events.length === 0) return [];
     return this.write(() => writes.insertMany(this.q, params));
   }
 
   /** One bounded walk of an index (event-list-plan.ts); a second, index-only walk finds where a cut walk ended. */
-  async eventList(params: EventListParams): Promise<EventListPage> {
+  async eventList(params: S.EventListParams): Promise<S.EventListPage> {
     checkLimit(params.limit, 'eventList');
     const plan = listPlan(params);
     const filters = {
@@ -293,12 +252,10 @@ export class SqliteStore implements Store {
       const walk = this.q.eventListWalk[plan.key].get(filters)!;
       if (walk.examined >= plan.examine) walkEndSeq = walk.last_seq;
     }
-    const nextCursor = listNextCursor(rows.map((r) => r.seq), params.limit, walkEndSeq);
-    if (rows.length > params.limit) rows.length = params.limit;
-    return { events: rows.map(eventFromRow), nextCursor };
+    return listPage(rows, params.limit, walkEndSeq);
   }
 
-  async eventListDue(params: EventListDueParams): Promise<DueRef[]> {
+  async eventListDue(params: S.EventListDueParams): Promise<S.DueRef[]> {
     checkLimit(params.limit, 'eventListDue');
     if (params.shards !== null && params.shards.length === 0) return [];
     if (params.queue) {
@@ -328,12 +285,12 @@ export class SqliteStore implements Store {
     return rows.map(dueRefFromRow);
   }
 
-  async eventRecordAttempts(params: EventRecordAttemptsParams): Promise<boolean[]> {
+  async eventRecordAttempts(params: S.EventRecordAttemptsParams): Promise<boolean[]> {
     if (params.outcomes.length === 0) return [];
     return this.writeRelaxed(() => writes.recordAttempts(this.q, params));
   }
 
-  async eventReplay(params: EventMutateParams): Promise<EventMutateResult> {
+  async eventReplay(params: S.EventMutateParams): Promise<S.EventMutateResult> {
     return this.write(() => writes.replay(this.q, params));
   }
 
@@ -344,12 +301,12 @@ export class SqliteStore implements Store {
     });
   }
 
-  async eventRescue(params: EventRescueParams): Promise<DueRef[]> {
+  async eventRescue(params: S.EventRescueParams): Promise<S.DueRef[]> {
     checkLimit(params.limit, 'eventRescue');
     return this.writeRelaxed(() => writes.rescue(this.q, params));
   }
 
-  async eventRescueDead(params: EventRescueDeadParams): Promise<DueRef[] | null> {
+  async eventRescueDead(params: S.EventRescueDeadParams): Promise<S.DueRef[] | null> {
     checkLimit(params.limit, 'eventRescueDead');
     return this.writeRelaxed(() => {
       const now = Date.now();
@@ -358,18 +315,18 @@ export class SqliteStore implements Store {
     });
   }
 
-  async eventUpdate(params: EventMutateParams & { patch: EventPatch }): Promise<EventMutateResult> {
+  async eventUpdate(params: S.EventMutateParams & { patch: S.EventPatch }): Promise<S.EventMutateResult> {
     return this.write(() => writes.update(this.q, params));
   }
 
-  async leaderAttemptElect(params: { nodeId: string; leaseMs: number }): Promise<LeaderLease | null> {
+  async leaderAttemptElect(params: { nodeId: string; leaseMs: number }): Promise<S.LeaderLease | null> {
     checkLeaseMs(params.leaseMs);
     const now = Date.now();
     const row = this.q.leaderElect.get({ nodeId: params.nodeId, now, expiresAt: now + params.leaseMs });
     return row ? leaderLeaseFromRow(row) : null;
   }
 
-  async leaderGet(): Promise<LeaderLease | null> {
+  async leaderGet(): Promise<S.LeaderLease | null> {
     const row = this.q.leaderGet.get();
     return row ? leaderLeaseFromRow(row) : null;
   }
@@ -388,7 +345,7 @@ export class SqliteStore implements Store {
     return { nowMs };
   }
 
-  async nodeList(): Promise<NodeRecord[]> {
+  async nodeList(): Promise<S.NodeRecord[]> {
     const nowMs = Date.now();
     return this.q.nodeList.all().map((row) => nodeFromRow(row, nowMs));
   }
@@ -403,35 +360,35 @@ export class SqliteStore implements Store {
     });
   }
 
-  async shardList(): Promise<ShardAssignment[]> {
+  async shardList(): Promise<S.ShardAssignment[]> {
     return this.q.shardList.all().map(shardAssignmentFromRow);
   }
 
-  async tenantCreate(tenant: NewTenantRecord): Promise<void> {
+  async tenantCreate(tenant: S.NewTenantRecord): Promise<void> {
     const { id, name, createdAt } = tenant;
     this.q.tenantInsert.run({ id, name, settings: JSON.stringify(tenant.settings), createdAt, signingSecrets: JSON.stringify(tenant.signingSecrets ?? []) });
   }
 
-  async tenantUpdate(params: { id: string; settings: Record<string, unknown> }): Promise<TenantRecord | null> {
+  async tenantUpdate(params: { id: string; settings: Record<string, unknown> }): Promise<S.TenantRecord | null> {
     const row = this.q.tenantUpdate.get({ id: params.id, settings: JSON.stringify(params.settings) });
     return row ? tenantFromRow(row) : null;
   }
 
-  async tenantGet(params: { id: string }): Promise<TenantRecord | null> {
+  async tenantGet(params: { id: string }): Promise<S.TenantRecord | null> {
     const row = this.q.tenantGet.get(params);
     return row ? tenantFromRow(row) : null;
   }
 
-  async tenantList(): Promise<TenantRecord[]> {
+  async tenantList(): Promise<S.TenantRecord[]> {
     return this.q.tenantList.all().map(tenantFromRow);
   }
 
-  async tenantSecretsGet(params: { id: string }): Promise<DestinationSecret[] | null> {
+  async tenantSecretsGet(params: { id: string }): Promise<S.DestinationSecret[] | null> {
     const row = this.q.tenantSecretsGet.get(params);
-    return row ? secretsFromJson(JSON.parse(row.signing_secrets)) : null;
+    return row ? tenantSecretsFromColumn(row.signing_secrets) : null;
   }
 
-  async tenantSecretsSwap(params: { id: string; expected: DestinationSecret[]; secrets: DestinationSecret[] }): Promise<boolean> {
+  async tenantSecretsSwap(params: { id: string; expected: S.DestinationSecret[]; secrets: S.DestinationSecret[] }): Promise<boolean> {
     const { id, expected, secrets } = params;
     return this.q.tenantSecretsSwap.run({ id, expected: JSON.stringify(expected), secrets: JSON.stringify(secrets) }).changes === 1;
   }
@@ -445,7 +402,7 @@ export class SqliteStore implements Store {
     return Date.now();
   }
 
-  async transitionList(params: TransitionListParams): Promise<TransitionRecord[]> {
+  async transitionList(params: S.TransitionListParams): Promise<TransitionRecord[]> {
     checkLimit(params.limit, 'transitionList');
     return this.q.transitionList
       .all({ tenantId: params.tenantId, eventId: params.eventId, afterSeq: params.afterSeq ?? 0, limit: params.limit })
