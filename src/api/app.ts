@@ -10,6 +10,7 @@ import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { Authenticator } from './auth.ts';
 import type { AppDeps } from './deps.ts';
+import { KnownDestinations } from './known-destinations.ts';
 import { PAYLOAD_DEPTH_MAX } from './event-input.ts';
 import { formatLimit, LIMIT_SPECS, limitBounds, type TenantLimits } from './limits.ts';
 import { KEYS_LIVE_MAX } from './routes/keys.ts';
@@ -109,7 +110,19 @@ function registerJsonParser(app: FastifyInstance): void {
   });
 }
 
-export async function createApp(deps: AppDeps): Promise<FastifyInstance> {
+export async function createApp(appDeps: AppDeps): Promise<FastifyInstance> {
+  const knownDestinations = new KnownDestinations(appDeps.store, appDeps.clock);
+  // The caller's deps with the destination cache added; the rest is read through to the caller's
+  // object (prototype), so what it changes later (tests swap the writer) is seen.
+  const deps: AppDeps = Object.create(appDeps, {
+    knownDestinations: { value: knownDestinations },
+    onDestinationChanged: {
+      value(tenantId: string, name: string) {
+        knownDestinations.forget(tenantId, name);
+        appDeps.onDestinationChanged(tenantId, name);
+      },
+    },
+  });
   const app = Fastify({
     // pino's Logger is a FastifyBaseLogger; the cast keeps FastifyInstance's default logger type.
     loggerInstance: deps.logger as FastifyBaseLogger,

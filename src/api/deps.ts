@@ -6,6 +6,7 @@ import type { EventRecord } from '../core/event.ts';
 import type { RetentionPeriods } from '../core/retention.ts';
 import type { Metrics } from '../node/metrics.ts';
 import type { CountSampler } from '../store/count-sampler.ts';
+import type { KnownDestinations } from './known-destinations.ts';
 import type { EventInsertResult, NewEvent, Store } from '../store/store.ts';
 import { DEFAULT_TENANT_LIMITS, type TenantLimits } from './limits.ts';
 import type { ClusterView } from './schemas/cluster.ts';
@@ -49,4 +50,6 @@ export interface AppDeps {
   clusterStatus?(): Promise<ClusterView>;
   /** Readiness: store reachable, shards owned, not shutting down. */
   ready(): Promise<{ ok: boolean; reasons: string[] }>;
+  /** The event routes' destination check (built by createApp; absent: read from the store each time). */
+  knownDestinations?: KnownDestinations;
 }

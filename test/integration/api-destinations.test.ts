@@ -131,3 +131,15 @@ describe('GET /v1/destinations, DELETE /v1/destinations/{name}', () => {
     assert.equal((await req('GET', '/v1/destinations/private-a')).json().url, 'https://a.example');
   });
 });
+
+describe('scheduling to a destination (the event routes cache which destinations exist)', () => {
+  test('a destination deleted through this node is refused at once; one created is accepted at once', async () => {
+    const event = (id: string) => ({ id, delay: '1h', destination: 'short-lived', payload: {} });
+    assertError(await req('POST', '/v1/events', event('e0')), 400, 'invalid_request', 'destination');
+    assert.equal((await req('PUT', '/v1/destinations/short-lived', { url: 'https://short.example/h' })).statusCode, 201);
+    assert.equal((await req('POST', '/v1/events', event('e1'))).statusCode, 201, 'created just before: accepted (only found destinations are cached)');
+    assert.equal((await req('POST', '/v1/events', event('e2'))).statusCode, 201);
+    assert.equal((await req('DELETE', '/v1/destinations/short-lived')).statusCode, 204);
+    assertError(await req('POST', '/v1/events', event('e3')), 400, 'invalid_request', 'destination');
+  });
+});

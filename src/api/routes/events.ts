@@ -40,7 +40,7 @@ export function inputContext(deps: AppDeps, request: FastifyRequest): EventInput
     shardCount: deps.shardCount,
     limits: request.limits,
     addressPolicy: deps.addressPolicy,
-    destination: destinationLookup(deps.store, tenantId),
+    destination: destinationLookup(deps.knownDestinations ?? deps.store, tenantId),
   };
 }
 

@@ -17,10 +17,11 @@
  * in flight and every later one (the node's health check then reports the store down).
  */
 import { Worker } from 'node:worker_threads';
-import type { Store, StoreCapabilities } from '../store.ts';
+import { createdRecord } from '../core/event-writes.ts';
+import type { EventInsertManyParams, EventInsertResult, Store, StoreCapabilities } from '../store.ts';
 import { StoreUnavailableError } from '../store.ts';
 import type { SqliteStoreOptions } from './sqlite-store.ts';
-import { errorFromWire, type Call, type Reply, type WireError } from './thread-wire.ts';
+import { errorFromWire, INSERT_COMPACT, type Call, type CompactInsertResult, type Reply, type WireError } from './thread-wire.ts';
 
 /** Calls sent to the thread and not yet answered, at most. */
 export const CALLS_IN_FLIGHT_MAX = 100_000;
@@ -29,19 +30,19 @@ const START_MS_MAX = 60_000;
 type Pending = { resolve(value: unknown): void; reject(err: Error): void };
 type Ready = { ready: true; capabilities: StoreCapabilities; filePath: string } | { ready: false; error: WireError };
 
-/** The Store methods, forwarded as they are (all but `close`, which ends the thread too). */
+/** The Store methods, forwarded as they are (all but `close`, which ends the thread too, and `eventInsertMany`, whose reply is compact). */
 type Method = { [K in keyof Store]: Store[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof Store];
 const FORWARDED = {
   migrate: true, ping: true, apiKeyCreate: true, apiKeyFindByHash: true, apiKeyList: true, apiKeyRevoke: true,
   destinationDelete: true, destinationGet: true, destinationList: true, destinationPut: true, eventCancel: true,
   eventClaim: true, eventCountByState: true, eventCountByTenantState: true, eventCountPending: true,
-  eventDeleteTerminal: true, eventGet: true, eventGroupHead: true, eventInsertMany: true, eventList: true,
+  eventDeleteTerminal: true, eventGet: true, eventGroupHead: true, eventList: true,
   eventListDue: true, eventRecordAttempts: true, eventReplay: true, claimLeaseRenew: true, eventRescue: true,
   eventRescueDead: true, eventUpdate: true, leaderAttemptElect: true, leaderGet: true, leaderResign: true,
   nodeDelete: true, nodeHeartbeat: true, nodeList: true, shardAssign: true, shardList: true, shardLag: true,
   tenantCreate: true, tenantGet: true, tenantList: true, tenantSecretsGet: true, tenantSecretsSwap: true,
   tenantUpdate: true, timeNow: true, transitionList: true,
-} satisfies Record<Exclude<Method, 'close'>, true>;
+} satisfies Record<Exclude<Method, 'close' | 'eventInsertMany'>, true>;
 
 /** Opens the store of `opts.dataDir` on a new thread (lock, migrations there); resolves once it is open. */
 export async function openSqliteThreadStore(opts: SqliteStoreOptions): Promise<SqliteThreadStore> {
@@ -113,6 +114,16 @@ export class SqliteThreadStore {
       if (this.outbox.length === 0) queueMicrotask(() => this.flush());
       this.outbox.push({ id, method, args });
     });
+  }
+
+  /**
+   * Inserts on the thread; a created event comes back as its seq only, and its record is built
+   * here from the event sent, by the same function the store builds it with (createdRecord): an
+   * ingest batch's records do not cross the thread a second time.
+   */
+  async eventInsertMany(params: EventInsertManyParams): Promise<EventInsertResult[]> {
+    const replies = await this.call<CompactInsertResult[]>(INSERT_COMPACT, [params]);
+    return replies.map((r, i) => (r.kind === 'created' ? { kind: 'created', event: createdRecord(params.events[i], r.seq, params.now) } : r));
   }
 
   private flush(): void {

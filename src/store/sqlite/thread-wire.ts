@@ -5,12 +5,21 @@
  * which store/failure-kind.ts reads). Everything else is structured-cloned as it is.
  */
 import { BelfryError, type ErrorCode, type ErrorDetail } from '../../core/errors.ts';
-import { StoreUnavailableError } from '../store.ts';
+import { StoreUnavailableError, type EventInsertResult } from '../store.ts';
 
 export interface Call {
   id: number;
   method: string;
   args: unknown[];
+}
+
+/** The thread's own method: eventInsertMany, with each created event's record cut to its seq. */
+export const INSERT_COMPACT = 'eventInsertManyCompact';
+export type CompactInsertResult = { kind: 'created'; seq: number } | Exclude<EventInsertResult, { kind: 'created' }>;
+
+/** What the thread answers to INSERT_COMPACT, from what the store answered. */
+export function compactInsertResults(results: EventInsertResult[]): CompactInsertResult[] {
+  return results.map((r) => (r.kind === 'created' ? { kind: 'created', seq: r.event.seq } : r));
 }
 
 export type Reply = { id: number; result: unknown } | { id: number; error: WireError };
