@@ -28,7 +28,8 @@ import { CountSampler, type CountSamplerOptions } from '../store/count-sampler.t
 import { GroupCommitter } from '../store/group-commit.ts';
 import { openPostgresStore } from '../store/postgres/postgres-store.ts';
 import { openSqliteThreadStore } from '../store/sqlite/thread-store.ts';
-import type { Store } from '../store/store.ts';
+import type { DueRef, Store } from '../store/store.ts';
+import { FIREABLE_STATES, type EventRecord } from '../core/event.ts';
 import { Cluster, type ClusterOptions } from './cluster.ts';
 import type { NodeConfig } from './config.ts';
 import { createLogger } from './logger.ts';
@@ -243,7 +244,10 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     limits: { ...DEFAULT_API_LIMITS, ...config.limits, ...opts.limits },
     retention: cleaner.opts.defaults,
     addressPolicy,
-    onEventsChanged: (events) => scheduler.notifyEvents(events),
+    onEventsChanged: (events) => {
+      scheduler.notifyEvents(events);
+      announceDue(events);
+    },
     onDestinationChanged: (tenantId, name) => {
       dispatcher.destinationChanged(tenantId, name).catch((err) => logger.error({ err }, 'destination refresh failed'));
     },
@@ -262,6 +266,23 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     },
   });
 
+  /**
+   * Cluster: events this node committed that are due within the look-ahead and belong to another
+   * node's shards are announced (Store.dueWakeups): the owner may have read past them already.
+   */
+  function announceDue(events: EventRecord[]): void {
+    const wakeups = store.dueWakeups;
+    if (!cluster || !wakeups) return;
+    const owned = new Set(cluster.ownership.shards());
+    const horizon = clock.now() + config.lookaheadMs;
+    const refs: DueRef[] = [];
+    for (const e of events) {
+      if (!FIREABLE_STATES.includes(e.state) || e.dueAt > horizon || owned.has(e.shard)) continue;
+      refs.push({ tenantId: e.tenantId, id: e.id, version: e.version, dueAt: e.dueAt, shard: e.shard, group: e.group, queue: e.queue });
+    }
+    if (refs.length > 0) wakeups.announce(refs).catch((err) => logger.warn({ err: (err as Error).message, count: refs.length }, 'announcing events due soon failed; their owners find them by the sweep'));
+  }
+
   if (cluster) await cluster.start();
   // Before the scheduler claims anything: events executing under this node's id belong to a
   // previous run (a fixed --node-id), and on a single-node store every executing event does.
@@ -269,6 +290,14 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
   // events are due now; the scheduler's first read-ahead starts from the oldest due.
   const rescued = await rescuer.rescuePreviousRuns(cluster === null);
   scheduler.start();
+  // Cluster: events due soon that other nodes wrote come into this node's timer when announced.
+  const wakeups =
+    cluster && store.dueWakeups
+      ? await store.dueWakeups.subscribe(
+          (refs) => scheduler.notifyDue(refs),
+          (err) => logger.warn({ err: err.message }, 'due wake-ups: the LISTEN connection failed; reconnecting (the sweep finds what is missed)'),
+        )
+      : null;
   if (cluster) rescuer.start();
   cleaner.start();
   // The first count runs in the background: a node on 10,000,000 events takes seconds over it.
@@ -288,6 +317,7 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
       await app.close();
       // Stop firing, resign and leave first, so other nodes take the shards over while we drain.
       await cluster?.stop();
+      await wakeups?.close();
       await scheduler.stop();
       await rescuer.stop();
       await cleaner.stop();

@@ -33,6 +33,25 @@ export interface StoreCapabilities {
   skipLocked: boolean;
   /** Several processes may share the store. */
   multiNode: boolean;
+  /** Nodes tell each other of events due soon (`Store.dueWakeups`, PostgreSQL LISTEN/NOTIFY). */
+  dueWakeups: boolean;
+}
+
+/**
+ * Wake-ups between the nodes sharing a store. A node's read-ahead reads rows due within its
+ * look-ahead once, past a cursor; an event written by another node and due before that cursor
+ * would otherwise be found only by the overdue sweep, a second or more late. The writer announces
+ * such events; every node hears them and takes those of its shards into its timer. Best effort:
+ * what is lost (a node reconnecting) is still found by the sweep.
+ */
+export interface DueWakeups {
+  /** Announces fireable events due soon that this node wrote (bounded by the caller's batch). */
+  announce(refs: DueRef[]): Promise<void>;
+  /**
+   * Calls `listener` with every announced batch (this node's own included) until closed;
+   * resolves once listening. Reconnects by itself after a lost connection, telling `onError`.
+   */
+  subscribe(listener: (refs: DueRef[]) => void, onError: (err: Error) => void): Promise<{ close(): Promise<void> }>;
 }
 
 export interface TenantRecord {
@@ -326,6 +345,8 @@ export interface ShardAssignment {
 
 export interface Store {
   readonly capabilities: StoreCapabilities;
+  /** Present when capabilities.dueWakeups. */
+  readonly dueWakeups?: DueWakeups;
 
   /** Creates or upgrades the schema; safe to call from several processes at once. */
   migrate(): Promise<void>;

@@ -13,6 +13,8 @@ export function basicsCases(ctx: SuiteContext): void {
     const caps = ctx.store().capabilities;
     assert.equal(typeof caps.skipLocked, 'boolean');
     assert.equal(typeof caps.multiNode, 'boolean');
+    assert.equal(typeof caps.dueWakeups, 'boolean');
+    assert.equal(caps.dueWakeups, ctx.store().dueWakeups !== undefined, 'dueWakeups is there exactly when the capability says so');
   });
 
   it('migrates again without harm', async () => {

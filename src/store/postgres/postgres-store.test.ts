@@ -78,7 +78,7 @@ if (unreachable !== null) {
 
     it('names its capabilities and keeps every table in its own schema', async () => {
       await withStore(async (store, schema) => {
-        assert.deepEqual(store.capabilities, { skipLocked: true, multiNode: true });
+        assert.deepEqual(store.capabilities, { skipLocked: true, multiNode: true, dueWakeups: true });
         const tables = await admin.query<{ table_name: string }>(
           `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name`,
           [schema],

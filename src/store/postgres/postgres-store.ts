@@ -35,6 +35,7 @@ import {
 import { createPool, inTransaction, run } from './db.ts';
 import { listDue } from './due-list.ts';
 import * as writes from './event-writes.ts';
+import { PostgresDueWakeups } from './wakeups.ts';
 import { migrate } from './migrate.ts';
 import { TX, type QueryName } from './queries.ts';
 import { destinationFromRow, nodeFromRow, tenantFromRow, tenantSecretsFromColumn, type DestinationRow, type NodeRow, type TenantRow } from './rows.ts';
@@ -67,7 +68,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
   const size = opts.poolSize ?? POSTGRES_POOL_SIZE_DEFAULT;
   if (!Number.isInteger(size) || size < 1 || size > 1_000) throw new RangeError(`postgres: poolSize must be 1..1000, got ${size}`);
   const pool = createPool({ url: opts.url, schema, size, onError: opts.onPoolError ?? (() => {}) });
-  const store = new PostgresStore(pool, schema);
+  const store = new PostgresStore(pool, schema, opts.url);
   try {
     await store.migrate();
   } catch (err) {
@@ -86,15 +87,21 @@ const LIST_QUERIES: Record<ListKey, QueryName> = {
 };
 
 export class PostgresStore implements S.Store {
-  readonly capabilities: S.StoreCapabilities = { skipLocked: true, multiNode: true };
+  readonly capabilities: S.StoreCapabilities = { skipLocked: true, multiNode: true, dueWakeups: true };
   private readonly durability = new TenantDurability();
   private closed = false;
+
+  readonly dueWakeups: PostgresDueWakeups;
 
   constructor(
     /** The pool (its connections use `schema`); for diagnostics and tests. */
     readonly pool: pg.Pool,
     readonly schema: string,
-  ) {}
+    /** The server's URL, for the wake-up listener's own connection. */
+    url: string,
+  ) {
+    this.dueWakeups = new PostgresDueWakeups(pool, url, schema);
+  }
 
   async migrate(): Promise<void> {
     await migrate(this.pool, this.schema);

@@ -45,7 +45,7 @@ describe('SqliteStore specifics', () => {
     const store = await openSqliteStore({ dataDir, fileName: 'custom.db' });
     assert.ok(existsSync(join(dataDir, 'custom.db')));
     assert.ok(existsSync(join(dataDir, LOCK_FILE_NAME)));
-    assert.deepEqual(store.capabilities, { skipLocked: false, multiNode: false });
+    assert.deepEqual(store.capabilities, { skipLocked: false, multiNode: false, dueWakeups: false });
     await store.close();
     await store.close();
     const again = await openSqliteStore({ dataDir, fileName: 'custom.db' });

@@ -67,7 +67,7 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<SqliteS
 }
 
 export class SqliteStore implements S.Store {
-  readonly capabilities: S.StoreCapabilities = { skipLocked: false, multiNode: false };
+  readonly capabilities: S.StoreCapabilities = { skipLocked: false, multiNode: false, dueWakeups: false };
   private readonly q: Queries;
   /** Runs a function in one IMMEDIATE transaction (the write lock is taken up front, never upgraded). */
   private readonly tx: Database.Transaction<(fn: () => unknown) => unknown>;

@@ -31,7 +31,7 @@ type Pending = { resolve(value: unknown): void; reject(err: Error): void };
 type Ready = { ready: true; capabilities: StoreCapabilities; filePath: string } | { ready: false; error: WireError };
 
 /** The Store methods, forwarded as they are (all but `close`, which ends the thread too, and `eventInsertMany`, whose reply is compact). */
-type Method = { [K in keyof Store]: Store[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof Store];
+type Method = { [K in keyof Store]-?: Store[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof Store];
 const FORWARDED = {
   migrate: true, ping: true, apiKeyCreate: true, apiKeyFindByHash: true, apiKeyList: true, apiKeyRevoke: true,
   destinationDelete: true, destinationGet: true, destinationList: true, destinationPut: true, eventCancel: true,
