@@ -271,8 +271,8 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
    * node's shards are announced (Store.dueWakeups): the owner may have read past them already.
    */
   function announceDue(events: EventRecord[]): void {
-    const wakeups = store.dueWakeups;
-    if (!cluster || !wakeups) return;
+    const announcer = store.dueWakeups;
+    if (!cluster || !announcer) return;
     const owned = new Set(cluster.ownership.shards());
     const horizon = clock.now() + config.lookaheadMs;
     const refs: DueRef[] = [];
@@ -280,7 +280,7 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
       if (!FIREABLE_STATES.includes(e.state) || e.dueAt > horizon || owned.has(e.shard)) continue;
       refs.push({ tenantId: e.tenantId, id: e.id, version: e.version, dueAt: e.dueAt, shard: e.shard, group: e.group, queue: e.queue });
     }
-    if (refs.length > 0) wakeups.announce(refs).catch((err) => logger.warn({ err: (err as Error).message, count: refs.length }, 'announcing events due soon failed; their owners find them by the sweep'));
+    if (refs.length > 0) announcer.announce(refs).catch((err) => logger.warn({ err: (err as Error).message, count: refs.length }, 'announcing events due soon failed; their owners find them by the sweep'));
   }
 
   if (cluster) await cluster.start();
