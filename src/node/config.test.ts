@@ -1,14 +1,21 @@
-import { describe, it } from 'node:test';
+import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_TENANT_LIMITS } from '../api/limits.ts';
 import { RETENTION_DEFAULTS } from '../core/retention.ts';
 import { ConfigError, DEFAULT_CONFIG, resolveConfig } from './config.ts';
 
+const dirs: string[] = [];
+after(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
 function configFile(content: unknown): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'belfry-config-')), 'belfry.json');
+  const dir = mkdtempSync(join(tmpdir(), 'belfry-config-'));
+  dirs.push(dir);
+  const path = join(dir, 'belfry.json');
   writeFileSync(path, JSON.stringify(content));
   return path;
 }
