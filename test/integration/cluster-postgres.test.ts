@@ -6,12 +6,11 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { SystemClock } from '../../src/core/clock.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { ADMIN_KEY, startTestNode, waitUntil, type TestNode } from '../support/node.ts';
+import { dropTestSchema, TEST_PG_URL as PG_URL } from '../support/pg.ts';
 
-const PG_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 
 describe('two nodes on PostgreSQL, clocks 5 s off either way', () => {
   const schema = `belfry_it_${randomBytes(4).toString('hex')}`;
@@ -30,10 +29,7 @@ describe('two nodes on PostgreSQL, clocks 5 s off either way', () => {
     await a?.close();
     await b?.close();
     await rx?.close();
-    const db = new pg.Client({ connectionString: PG_URL });
-    await db.connect();
-    await db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    await db.end();
+    await dropTestSchema(schema);
   });
 
   it('splits the shards between the nodes and reports the cluster', async () => {

@@ -7,11 +7,10 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { percentile, startTestNode, waitUntil, type TestNode } from '../support/node.ts';
+import { dropTestSchema, TEST_PG_URL as PG_URL } from '../support/pg.ts';
 
-const PG_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 /** Events due soon, written through node-a. */
 const EVENTS = 60;
 /** Lateness bound: far below the 1 s grace after which the overdue sweep would find the event. */
@@ -33,10 +32,7 @@ describe('two nodes on PostgreSQL: events due soon, created through the node tha
     await a?.close();
     await b?.close();
     await rx?.close();
-    const db = new pg.Client({ connectionString: PG_URL });
-    await db.connect();
-    await db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    await db.end();
+    await dropTestSchema(schema);
   });
 
   it('fires each on time on its owner', async () => {

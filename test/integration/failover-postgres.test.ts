@@ -11,13 +11,12 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { shardOf } from '../../src/core/shard.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { ADMIN_KEY, startTestNode, waitUntil, type TestNode } from '../support/node.ts';
 import { killNodeProcess, startNodeProcess, type NodeProcess } from '../support/process.ts';
+import { dropTestSchema, TEST_PG_URL as PG_URL } from '../support/pg.ts';
 
-const PG_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 const SHARDS = 256;
 const PER_NODE = 10;
 /** The claim lease (15 s) is what the rescue beats; shards move ~3 s after the kill. */
@@ -49,10 +48,7 @@ describe('failover on PostgreSQL: a killed node’s claims fire again when its s
     if (victim) await killNodeProcess(victim);
     await rx?.close();
     await survivor?.close();
-    const db = new pg.Client({ connectionString: PG_URL });
-    await db.connect();
-    await db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    await db.end();
+    await dropTestSchema(schema);
     rmSync(dataDir, { recursive: true, force: true });
   });
 

@@ -8,11 +8,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import pg from 'pg';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { ADMIN_KEY, startTestNode, waitUntil, type TestNode } from '../support/node.ts';
+import { dropTestSchema, TEST_PG_URL as PG_URL } from '../support/pg.ts';
 
-const PG_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 const CLEANER = { cleaner: { intervalMs: 100 } };
 
 /** The value of one sample of the node's /metrics, 0 when absent. */
@@ -90,10 +89,7 @@ describe('retention on two nodes on PostgreSQL: the leader cleans', () => {
     await a?.close();
     await b?.close();
     await rx?.close();
-    const db = new pg.Client({ connectionString: PG_URL });
-    await db.connect();
-    await db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-    await db.end();
+    await dropTestSchema(schema);
   });
 
   it('deletes them once, from the leader only', async () => {

@@ -21,16 +21,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import pg from 'pg';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { startReceiverProcess, type ReceiverProcess } from '../../bench/lib/receiver-process.ts';
 import { callApi } from '../support/http.ts';
 import { percentile } from '../support/node.ts';
+import { dropTestSchema, TEST_PG_URL as PG_URL } from '../support/pg.ts';
 import { startNodeProcess, stopNodeProcess, type NodeProcess } from '../support/process.ts';
 
 const ADMIN_KEY = 'flood-admin-key-0123456789abcdef';
 
-const PG_URL = process.env.BELFRY_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 const LATENESS_P99_MS_MAX = 250;
 /** The node process's peak RSS stays under this. */
 const RSS_BYTES_MAX = 1_024 * 1024 * 1024;
@@ -166,13 +165,8 @@ for (const storeKind of ['sqlite', 'postgres'] as const) for (const flood of FLO
       for (const r of receivers) await r.close();
       rmSync(dataDir, { recursive: true, force: true });
       if (storeKind === 'postgres') {
-        const db = new pg.Client({ connectionString: PG_URL });
-        await db.connect();
-        await db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-        // Write the flood's dirty pages out now, not during the next test's timing measurement
-        // (a spread checkpoint would otherwise write them over the next few minutes).
-        await db.query('CHECKPOINT');
-        await db.end();
+        // The flood's dirty pages are written out now, not during the next test's measurement.
+        await dropTestSchema(schema, { checkpoint: true });
       }
     });
 

@@ -9,10 +9,10 @@ import { after, before, describe, it } from 'node:test';
 import pg from 'pg';
 import type { DueRef } from '../store.ts';
 import { waitUntil as until } from '../../../test/support/node.ts';
+import { TEST_PG_URL as PG_URL } from '../../../test/support/pg.ts';
 import { createPool } from './db.ts';
 import { dueChannel, duePayloads, PAYLOAD_CHARS_MAX, PostgresDueWakeups, refsOfPayload } from './wakeups.ts';
 
-const PG_URL = process.env.BELFRY_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
 function refs(n: number, tenantId = 't_1'): DueRef[] {
   return Array.from({ length: n }, (_, i) => ({ tenantId, id: `evt-${i}-${'x'.repeat(40)}`, version: 1 + (i % 3), dueAt: 1_790_000_000_000 + i, shard: i % 256, group: i % 2 ? `g${i}` : null, queue: 'name:orders' }));
