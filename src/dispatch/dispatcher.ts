@@ -19,7 +19,7 @@ import { DEFAULT_RETRY } from '../core/backoff.ts';
 import type { Clock } from '../core/clock.ts';
 import type { EventRecord } from '../core/event.ts';
 import type { Metrics } from '../node/metrics.ts';
-import type { DueRef, Store } from '../store/store.ts';
+import { dueRefOf, type DueRef, type Store } from '../store/store.ts';
 import { queueKeyOf, queueOf } from '../core/queue.ts';
 import { activeSecrets, DestinationResolver, type DeliverySettings } from './destinations.ts';
 import { decideNext } from './outcome.ts';
@@ -250,7 +250,7 @@ export class Dispatcher {
       if (!applied[i]) return;
       const e = context.event;
       if (outcome.to === 'awaiting_retry') {
-        retries.push({ tenantId: e.tenantId, id: e.id, version: e.version + 1, dueAt: outcome.retryAt!, shard: e.shard, group: e.group, queue: e.queue });
+        retries.push({ ...dueRefOf(e), version: e.version + 1, dueAt: outcome.retryAt! });
       } else if (e.group !== null) {
         this.deps.onGroupTerminal(e.tenantId, e.group);
       }

@@ -28,7 +28,7 @@ import { CountSampler, type CountSamplerOptions } from '../store/count-sampler.t
 import { GroupCommitter } from '../store/group-commit.ts';
 import { openPostgresStore } from '../store/postgres/postgres-store.ts';
 import { openSqliteThreadStore } from '../store/sqlite/thread-store.ts';
-import type { DueRef, Store } from '../store/store.ts';
+import { dueRefOf, type DueRef, type Store } from '../store/store.ts';
 import { FIREABLE_STATES, type EventRecord } from '../core/event.ts';
 import { Cluster, type ClusterOptions } from './cluster.ts';
 import type { NodeConfig } from './config.ts';
@@ -278,7 +278,7 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     const refs: DueRef[] = [];
     for (const e of events) {
       if (!FIREABLE_STATES.includes(e.state) || e.dueAt > horizon || owned.has(e.shard)) continue;
-      refs.push({ tenantId: e.tenantId, id: e.id, version: e.version, dueAt: e.dueAt, shard: e.shard, group: e.group, queue: e.queue });
+      refs.push(dueRefOf(e));
     }
     if (refs.length > 0) announcer.announce(refs).catch((err) => logger.warn({ err: (err as Error).message, count: refs.length }, 'announcing events due soon failed; their owners find them by the sweep'));
   }

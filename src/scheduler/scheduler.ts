@@ -35,7 +35,7 @@ import type { Clock } from '../core/clock.ts';
 import { FIREABLE_STATES, isTerminal, type EventRecord } from '../core/event.ts';
 import { queueKeyOf } from '../core/queue.ts';
 import type { Metrics } from '../node/metrics.ts';
-import type { DueRef, Store } from '../store/store.ts';
+import { dueRefOf, type DueRef, type Store } from '../store/store.ts';
 import { OverflowMarks, ParkedQueues } from './parked.ts';
 import { TimerWheel, refKey } from './timer-wheel.ts';
 
@@ -347,7 +347,7 @@ export class Scheduler {
     const horizon = this.deps.clock.now() + this.opts.lookaheadMs;
     for (const e of events) {
       if (FIREABLE_STATES.includes(e.state) && e.dueAt <= horizon && this.ownsShard(e.shard)) {
-        this.upsert({ tenantId: e.tenantId, id: e.id, version: e.version, dueAt: e.dueAt, shard: e.shard, group: e.group, queue: e.queue });
+        this.upsert(dueRefOf(e));
       } else {
         this.forget(e.tenantId, e.id);
         if (e.group !== null && isTerminal(e.state) && this.ownsShard(e.shard)) {
@@ -381,13 +381,9 @@ export class Scheduler {
     if (!this.running) return;
     // While the claim loop runs it looks at the lines again after each of its waits.
     if (this.parked.size > 0 && !this.firing) {
-      this.cancelTimer?.();
-      this.timerAt = this.deps.clock.now();
-      this.cancelTimer = this.deps.clock.setTimer(0, () => {
-        this.cancelTimer = null;
-        this.timerAt = Infinity;
-        void this.fireDue();
-      });
+      const now = this.deps.clock.now();
+      // A timer already due fires the claim loop anyway.
+      if (!(this.cancelTimer && this.timerAt <= now)) this.setFireTimer(now, now);
     }
     if (this.overflow.size > 0) for (const queueKey of this.overflow.keys()) this.maybeRefill(queueKey);
   }
@@ -467,9 +463,14 @@ export class Scheduler {
     // Keep the armed timer when it is for an earlier or equal entry, unless the wall clock jumped
     // forward past the entry meanwhile (timers run on monotonic time): then fire now.
     if (next >= this.timerAt && this.cancelTimer && next > now) return;
+    this.setFireTimer(next, now);
+  }
+
+  /** Replaces the one timer with one that runs the claim loop at `at`. */
+  private setFireTimer(at: number, now: number): void {
     this.cancelTimer?.();
-    this.timerAt = next;
-    this.cancelTimer = this.deps.clock.setTimer(next - now, () => {
+    this.timerAt = at;
+    this.cancelTimer = this.deps.clock.setTimer(at - now, () => {
       this.cancelTimer = null;
       this.timerAt = Infinity;
       void this.fireDue();

@@ -210,6 +210,11 @@ export interface DueRef {
   queue: string;
 }
 
+/** The ref of an event as it stands. */
+export function dueRefOf(e: EventRecord): DueRef {
+  return { tenantId: e.tenantId, id: e.id, version: e.version, dueAt: e.dueAt, shard: e.shard, group: e.group, queue: e.queue };
+}
+
 export interface EventListDueParams {
   /** Only these shards; null means all. */
   shards: number[] | null;
