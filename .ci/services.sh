@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Starts the local services Belfry's tests use, when they are not already running.
+# Starts the local services Belfry's tests use, when they are not already running, and installs
+# librdkafka-dev (the Kafka tests' mock cluster) when it is missing.
 # Each command is the machine's documented one; each start is followed by a bounded wait.
 set -u
 
@@ -12,6 +13,12 @@ wait_port() { # host port seconds
 }
 
 up() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# librdkafka's mock cluster: the Kafka channel's tests compile a launcher against it (gcc -lrdkafka).
+if [ ! -f /usr/include/librdkafka/rdkafka_mock.h ] || ! command -v gcc >/dev/null; then
+  apt-get update -qq || true
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq librdkafka-dev gcc || echo "could not install librdkafka-dev: the Kafka tests will fail" >&2
+fi
 
 if ! up 5432 && command -v pg_ctlcluster >/dev/null; then
   pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start || true

@@ -3,6 +3,7 @@
  *
  *   npm run bench -- <ingest|fire|precision|burst|backlog|reads|limits|all> [--store sqlite|postgres]
  *                    [--systems belfry,bullmq,pg-boss,graphile-worker] [--n N] [--rate R] [--duration 60s]
+ *                    [--channel http|kafka|nats|amqp|redis]  (fire: Belfry to a broker, with a live consumer)
  *   npm run bench -- report bench/results/<file>.json      (the summary and charts of a finished run)
  *
  * Every step runs against fresh processes and a fresh store; the steps run one after another, so
@@ -15,6 +16,7 @@ import { parseDurationMs } from '../src/core/duration.ts';
 import { renderCharts } from './lib/charts.ts';
 import { cpuMark, otherCpuMetric } from './lib/machine.ts';
 import { startReceiverProcess } from './lib/receiver-process.ts';
+import { BROKER_CHANNELS, type BenchChannel } from './lib/bench-channel.ts';
 import { printTable, resultsStem, writeResults, type ScenarioOptions, type ScenarioResult } from './lib/report.ts';
 import { pgStartedAt } from './lib/pg.ts';
 import { printSummary, summaryFigures } from './lib/summary.ts';
@@ -22,7 +24,7 @@ import { planSteps, type Step } from './plan.ts';
 import { startSystem } from './systems/index.ts';
 import type { System } from './systems/system.ts';
 
-const USAGE = `usage: npm run bench -- report <results.json> | <ingest|fire|precision|burst|backlog|reads|limits|all> [--store sqlite|postgres] [--systems belfry,bullmq,pg-boss,graphile-worker] [--n N] [--rate R] [--duration 60s]`;
+const USAGE = `usage: npm run bench -- report <results.json> | <ingest|fire|precision|burst|backlog|reads|limits|all> [--store sqlite|postgres] [--systems belfry,bullmq,pg-boss,graphile-worker] [--n N] [--rate R] [--duration 60s] [--channel http|kafka|nats|amqp|redis (fire)]`;
 
 function positiveInt(name: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
@@ -42,6 +44,7 @@ function parseCommand(argv: string[]) {
       concurrency: { type: 'string' },
       store: { type: 'string' },
       systems: { type: 'string' },
+      channel: { type: 'string' },
     },
   });
   if (positionals.length !== 1) throw new Error(USAGE);
@@ -52,7 +55,14 @@ function parseCommand(argv: string[]) {
     durationMs = ms;
   }
   if (values.store !== undefined && values.store !== 'sqlite' && values.store !== 'postgres') throw new Error(`--store must be sqlite or postgres, got "${values.store}"`);
-  const opts: ScenarioOptions = { n: positiveInt('n', values.n), rate: positiveInt('rate', values.rate), concurrency: positiveInt('concurrency', values.concurrency), durationMs };
+  const channel = values.channel as BenchChannel | undefined;
+  if (channel !== undefined) {
+    if (channel !== 'http' && !(BROKER_CHANNELS as readonly string[]).includes(channel)) throw new Error(`--channel must be http, ${BROKER_CHANNELS.join(', ')}; got "${channel}"`);
+    if (positionals[0] !== 'fire') throw new Error('--channel applies to "fire" only');
+    if (channel !== 'http' && values.systems !== undefined && values.systems !== 'belfry') throw new Error('--channel with a broker runs Belfry alone: the peers deliver to webhooks only');
+  }
+  const opts: ScenarioOptions = { n: positiveInt('n', values.n), rate: positiveInt('rate', values.rate), concurrency: positiveInt('concurrency', values.concurrency), durationMs, channel };
+  if (channel !== undefined && channel !== 'http') values.systems = 'belfry';
   const steps = planSteps(positionals[0], { store: values.store as 'sqlite' | 'postgres' | undefined, systems: values.systems?.split(',').map((s) => s.trim()), opts });
   return { name: positionals[0], steps };
 }
@@ -68,10 +78,10 @@ async function runStep(step: Step): Promise<ScenarioResult[]> {
   if (step.kind === 'custom') {
     results = await step.run(batchRates);
   } else {
-    const rx = step.scenario.needsReceiver ? await startReceiverProcess() : null;
+    const rx = step.scenario.needsReceiver ? await startReceiverProcess(step.opts.channel) : null;
     let system: System | null = null;
     try {
-      system = await startSystem(step.system, { receiverUrl: rx?.url ?? null, connections: 64 });
+      system = await startSystem(step.system, { receiverUrl: rx?.url ?? null, destination: rx?.destination ?? null, connections: 64 });
       const result = await step.scenario.run({ system, rx, opts: step.opts, batchRate: batchRates.get(step.system) ?? null });
       const issues = system.logIssues?.() ?? [];
       if (issues.length > 0) result.details.logIssues = issues;

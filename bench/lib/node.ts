@@ -62,7 +62,8 @@ export interface BenchNode {
   /** A client with `connections` keep-alive connections, authenticated as the tenant. */
   client(connections: number): BenchClient;
   /** Creates (or replaces) a destination; `url` must be a loopback address. */
-  putDestination(name: string, url: string, maxConcurrency: number): Promise<void>;
+  /** A webhook at `target` (a URL), or the destination body `target` (a broker). */
+  putDestination(name: string, target: string | Record<string, unknown>, maxConcurrency: number): Promise<void>;
   /** CPU seconds the node process has used so far; NaN where /proc is missing. */
   cpuSeconds(): number;
   /** The node's peak RSS so far (bytes). */
@@ -131,8 +132,9 @@ export async function startBenchNode(store: BelfryStore): Promise<BenchNode> {
       store,
       key,
       client: (connections) => createClient(proc.url, key, connections),
-      async putDestination(name, url, maxConcurrency) {
-        const res = await setup.call('PUT', `/v1/destinations/${name}`, { url, maxConcurrency, timeout: '10s' });
+      async putDestination(name, target, maxConcurrency) {
+        const body = typeof target === 'string' ? { url: target } : target;
+        const res = await setup.call('PUT', `/v1/destinations/${name}`, { ...body, maxConcurrency, timeout: '10s' });
         if (res.status !== 200 && res.status !== 201) throw new Error(`PUT destination: ${res.status} ${JSON.stringify(res.body)}`);
       },
       cpuSeconds: () => processCpuSeconds(proc.child.pid),

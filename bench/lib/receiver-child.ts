@@ -3,8 +3,16 @@
  * the driver's work cannot delay the timestamps it takes. Each delivery's payload carries the
  * event's `fireAt`; the receiver records `receivedAt - fireAt` for the first arrival of each event
  * id (the `webhook-id` header) and counts repeats as duplicates.
+ *
+ * `receiver-child.ts <channel>`: with a broker channel (kafka, nats, amqp, redis) it is a live
+ * consumer of a fresh topic / subject / queue / stream on this machine's broker (Kafka: a mock
+ * cluster it starts) instead, keyed by `belfry-event-id`, and its ready message names the
+ * destination body that sends there.
  */
+import { consumeAmqp, consumeKafka, consumeNats, consumeRedis, type BrokerConsumer, type OnMessage } from '../../test/support/brokers.ts';
+import { startMockKafka, type MockKafka } from '../../test/support/kafka/mock-cluster.ts';
 import { startReceiver } from '../../test/support/receiver.ts';
+import { BROKER_CHANNELS, type BenchChannel } from './bench-channel.ts';
 
 export interface ReceiverStats {
   /** Requests received, duplicates included. */
@@ -25,45 +33,83 @@ export interface ReceiverStats {
 }
 
 export type ChildRequest = { seq: number; type: 'count' | 'stats' | 'close' };
-export type ChildMessage = { type: 'ready'; url: string } | { seq: number; stats: ReceiverStats };
+export type ChildMessage = { type: 'ready'; url: string; destination: Record<string, unknown> | null } | { seq: number; stats: ReceiverStats };
+
 
 const stats: ReceiverStats = { count: 0, distinct: 0, duplicates: 0, early: 0, unparsed: 0, firstAt: null, lastAt: null, fireAtMs: [], latenessMs: [] };
 const seen = new Set<string>();
 
-const rx = await startReceiver({
-  behavior: (req) => {
-    // The support receiver keeps every request; the bench needs only the numbers above, so it
-    // drops them at once to keep memory flat over hundreds of thousands of deliveries.
-    rx.requests.length = 0;
-    stats.count++;
-    stats.firstAt ??= req.receivedAt;
-    stats.lastAt = req.receivedAt;
-    const id = String(req.headers['webhook-id']);
-    if (seen.has(id)) {
-      stats.duplicates++;
+/** Counts one arrival of event `id` whose payload is `json`. */
+function record(id: string, receivedAt: number, json: unknown): void {
+  stats.count++;
+  stats.firstAt ??= receivedAt;
+  stats.lastAt = receivedAt;
+  if (seen.has(id)) {
+    stats.duplicates++;
+    return;
+  }
+  seen.add(id);
+  stats.distinct++;
+  const fireAt = (json as { fireAt?: unknown } | null)?.fireAt;
+  if (typeof fireAt !== 'number') {
+    stats.unparsed++;
+    return;
+  }
+  if (receivedAt < fireAt) stats.early++;
+  stats.fireAtMs.push(fireAt);
+  stats.latenessMs.push(receivedAt - fireAt);
+}
+
+function parseJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    return null;
+  }
+}
+
+const channel = (process.argv[2] ?? 'http') as BenchChannel;
+let url = '';
+let destination: Record<string, unknown> | null = null;
+let close: () => Promise<void>;
+
+if (channel === 'http') {
+  const rx = await startReceiver({
+    behavior: (req) => {
+      // The support receiver keeps every request; the bench needs only the numbers above, so it
+      // drops them at once to keep memory flat over hundreds of thousands of deliveries.
+      rx.requests.length = 0;
+      record(String(req.headers['webhook-id']), req.receivedAt, req.json);
       return { status: 200 };
-    }
-    seen.add(id);
-    stats.distinct++;
-    const fireAt = (req.json as { fireAt?: unknown } | null)?.fireAt;
-    if (typeof fireAt !== 'number') {
-      stats.unparsed++;
-      return { status: 200 };
-    }
-    if (req.receivedAt < fireAt) stats.early++;
-    stats.fireAtMs.push(fireAt);
-    stats.latenessMs.push(req.receivedAt - fireAt);
-    return { status: 200 };
-  },
-});
+    },
+  });
+  url = rx.url;
+  close = () => rx.close();
+} else {
+  const onMessage: OnMessage = (m) => record(m.headers['belfry-event-id'], m.receivedAt, parseJson(m.body));
+  let mock: MockKafka | null = null;
+  let consumer: BrokerConsumer;
+  if (channel === 'kafka') {
+    mock = await startMockKafka(1);
+    consumer = await consumeKafka(mock.bootstrap, (name, partitions) => mock!.createTopic(name, partitions), onMessage);
+  } else if (channel === 'nats') consumer = await consumeNats(undefined, onMessage);
+  else if (channel === 'amqp') consumer = await consumeAmqp(undefined, onMessage);
+  else if (channel === 'redis') consumer = await consumeRedis(undefined, onMessage);
+  else throw new Error(`receiver-child: unknown channel "${channel}" (http, ${BROKER_CHANNELS.join(', ')})`);
+  destination = consumer.destination;
+  close = async () => {
+    await consumer.stop();
+    await mock?.stop();
+  };
+}
 
 process.on('message', (msg: ChildRequest) => {
   if (msg.type === 'close') {
-    void rx.close().then(() => process.exit(0));
+    void close().then(() => process.exit(0));
     return;
   }
   const reply: ChildMessage = { seq: msg.seq, stats: msg.type === 'stats' ? stats : { ...stats, fireAtMs: [], latenessMs: [] } };
   process.send!(reply);
 });
 process.on('disconnect', () => process.exit(0));
-process.send!({ type: 'ready', url: rx.url } satisfies ChildMessage);
+process.send!({ type: 'ready', url, destination } satisfies ChildMessage);

@@ -1,6 +1,7 @@
 /** Starts receiver-child.ts as a separate process and asks it for counts and statistics over IPC. */
 import type { ChildProcess } from 'node:child_process';
 import { forkTs } from './fork-ts.ts';
+import type { BenchChannel } from './bench-channel.ts';
 import type { ChildMessage, ChildRequest, ReceiverStats } from './receiver-child.ts';
 import { sleep } from './stats.ts';
 
@@ -10,7 +11,10 @@ const ANSWER_MS_MAX = 15_000;
 const POLL_MS = 250;
 
 export interface ReceiverProcess {
+  /** The webhook URL ('' for a broker channel). */
   url: string;
+  /** For a broker channel: the destination body that delivers to the consumer. */
+  destination: Record<string, unknown> | null;
   /** Counts only (no lateness samples): cheap enough to poll. */
   count(): Promise<ReceiverStats>;
   stats(): Promise<ReceiverStats>;
@@ -19,11 +23,11 @@ export interface ReceiverProcess {
   close(): Promise<void>;
 }
 
-export async function startReceiverProcess(): Promise<ReceiverProcess> {
+export async function startReceiverProcess(channel: BenchChannel = 'http'): Promise<ReceiverProcess> {
   // 'advanced' (structured clone): a million lateness samples cross as arrays, not JSON text.
-  const child = forkTs(CHILD, [], { serialization: 'advanced' });
+  const child = forkTs(CHILD, [channel], { serialization: 'advanced' });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const url = await firstMessage(child).catch((err: unknown) => {
+  const { url, destination } = await firstMessage(child).catch((err: unknown) => {
     child.kill('SIGKILL');
     throw err;
   });
@@ -47,6 +51,7 @@ export async function startReceiverProcess(): Promise<ReceiverProcess> {
   const count = () => ask('count');
   return {
     url,
+    destination,
     count,
     stats: () => ask('stats'),
     async waitForDistinct(n, deadline) {
@@ -65,13 +70,13 @@ export async function startReceiverProcess(): Promise<ReceiverProcess> {
   };
 }
 
-function firstMessage(child: ChildProcess): Promise<string> {
+function firstMessage(child: ChildProcess): Promise<{ url: string; destination: Record<string, unknown> | null }> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`receiver did not start within ${START_MS_MAX}ms`)), START_MS_MAX);
     child.once('exit', (code) => reject(new Error(`receiver exited before ready (code ${code})`)));
     child.once('message', (msg: ChildMessage) => {
       clearTimeout(timer);
-      if ('url' in msg) resolve(msg.url);
+      if ('url' in msg) resolve({ url: msg.url, destination: msg.destination });
       else reject(new Error('receiver: unexpected first message'));
     });
   });

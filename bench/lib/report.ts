@@ -1,4 +1,5 @@
 /** What a scenario returns, the table printed from it, and the JSON file written for it. */
+import type { BenchChannel } from './bench-channel.ts';
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { cpus, loadavg, platform, release, totalmem } from 'node:os';
@@ -33,6 +34,8 @@ export interface ScenarioOptions {
   rate?: number;
   durationMs?: number;
   concurrency?: number;
+  /** `--channel`: where `fire` delivers (default http: the loopback receiver). */
+  channel?: BenchChannel;
   /** Not a flag: how long `fire` waits after the due instant (backlog shortens it). */
   waitMsMax?: number;
   /** Not a flag: the prefix of event ids (`precision` twice on one node needs two). */

@@ -45,7 +45,7 @@ export async function startBelfry(kind: StoreKind, opts: SystemOptions): Promise
   let node: BenchNode | undefined;
   try {
     node = await startBenchNode(store);
-    await node.putDestination('rx', opts.receiverUrl ?? NOWHERE_URL, BELFRY_MAX_CONCURRENCY);
+    await node.putDestination('rx', opts.destination ?? opts.receiverUrl ?? NOWHERE_URL, BELFRY_MAX_CONCURRENCY);
   } catch (err) {
     await node?.stop();
     await store.dispose();

@@ -43,6 +43,8 @@ export interface SystemInfo {
 export interface SystemOptions {
   /** Where fired events are POSTed; null when the scenario fires nothing (ingest). */
   receiverUrl: string | null;
+  /** A broker destination body (`--channel`) to deliver to instead of the receiver's URL (Belfry only). */
+  destination?: Record<string, unknown> | null;
   /** Client connections (Belfry: keep-alive HTTP connections to the node). */
   connections: number;
 }

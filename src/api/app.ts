@@ -24,7 +24,11 @@ import { clusterRoutes } from './routes/cluster.ts';
 import { destinationRoutes } from './routes/destinations.ts';
 import { eventActionRoutes } from './routes/event-actions.ts';
 import { eventRoutes } from './routes/events.ts';
+import { forecastRoutes } from './routes/forecast.ts';
+import { bulkRoutes } from './routes/bulk.ts';
 import { healthRoutes } from './routes/health.ts';
+import { scheduleRoutes } from './routes/schedules.ts';
+import { sourceRoutes } from './routes/sources.ts';
 import { tenantRoutes } from './routes/tenants.ts';
 import { TenantQuotas } from './tenant-quotas.ts';
 
@@ -89,6 +93,8 @@ async function registerOpenApi(app: FastifyInstance, bodyBytesMax: number): Prom
       tags: [
         { name: 'events', description: 'schedule, change, cancel and trace events' },
         { name: 'destinations', description: 'where events are delivered' },
+        { name: 'schedules', description: 'recurring schedules: cron or every, in an IANA zone; each occurrence an event' },
+        { name: 'sources', description: 'schedule requests read from a Kafka topic' },
         { name: 'account', description: "a tenant's own limits and API keys" },
         { name: 'admin', description: 'tenants, their limits and API keys (admin key)' },
         { name: 'operations', description: 'health, readiness, metrics' },
@@ -132,7 +138,7 @@ export async function createApp(appDeps: AppDeps): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: PARAM_LENGTH_MAX },
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
-    ajv: { customOptions: { removeAdditional: false, useDefaults: false, coerceTypes: false, allErrors: false, allowUnionTypes: true } },
+    ajv: { customOptions: { discriminator: true, removeAdditional: false, useDefaults: false, coerceTypes: false, allErrors: false, allowUnionTypes: true } },
   });
   app.decorateRequest('tenantId', '');
   app.decorateRequest('limits', null as unknown as TenantLimits);
@@ -154,8 +160,12 @@ export async function createApp(appDeps: AppDeps): Promise<FastifyInstance> {
     eventRoutes(scope, deps, quotas);
     eventActionRoutes(scope, deps, quotas);
     destinationRoutes(scope, deps);
+    scheduleRoutes(scope, deps);
+    sourceRoutes(scope, deps);
     accountRoutes(scope, deps, auth);
+    bulkRoutes(scope, deps);
   });
+  await app.register(async (scope) => forecastRoutes(scope, deps, auth));
   await app.ready();
   return app;
 }

@@ -52,6 +52,9 @@ function describe(err: AjvErrorLike): { field: string; message: string } {
       return { field: join(base, String(err.params.additionalProperty)), message: 'is not allowed (unknown field or invalid name)' };
     case 'required':
       return { field: join(base, String(err.params.missingProperty)), message: 'is required' };
+    case 'discriminator':
+      // A union chosen by a tag (a destination's `kind`): the tag is missing or names no branch.
+      return { field: join(base, String(err.params.tag)), message: 'names no known kind (http, kafka, nats, amqp, redis)' };
     case 'type':
       return { field: base, message: `must be ${String(err.params.type).split(',').join(' or ')}` };
     case 'enum':

@@ -13,6 +13,7 @@ import { shardOf } from '../core/shard.ts';
 import type { DestinationRecord, EventPatch, NewEvent, Store } from '../store/store.ts';
 import { overLimit, type TenantLimits } from './limits.ts';
 import type { RetryInputBody } from './schemas/common.ts';
+import { checkWebhookUrl } from '../channels/http/index.ts';
 import type { EventCreateInput, EventPatchInput } from './schemas/events.ts';
 
 /**
@@ -77,23 +78,9 @@ export function checkHeaders(headers: Record<string, string> | undefined, valueL
   return { ...headers };
 }
 
-/**
- * Throws unless `url` is an absolute http(s) URL whose host the private-address guard accepts.
- * The WHATWG parser has already turned every IPv4 encoding (2130706433, 0x7f.1, 0177.0.0.1)
- * into dotted decimal and IPv6 into its canonical form, so the guard sees the address that
- * would be used. A host name is judged by what it resolves to, at connect time.
- */
+/** An inline webhook URL, checked as a registered one is (channels/http: checkWebhookUrl). */
 export function checkUrl(field: string, url: string, policy: AddressPolicy): string {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    throw invalid(field, 'must be an absolute http or https URL');
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw invalid(field, 'must be an http or https URL');
-  const denied = policy.checkHost(parsed.hostname);
-  if (denied) throw invalid(field, `host not allowed: ${denied}`);
-  return url;
+  return checkWebhookUrl(field, url, policy);
 }
 
 /** Deepest nesting of objects and arrays a payload may have: bounds every recursive walk of it. */
@@ -206,6 +193,7 @@ export async function toNewEvent(ctx: EventInputContext, body: EventCreateInput)
     retry,
     expireAt,
     tags: body.tags ? { ...body.tags } : {},
+    type: body.type ?? null,
     // Only a client-chosen id can be sent again; an event Belfry named needs no idempotency hash
     // (measured: canonical JSON + SHA-256 was ~8 % of a batch insert's CPU).
     requestHash: body.id === undefined ? '' : sha256Hex(canonicalJson(body)),
@@ -229,6 +217,7 @@ export async function toEventPatch(ctx: EventInputContext, current: EventRecord,
   if (body.destination !== undefined) patch.destination = (await resolveDestination(ctx, body.destination)).ref;
   if (body.headers !== undefined) patch.headers = checkHeaders(body.headers, ctx.limits.headerValueLengthMax);
   if (body.payload !== undefined) patch.payload = payloadText(body.payload, ctx.limits.payloadBytesMax);
+  if (body.type !== undefined) patch.type = body.type;
   patch.requestHash = sha256Hex(`patched:${current.requestHash}:${canonicalJson(body)}`);
   return patch;
 }

@@ -36,7 +36,7 @@ function event(over: Partial<EventRecord> = {}): EventRecord {
   return {
     tenantId: 't_1', id: 'e-1', shard: 3, seq: 9, state: 'scheduled', version: 1, fireAt: T + 86_400_000, dueAt: T + 86_400_000,
     destination: { name: 'orders' }, queue: 'name:orders', payload: '{"orderId":8812}', headers: {}, group: null, retry: null, expireAt: null,
-    tags: {}, attempts: 0, lastStatus: null, lastError: null, requestHash: '', createdAt: T, updatedAt: T, leaseOwner: null,
+    tags: {}, type: null, attempts: 0, lastStatus: null, lastError: null, requestHash: '', createdAt: T, updatedAt: T, leaseOwner: null,
     leaseUntil: null, ...over,
   };
 }

@@ -3,6 +3,8 @@ import { formatDuration } from '../core/duration.ts';
 import type { RetryPolicy } from '../core/backoff.ts';
 import type { EventRecord, TransitionRecord } from '../core/event.ts';
 import type { DestinationRecord } from '../store/store.ts';
+import { targetOf } from '../core/destination.ts';
+import { targetJson } from '../channels/registry.ts';
 import type { EventJsonOutput } from './schemas/events.ts';
 import type { DestinationJsonOutput } from './schemas/destinations.ts';
 
@@ -78,6 +80,7 @@ export function toEventJson(e: EventRecord): EventJsonOutput {
     retry: retryJson(e.retry),
     expireAt: e.expireAt === null ? null : isoTime(e.expireAt),
     tags: e.tags,
+    type: e.type,
     attempts: e.attempts,
     lastStatus: e.lastStatus,
     lastError: e.lastError,
@@ -107,7 +110,8 @@ export function toDestinationJson(d: DestinationRecord): DestinationJsonOutput {
   const c = d.config;
   return {
     name: d.name,
-    url: c.url,
+    kind: c.kind,
+    ...targetJson(targetOf(c)),
     headers: c.headers,
     timeout: formatDuration(c.timeoutMs),
     retry: retryJson(c.retry),

@@ -12,6 +12,7 @@ export interface EventView {
   payload?: unknown;
   headers?: Record<string, string>;
   group?: string | null;
+  type?: string | null;
   attempts?: number;
   lastStatus?: number | null;
   lastError?: string | null;
@@ -37,6 +38,7 @@ export function renderEvent(event: EventView): string {
     ['due at', timeCell(event.dueAt)],
     ['destination', destinationCell(event.destination)],
     ['group', cell(event.group)],
+    ['type', cell(event.type)],
     ['attempts', cell(event.attempts)],
     ['last status', cell(event.lastStatus)],
     ['last error', cell(event.lastError)],

@@ -16,6 +16,7 @@ Options:
   --payload-file <f>    or read the JSON payload from a file ('-' for stdin)
   --id <id>             the event id (unique per tenant; made by Belfry if left out)
   --group <g>           events of one group are delivered in order, one at a time
+  --type <t>            the kind of event (order.timeout): a list filter, sent as belfry-type
   --header <k=v>        a header sent with the delivery (repeatable)
 ${commonUsage('BELFRY_API_KEY')}`;
 
@@ -28,6 +29,7 @@ const options = {
   'payload-file': { type: 'string' },
   id: { type: 'string' },
   group: { type: 'string' },
+  type: { type: 'string' },
   header: { type: 'string', multiple: true },
 } as const;
 
@@ -40,6 +42,7 @@ export interface ScheduleFlags {
   'payload-file'?: string;
   id?: string;
   group?: string;
+  type?: string;
   header?: string[];
 }
 
@@ -55,6 +58,7 @@ export async function buildScheduleBody(flags: ScheduleFlags, io: Pick<Io, 'read
   const payload = await readPayload(flags, io);
   if (payload !== undefined) body.payload = payload;
   if (flags.group !== undefined) body.group = flags.group;
+  if (flags.type !== undefined) body.type = flags.type;
   if (flags.header !== undefined) body.headers = parseHeaders(flags.header);
   return body;
 }

@@ -51,6 +51,7 @@ const EVENT = {
   payload: { orderId: 1 },
   headers: {},
   group: null,
+  type: 'order.timeout',
   attempts: 0,
   lastStatus: null,
   lastError: null,
@@ -63,7 +64,7 @@ test('events schedule posts the body built from the flags', async () => {
   const code = await runCli(
     [
       'events', 'schedule', '--destination', 'https://example.com/hook', '--fire-at', '2099-01-01T00:00:00Z',
-      '--payload', '{"orderId":1}', '--id', 'order-1-timeout', '--group', 'g', '--header', 'x-a=1', '--header', 'x-b=k=v',
+      '--payload', '{"orderId":1}', '--id', 'order-1-timeout', '--group', 'g', '--type', 'order.timeout', '--header', 'x-a=1', '--header', 'x-b=k=v',
     ],
     f.io,
   );
@@ -80,9 +81,11 @@ test('events schedule posts the body built from the flags', async () => {
     fireAt: '2099-01-01T00:00:00Z',
     payload: { orderId: 1 },
     group: 'g',
+    type: 'order.timeout',
     headers: { 'x-a': '1', 'x-b': 'k=v' },
   });
   assert.match(f.out(), /^scheduled\n/);
+  assert.match(f.out(), /^type\s+order\.timeout$/m);
   assert.match(f.out(), /^destination\s+https:\/\/example\.com\/hook$/m);
 });
 
@@ -178,9 +181,9 @@ test('an unreachable server exits 1 naming the URL', async () => {
 
 test('events list sends the filters as query parameters and prints a table and the cursor', async () => {
   const f = fakeIo({ status: 200, body: { events: [EVENT], nextCursor: 'c2' } }, { BELFRY_URL: 'http://belfry:9000' });
-  const code = await runCli(['events', 'list', '--state', 'scheduled', '--group', 'g', '--limit', '10', '--cursor', 'c1'], f.io);
+  const code = await runCli(['events', 'list', '--state', 'scheduled', '--group', 'g', '--type', 'a.b', '--limit', '10', '--cursor', 'c1'], f.io);
   assert.equal(code, 0, f.err());
-  assert.equal(f.sent[0].url, 'http://belfry:9000/v1/events?state=scheduled&group=g&limit=10&cursor=c1');
+  assert.equal(f.sent[0].url, 'http://belfry:9000/v1/events?state=scheduled&group=g&type=a.b&limit=10&cursor=c1');
   const lines = f.out().split('\n');
   assert.match(lines[0], /^ID\s+STATE\s+FIRE AT\s+DESTINATION\s+GROUP\s+ATTEMPTS\s+LAST STATUS$/);
   assert.match(lines[1], /^order-1-timeout\s+scheduled\s+2099-01-01T00:00:00.000Z\s+https:\/\/example.com\/hook\s+-\s+0\s+-$/);

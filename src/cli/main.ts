@@ -6,26 +6,36 @@ import { readFile } from 'node:fs/promises';
 import { ApiError, formatApiError } from './client.ts';
 import { UsageError, wantsHelp, type Command, type Io } from './command.ts';
 import { clusterStatus } from './cluster-status.ts';
+import { eventsBulk, eventsBulkStatus } from './events-bulk.ts';
 import { eventsCancel } from './events-cancel.ts';
 import { eventsGet } from './events-get.ts';
 import { eventsList } from './events-list.ts';
 import { eventsSchedule } from './events-schedule.ts';
 import { eventsTrace } from './events-trace.ts';
 import { keysCreate } from './keys-create.ts';
+import { schedulesDelete, schedulesPause, schedulesResume, schedulesTrigger } from './schedules-actions.ts';
+import { schedulesCreate } from './schedules-create.ts';
+import { schedulesGet, schedulesList } from './schedules-get.ts';
+import { schedulesPreview } from './schedules-preview.ts';
 import { tenantsCreate } from './tenants-create.ts';
 
 export const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
 
 const GROUPS: Record<string, Record<string, Command>> = {
-  events: { schedule: eventsSchedule, get: eventsGet, list: eventsList, cancel: eventsCancel, trace: eventsTrace },
+  events: { schedule: eventsSchedule, get: eventsGet, list: eventsList, cancel: eventsCancel, trace: eventsTrace, bulk: eventsBulk, 'bulk-status': eventsBulkStatus },
+  schedules: {
+    create: schedulesCreate, list: schedulesList, get: schedulesGet, pause: schedulesPause, resume: schedulesResume,
+    trigger: schedulesTrigger, delete: schedulesDelete, preview: schedulesPreview,
+  },
   tenants: { create: tenantsCreate },
   keys: { create: keysCreate },
   cluster: { status: clusterStatus },
 };
 
 const GROUP_SUMMARY: Record<string, string> = {
-  events: 'schedule, get, list, cancel and trace events (tenant API key)',
+  events: 'schedule, get, list, cancel, trace and bulk-change events (tenant API key)',
+  schedules: 'create, list, get, pause, resume, trigger, delete and preview recurring schedules (tenant API key)',
   tenants: 'create tenants (admin key)',
   keys: 'create API keys for tenants (admin key)',
   cluster: 'show nodes, leader, shards and lag (admin key)',
@@ -40,6 +50,12 @@ Commands:
   events list           list events
   events cancel <id>    cancel an event
   events trace <id>     show an event's execution trace
+  events bulk           cancel, replay, shift or redirect every event a filter selects (--dry-run first)
+  events bulk-status <id>  a bulk job's progress
+  schedules create      create a recurring schedule (cron or every)
+  schedules list|get    list schedules, show one with its next occurrences
+  schedules pause|resume|trigger|delete <id>
+  schedules preview     the next occurrences of a timing, creating nothing
   tenants create <name> create a tenant (admin)
   keys create <tenant>  create an API key for a tenant (admin)
   cluster status        nodes, leader, epoch, shards per node, lag (admin)

@@ -79,6 +79,8 @@ export interface EventRecord {
   /** Delivery gives up (archived) once this instant passes; null means never. */
   expireAt: number | null;
   tags: Record<string, string>;
+  /** The kind of event (`order.timeout`), as subscribers filter on it; null when not given. */
+  type: string | null;
   attempts: number;
   lastStatus: number | null;
   lastError: string | null;

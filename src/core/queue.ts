@@ -21,6 +21,11 @@ export function queueOf(destination: DestinationRef): string {
   return `url:${origin}`;
 }
 
+/** The registered destination a queue is for, or null for an inline URL's origin queue. */
+export function destinationNameOf(queue: string): string | null {
+  return queue.startsWith('name:') ? queue.slice('name:'.length) : null;
+}
+
 /** The node-wide key of a tenant's queue. */
 export function queueKeyOf(tenantId: string, queue: string): string {
   return `${tenantId}\u0000${queue}`;

@@ -9,6 +9,7 @@
  */
 import { DEFAULT_RETRY, type RetryPolicy } from '../core/backoff.ts';
 import type { Clock } from '../core/clock.ts';
+import { brokerTargetOf, type BrokerTarget } from '../core/destination.ts';
 import type { DestinationRef } from '../core/event.ts';
 import { queueKeyOf, queueOf } from '../core/queue.ts';
 import { newWebhookSecret } from '../core/ids.ts';
@@ -17,7 +18,10 @@ import type { DestinationSecret, Store } from '../store/store.ts';
 export interface DeliverySettings {
   /** The virtual queue: one per (tenant, destination). */
   queueKey: string;
+  /** A webhook's URL ('' for a broker destination). */
   target: string;
+  /** A broker destination's target (Kafka, NATS, AMQP, Redis): unsigned; null for a webhook. */
+  broker?: BrokerTarget | null;
   headers: Record<string, string>;
   /**
    * Newest first; an old secret of a rotation signs until its expiresAt (see activeSecrets).
@@ -36,6 +40,8 @@ export interface DeliverySettings {
 export const INLINE_TIMEOUT_MS = 10_000;
 export const INLINE_CONCURRENCY_MAX = 20;
 export const DESTINATION_CACHE_MS = 5_000;
+/** Bound on the destinations whose settings are cached. */
+export const DESTINATIONS_CACHED_MAX = 10_000;
 /** Bound on the tenants whose signing secrets are cached. */
 export const TENANT_SECRETS_CACHED_MAX = 10_000;
 /** Compare-and-swap rounds of a lazy first secret before the delivery is retried later instead. */
@@ -65,7 +71,8 @@ export function activeSecrets(secrets: readonly DestinationSecret[], nowMs: numb
 }
 
 export class DestinationResolver {
-  private cache = new Map<string, { settings: DeliverySettings; loadedAtMs: number }>();
+  /** Per queue: its destination's settings being loaded or loaded. */
+  private cache = new Map<string, { settings: Promise<DeliverySettings>; loadedAtMs: number }>();
   /** Per tenant: its secrets being loaded or loaded (one store read however many deliveries ask). */
   private tenantSecretCache = new Map<string, { secrets: Promise<DestinationSecret[]>; loadedAtMs: number }>();
 
@@ -99,6 +106,7 @@ export class DestinationResolver {
       return {
         queueKey,
         target: destination.url,
+        broker: null,
         headers: {},
         secrets: [],
         timeoutMs: INLINE_TIMEOUT_MS,
@@ -108,13 +116,28 @@ export class DestinationResolver {
         missing: false,
       };
     }
+    // One store read per destination however many deliveries ask at once: a flood's first claim
+    // (hundreds of events of a queue not seen yet) waits for one read, not hundreds in a row.
     const cached = this.cache.get(queueKey);
     if (cached && this.clock.monotonicMs() - cached.loadedAtMs < DESTINATION_CACHE_MS) return cached.settings;
-    const row = await this.store.destinationGet({ tenantId, name: destination.name });
-    const settings: DeliverySettings = row
+    if (this.cache.size >= DESTINATIONS_CACHED_MAX) this.cache.clear();
+    const settings = this.load(tenantId, destination.name, queueKey);
+    const entry = { settings, loadedAtMs: this.clock.monotonicMs() };
+    this.cache.set(queueKey, entry);
+    // A failed load is not kept: the next delivery asks the store again.
+    settings.catch(() => {
+      if (this.cache.get(queueKey) === entry) this.cache.delete(queueKey);
+    });
+    return settings;
+  }
+
+  private async load(tenantId: string, name: string, queueKey: string): Promise<DeliverySettings> {
+    const row = await this.store.destinationGet({ tenantId, name });
+    return row
       ? {
           queueKey,
-          target: row.config.url,
+          target: 'url' in row.config ? row.config.url : '',
+          broker: brokerTargetOf(row.config),
           headers: row.config.headers,
           secrets: row.secrets,
           timeoutMs: row.config.timeoutMs,
@@ -124,8 +147,6 @@ export class DestinationResolver {
           missing: false,
         }
       : { ...MISSING, queueKey, target: '' };
-    this.cache.set(queueKey, { settings, loadedAtMs: this.clock.monotonicMs() });
-    return settings;
   }
 
   invalidate(tenantId: string, name: string): void {
@@ -134,6 +155,7 @@ export class DestinationResolver {
 }
 
 const MISSING: Omit<DeliverySettings, 'queueKey' | 'target'> = {
+  broker: null,
   headers: {},
   secrets: [],
   timeoutMs: INLINE_TIMEOUT_MS,

@@ -20,7 +20,7 @@ import type { Clock } from '../core/clock.ts';
 import type { EventRecord } from '../core/event.ts';
 import type { Metrics } from '../node/metrics.ts';
 import { dueRefOf, type DueRef, type Store } from '../store/store.ts';
-import { queueKeyOf, queueOf } from '../core/queue.ts';
+import { destinationNameOf, queueKeyOf, queueOf } from '../core/queue.ts';
 import { activeSecrets, DestinationResolver, type DeliverySettings } from './destinations.ts';
 import { decideNext } from './outcome.ts';
 import { OutcomeRecorder, type RecordedOutcome } from './recorder.ts';
@@ -82,6 +82,19 @@ export class Dispatcher {
 
   queueBound(queueKey: string): number {
     return this.queues.get(queueKey)?.claimedMax ?? CLAIMED_MIN;
+  }
+
+  /**
+   * Reads ahead what the events of these queues will need when they fall due (their tenant's
+   * policy, a registered destination's settings, each cached and read once however many ask), so
+   * the first claim of a queue not seen for a while does not wait for those reads.
+   */
+  prepare(queues: Map<string, { tenantId: string; queue: string }>): void {
+    for (const [key, { tenantId, queue }] of queues) {
+      if (this.policies.peek(tenantId) === undefined) this.policies.get(tenantId).catch(() => {});
+      const name = destinationNameOf(queue);
+      if (name !== null && !this.queues.has(key)) this.resolver.resolve(tenantId, { name }).catch(() => {});
+    }
   }
 
   submit(events: EventRecord[]): void {
@@ -160,6 +173,8 @@ export class Dispatcher {
   /** A destination changed on this node: later deliveries use its new settings. */
   async destinationChanged(tenantId: string, name: string): Promise<void> {
     this.resolver.invalidate(tenantId, name);
+    // A broker destination's pooled connection closes: the next delivery connects to what it is now.
+    this.deps.channel.forget?.(queueKeyOf(tenantId, queueOf({ name })));
     const queue = this.queues.get(queueKeyOf(tenantId, queueOf({ name })));
     if (queue) queue.applySettings(await this.resolver.resolve(tenantId, { name }));
   }
@@ -184,15 +199,29 @@ export class Dispatcher {
       const name = 'name' in event.destination ? event.destination.name : '';
       return { kind: 'discard', reason: `destination "${name}" does not exist`, durationMs: 0 };
     }
-    // Every delivery is signed: without its secrets it is retried later, never sent unsigned.
-    const secrets = 'name' in event.destination ? settings.secrets : await this.inlineSecrets(event);
-    if (secrets === null) return { kind: 'retry', reason: 'signing secret lookup failed', durationMs: 0 };
     const startedAt = this.deps.clock.now();
-    // Judged per delivery, so a rotated-out secret stops signing at its expiry, cache or not.
-    const signing = activeSecrets(secrets, startedAt);
-    if (signing.length === 0) return { kind: 'discard', reason: 'no active signing secret (rotate the signing secret, then replay)', durationMs: 0 };
-    this.deps.metrics.fireLatenessSeconds.observe(Math.max(0, startedAt - event.dueAt) / 1000);
-    const due: DueEvent = {
+    let due: DueEvent;
+    if (settings.broker) {
+      this.deps.metrics.fireLatenessSeconds.observe(Math.max(0, startedAt - event.dueAt) / 1000);
+      due = { ...this.dueEvent(event, settings), secrets: [], broker: { poolKey: settings.queueKey, target: settings.broker } };
+    } else {
+      // Every webhook delivery is signed: without its secrets it is retried later, never sent unsigned.
+      const secrets = 'name' in event.destination ? settings.secrets : await this.inlineSecrets(event);
+      if (secrets === null) return { kind: 'retry', reason: 'signing secret lookup failed', durationMs: 0 };
+      // Judged per delivery, so a rotated-out secret stops signing at its expiry, cache or not.
+      const signing = activeSecrets(secrets, startedAt);
+      if (signing.length === 0) return { kind: 'discard', reason: 'no active signing secret (rotate the signing secret, then replay)', durationMs: 0 };
+      this.deps.metrics.fireLatenessSeconds.observe(Math.max(0, startedAt - event.dueAt) / 1000);
+      due = { ...this.dueEvent(event, settings), secrets: signing };
+    }
+    const outcome = await this.deps.channel.deliver(due, signal);
+    this.deps.metrics.deliveryDurationSeconds.observe(outcome.durationMs / 1000);
+    return outcome;
+  }
+
+  /** What every channel is given of an event; the caller adds its secrets or broker target. */
+  private dueEvent(event: EventRecord, settings: DeliverySettings): Omit<DueEvent, 'secrets'> {
+    return {
       tenantId: event.tenantId,
       id: event.id,
       attempt: event.attempts,
@@ -200,13 +229,12 @@ export class Dispatcher {
       headers: { ...settings.headers, ...event.headers },
       // An inline destination's queue is shared by its origin; the URL is the event's own.
       target: 'url' in event.destination ? event.destination.url : settings.target,
-      secrets: signing,
       timeoutMs: settings.timeoutMs,
       dueAt: event.dueAt,
+      fireAt: event.fireAt,
+      group: event.group,
+      type: event.type,
     };
-    const outcome = await this.deps.channel.deliver(due, signal);
-    this.deps.metrics.deliveryDurationSeconds.observe(outcome.durationMs / 1000);
-    return outcome;
   }
 
   /** Decides the next state and queues it for recording. */

@@ -20,25 +20,65 @@ export function tenantPolicyOf(settings: TenantRecord['settings'] | undefined): 
   return ms === null ? NONE : { missedAfterMs: ms };
 }
 
+/** Bound on the tenants whose policy is cached. */
+export const TENANT_POLICIES_CACHED_MAX = 10_000;
+
+type Entry = { policy: TenantPolicy | undefined; loading: Promise<TenantPolicy> | null; loadedAtMs: number };
+
+/**
+ * The policies of the tenants whose events this node delivers. One store read per tenant at a
+ * time however many events ask (a flood's first claim asks hundreds of times at once), and a
+ * policy past its cache time is served while it is read again in the background: a tenant's
+ * events never wait for its policy once it has been read.
+ */
 export class TenantPolicies {
-  private cache = new Map<string, { policy: TenantPolicy; loadedAtMs: number }>();
+  private cache = new Map<string, Entry>();
 
   constructor(
     private readonly load: (tenantId: string) => Promise<TenantRecord | null>,
     private readonly clock: Clock,
   ) {}
 
-  /** The cached policy, or undefined when it must be loaded first. */
+  /**
+   * The policy as last read (starting a new read in the background when it is older than
+   * TENANT_POLICY_CACHE_MS), or undefined when it was never read and must be loaded first.
+   */
   peek(tenantId: string): TenantPolicy | undefined {
-    const hit = this.cache.get(tenantId);
-    return hit && this.clock.monotonicMs() - hit.loadedAtMs < TENANT_POLICY_CACHE_MS ? hit.policy : undefined;
+    const entry = this.cache.get(tenantId);
+    if (!entry) return undefined;
+    if (!entry.loading && this.clock.monotonicMs() - entry.loadedAtMs >= TENANT_POLICY_CACHE_MS) {
+      this.refresh(tenantId, entry).catch(() => {}); // the last policy read stays until a read succeeds
+    }
+    return entry.policy;
   }
 
   async get(tenantId: string): Promise<TenantPolicy> {
-    const cached = this.peek(tenantId);
-    if (cached) return cached;
-    const policy = tenantPolicyOf((await this.load(tenantId))?.settings);
-    this.cache.set(tenantId, { policy, loadedAtMs: this.clock.monotonicMs() });
-    return policy;
+    const known = this.peek(tenantId);
+    if (known) return known;
+    let entry = this.cache.get(tenantId);
+    if (!entry) {
+      if (this.cache.size >= TENANT_POLICIES_CACHED_MAX) this.cache.clear();
+      entry = { policy: undefined, loading: null, loadedAtMs: 0 };
+      this.cache.set(tenantId, entry);
+    }
+    return entry.loading ?? this.refresh(tenantId, entry);
+  }
+
+  private refresh(tenantId: string, entry: Entry): Promise<TenantPolicy> {
+    const loading = this.load(tenantId).then(
+      (record) => {
+        entry.policy = tenantPolicyOf(record?.settings);
+        entry.loadedAtMs = this.clock.monotonicMs();
+        entry.loading = null;
+        return entry.policy;
+      },
+      (err: unknown) => {
+        entry.loading = null;
+        if (entry.policy === undefined && this.cache.get(tenantId) === entry) this.cache.delete(tenantId);
+        throw err;
+      },
+    );
+    entry.loading = loading;
+    return loading;
   }
 }

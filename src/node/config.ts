@@ -14,6 +14,8 @@
  * | --lookahead        | BELFRY_LOOKAHEAD          | lookahead         | 3s             |
  * | --shutdown-timeout | BELFRY_SHUTDOWN_TIMEOUT   | shutdownTimeout   | 30s            |
  * | --node-id          | BELFRY_NODE_ID            | nodeId            | random per run |
+ * | --delivery-threads | BELFRY_DELIVERY_THREADS   | deliveryThreads   | 1 (0 on 1 core)|
+ * | --schedule-horizon | BELFRY_SCHEDULE_HORIZON   | scheduleHorizon   | 10s            |
  *
  * Plus the default of every per-tenant limit (src/api/limits.ts), each overridable per tenant
  * through the admin API: flag `--<kebab-name>`, env `BELFRY_<SNAKE_NAME>`, file key `<name>`:
@@ -28,6 +30,7 @@
  * (default 2000).
  */
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { DEFAULT_TENANT_LIMITS, LIMIT_SPECS, limitBounds, parseLimitValue, type LimitName, type TenantLimits } from '../api/limits.ts';
 import { allowEntryError } from '../core/address.ts';
@@ -35,6 +38,7 @@ import { parseDurationMs } from '../core/duration.ts';
 import { parseRetentionMs, RETENTION_DEFAULTS, RETENTION_STATES, type RetentionPeriods, type RetentionState } from '../core/retention.ts';
 import { CLEANER_BATCH_SIZE_MAX, CLEANER_DELETES_PER_SECOND_MAX, DEFAULT_CLEANER_OPTIONS } from '../scheduler/cleaner.ts';
 import { SHARD_COUNT_DEFAULT } from '../core/shard.ts';
+import { DELIVERY_THREADS_MAX } from '../channels/http/delivery-threads.ts';
 
 export interface NodeConfig {
   port: number;
@@ -50,6 +54,13 @@ export interface NodeConfig {
   lookaheadMs: number;
   shutdownTimeoutMs: number;
   nodeId: string | null;
+  /**
+   * Threads that make the HTTP deliveries (src/channels/http/delivery-threads.ts); 0 makes them on
+   * the event loop, beside the timer and the claims.
+   */
+  deliveryThreads: number;
+  /** How far ahead recurring schedules' occurrences are made into events (scheduler/materialiser.ts). */
+  scheduleHorizonMs: number;
   /** Default per-tenant limits. */
   limits: TenantLimits;
   /** Default retention periods per terminal state (a tenant may have its own). */
@@ -72,6 +83,9 @@ export const DEFAULT_CONFIG: NodeConfig = {
   lookaheadMs: 3_000,
   shutdownTimeoutMs: 30_000,
   nodeId: null,
+  // A thread of its own only where there is a second core to run it.
+  deliveryThreads: availableParallelism() > 1 ? 1 : 0,
+  scheduleHorizonMs: 10_000,
   limits: DEFAULT_TENANT_LIMITS,
   retention: RETENTION_DEFAULTS,
   retentionIntervalMs: DEFAULT_CLEANER_OPTIONS.intervalMs,
@@ -142,6 +156,8 @@ const SETTINGS: Setting[] = [
   { key: 'lookaheadMs', flag: 'lookahead', env: 'BELFRY_LOOKAHEAD', parse: asDuration },
   { key: 'shutdownTimeoutMs', flag: 'shutdown-timeout', env: 'BELFRY_SHUTDOWN_TIMEOUT', parse: asDuration },
   { key: 'nodeId', flag: 'node-id', env: 'BELFRY_NODE_ID', parse: asString },
+  { key: 'deliveryThreads', flag: 'delivery-threads', env: 'BELFRY_DELIVERY_THREADS', parse: asInt(0, DELIVERY_THREADS_MAX) },
+  { key: 'scheduleHorizonMs', flag: 'schedule-horizon', env: 'BELFRY_SCHEDULE_HORIZON', parse: asDurationFrom1s },
   ...LIMIT_SPECS.map(
     (spec): Setting => ({
       key: 'limits',
@@ -170,6 +186,7 @@ const SETTINGS: Setting[] = [
 const FILE_KEYS: Record<string, keyof NodeConfig> = {
   lookahead: 'lookaheadMs',
   shutdownTimeout: 'shutdownTimeoutMs',
+  scheduleHorizon: 'scheduleHorizonMs',
   retentionInterval: 'retentionIntervalMs',
 };
 

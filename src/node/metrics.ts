@@ -8,6 +8,23 @@ export class Metrics {
     help: 'Events accepted (created) through the API',
     registers: [this.registry],
   });
+  readonly sourceMessages = new Counter({
+    name: 'belfry_source_messages_total',
+    help: 'Messages of Kafka sources read by this node and committed: their events stored (accepted) or refused (rejected, to the dead-letter topic)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly sourceReaderFailures = new Counter({
+    name: 'belfry_source_reader_failures_total',
+    help: 'Kafka source readers of this node that failed (could not connect, or crashed) and are started again after a backoff',
+    registers: [this.registry],
+  });
+  readonly scheduleOccurrences = new Counter({
+    name: 'belfry_schedule_occurrences_total',
+    help: 'Occurrences of recurring schedules: made into events (made) or missed and not made (missed)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
   readonly eventsFired = new Counter({
     name: 'belfry_events_fired_total',
     help: 'Events claimed for delivery (scheduled or awaiting_retry to executing)',

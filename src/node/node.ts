@@ -16,15 +16,24 @@ import { createApp } from '../api/app.ts';
 import { DEFAULT_API_LIMITS, type ApiLimits } from '../api/deps.ts';
 import type { ClusterView } from '../api/schemas/cluster.ts';
 import { HttpChannel } from '../channels/http/http-channel.ts';
+import { openHttpThreadChannel } from '../channels/http/delivery-threads.ts';
 import type { Channel } from '../channels/channel.ts';
+import { ChannelRegistry } from '../channels/registry.ts';
 import { AddressPolicy } from '../core/address.ts';
 import { SystemClock, type Clock } from '../core/clock.ts';
 import { newSecretToken } from '../core/ids.ts';
 import { Dispatcher } from '../dispatch/dispatcher.ts';
 import { Cleaner, type CleanerOptions } from '../scheduler/cleaner.ts';
+import { Materialiser, type MaterialiserOptions } from '../scheduler/materialiser.ts';
+import { SourceManager, type SourceManagerOptions } from '../sources/manager.ts';
+import { KafkaSourceReader } from '../sources/kafka/reader.ts';
+import { SourceIngest } from '../api/source-ingest.ts';
+import { TenantQuotas } from '../api/tenant-quotas.ts';
 import { Rescuer } from '../scheduler/rescuer.ts';
 import { Scheduler, type SchedulerOptions } from '../scheduler/scheduler.ts';
 import { CountSampler, type CountSamplerOptions } from '../store/count-sampler.ts';
+import { ForecastSampler } from '../store/forecast-sampler.ts';
+import { BulkRunner, type BulkRunnerOptions } from '../scheduler/bulk-runner.ts';
 import { GroupCommitter } from '../store/group-commit.ts';
 import { openPostgresStore } from '../store/postgres/postgres-store.ts';
 import { openSqliteThreadStore } from '../store/sqlite/thread-store.ts';
@@ -49,6 +58,9 @@ export interface NodeOptions {
   limits?: Partial<ApiLimits>;
   cleaner?: Partial<CleanerOptions>;
   counts?: Partial<CountSamplerOptions>;
+  materialiser?: Partial<MaterialiserOptions>;
+  sources?: Partial<SourceManagerOptions>;
+  bulk?: Partial<BulkRunnerOptions>;
 }
 
 export interface BelfryNode {
@@ -60,8 +72,16 @@ export interface BelfryNode {
   readonly dispatcher: Dispatcher;
   readonly metrics: Metrics;
   readonly cleaner: Cleaner;
+  /** Makes the occurrences of recurring schedules into events. */
+  readonly materialiser: Materialiser;
   /** Counts of events sampled in the background (metrics, the pending quota). */
   readonly counts: CountSampler;
+  /** The due-load forecast of the next hour, sampled in the background for /metrics. */
+  readonly forecast: ForecastSampler;
+  /** Runs bulk jobs (POST /v1/events/bulk). */
+  readonly bulk: BulkRunner;
+  /** Reads the tenants' Kafka sources (PUT /v1/sources/{name}). */
+  readonly sources: SourceManager;
   readonly adminKey: string;
   /** Null on a single-node store. */
   readonly cluster: Cluster | null;
@@ -134,7 +154,15 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
   // On a shared store, due times and stored timestamps follow the store's clock.
   const clock: Clock = cluster ? cluster.clock : (opts.clock ?? localClock());
   const addressPolicy = new AddressPolicy(config.allowHosts);
-  const channel = opts.channel ?? new HttpChannel({ clock, policy: addressPolicy });
+  // One channel per destination kind behind the registry; `opts.channel` replaces the webhook one.
+  // Webhooks take threads of their own unless told not to, or unless time is simulated (a
+  // thread's timers run on the system clock).
+  const http =
+    opts.channel ??
+    (config.deliveryThreads > 0 && !opts.clock
+      ? await openHttpThreadChannel(config.deliveryThreads, { allowHosts: config.allowHosts })
+      : new HttpChannel({ clock, policy: addressPolicy }));
+  const channel = new ChannelRegistry({ http, policy: addressPolicy, clock });
 
   let stopping = false;
   const dispatcher = new Dispatcher({
@@ -158,6 +186,7 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
       metrics,
       logger,
       onClaimed: (events) => dispatcher.submit(events),
+      onDueSoon: (queues) => dispatcher.prepare(queues),
       dispatchBacklog: () => dispatcher.backlog,
       queueRoom: (queueKey) => dispatcher.queueRoom(queueKey),
       queueBound: (queueKey) => dispatcher.queueBound(queueKey),
@@ -169,11 +198,39 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
       ...opts.scheduler,
     },
   );
+  const materialiser = new Materialiser(
+    {
+      store,
+      clock,
+      logger,
+      shardCount: config.shardCount,
+      shards: () => (cluster ? cluster.ownership.shards() : null),
+      onEventsCreated: (events) => {
+        scheduler.notifyEvents(events);
+        announceDue(events);
+      },
+      onAdvanced: ({ made, missed }) => {
+        if (made > 0) metrics.scheduleOccurrences.inc({ outcome: 'made' }, made);
+        if (missed > 0) metrics.scheduleOccurrences.inc({ outcome: 'missed' }, missed);
+      },
+    },
+    { horizonMs: Math.max(config.scheduleHorizonMs, config.lookaheadMs), ...opts.materialiser },
+  );
   const rescuer = new Rescuer({ store, clock, owner, logger, onRescued: (refs) => scheduler.notifyDue(refs) }, RESCUE_INTERVAL_MS);
   // Every node of a cluster counts the shared store: each waits as many times longer.
   const sharers = cluster ? async () => (await cluster.status()).nodes.filter((n) => n.live).length : undefined;
   const counts = new CountSampler({ store, clock, logger, sharers }, opts.counts);
   counts.onSample(() => metrics.eventsSamples.inc());
+  const forecast = new ForecastSampler({ store, clock, logger, registry: metrics.registry });
+  // Bulk jobs: each runs on the node holding its lease; the changes reach this node's timers (and
+  // the other nodes', through the same announcement as an API write).
+  const bulk = new BulkRunner({
+    store, clock, logger, owner,
+    onEventsChanged: (events) => {
+      scheduler.notifyEvents(events);
+      announceDue(events);
+    },
+  }, opts.bulk);
   const writer = new GroupCommitter(store, () => clock.now(), { onRejected: () => metrics.writeQueueRejected.inc() });
   // Retention: the leader cleans; a single node (SQLite) is always its own leader.
   const cleaner = new Cleaner(
@@ -232,6 +289,38 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     };
   };
 
+  const apiLimits = { ...DEFAULT_API_LIMITS, ...config.limits, ...opts.limits };
+  // Kafka sources: their events are checked and stored as POST /v1/events's are (source-ingest.ts).
+  const sourceIngest = new SourceIngest({
+    store,
+    clock,
+    writer,
+    quotas: new TenantQuotas(store, clock, apiLimits, counts),
+    shardCount: config.shardCount,
+    addressPolicy,
+    messageBytesMax: apiLimits.bodyBytesMax,
+    onEventsCreated: (events) => {
+      metrics.eventsScheduled.inc(events.length);
+      scheduler.notifyEvents(events);
+      announceDue(events);
+    },
+  });
+  const sources = new SourceManager({
+    store,
+    clock,
+    logger,
+    makeReader: (source, report, onCrash) => new KafkaSourceReader({
+      source, sink: sourceIngest, policy: addressPolicy, now: () => clock.now(),
+      report: (r) => {
+        if (r.acceptedAdd > 0) metrics.sourceMessages.inc({ outcome: 'accepted' }, r.acceptedAdd);
+        if (r.rejectedAdd > 0) metrics.sourceMessages.inc({ outcome: 'rejected' }, r.rejectedAdd);
+        return report(r);
+      },
+      onCrash,
+    }),
+    onReaderFailed: () => metrics.sourceReaderFailures.inc(),
+  }, opts.sources);
+
   const app = await createApp({
     store,
     clock,
@@ -241,7 +330,7 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     logger,
     adminKey,
     shardCount: config.shardCount,
-    limits: { ...DEFAULT_API_LIMITS, ...config.limits, ...opts.limits },
+    limits: apiLimits,
     retention: cleaner.opts.defaults,
     addressPolicy,
     onEventsChanged: (events) => {
@@ -290,6 +379,7 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
   // events are due now; the scheduler's first read-ahead starts from the oldest due.
   const rescued = await rescuer.rescuePreviousRuns(cluster === null);
   scheduler.start();
+  materialiser.start();
   // Cluster: events due soon that other nodes wrote come into this node's timer when announced.
   const wakeups =
     cluster && store.dueWakeups
@@ -302,6 +392,9 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
   cleaner.start();
   // The first count runs in the background: a node on 10,000,000 events takes seconds over it.
   counts.start();
+  forecast.start();
+  bulk.start();
+  sources.start();
   await app.listen({ port: config.port, host: config.host });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
@@ -315,13 +408,18 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
       const deadlineMs = clock.monotonicMs() + config.shutdownTimeoutMs;
       logger.info({ shutdownTimeoutMs: config.shutdownTimeoutMs }, 'shutting down');
       await app.close();
+      // Readers leave their consumer groups first: their partitions go to the other nodes.
+      await sources.stop();
+      await bulk.stop();
       // Stop firing, resign and leave first, so other nodes take the shards over while we drain.
       await cluster?.stop();
       await wakeups?.close();
+      await materialiser.stop();
       await scheduler.stop();
       await rescuer.stop();
       await cleaner.stop();
       await counts.stop();
+      await forecast.stop();
       await dispatcher.drain(deadlineMs);
       await channel.close();
       await store.close();
@@ -330,5 +428,5 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     return stopped;
   };
 
-  return { url, port, app, store, scheduler, dispatcher, metrics, cleaner, counts, adminKey, cluster, stop };
+  return { url, port, app, store, scheduler, dispatcher, metrics, cleaner, materialiser, counts, forecast, bulk, sources, adminKey, cluster, stop };
 }

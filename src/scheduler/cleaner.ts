@@ -19,6 +19,7 @@
  * - a pass reads the tenant list once; its cost is one index probe per (tenant, state) plus the
  *   rows it deletes, never a scan of finished rows that are kept.
  */
+import { runEvery } from '../core/loop.ts';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import { RETENTION_DEFAULTS, RETENTION_STATES, resolveRetention, type RetentionPeriods, type RetentionState } from '../core/retention.ts';
@@ -168,22 +169,15 @@ export class Cleaner {
 
   start(): void {
     this.abort = new AbortController();
-    this.loop = (async () => {
-      for (;;) {
-        const pass = await this.runOnce().catch((err) => {
-          this.deps.logger.error({ err }, 'retention pass failed');
-          return null;
-        });
-        if (pass && pass.events > 0) {
-          this.deps.logger.info({ events: pass.events, transitions: pass.transitions, batches: pass.batches, durationMs: Math.round(pass.durationMs) }, 'retention deleted finished events');
-        }
-        try {
-          await this.deps.clock.sleep(this.opts.intervalMs, this.abort.signal);
-        } catch {
-          return;
-        }
+    this.loop = runEvery(this.deps.clock, this.opts.intervalMs, this.abort.signal, async () => {
+      const pass = await this.runOnce().catch((err) => {
+        this.deps.logger.error({ err }, 'retention pass failed');
+        return null;
+      });
+      if (pass && pass.events > 0) {
+        this.deps.logger.info({ events: pass.events, transitions: pass.transitions, batches: pass.batches, durationMs: Math.round(pass.durationMs) }, 'retention deleted finished events');
       }
-    })();
+    });
   }
 
   /** Stops after the batch in progress, if any. */

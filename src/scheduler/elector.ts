@@ -23,6 +23,7 @@
  * lease-expiry rescuer is the backstop for whatever is left (a new leader does not know its
  * predecessor's).
  */
+import { runEvery } from '../core/loop.ts';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import { balanceShards } from '../core/shard.ts';
@@ -186,16 +187,9 @@ export class Elector {
 
   start(): void {
     this.abort = new AbortController();
-    this.loop = (async () => {
-      for (;;) {
-        await this.runOnce().catch((err) => this.deps.logger.error({ err }, 'elector pass failed'));
-        try {
-          await this.deps.clock.sleep(this.opts.intervalMs, this.abort.signal);
-        } catch {
-          return;
-        }
-      }
-    })();
+    this.loop = runEvery(this.deps.clock, this.opts.intervalMs, this.abort.signal, () =>
+      this.runOnce().catch((err) => this.deps.logger.error({ err }, 'elector pass failed')),
+    );
   }
 
   /** Stops, and gives the lease up at once so another node leads without waiting for expiry. */

@@ -10,6 +10,7 @@
  * stops firing before anyone else can own its shards. The claim's shard fence in the store is the
  * second line of defence.
  */
+import { runEvery } from '../core/loop.ts';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import type { Store } from '../store/store.ts';
@@ -82,16 +83,7 @@ export class Membership {
 
   start(): void {
     this.abort = new AbortController();
-    this.loop = (async () => {
-      for (;;) {
-        await this.runOnce();
-        try {
-          await this.deps.clock.sleep(this.opts.heartbeatIntervalMs, this.abort.signal);
-        } catch {
-          return;
-        }
-      }
-    })();
+    this.loop = runEvery(this.deps.clock, this.opts.heartbeatIntervalMs, this.abort.signal, () => this.runOnce());
   }
 
   /** Stops heart-beating and, when `leave`, removes this node from the store at once. */

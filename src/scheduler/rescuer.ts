@@ -6,6 +6,7 @@
  * - Periodically, on a shared store, executing events whose lease has ended are rescued. On a
  *   single-node store this is not needed: every executing event is in this process's memory.
  */
+import { runEvery } from '../core/loop.ts';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import type { DueRef, Store } from '../store/store.ts';
@@ -61,16 +62,13 @@ export class Rescuer {
 
   start(): void {
     this.abort = new AbortController();
-    this.loop = (async () => {
-      for (;;) {
-        try {
-          await this.deps.clock.sleep(this.intervalMs, this.abort.signal);
-        } catch {
-          return;
-        }
-        await this.runOnce().catch((err) => this.deps.logger.error({ err }, 'rescue failed'));
-      }
-    })();
+    this.loop = runEvery(
+      this.deps.clock,
+      this.intervalMs,
+      this.abort.signal,
+      () => this.runOnce().catch((err) => this.deps.logger.error({ err }, 'rescue failed')),
+      { pauseFirst: true },
+    );
   }
 
   async stop(): Promise<void> {

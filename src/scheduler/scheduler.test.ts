@@ -29,6 +29,8 @@ describe('Scheduler on a SimClock', () => {
   let backlog: number;
   /** Rows eventListDue returned, over all calls. */
   let rowsListed: number;
+  /** What onDueSoon was told, with the simulated time it was told. */
+  let dueSoon: { queues: string[]; atMs: number }[];
 
   /** Simulated time, advanced in 10 ms steps with real callbacks run between them. */
   const tick = (ms: number) => tickSim(clock, ms);
@@ -41,6 +43,7 @@ describe('Scheduler on a SimClock', () => {
     tenant = await newTenant(store);
     backlog = 0;
     rowsListed = 0;
+    dueSoon = [];
     const counted = countingListDue(store, (n) => (rowsListed += n));
     scheduler = new Scheduler(
       {
@@ -51,6 +54,7 @@ describe('Scheduler on a SimClock', () => {
         logger: pino({ level: 'silent' }),
         onClaimed: (events) => claimed.push(...events.map((event) => ({ event, atMs: clock.now() }))),
         dispatchBacklog: () => backlog,
+        onDueSoon: (queues) => dueSoon.push({ queues: [...queues.values()].map((q) => q.queue).sort(), atMs: clock.now() }),
         shards: () => null,
       },
       { lookaheadMs: 3_000, pollIntervalMs: 250 },
@@ -83,6 +87,21 @@ describe('Scheduler on a SimClock', () => {
     await tick(1);
     assert.deepEqual(claimed.map((c) => [c.event.id, c.atMs - T]), [['a', 1_000], ['b', 1_500], ['far', 10_000]]);
     assert.equal(claimed[0].event.state, 'executing');
+  });
+
+  it('tells which queues have events loaded ahead, once per page, a look-ahead before they fall due', async () => {
+    await insertAll(store, [
+      newEvent(tenant, 'a1', { fireAt: T + 2_000, destination: { name: 'orders' } }),
+      newEvent(tenant, 'a2', { fireAt: T + 2_001, destination: { name: 'orders' } }),
+      newEvent(tenant, 'b1', { fireAt: T + 2_500, destination: { url: 'https://hooks.example/x' } }),
+      newEvent(tenant, 'late', { fireAt: T + 9_000, destination: { name: 'billing' } }),
+    ], T);
+    scheduler.start();
+    await tick(0);
+    assert.deepEqual(dueSoon, [{ queues: ['name:orders', 'url:https://hooks.example'], atMs: T }]);
+    await tick(6_000);
+    assert.deepEqual(dueSoon.at(-1), { queues: ['name:billing'], atMs: T + 6_000 }, 'billing, 3 s before it falls due');
+    assert.equal(claimed.filter((c) => c.event.id === 'late').length, 0);
   });
 
   it('fires overdue events at once', async () => {

@@ -33,6 +33,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import { FIREABLE_STATES, isTerminal, type EventRecord } from '../core/event.ts';
+import { runEvery } from '../core/loop.ts';
 import { queueKeyOf } from '../core/queue.ts';
 import type { Metrics } from '../node/metrics.ts';
 import { dueRefOf, type DueRef, type Store } from '../store/store.ts';
@@ -95,6 +96,11 @@ export interface SchedulerDeps {
   queueRoom?(queueKey: string): number;
   /** The bound queueRoom counts down from (absent: none). */
   queueBound?(queueKey: string): number;
+  /**
+   * Queues with events loaded into the timer (once per page read ahead): what delivers them may
+   * get ready (read their tenant's policy and destination) before they fall due.
+   */
+  onDueSoon?(queues: Map<string, { tenantId: string; queue: string }>): void;
   metrics: Metrics;
   logger: Logger;
   /** Shards this node may fire; null means all (single node). */
@@ -216,19 +222,10 @@ export class Scheduler {
     this.overflow.clear();
   }
 
-  private async runLoop(): Promise<void> {
-    while (this.running) {
-      try {
-        await this.runOnce();
-      } catch (err) {
-        this.deps.logger.error({ err }, 'read-ahead failed');
-      }
-      try {
-        await this.deps.clock.sleep(this.opts.pollIntervalMs, this.abort.signal);
-      } catch {
-        return;
-      }
-    }
+  private runLoop(): Promise<void> {
+    return runEvery(this.deps.clock, this.opts.pollIntervalMs, this.abort.signal, () => this.runOnce(), {
+      onError: (err) => this.deps.logger.error({ err }, 'read-ahead failed'),
+    });
   }
 
   /**
@@ -256,7 +253,14 @@ export class Scheduler {
         untilMs: horizon,
         limit: this.opts.listBatchMax,
       });
-      for (const ref of page) if (this.admit(ref)) loaded++;
+      const queues = new Map<string, { tenantId: string; queue: string }>();
+      for (const ref of page) {
+        if (!this.admit(ref)) continue;
+        loaded++;
+        const key = queueKeyOf(ref.tenantId, ref.queue);
+        if (!queues.has(key)) queues.set(key, { tenantId: ref.tenantId, queue: ref.queue });
+      }
+      if (queues.size > 0) this.deps.onDueSoon?.(queues);
       if (page.length > 0) {
         const last = page[page.length - 1];
         this.cursor = { dueAt: last.dueAt, tenantId: last.tenantId, id: last.id };

@@ -4,6 +4,7 @@
  * Calls `onChange` when the set changes, so the scheduler re-reads from the start for new shards
  * and forgets entries of shards it lost.
  */
+import { runEvery } from '../core/loop.ts';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import type { Store } from '../store/store.ts';
@@ -62,16 +63,9 @@ export class ShardOwnership {
 
   start(): void {
     this.abort = new AbortController();
-    this.loop = (async () => {
-      for (;;) {
-        await this.runOnce().catch((err) => this.deps.logger.warn({ err }, 'reading the shard map failed'));
-        try {
-          await this.deps.clock.sleep(this.intervalMs, this.abort.signal);
-        } catch {
-          return;
-        }
-      }
-    })();
+    this.loop = runEvery(this.deps.clock, this.intervalMs, this.abort.signal, () =>
+      this.runOnce().catch((err) => this.deps.logger.warn({ err }, 'reading the shard map failed')),
+    );
   }
 
   async stop(): Promise<void> {

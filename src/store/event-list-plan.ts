@@ -4,6 +4,7 @@
  * A page walks ONE index newest first (by seq), chosen from the filters given:
  *
  *   group        → (tenant_id, grp, seq)            partial: grouped events only
+ *   type         → (tenant_id, type, seq)           partial: typed events only
  *   state        → (tenant_id, state, seq)          when the state is one that holds few events in
  *                                                   a healthy system (TROUBLE_STATES), or alone
  *   destination  → (tenant_id, destination name, seq)
@@ -33,7 +34,7 @@ export const LIST_EXAMINED_ROWS_MAX = 2_000;
 const TROUBLE_STATES: ReadonlySet<EventState> = new Set(['executing', 'awaiting_retry', 'discarded', 'archived']);
 
 /** The index a page walks. */
-export type ListKey = 'tenant' | 'state' | 'destination' | 'group';
+export type ListKey = 'tenant' | 'state' | 'destination' | 'group' | 'type';
 
 export interface ListPlan {
   key: ListKey;
@@ -47,6 +48,7 @@ export interface ListPlan {
 
 export function listKey(p: EventListParams): ListKey {
   if (p.group !== undefined) return 'group';
+  if (p.type !== undefined) return 'type';
   if (p.state !== undefined && (p.destination === undefined || TROUBLE_STATES.has(p.state))) return 'state';
   if (p.destination !== undefined) return 'destination';
   return 'tenant';
@@ -54,11 +56,12 @@ export function listKey(p: EventListParams): ListKey {
 
 export function listPlan(p: EventListParams): ListPlan {
   const key = listKey(p);
-  const given = { state: p.state !== undefined, destination: p.destination !== undefined, group: p.group !== undefined };
+  const given = { state: p.state !== undefined, destination: p.destination !== undefined, group: p.group !== undefined, type: p.type !== undefined };
   const residual =
     p.fromMs !== undefined ||
     p.toMs !== undefined ||
     (given.group && key !== 'group') ||
+    (given.type && key !== 'type') ||
     (given.state && key !== 'state') ||
     (given.destination && key !== 'destination');
   return {

@@ -15,6 +15,8 @@
 import type { RetryPolicy } from '../core/backoff.ts';
 import type { DestinationRef, EventRecord, EventState, TransitionRecord } from '../core/event.ts';
 import type { RetentionState } from '../core/retention.ts';
+import type { ScheduleStore } from './schedules.ts';
+import type { SourceStore } from './sources.ts';
 
 /**
  * The store cannot be reached (connection refused or lost, the database restarting or out of
@@ -78,16 +80,9 @@ export interface ApiKeyRecord {
   revokedAt: number | null;
 }
 
-/** A destination's stored settings (durations in ms). */
-export interface DestinationConfig {
-  kind: 'http';
-  url: string;
-  headers: Record<string, string>;
-  timeoutMs: number;
-  retry: RetryPolicy | null;
-  rateLimitPerSecond: number | null;
-  maxConcurrency: number;
-}
+/** A destination's stored settings, typed per kind (durations in ms): see core/destination.ts. */
+export type { DestinationConfig } from '../core/destination.ts';
+import type { DestinationConfig } from '../core/destination.ts';
 
 /** A signing secret of a destination, or of a tenant (for its deliveries to inline URLs). */
 export interface DestinationSecret {
@@ -126,6 +121,8 @@ export interface NewEvent {
   retry: RetryPolicy | null;
   expireAt: number | null;
   tags: Record<string, string>;
+  /** The event's kind (see EventRecord.type); absent or null when not given. */
+  type?: string | null;
   requestHash: string;
 }
 
@@ -147,6 +144,8 @@ export interface EventPatch {
   payload?: string;
   headers?: Record<string, string>;
   destination?: DestinationRef;
+  /** A new kind; null removes it. */
+  type?: string | null;
   /** Recomputed by the caller when fireAt changes and the event has an expiry. */
   expireAt?: number | null;
   /** The hash of the request body after the edit, so a repeated create no longer matches. */
@@ -156,6 +155,11 @@ export interface EventPatch {
 export interface EventMutateParams {
   tenantId: string;
   id: string;
+  /**
+   * The operation that makes this change, named in its transition's detail (`operation`,
+   * `operationId`): a bulk job's writes say `bulk_cancel` and the job's id. Absent for a single call.
+   */
+  operation?: { name: string; id: string };
   /**
    * If given, the change applies only when the stored version equals it (If-Match). Checked
    * before the state: a stale version answers version_mismatch whatever the state.
@@ -177,6 +181,8 @@ export interface EventListParams {
   /** A registered destination name. */
   destination?: string;
   group?: string;
+  /** The event's type, exactly. */
+  type?: string;
   /** fireAt ≥ fromMs */
   fromMs?: number;
   /** fireAt < toMs */
@@ -191,6 +197,95 @@ export interface EventListPage {
   events: EventRecord[];
   nextCursor: string | null;
 }
+
+/** What eventForecast splits the counts of each bucket by. */
+export type ForecastBy = 'none' | 'destination' | 'tenant';
+
+export interface EventForecastParams {
+  /** One tenant's events; null: every tenant's (each tenant's range read in turn). */
+  tenantId: string | null;
+  /** Due at or after this instant (the start of the first bucket). */
+  fromMs: number;
+  /** Due before this instant. */
+  toMs: number;
+  /** Bucket i holds dueAt in [fromMs + i × bucketMs, fromMs + (i + 1) × bucketMs). */
+  bucketMs: number;
+  by: ForecastBy;
+}
+
+/** Scheduled events of bucket `bucket` (and of `key`: the event's queue for by=destination, its tenant for by=tenant). */
+export interface ForecastCount {
+  bucket: number;
+  /** null when by is 'none'. */
+  key: string | null;
+  n: number;
+}
+
+export type BulkJobState = 'running' | 'succeeded' | 'failed';
+
+/** A bulk operation (api/bulk): its filter and action as the API validated them, and its progress. */
+export interface BulkJobRecord {
+  tenantId: string;
+  /** `bulk_` + a time-sortable id. */
+  id: string;
+  state: BulkJobState;
+  /** The filter, as JSON the runner reads back (eventList params and tags). */
+  filter: Record<string, unknown>;
+  /** The action, as JSON the runner reads back. */
+  action: Record<string, unknown>;
+  /** The eventList cursor of the next page; null before the first page. */
+  cursor: string | null;
+  /** Events the filter selected so far. */
+  matched: number;
+  /** Of those, events changed. */
+  done: number;
+  /** Of those, events left alone: in a state the action does not apply to, or changed meanwhile. */
+  skipped: number;
+  /** Failures of the job itself (not of events), the newest last; at most BULK_ERRORS_KEPT. */
+  errors: string[];
+  leaseOwner: string | null;
+  leaseUntil: number | null;
+  createdAt: number;
+  updatedAt: number;
+  finishedAt: number | null;
+}
+
+/** One event's change in a bulk step, at the version the runner read. */
+export type BulkChange =
+  | { id: string; version: number; kind: 'cancel' }
+  | { id: string; version: number; kind: 'replay' }
+  | { id: string; version: number; kind: 'update'; patch: EventPatch };
+
+export interface BulkJobStepParams {
+  tenantId: string;
+  id: string;
+  /** The step applies only while `owner` holds the job's lease (unexpired at `now`). */
+  owner: string;
+  now: number;
+  /** The lease is extended to this instant. */
+  leaseUntil: number;
+  /** The operation named in each change's transition. */
+  operation: string;
+  changes: BulkChange[];
+  /** Events the page selected (changes plus those skipped before any write). */
+  matched: number;
+  /** Events of the page skipped before any write (a state the action does not apply to). */
+  skipped: number;
+  /** The cursor after this page; with `finished`, the job succeeds. */
+  cursor: string | null;
+  finished: boolean;
+}
+
+export interface BulkJobStepResult {
+  /** The events changed (for the scheduler's timers). */
+  changed: EventRecord[];
+  job: BulkJobRecord;
+}
+
+/** Kept job errors, at most. */
+export const BULK_ERRORS_KEPT = 10;
+/** Finished jobs kept per tenant (the newest); bulkJobCreate deletes older ones. */
+export const BULK_FINISHED_KEPT = 100;
 
 export interface TenantStateCount {
   tenantId: string;
@@ -348,7 +443,8 @@ export interface ShardAssignment {
   epoch: number;
 }
 
-export interface Store {
+/** ScheduleStore (schedules.ts): the recurring schedules' methods; SourceStore (sources.ts): the Kafka sources'. */
+export interface Store extends ScheduleStore, SourceStore {
   readonly capabilities: StoreCapabilities;
   /** Present when capabilities.dueWakeups. */
   readonly dueWakeups?: DueWakeups;
@@ -360,6 +456,31 @@ export interface Store {
   close(): Promise<void>;
 
   apiKeyCreate(key: ApiKeyRecord): Promise<void>;
+
+  /**
+   * Takes the lease of one running bulk job, the oldest first: one whose lease is free or ended
+   * at `now`, or already `owner`'s (or, with `takeOver`, any: a single-process store, where no
+   * other owner can be alive). Null when there is none.
+   */
+  bulkJobClaim(params: { owner: string; now: number; leaseUntil: number; takeOver?: boolean }): Promise<BulkJobRecord | null>;
+  /**
+   * Stores a new running job, only while the tenant has fewer than `runningMax` running jobs
+   * (checked in the same transaction). Returns false when it has that many. Deletes the tenant's
+   * finished jobs but the newest BULK_FINISHED_KEPT, so the jobs table stays bounded.
+   */
+  bulkJobCreate(params: { job: BulkJobRecord; runningMax: number }): Promise<boolean>;
+  /** Marks a running job failed with `error`, only while `owner` holds its lease. */
+  bulkJobFail(params: { tenantId: string; id: string; owner: string; now: number; error: string }): Promise<boolean>;
+  bulkJobGet(params: { tenantId: string; id: string }): Promise<BulkJobRecord | null>;
+  /**
+   * One batch of a bulk job, in ONE transaction: while `owner` holds the job's unexpired lease,
+   * applies each change as the single-event call would (eventCancel / eventReplay / eventUpdate
+   * at the version read: an event that moved on is skipped), each transition naming the
+   * operation and the job; then adds the page's counts, stores the cursor and extends the lease.
+   * A crash loses the whole batch or nothing, so a resumed job never applies a change twice.
+   * Null when the lease is not `owner`'s (nothing applied).
+   */
+  bulkJobStep(params: BulkJobStepParams): Promise<BulkJobStepResult | null>;
   apiKeyFindByHash(params: { hash: string }): Promise<ApiKeyRecord | null>;
   apiKeyList(params: { tenantId: string }): Promise<ApiKeyRecord[]>;
   /** Returns false when no such live key of that tenant exists. */
@@ -413,6 +534,13 @@ export interface Store {
    * follows the rows deleted, not the size of the table. A short result means none is left.
    */
   eventDeleteTerminal(params: EventDeleteTerminalParams): Promise<EventDeleteTerminalResult>;
+  /**
+   * The due-load forecast: scheduled events per bucket of dueAt over [fromMs, toMs), counted from
+   * an index of scheduled rows by (tenant, dueAt, queue) alone: one range scan per tenant, never
+   * a row or a payload. Its cost follows the events in the window, not the table; callers bound
+   * the window (core/forecast.ts), and on SQLite it runs on the reader thread.
+   */
+  eventForecast(params: EventForecastParams): Promise<ForecastCount[]>;
   eventGet(params: { tenantId: string; id: string }): Promise<EventRecord | null>;
   /**
    * The next event of a group that may fire now: the non-terminal event first by (fireAt, seq),

@@ -5,7 +5,8 @@
  * destinations and inline URLs that succeed, fail and are retried, requests with wrong
  * keys and bad bodies carrying secrets, a graceful stop), and every line it wrote is searched
  * for every secret it ever saw: the admin key, each API key (valid or forged), each signing
- * secret, in full and by its key material.
+ * secret, in full and by its key material, and each broker credential (passwords in broker URLs,
+ * a SASL password, a NATS token) of destinations whose deliveries were refused or unreachable.
  */
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -16,6 +17,7 @@ import { after, before, describe, it } from 'node:test';
 import { waitUntil } from '../support/node.ts';
 import { startNodeProcess, stopNodeProcess, type NodeProcess } from '../support/process.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
+import { closedPort } from '../../src/channels/conformance/suite.ts';
 
 describe('logs of a full run hold no secret', { timeout: 120_000 }, () => {
   const adminKey = `admin-${randomBytes(16).toString('hex')}`;
@@ -107,6 +109,38 @@ describe('logs of a full run hold no secret', { timeout: 120_000 }, () => {
       20_000,
       50,
     );
+
+    // Broker destinations with credentials (passwords in URLs, a SASL password, a NATS token):
+    // registered, shown, refused by the broker or unreachable, and a bad request that carries one.
+    const pw = () => `pw${randomBytes(12).toString('hex')}`;
+    const [redisPw, amqpPw, natsPw, natsToken, saslPw, badPw] = [pw(), pw(), pw(), pw(), pw(), pw()];
+    for (const p of [redisPw, amqpPw, natsPw, natsToken, saslPw, badPw]) secrets.add(p);
+    const closed = await closedPort();
+    const brokers: [string, Record<string, unknown>][] = [
+      ['b-redis', { kind: 'redis', url: `redis://belfry:${redisPw}@127.0.0.1:6379`, stream: `belfry-logs-${process.pid}` }],
+      ['b-amqp', { kind: 'amqp', url: `amqp://guest:${amqpPw}@127.0.0.1:5672`, exchange: 'belfry-logs', routingKey: 'x' }],
+      ['b-nats', { kind: 'nats', servers: [`nats://belfry:${natsPw}@127.0.0.1:${closed}`], subject: 'belfry.logs', token: natsToken }],
+      ['b-kafka', { kind: 'kafka', brokers: [`127.0.0.1:${closed}`], topic: 'belfry-logs', sasl: { mechanism: 'plain', username: 'belfry', password: saslPw } }],
+    ];
+    for (const [name, body] of brokers) {
+      assert.equal((await api('PUT', `/v1/destinations/${name}`, key, { ...body, timeout: '1s' })).status, 201);
+      assert.equal((await api('GET', `/v1/destinations/${name}`, key)).status, 200);
+      assert.equal((await api('POST', '/v1/events', key, { id: `log-${name}`, destination: name, payload: {}, retry: { maxAttempts: 2, minBackoff: '100ms', maxBackoff: '200ms' } })).status, 201);
+    }
+    assert.equal((await api('PUT', '/v1/destinations/bad-broker', key, { kind: 'amqp', url: `amqp://guest:${badPw}@127.0.0.1:5672`, exchange: 'x', bogus: true })).status, 400);
+    await waitUntil(
+      'broker deliveries to end',
+      async () => {
+        const states = await Promise.all(brokers.map(async ([name]) => (await api('GET', `/v1/events/log-${name}`, key)).body.state));
+        return states.every((s) => s !== 'scheduled' && s !== 'executing' && s !== 'awaiting_retry');
+      },
+      20_000,
+      50,
+    );
+    for (const [name] of brokers) {
+      const trace = await api('GET', `/v1/events/log-${name}/transitions`, key);
+      for (const p of [redisPw, amqpPw, natsPw, natsToken, saslPw]) assert.doesNotMatch(JSON.stringify(trace.body), new RegExp(p), `${name}: a credential in the trace`);
+    }
 
     // Keys: rotate one with a grace period, revoke the other, and use both.
     const rot = await api('POST', `/v1/tenants/${t}/keys/${k1.body.id}/rotate`, adminKey, { gracePeriod: '1m' });

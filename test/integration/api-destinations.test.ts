@@ -29,7 +29,7 @@ describe('PUT /v1/destinations/{name}', () => {
     assert.match(d.secret, /^whsec_[A-Za-z0-9+/]{32}$/);
     assert.deepEqual(
       { ...d, secret: undefined, createdAt: undefined, updatedAt: undefined },
-      { name: 'orders-webhook', url: 'https://orders.example.com/hooks/belfry', headers: {}, timeout: '10s', retry: null, rateLimit: null, maxConcurrency: 20, secret: undefined, createdAt: undefined, updatedAt: undefined },
+      { name: 'orders-webhook', kind: 'http', url: 'https://orders.example.com/hooks/belfry', headers: {}, timeout: '10s', retry: null, rateLimit: null, maxConcurrency: 20, secret: undefined, createdAt: undefined, updatedAt: undefined },
     );
     const stored = await t.store.destinationGet({ tenantId: t.tenantId, name: 'orders-webhook' });
     assert.deepEqual(stored!.secrets, [{ secret: d.secret, expiresAt: null }]);
@@ -88,7 +88,9 @@ describe('PUT /v1/destinations/{name}', () => {
     ['secret too short', { url: 'https://x.example', secret: 'whsec_abc' }, 'secret'],
     ['bad retry', { url: 'https://x.example', retry: { maxAttempts: 101 } }, 'retry.maxAttempts'],
     ['reserved header', { url: 'https://x.example', headers: { host: 'evil' } }, 'headers.host'],
-    ['unknown field', { url: 'https://x.example', kind: 'nats' }, 'kind'],
+    ['unknown field', { url: 'https://x.example', color: 'red' }, 'color'],
+    ['a kind without its fields', { url: 'https://x.example', kind: 'nats' }, 'servers'],
+    ['unknown kind', { url: 'https://x.example', kind: 'sqs' }, 'kind'],
   ];
   for (const [name, body, field] of invalid) {
     test(`400 for ${name}, nothing written`, async () => {

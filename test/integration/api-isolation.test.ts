@@ -13,7 +13,7 @@ import { ADMIN_KEY, bearer, makeTestApp, moveEvent, type TestApp } from '../supp
 
 let t: TestApp;
 /** A's objects. */
-const A = { scheduled: 'a-secret-order', archived: 'a-archived-order', destination: 'a-private-hooks', keyId: '', marker: 'a-confidential-7f3e' };
+const A = { scheduled: 'a-secret-order', archived: 'a-archived-order', destination: 'a-private-hooks', schedule: 'a-private-schedule', source: 'a-private-source', keyId: '', bulkId: '', marker: 'a-confidential-7f3e' };
 
 before(async () => {
   t = await makeTestApp();
@@ -24,9 +24,14 @@ before(async () => {
     const res = await t.app.inject({ method: 'POST', url: '/v1/events', headers: as, payload: { id, destination: A.destination, delay: '1h', payload: { marker: A.marker } } });
     assert.equal(res.statusCode, 201);
   }
+  const sch = await t.app.inject({ method: 'POST', url: '/v1/schedules', headers: as, payload: { id: A.schedule, every: '1h', destination: A.destination, payload: { marker: A.marker } } });
+  assert.equal(sch.statusCode, 201);
+  const src = await t.app.inject({ method: 'PUT', url: `/v1/sources/${A.source}`, headers: as, payload: { kind: 'kafka', brokers: ['127.0.0.1:9092'], topic: A.marker } });
+  assert.equal(src.statusCode, 201);
   await t.clock.advance(3_600_000);
   await moveEvent(t.store, t.tenantId, A.archived, 'archived', t.clock.now());
   A.keyId = (await t.app.inject({ method: 'GET', url: '/v1/keys', headers: as })).json().keys[0].id;
+  A.bulkId = (await t.app.inject({ method: 'POST', url: '/v1/events/bulk', headers: as, payload: { filter: { type: 'a.nothing' }, action: 'cancel' } })).json().id;
 });
 after(() => t.cleanup());
 
@@ -40,7 +45,7 @@ interface Probe {
   creates?: boolean;
 }
 
-const NOWHERE = { event: 'no-such-event-91', destination: 'no-such-destination-91', keyId: 'k_nosuchkey91' };
+const NOWHERE = { event: 'no-such-event-91', destination: 'no-such-destination-91', schedule: 'no-such-schedule-91', source: 'no-such-source-91', keyId: 'k_nosuchkey91', bulkId: 'bulk_00000000000000000000000091' };
 
 /** How to walk each tenant route; keyed by "METHOD /openapi/path". */
 const WALK: Record<string, (a: typeof A) => Probe> = {
@@ -56,6 +61,17 @@ const WALK: Record<string, (a: typeof A) => Probe> = {
   'GET /v1/destinations/{name}': (a) => ({ path: `/v1/destinations/${a.destination}`, nowherePath: `/v1/destinations/${NOWHERE.destination}` }),
   'DELETE /v1/destinations/{name}': (a) => ({ path: `/v1/destinations/${a.destination}`, nowherePath: `/v1/destinations/${NOWHERE.destination}` }),
   'POST /v1/destinations/{name}/rotate-secret': (a) => ({ path: `/v1/destinations/${a.destination}/rotate-secret`, nowherePath: `/v1/destinations/${NOWHERE.destination}/rotate-secret`, body: () => ({}) }),
+  'POST /v1/schedules': () => ({ creates: true, path: '/v1/schedules', nowherePath: '/v1/schedules', body: (ids) => ({ id: ids.event, every: '1h', destination: { url: 'https://b.example.com/' } }) }),
+  'GET /v1/schedules': () => ({ path: '/v1/schedules', nowherePath: '/v1/schedules' }),
+  'POST /v1/schedules/preview': () => ({ path: '/v1/schedules/preview', nowherePath: '/v1/schedules/preview', body: () => ({ every: '1h' }) }),
+  'GET /v1/schedules/{id}': (a) => ({ path: `/v1/schedules/${a.schedule}`, nowherePath: `/v1/schedules/${NOWHERE.schedule}` }),
+  'PATCH /v1/schedules/{id}': (a) => ({ path: `/v1/schedules/${a.schedule}`, nowherePath: `/v1/schedules/${NOWHERE.schedule}`, body: () => ({ paused: true }) }),
+  'DELETE /v1/schedules/{id}': (a) => ({ path: `/v1/schedules/${a.schedule}`, nowherePath: `/v1/schedules/${NOWHERE.schedule}` }),
+  'POST /v1/schedules/{id}/trigger': (a) => ({ path: `/v1/schedules/${a.schedule}/trigger`, nowherePath: `/v1/schedules/${NOWHERE.schedule}/trigger` }),
+  'PUT /v1/sources/{name}': (a) => ({ creates: true, path: `/v1/sources/${a.source}`, nowherePath: `/v1/sources/${NOWHERE.source}`, body: () => ({ kind: 'kafka', brokers: ['127.0.0.1:9092'], topic: 'b-topic' }) }),
+  'GET /v1/sources': () => ({ path: '/v1/sources', nowherePath: '/v1/sources' }),
+  'GET /v1/sources/{name}': (a) => ({ path: `/v1/sources/${a.source}`, nowherePath: `/v1/sources/${NOWHERE.source}` }),
+  'DELETE /v1/sources/{name}': (a) => ({ path: `/v1/sources/${a.source}`, nowherePath: `/v1/sources/${NOWHERE.source}` }),
   'GET /v1/destinations': () => ({ path: '/v1/destinations', nowherePath: '/v1/destinations' }),
   'GET /v1/limits': () => ({ path: '/v1/limits', nowherePath: '/v1/limits' }),
   'GET /v1/keys': () => ({ path: '/v1/keys', nowherePath: '/v1/keys' }),
@@ -63,6 +79,10 @@ const WALK: Record<string, (a: typeof A) => Probe> = {
   'DELETE /v1/keys/{keyId}': (a) => ({ path: `/v1/keys/${a.keyId}`, nowherePath: `/v1/keys/${NOWHERE.keyId}` }),
   'POST /v1/keys/{keyId}/rotate': (a) => ({ path: `/v1/keys/${a.keyId}/rotate`, nowherePath: `/v1/keys/${NOWHERE.keyId}/rotate`, body: () => ({}) }),
   // The tenant comes from the key alone: B rotates its own secret, never A's (snapshotA checks).
+  // A dry run over A's destination name selects none of A's events (a real run would make B a job of its own).
+  'POST /v1/events/bulk': () => ({ path: '/v1/events/bulk', nowherePath: '/v1/events/bulk', body: (ids) => ({ filter: { destination: ids.destination }, action: 'cancel', dryRun: true }) }),
+  'GET /v1/bulk/{id}': (a) => ({ path: `/v1/bulk/${a.bulkId}`, nowherePath: `/v1/bulk/${NOWHERE.bulkId}` }),
+  'GET /v1/forecast': () => ({ path: '/v1/forecast?to=2h&by=destination', nowherePath: '/v1/forecast?to=2h&by=destination' }),
   'POST /v1/signing-secret/rotate': () => ({ path: '/v1/signing-secret/rotate', nowherePath: '/v1/signing-secret/rotate', body: () => ({}) }),
 };
 
@@ -91,7 +111,9 @@ async function snapshotA() {
   const keys = await t.store.apiKeyList({ tenantId: t.tenantId });
   const events = (await t.store.eventList({ tenantId: t.tenantId, limit: 1000 })).events.map((e) => `${e.id}@${e.version}`);
   const signingSecrets = await t.store.tenantSecretsGet({ id: t.tenantId });
-  return { scheduled, archived, destination, keys, events, signingSecrets };
+  const schedule = await t.store.scheduleGet({ tenantId: t.tenantId, id: A.schedule });
+  const source = await t.store.sourceGet({ tenantId: t.tenantId, name: A.source });
+  return { scheduled, archived, destination, keys, events, signingSecrets, schedule, source };
 }
 
 describe('tenant isolation: every endpoint, with B’s key and A’s ids', () => {
@@ -117,12 +139,12 @@ describe('tenant isolation: every endpoint, with B’s key and A’s ids', () =>
       // Lists show none of A's objects. (B may own objects with the same ids: ids are per tenant,
       // and the walk's creates make some; those carry none of A's data, which the marker shows.)
       if (method === 'GET' && !route.includes('{') && onA.statusCode === 200) {
-        for (const id of [A.archived, A.destination, A.keyId]) assert.ok(!onA.body.includes(`"${id}"`), `${where} listed A's ${id}`);
+        for (const id of [A.archived, A.destination, A.schedule, A.source, A.keyId]) assert.ok(!onA.body.includes(`"${id}"`), `${where} listed A's ${id}`);
       }
       // The answer must not depend on whether A's object exists: B cannot learn of it.
       const onNowhere = await send(probe.nowherePath, { event: NOWHERE.event, destination: NOWHERE.destination });
-      const idsA = [A.scheduled, A.archived, A.destination, A.keyId];
-      const idsNowhere = [NOWHERE.event, NOWHERE.destination, NOWHERE.keyId];
+      const idsA = [A.scheduled, A.archived, A.destination, A.schedule, A.source, A.keyId, A.bulkId];
+      const idsNowhere = [NOWHERE.event, NOWHERE.destination, NOWHERE.schedule, NOWHERE.source, NOWHERE.keyId, NOWHERE.bulkId];
       assert.equal(shape(onA, idsA), shape(onNowhere, idsNowhere), `${where}: B can tell A's object exists`);
     }
     const afterWalk = await snapshotA();
@@ -132,6 +154,8 @@ describe('tenant isolation: every endpoint, with B’s key and A’s ids', () =>
     assert.deepEqual(afterWalk.keys, before.keys, "A's keys changed");
     assert.deepEqual(afterWalk.events, before.events, 'events were added to or removed from A');
     assert.deepEqual(afterWalk.signingSecrets, before.signingSecrets, "A's signing secret changed");
+    assert.deepEqual(afterWalk.schedule, before.schedule, "A's schedule changed");
+    assert.deepEqual(afterWalk.source, before.source, "A's source changed");
     assert.equal((await t.app.inject({ method: 'GET', url: '/v1/events', headers: bearer(t.tenantKey) })).statusCode, 200, "A's key still works");
   });
 

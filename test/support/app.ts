@@ -17,13 +17,17 @@ import { Metrics } from '../../src/node/metrics.ts';
 import { CountSampler } from '../../src/store/count-sampler.ts';
 import { GroupCommitter } from '../../src/store/group-commit.ts';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
+import { openPostgresStore } from '../../src/store/postgres/postgres-store.ts';
+import type { Store } from '../../src/store/store.ts';
+import { dropTestSchema, TEST_PG_URL } from './pg.ts';
+import { randomBytes } from 'node:crypto';
 
 export const ADMIN_KEY = 'admin-test-key-0123456789abcdef';
 
-export interface TestApp {
+export interface TestApp<S extends Store = SqliteStore> {
   app: FastifyInstance;
   deps: AppDeps;
-  store: SqliteStore;
+  store: S;
   clock: SimClock;
   /** Keys of tenants A and B, made through the admin API. */
   tenantKey: string;
@@ -39,7 +43,7 @@ export interface TestApp {
   cleanup(): Promise<void>;
 }
 
-export interface TestAppOptions {
+export interface TestAppOptions<S extends Store = SqliteStore> {
   limits?: Partial<ApiLimits>;
   ready?: AppDeps['ready'];
   /** --allow-hosts; default loopback, as the tests' receivers listen there. */
@@ -47,7 +51,7 @@ export interface TestAppOptions {
   /** Default: silent. */
   logger?: AppDeps['logger'];
   /** Default: a GroupCommitter over the store with the default bounds. */
-  writer?: (store: SqliteStore, clock: SimClock) => AppDeps['writer'];
+  writer?: (store: S, clock: SimClock) => AppDeps['writer'];
 }
 
 export function bearer(key: string): Record<string, string> {
@@ -66,6 +70,23 @@ async function makeTenant(app: FastifyInstance, name: string): Promise<{ id: str
 export async function makeTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
   const dataDir = mkdtempSync(join(tmpdir(), 'belfry-api-'));
   const store = await openSqliteStore({ dataDir });
+  return makeTestAppOn(store, async () => rmSync(dataDir, { recursive: true, force: true }), opts);
+}
+
+/** The test app over PostgreSQL, in a schema of its own (dropped by cleanup). */
+export async function makePostgresTestApp(opts: TestAppOptions = {}): Promise<TestApp<Store>> {
+  const schema = `belfry_api_${randomBytes(4).toString('hex')}`;
+  const store = await openPostgresStore({ url: TEST_PG_URL, schema, poolSize: 4 });
+  return makeTestAppOn<Store>(store, () => dropTestSchema(schema), opts as TestAppOptions<Store>);
+}
+
+/** Which store the API tests of a feature run on: both backends. */
+export const TEST_BACKENDS: [string, (opts?: TestAppOptions) => Promise<TestApp<Store>>][] = [
+  ['sqlite', makeTestApp],
+  ['postgres', makePostgresTestApp],
+];
+
+async function makeTestAppOn<S extends Store>(store: S, removeStore: () => Promise<void>, opts: TestAppOptions<S>): Promise<TestApp<S>> {
   const clock = new SimClock(Date.UTC(2026, 0, 1, 12, 0, 0));
   const changed: EventRecord[][] = [];
   const logger = opts.logger ?? pino({ level: 'silent' });
@@ -109,7 +130,7 @@ export async function makeTestApp(opts: TestAppOptions = {}): Promise<TestApp> {
     async cleanup() {
       await app.close();
       await store.close();
-      rmSync(dataDir, { recursive: true, force: true });
+      await removeStore();
     },
   };
 }
@@ -121,7 +142,7 @@ const OWNER = 'test-node';
  * to an attempt outcome. Returns the event after the last step.
  */
 export async function moveEvent(
-  store: SqliteStore,
+  store: Store,
   tenantId: string,
   id: string,
   to: 'executing' | 'succeeded' | 'discarded' | 'archived' | 'awaiting_retry',

@@ -9,7 +9,9 @@ import { BelfryError, invalid } from '../../core/errors.ts';
 import { newWebhookSecret } from '../../core/ids.ts';
 import type { DestinationConfig, DestinationRecord } from '../../store/store.ts';
 import type { AppDeps } from '../deps.ts';
-import { checkHeaders, checkUrl, parseDurationField, resolveRetry } from '../event-input.ts';
+import { checkHeaders, parseDurationField, resolveRetry } from '../event-input.ts';
+import { parseTarget } from '../../channels/registry.ts';
+import { KIND_TRAITS } from '../../core/destination.ts';
 import { isoTime, toDestinationJson } from '../event-json.ts';
 import { overLimit, type TenantLimits } from '../limits.ts';
 import { ROTATION_DESCRIPTION, rotatedSecrets, rotationGraceMs } from '../secret-rotation.ts';
@@ -39,8 +41,7 @@ export function toDestinationConfig(body: DestinationPutInput, policy: AddressPo
   const timeoutMs = body.timeout === undefined ? DESTINATION_TIMEOUT_MS_DEFAULT : parseDurationField('timeout', body.timeout);
   if (timeoutMs < 1 || timeoutMs > DESTINATION_TIMEOUT_MS_MAX) throw invalid('timeout', 'must be from 1ms to 5m');
   return {
-    kind: 'http',
-    url: checkUrl('url', body.url, policy),
+    ...parseTarget(body.kind, body, policy),
     headers: checkHeaders(body.headers, limits.headerValueLengthMax),
     timeoutMs,
     retry: resolveRetry(body.retry),
@@ -63,6 +64,11 @@ export function destinationRoutes(app: FastifyInstance, deps: AppDeps): void {
   app.put<{ Params: DestinationNameParamsInput; Body: DestinationPutInput }>(
     '/v1/destinations/:name',
     {
+      // `kind` defaults to http; the schema then picks the kind's own body by it.
+      preValidation: async (request) => {
+        const body = request.body as unknown;
+        if (typeof body === 'object' && body !== null && !Array.isArray(body) && !('kind' in body)) (body as { kind: string }).kind = 'http';
+      },
       schema: {
         tags,
         summary: 'Create or replace a destination',
@@ -79,9 +85,13 @@ export function destinationRoutes(app: FastifyInstance, deps: AppDeps): void {
       const config = toDestinationConfig(request.body, deps.addressPolicy, request.limits);
       const existing = await deps.store.destinationGet({ tenantId, name });
       if (!existing) await checkDestinationQuota(deps, tenantId, request.limits.destinationsMax);
-      const generated = request.body.secret === undefined && !existing ? newWebhookSecret() : null;
-      const given = request.body.secret ?? generated;
-      const secrets = given !== null ? [{ secret: given, expiresAt: null }] : existing!.secrets;
+      // Webhooks are signed (a new one, or one that had no secret, gets one); broker destinations are not.
+      const body = request.body;
+      const signed = !KIND_TRAITS[body.kind].broker;
+      const bodySecret = 'secret' in body ? body.secret : undefined;
+      const generated = signed && bodySecret === undefined && !(existing && existing.secrets.length > 0) ? newWebhookSecret() : null;
+      const given = bodySecret ?? generated;
+      const secrets = given !== null ? [{ secret: given, expiresAt: null }] : signed ? existing!.secrets : [];
       const now = deps.clock.now();
       const record: DestinationRecord = { tenantId, name, config, secrets, createdAt: existing?.createdAt ?? now, updatedAt: now };
       const { created, destination } = await deps.store.destinationPut({ destination: record });
@@ -115,6 +125,7 @@ export function destinationRoutes(app: FastifyInstance, deps: AppDeps): void {
       const graceMs = rotationGraceMs(request.body.gracePeriod);
       const existing = await deps.store.destinationGet({ tenantId, name });
       if (!existing) throw destinationNotFound(name);
+      if (KIND_TRAITS[existing.config.kind].broker) throw invalid('name', `destination "${name}" is a ${existing.config.kind} destination: broker deliveries are not signed, there is no secret to rotate`);
       const now = deps.clock.now();
       const secret = request.body.secret ?? newWebhookSecret();
       const secrets = rotatedSecrets(existing.secrets, secret, now, now + graceMs);

@@ -131,6 +131,19 @@ function queryTime(field: string, value: string | undefined): number | undefined
   return ms;
 }
 
+/**
+ * `?schedule=`: the schedule's occurrences, newest first, one walk of the events' (tenant, id)
+ * key; the cursor is the last id of the previous page.
+ */
+async function scheduleOccurrencePage(deps: AppDeps, tenantId: string, q: EventListQueryInput) {
+  const others = (['state', 'destination', 'group', 'from', 'to'] as const).filter((k) => q[k] !== undefined);
+  if (others.length > 0) throw invalid('schedule', `combines with no other filter (got ${others.join(', ')})`);
+  if (q.cursor !== undefined && !q.cursor.startsWith(`${q.schedule}@`)) throw invalid('cursor', 'is not a cursor of this schedule’s occurrences');
+  const limit = q.limit === undefined ? LIST_LIMIT_DEFAULT : Number(q.limit);
+  const events = await deps.store.scheduleOccurrenceList({ tenantId, scheduleId: q.schedule!, beforeId: q.cursor, limit });
+  return { events: events.map(toEventJson), nextCursor: events.length === limit ? events[events.length - 1].id : null };
+}
+
 export function eventRoutes(app: FastifyInstance, deps: AppDeps, quotas: TenantQuotas): void {
   const tags = ['events'];
   app.post<{ Body: EventCreateInput }>(
@@ -190,7 +203,7 @@ export function eventRoutes(app: FastifyInstance, deps: AppDeps, quotas: TenantQ
       schema: {
         tags,
         summary: 'List events, newest first',
-        description: `Each page walks one index (by group, state, destination or creation). Filters that walk does not serve (from, to, a second filter) are checked on the events it reaches, at most ${LIST_EXAMINED_ROWS_MAX} per page: such a page may hold fewer than \`limit\` events, even none, and still carry a \`nextCursor\`. Follow it until it is null; every match comes back once.`,
+        description: `Each page walks one index (by group, type, state, destination or creation). Filters that walk does not serve (from, to, a second filter) are checked on the events it reaches, at most ${LIST_EXAMINED_ROWS_MAX} per page: such a page may hold fewer than \`limit\` events, even none, and still carry a \`nextCursor\`. Follow it until it is null; every match comes back once.`,
         security: BEARER_SECURITY,
         querystring: EventListQuery,
         response: { 200: EventListResponse, ...errorResponses(400, 401, 403) },
@@ -198,11 +211,13 @@ export function eventRoutes(app: FastifyInstance, deps: AppDeps, quotas: TenantQ
     },
     async (request) => {
       const q = request.query;
+      if (q.schedule !== undefined) return scheduleOccurrencePage(deps, request.tenantId, q);
       const page = await deps.store.eventList({
         tenantId: request.tenantId,
         state: q.state,
         destination: q.destination,
         group: q.group,
+        type: q.type,
         fromMs: queryTime('from', q.from),
         toMs: queryTime('to', q.to),
         limit: q.limit === undefined ? LIST_LIMIT_DEFAULT : Number(q.limit),

@@ -18,6 +18,19 @@ export const ID_PATTERN = '^[A-Za-z0-9._:@~=+-]{1,200}$';
 /** Destination names: shorter and plainer than ids, as they appear in metrics and logs. */
 export const NAME_PATTERN = '^[A-Za-z0-9._-]{1,100}$';
 
+/**
+ * Event types (`order.timeout`, `billing/invoice.due`): 1 to 100 characters, a letter or digit
+ * first, then letters, digits and `._:/-`. They travel as a header value (`belfry-type`) and a
+ * query parameter, so nothing needs escaping or quoting.
+ */
+export const EVENT_TYPE_PATTERN = '^[A-Za-z0-9][A-Za-z0-9._:/-]{0,99}$';
+export const EventType = Type.String({
+  pattern: EVENT_TYPE_PATTERN,
+  minLength: 1,
+  maxLength: 100,
+  description: 'the kind of event: 1-100 characters of [A-Za-z0-9._:/-], a letter or digit first',
+});
+
 export const Id = Type.String({ pattern: ID_PATTERN, minLength: 1, maxLength: ID_LENGTH_MAX, description: `1-${ID_LENGTH_MAX} characters of [A-Za-z0-9._:@~=+-]` });
 export const Name = Type.String({ pattern: NAME_PATTERN, minLength: 1, maxLength: 100, description: '1-100 characters of [A-Za-z0-9._-]' });
 

@@ -2,23 +2,102 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { DurationInput, HeadersInput, Name, Nullable, RetryInput, RetryOutput, StringMap, TimeOutput } from './common.ts';
 
-/** Standard Webhooks secret: whsec_ + base64 of 24 to 64 bytes. */
-export const SECRET_PATTERN = '^whsec_[A-Za-z0-9+/]{32,88}={0,2}$';
-
-export const DestinationPutBody = Type.Object(
+/** Kafka SASL credentials (destinations and sources); the password is write-only. */
+export const KafkaSasl = Type.Object(
   {
-    url: Type.String({ minLength: 1, maxLength: 2048, description: 'http or https URL' }),
-    headers: Type.Optional(HeadersInput),
-    secret: Type.Optional(Type.String({ pattern: SECRET_PATTERN, description: 'write-only; generated and returned once when left out on creation' })),
-    timeout: Type.Optional(DurationInput),
-    retry: Type.Optional(RetryInput),
-    rateLimit: Type.Optional(
-      Type.Object({ perSecond: Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000 }) }, { additionalProperties: false }),
-    ),
-    maxConcurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'default 20' })),
+    mechanism: Type.Union([Type.Literal('plain'), Type.Literal('scram-sha-256'), Type.Literal('scram-sha-512')]),
+    username: Type.String({ minLength: 1, maxLength: 256 }),
+    password: Type.String({ minLength: 1, maxLength: 1024, description: 'write-only' }),
   },
   { additionalProperties: false },
 );
+
+/** Standard Webhooks secret: whsec_ + base64 of 24 to 64 bytes. */
+export const SECRET_PATTERN = '^whsec_[A-Za-z0-9+/]{32,88}={0,2}$';
+
+/** What every kind of destination shares. */
+const commonFields = {
+  headers: Type.Optional(HeadersInput),
+  timeout: Type.Optional(DurationInput),
+  retry: Type.Optional(RetryInput),
+  rateLimit: Type.Optional(
+    Type.Object({ perSecond: Type.Number({ exclusiveMinimum: 0, maximum: 1_000_000 }) }, { additionalProperties: false }),
+  ),
+  maxConcurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'default 20' })),
+};
+
+const BrokerUrl = (what: string) => Type.String({ minLength: 1, maxLength: 2048, description: `${what}; a password in it is write-only` });
+/** Kafka topic names: 1-249 of [A-Za-z0-9._-]. */
+const KafkaTopic = Type.String({ pattern: '^[A-Za-z0-9._-]{1,249}$', description: 'the topic' });
+
+export const HttpDestinationBody = Type.Object(
+  {
+    kind: Type.Literal('http', { description: 'default: a webhook' }),
+    url: Type.String({ minLength: 1, maxLength: 2048, description: 'http or https URL' }),
+    secret: Type.Optional(Type.String({ pattern: SECRET_PATTERN, description: 'write-only; generated and returned once when left out on creation' })),
+    ...commonFields,
+  },
+  { additionalProperties: false, title: 'http' },
+);
+
+export const KafkaDestinationBody = Type.Object(
+  {
+    kind: Type.Literal('kafka'),
+    brokers: Type.Array(Type.String({ minLength: 3, maxLength: 300, description: 'host:port' }), { minItems: 1, maxItems: 16 }),
+    topic: KafkaTopic,
+    sasl: Type.Optional(KafkaSasl),
+    ssl: Type.Optional(Type.Boolean()),
+    ...commonFields,
+  },
+  { additionalProperties: false, title: 'kafka' },
+);
+
+export const NatsDestinationBody = Type.Object(
+  {
+    kind: Type.Literal('nats'),
+    servers: Type.Array(BrokerUrl('nats://host:port'), { minItems: 1, maxItems: 16 }),
+    subject: Type.String({ pattern: '^[^\\s*>]+$', maxLength: 256, description: 'a JetStream subject (no wildcards)' }),
+    token: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, description: 'write-only' })),
+    ...commonFields,
+  },
+  { additionalProperties: false, title: 'nats' },
+);
+
+export const AmqpDestinationBody = Type.Object(
+  {
+    kind: Type.Literal('amqp'),
+    url: BrokerUrl('amqp://user:password@host:port/vhost'),
+    exchange: Type.String({ maxLength: 255, description: 'the exchange ("" is the default exchange, routing by queue name)' }),
+    routingKey: Type.Optional(Type.String({ maxLength: 255 })),
+    ...commonFields,
+  },
+  { additionalProperties: false, title: 'amqp' },
+);
+
+export const RedisDestinationBody = Type.Object(
+  {
+    kind: Type.Literal('redis'),
+    url: BrokerUrl('redis://[user:password@]host:port[/db]'),
+    stream: Type.String({ minLength: 1, maxLength: 512, description: 'the stream key' }),
+    maxLen: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000_000, description: 'approximate cap on the stream length (XADD MAXLEN ~)' })),
+    ...commonFields,
+  },
+  { additionalProperties: false, title: 'redis' },
+);
+
+/**
+ * One body per kind, chosen by `kind` (ajv's discriminator: errors name the chosen kind's
+ * fields). `kind` defaults to `http`: the route fills it in before validation.
+ */
+export const DestinationPutBody = Type.Unsafe<
+  Static<typeof HttpDestinationBody> | Static<typeof KafkaDestinationBody> | Static<typeof NatsDestinationBody> | Static<typeof AmqpDestinationBody> | Static<typeof RedisDestinationBody>
+>({
+  type: 'object',
+  required: ['kind'],
+  discriminator: { propertyName: 'kind' },
+  oneOf: [HttpDestinationBody, KafkaDestinationBody, NatsDestinationBody, AmqpDestinationBody, RedisDestinationBody],
+  description: 'a webhook (`kind` http, the default) or a broker target: kafka, nats (JetStream), amqp (RabbitMQ), redis (Streams)',
+});
 export type DestinationPutInput = Static<typeof DestinationPutBody>;
 
 export const DestinationNameParams = Type.Object({ name: Name }, { additionalProperties: false });
@@ -26,7 +105,18 @@ export type DestinationNameParamsInput = Static<typeof DestinationNameParams>;
 
 export const DestinationJson = Type.Object({
   name: Type.String(),
-  url: Type.String(),
+  kind: Type.String({ description: 'http, kafka, nats, amqp or redis' }),
+  url: Type.Optional(Type.String({ description: 'http, amqp, redis: the URL, its password shown as ***' })),
+  brokers: Type.Optional(Type.Array(Type.String())),
+  topic: Type.Optional(Type.String()),
+  ssl: Type.Optional(Type.Boolean()),
+  sasl: Type.Optional(Nullable(Type.Object({ mechanism: Type.String(), username: Type.String() }))),
+  servers: Type.Optional(Type.Array(Type.String())),
+  subject: Type.Optional(Type.String()),
+  exchange: Type.Optional(Type.String()),
+  routingKey: Type.Optional(Type.String()),
+  stream: Type.Optional(Type.String()),
+  maxLen: Type.Optional(Nullable(Type.Integer())),
   headers: StringMap,
   timeout: Type.String(),
   retry: Nullable(RetryOutput),

@@ -4,6 +4,7 @@ import { EVENT_STATES, type EventState, type TransitionRecord } from '../../core
 import { BATCH_EVENTS_CAP } from '../limits.ts';
 import {
   DurationInput,
+  EventType,
   HeadersInput,
   Id,
   Name,
@@ -42,6 +43,7 @@ export const EventCreateBody = Type.Object(
     retry: Type.Optional(RetryInput),
     expireAfter: Type.Optional(DurationInput),
     tags: Type.Optional(TagsInput),
+    type: Type.Optional(EventType),
   },
   { additionalProperties: false, description: 'give fireAt or delay (or neither, to fire now), not both' },
 );
@@ -54,6 +56,7 @@ export const EventPatchBody = Type.Object(
     destination: Type.Optional(DestinationInput),
     payload: Type.Optional(Type.Unknown()),
     headers: Type.Optional(HeadersInput),
+    type: Type.Optional(Nullable(EventType)),
   },
   { additionalProperties: false, minProperties: 1 },
 );
@@ -82,6 +85,8 @@ export const EventListQuery = Type.Object(
     state: Type.Optional(EventStateSchema),
     destination: Type.Optional(Name),
     group: Type.Optional(Id),
+    schedule: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._:~=+-]{1,175}$', description: "a schedule's occurrences (ids <schedule>@<time>), newest occurrence first; combines with no other filter" })),
+    type: Type.Optional(EventType),
     from: Type.Optional(Type.String({ maxLength: 64, description: 'fireAt ≥ from (RFC 3339 or epoch ms)' })),
     to: Type.Optional(Type.String({ maxLength: 64, description: 'fireAt < to (RFC 3339 or epoch ms)' })),
     limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]{0,2}|1000)$', description: '1 to 1000, default 100' })),
@@ -104,6 +109,7 @@ export const EventJson = Type.Object({
   retry: Nullable(RetryOutput),
   expireAt: Nullable(TimeOutput),
   tags: StringMap,
+  type: Nullable(Type.String()),
   attempts: Type.Integer(),
   lastStatus: Nullable(Type.Integer()),
   lastError: Nullable(Type.String()),

@@ -100,12 +100,14 @@ describe('HttpChannel against a loopback receiver', () => {
     const event = dueEvent(`${receiver.url}/unsigned`, {
       id: 'evt-unsigned',
       headers: { 'Webhook-Id': 'spoofed', 'webhook-signature': 'v1,forged', 'Content-Length': '1', Host: 'evil' },
+      type: 'order.timeout',
     });
     const outcome = await channel.deliver(event, noAbort());
     assert.equal(outcome.kind, 'delivered');
     const req = receiver.requests.find((r) => r.path === '/unsigned');
     assert.ok(req);
     assert.equal(req.headers['webhook-id'], 'evt-unsigned');
+    assert.equal(req.headers['belfry-type'], 'order.timeout', 'the event type travels as belfry-type');
     assert.equal(req.headers['webhook-signature'], undefined);
     assert.equal(req.body, event.payload);
     assert.equal(req.headers.host, `127.0.0.1:${receiver.port}`);

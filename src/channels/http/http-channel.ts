@@ -211,6 +211,7 @@ export class HttpChannel implements Channel {
       const lower = name.toLowerCase();
       if (!RESERVED_HEADERS.has(lower)) headers[lower] = value;
     }
+    if (event.type) headers['belfry-type'] = event.type;
     headers['webhook-id'] = event.id;
     headers['webhook-timestamp'] = String(timestampSec);
     if (event.secrets.length > 0) {

@@ -25,8 +25,10 @@ export function decodeSecret(secret: string): Buffer {
   return key;
 }
 
-function signWithKey(key: Buffer, msgId: string, timestampSec: number, body: string): string {
-  return createHmac('sha256', key).update(`${msgId}.${timestampSec}.${body}`).digest('base64');
+function signWithKey(key: Buffer, msgId: string, timestampSec: number, body: string | Uint8Array): string {
+  if (typeof body === 'string') return createHmac('sha256', key).update(`${msgId}.${timestampSec}.${body}`).digest('base64');
+  // A receiver's raw bytes are signed as they are (a string round trip would alter bytes that are not UTF-8).
+  return createHmac('sha256', key).update(`${msgId}.${timestampSec}.`).update(body).digest('base64');
 }
 
 export interface SignInput {
@@ -66,7 +68,8 @@ export interface VerifyInput {
   msgId: string;
   /** The `webhook-timestamp` header, as a number or as the header text. */
   timestampSec: number | string;
-  body: string;
+  /** The body as received: text, or the raw bytes. */
+  body: string | Uint8Array;
   signatureHeader: string;
   secret: string;
   nowSec: number;

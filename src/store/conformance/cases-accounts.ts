@@ -1,7 +1,7 @@
 /** Conformance: store basics, tenants, API keys and destinations. */
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import type { ApiKeyRecord, DestinationRecord } from '../store.ts';
+import type { ApiKeyRecord, DestinationConfig, DestinationRecord } from '../store.ts';
 import { newTenant, T0, twoTenants, unique, type SuiteContext } from './fixtures.ts';
 
 export function basicsCases(ctx: SuiteContext): void {
@@ -144,7 +144,7 @@ export function tenantKeyDestinationCases(ctx: SuiteContext): void {
     assert.deepEqual(await store.destinationGet({ tenantId, name: 'orders' }), d);
 
     const replaced = destination(tenantId, 'orders', {
-      config: { ...d.config, url: 'https://example.com/v2', rateLimitPerSecond: null, retry: null },
+      config: { ...d.config, url: 'https://example.com/v2', rateLimitPerSecond: null, retry: null } as DestinationConfig,
       secrets: [
         { secret: 'whsec_bmV3', expiresAt: null },
         { secret: 'whsec_b2xk', expiresAt: T0 + 60 * 60_000 },
@@ -166,6 +166,25 @@ export function tenantKeyDestinationCases(ctx: SuiteContext): void {
     assert.deepEqual((await store.destinationList({ tenantId })).map((x) => x.name), ['billing']);
   });
 
+  it('stores every destination kind with its typed target, credentials included', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    const common = { headers: { 'x-team': 'checkout' }, timeoutMs: 5_000, retry: null, rateLimitPerSecond: null, maxConcurrency: 4 };
+    const configs: DestinationConfig[] = [
+      { kind: 'kafka', brokers: ['10.0.0.1:9092', 'kafka-2.example.com:9092'], topic: 'due-events', sasl: { mechanism: 'scram-sha-512', username: 'belfry', password: 'pw-k' }, ssl: true, ...common },
+      { kind: 'nats', servers: ['nats://u:pw-n@nats.example.com:4222'], subject: 'belfry.due', token: null, ...common },
+      { kind: 'amqp', url: 'amqp://guest:pw-a@rabbit.example.com:5672/%2F', exchange: 'belfry', routingKey: 'due', ...common },
+      { kind: 'redis', url: 'redis://:pw-r@redis.example.com:6379/2', stream: 'belfry:due', maxLen: 1_000_000, ...common },
+    ];
+    for (const config of configs) {
+      const d = destination(tenantId, `d-${config.kind}`, { config, secrets: [] });
+      await store.destinationPut({ destination: d });
+      assert.deepEqual(await store.destinationGet({ tenantId, name: d.name }), d, `${config.kind} reads back as written`);
+    }
+    const kinds = (await store.destinationList({ tenantId })).map((x) => x.config.kind).sort();
+    assert.deepEqual(kinds, ['amqp', 'kafka', 'nats', 'redis']);
+  });
+
   it('keeps destinations apart per tenant', async () => {
     const store = ctx.store();
     const [a, b] = await twoTenants(store);
@@ -175,9 +194,9 @@ export function tenantKeyDestinationCases(ctx: SuiteContext): void {
     assert.deepEqual(await store.destinationList({ tenantId: b }), []);
     assert.equal(await store.destinationDelete({ tenantId: b, name: 'hooks' }), false);
 
-    const db = destination(b, 'hooks', { config: { ...da.config, url: 'https://b.example.com' } });
+    const db = destination(b, 'hooks', { config: { ...da.config, url: 'https://b.example.com' } as DestinationConfig });
     assert.equal((await store.destinationPut({ destination: db })).created, true, 'same name in another tenant is new');
     assert.deepEqual(await store.destinationGet({ tenantId: a, name: 'hooks' }), da);
-    assert.equal((await store.destinationGet({ tenantId: b, name: 'hooks' }))?.config.url, 'https://b.example.com');
+    assert.equal(((await store.destinationGet({ tenantId: b, name: 'hooks' }))?.config as { url?: string } | undefined)?.url, 'https://b.example.com');
   });
 }

@@ -34,6 +34,7 @@ export function insertCases(ctx: SuiteContext): void {
       retry: { maxAttempts: 12, minBackoffMs: 1_000, maxBackoffMs: 3_600_000, coefficient: 2 },
       expireAt: T0 + 4 * 3_600 * SEC,
       tags: { team: 'checkout' },
+      type: 'order.timeout',
       requestHash: 'abc123',
     });
     const [result] = await store.eventInsertMany({ events: [input], now: T0 });
@@ -54,6 +55,7 @@ export function insertCases(ctx: SuiteContext): void {
       retry: { maxAttempts: 12, minBackoffMs: 1_000, maxBackoffMs: 3_600_000, coefficient: 2 },
       expireAt: T0 + 4 * 3_600 * SEC,
       tags: { team: 'checkout' },
+      type: 'order.timeout',
       attempts: 0,
       lastStatus: null,
       lastError: null,

@@ -21,6 +21,11 @@ import { countDurabilityCases, listCases, transitionCases } from './cases-list-t
 import { quotaCases } from './cases-quotas.ts';
 import { leaseRenewCases, shardLagCases } from './cases-lease-lag.ts';
 import { retentionCases } from './cases-retention.ts';
+import { scheduleCases } from './cases-schedules.ts';
+import { sourceCases } from './cases-sources.ts';
+import { typeCases } from './cases-type.ts';
+import { forecastCases } from './cases-forecast.ts';
+import { bulkCases } from './cases-bulk.ts';
 import type { MakeStore, StoreHarness, SuiteContext } from './fixtures.ts';
 
 export type { MakeStore, StoreHarness, SuiteContext } from './fixtures.ts';
@@ -43,11 +48,16 @@ const SECTIONS: [string, Section][] = [
   ['eventUpdate', updateCases],
   ['eventReplay', replayCases],
   ['eventList', listCases],
+  ['event type', typeCases],
+  ['eventForecast', forecastCases],
+  ['bulk jobs', bulkCases],
   ['transitionList', transitionCases],
   ['eventDeleteTerminal (retention)', retentionCases],
   ['counts and durability', countDurabilityCases],
   ['leader lease and clock', leaderCases],
   ['nodes, shard map, fenced claims', nodeShardCases],
+  ['schedules', scheduleCases],
+  ['sources', sourceCases],
 ];
 
 /** Registers the whole suite for one backend. */

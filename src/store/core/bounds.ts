@@ -2,7 +2,8 @@
  * The bounds every backend checks the same way, before any SQL runs.
  */
 import { isRetentionState } from '../../core/retention.ts';
-import type { EventDeleteTerminalParams } from '../store.ts';
+import { FORECAST_BUCKETS_MAX } from '../../core/forecast.ts';
+import type { EventDeleteTerminalParams, EventForecastParams } from '../store.ts';
 
 /** Bound on one page of eventList / eventListDue / transitionList / eventRescue. */
 export const PAGE_LIMIT_MAX = 10_000;
@@ -18,4 +19,14 @@ export function checkLimit(limit: number, what: string): void {
 export function checkDeleteTerminal(params: EventDeleteTerminalParams): void {
   checkLimit(params.limit, 'eventDeleteTerminal');
   if (!isRetentionState(params.state)) throw new RangeError(`eventDeleteTerminal: ${String(params.state)} is not a terminal state`);
+}
+
+/** A forecast's window and buckets: whole ms, at most FORECAST_BUCKETS_MAX buckets, a known `by`. */
+export function checkForecast(p: EventForecastParams): EventForecastParams {
+  if (![p.fromMs, p.toMs, p.bucketMs].every(Number.isSafeInteger) || p.bucketMs < 1 || p.toMs <= p.fromMs) {
+    throw new RangeError(`eventForecast: need integer fromMs < toMs and bucketMs ≥ 1, got ${p.fromMs}, ${p.toMs}, ${p.bucketMs}`);
+  }
+  if (Math.ceil((p.toMs - p.fromMs) / p.bucketMs) > FORECAST_BUCKETS_MAX) throw new RangeError(`eventForecast: more than ${FORECAST_BUCKETS_MAX} buckets`);
+  if (!['none', 'destination', 'tenant'].includes(p.by)) throw new RangeError(`eventForecast: by must be none, destination or tenant, got ${String(p.by)}`);
+  return p;
 }

@@ -41,6 +41,7 @@ export function createdRecord(e: NewEvent, seq: number, now: number): EventRecor
     retry: e.retry,
     expireAt: e.expireAt,
     tags: e.tags,
+    type: e.type ?? null,
     attempts: 0,
     lastStatus: null,
     lastError: null,
@@ -73,6 +74,7 @@ export interface EventEdit {
   destination: string;
   queue: string;
   expireAt: number | null;
+  type: string | null;
   requestHash: string;
   detail: { fields: string[]; fireAtBefore: number; fireAtAfter: number };
 }
@@ -107,6 +109,8 @@ export function eventEdit(cur: EventRow, patch: EventPatch): EventEdit | null {
   }
   const expireAt = patch.expireAt === undefined ? cur.expire_at : patch.expireAt;
   if (expireAt !== cur.expire_at) fields.push('expireAt');
+  const type = patch.type === undefined ? cur.type : patch.type;
+  if (type !== cur.type) fields.push('type');
   const requestHash = patch.requestHash ?? cur.request_hash;
   if (fields.length === 0 && requestHash === cur.request_hash) return null;
   return {
@@ -119,6 +123,7 @@ export function eventEdit(cur: EventRow, patch: EventPatch): EventEdit | null {
     destination,
     queue,
     expireAt,
+    type,
     requestHash,
     detail: { fields, fireAtBefore: cur.fire_at, fireAtAfter: fireAt },
   };

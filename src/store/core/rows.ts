@@ -9,6 +9,7 @@
  */
 import type { RetryPolicy } from '../../core/backoff.ts';
 import type { DestinationRef, EventRecord, EventState, TransitionRecord } from '../../core/event.ts';
+import { withKind } from '../../core/destination.ts';
 import type {
   ApiKeyRecord,
   DestinationConfig,
@@ -73,6 +74,7 @@ export interface EventRow {
   lease_owner: string | null;
   lease_until: number | null;
   queue: string;
+  type: string | null;
 }
 
 /** How far one eventList walk went: entries examined and the lowest seq among them (null when none). */
@@ -147,7 +149,7 @@ export function jsonRowMappers<J>(json: JsonColumn<J>) {
       return {
         tenantId: r.tenant_id,
         name: r.name,
-        config: json<DestinationConfig>(r.config),
+        config: withKind(json<DestinationConfig>(r.config)),
         secrets: secretsFromJson(json<unknown>(r.secrets)),
         createdAt: r.created_at,
         updatedAt: r.updated_at,
@@ -201,6 +203,7 @@ export function eventFromRow(r: EventRow): EventRecord {
     retry: r.retry === null ? null : parseJson<RetryPolicy | null>(r.retry),
     expireAt: r.expire_at,
     tags: parseJson<Record<string, string>>(r.tags),
+    type: r.type,
     attempts: r.attempts,
     lastStatus: r.last_status,
     lastError: r.last_error,

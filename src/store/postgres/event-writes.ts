@@ -11,6 +11,8 @@ import type * as S from '../store.ts';
 import { checkAttemptTarget, createdRecord, eventEdit, jsonObject, mutateRefusal } from '../core/event-writes.ts';
 import { dueRefFromRow, eventFromRow, type DueRefRow, type EventRow } from '../core/rows.ts';
 import { inTransaction, run, type Queryable } from './db.ts';
+import { bulkJobFromRow, operationDetail, type BulkJobRow } from '../core/bulk-rows.ts';
+import { runBulk } from './bulk-queries.ts';
 import { TX } from './queries.ts';
 
 /** A mutation re-reads and retries when the row changed between its read and its write; bounded. */
@@ -31,6 +33,7 @@ export async function insertMany(db: Queryable, { events, now }: S.EventInsertMa
     destinations: new Array<string>(n), payloads: new Array<string>(n), headers: new Array<string>(n),
     groups: new Array<string | null>(n), retries: new Array<string | null>(n), expireAts: new Array<number | null>(n),
     tags: new Array<string>(n), hashes: new Array<string>(n), queues: new Array<string>(n),
+    types: new Array<string | null>(n),
   };
   for (let i = 0; i < n; i++) {
     const e = events[i];
@@ -47,10 +50,11 @@ export async function insertMany(db: Queryable, { events, now }: S.EventInsertMa
     cols.tags[i] = jsonObject(e.tags);
     cols.hashes[i] = e.requestHash;
     cols.queues[i] = queueOf(e.destination);
+    cols.types[i] = e.type ?? null;
   }
   const inserted = await run<{ tenant_id: string; id: string; seq: number }>(db, 'eventInsertMany', [
     cols.tenantIds, cols.ids, cols.shards, cols.fireAts, cols.destinations, cols.payloads, cols.headers,
-    cols.groups, cols.retries, cols.expireAts, cols.tags, cols.hashes, now, cols.queues,
+    cols.groups, cols.retries, cols.expireAts, cols.tags, cols.hashes, now, cols.queues, cols.types,
   ]);
   const seqByKey = new Map<string, number>();
   for (const row of inserted.rows) seqByKey.set(keyOf(row.tenant_id, row.id), row.seq);
@@ -198,14 +202,14 @@ async function first(res: Promise<pg.QueryResult<EventRow>>): Promise<EventRow |
 
 export function cancel(db: Queryable, p: S.EventMutateParams): Promise<S.EventMutateResult> {
   return mutate(db, p, ['scheduled', 'awaiting_retry'], (cur) =>
-    first(run<EventRow>(db, 'eventCancel', [p.now, p.tenantId, p.id, cur.version, cur.state])),
+    first(run<EventRow>(db, 'eventCancel', [p.now, p.tenantId, p.id, cur.version, cur.state, p.operation ? JSON.stringify(operationDetail({}, p.operation)) : null])),
   );
 }
 
 export function replay(db: Queryable, p: S.EventMutateParams): Promise<S.EventMutateResult> {
   return mutate(db, p, ['archived', 'discarded'], (cur) =>
     first(run<EventRow>(db, 'eventReplay', [
-      p.now, p.tenantId, p.id, cur.version, cur.state, JSON.stringify({ attemptsBefore: cur.attempts }),
+      p.now, p.tenantId, p.id, cur.version, cur.state, JSON.stringify(operationDetail({ attemptsBefore: cur.attempts }, p.operation)),
     ])),
   );
 }
@@ -220,7 +224,28 @@ export function update(db: Queryable, p: S.EventMutateParams & { patch: S.EventP
     if (!e) return cur;
     return first(run<EventRow>(db, 'eventEdit', [
       e.fireAt, e.dueAt, e.payload, e.headers, e.destination, e.expireAt, e.requestHash, p.now, p.tenantId, p.id, cur.version,
-      JSON.stringify(e.detail), e.queue,
+      JSON.stringify(operationDetail(e.detail, p.operation)), e.queue, e.type,
     ]));
+  });
+}
+
+/**
+ * One bulk step (Store.bulkJobStep) in one transaction: the job row locked while `owner` holds
+ * its lease, each change by the single-event write at the version read, then the progress.
+ */
+export async function bulkStep(pool: pg.Pool, p: S.BulkJobStepParams): Promise<S.BulkJobStepResult | null> {
+  return inTransaction(pool, TX.begin, async (client) => {
+    if ((await runBulk(client, 'bulkJobLeaseCheck', [p.tenantId, p.id, p.owner, p.now])).rowCount !== 1) return null;
+    const operation = { name: p.operation, id: p.id };
+    const changed: EventRecord[] = [];
+    for (const c of p.changes) {
+      const base = { tenantId: p.tenantId, id: c.id, expectedVersion: c.version, now: p.now, operation };
+      const r = c.kind === 'cancel' ? await cancel(client, base) : c.kind === 'replay' ? await replay(client, base) : await update(client, { ...base, patch: c.patch });
+      if (r.kind === 'ok' && r.event.version !== c.version) changed.push(r.event);
+    }
+    const res = await runBulk<BulkJobRow>(client, 'bulkJobProgress', [
+      p.tenantId, p.id, p.cursor, p.matched, changed.length, p.skipped + (p.changes.length - changed.length), p.leaseUntil, p.now, p.finished,
+    ]);
+    return { changed, job: bulkJobFromRow(res.rows[0]) };
   });
 }

@@ -84,7 +84,7 @@ if (unreachable !== null) {
           [schema],
         );
         assert.deepEqual(tables.rows.map((r) => r.table_name), [
-          'api_keys', 'claim_leases', 'destinations', 'events', 'leader_lease', 'nodes', 'schema_migrations', 'shard_assignments', 'tenants', 'transitions',
+          'api_keys', 'bulk_jobs', 'claim_leases', 'destinations', 'events', 'leader_lease', 'nodes', 'schedules', 'schema_migrations', 'shard_assignments', 'sources', 'tenants', 'transitions',
         ]);
       });
     });
@@ -146,17 +146,19 @@ if (unreachable !== null) {
       await withStore(async (store, schema) => {
         // 200k rows of one tenant, never analyzed: the planner guesses the tenant at 0.5% of them.
         await admin.query(`INSERT INTO "${schema}".events (seq, tenant_id, id, shard, state, version, fire_at, due_at,
-            destination, payload, headers, grp, tags, request_hash, created_at, updated_at)
+            destination, payload, headers, grp, tags, request_hash, created_at, updated_at, type)
           SELECT i, 'one', 'e' || i, i % 256, (ARRAY['scheduled','succeeded','archived'])[1 + i % 3], 1, i, i,
-            '{"name":"orders"}', '{}', '{}', CASE WHEN i % 10 = 0 THEN 'g' || (i % 100) END, '{}', 'h', 0, 0
+            '{"name":"orders"}', '{}', '{}', CASE WHEN i % 10 = 0 THEN 'g' || (i % 100) END, '{}', 'h', 0, 0,
+            CASE WHEN i % 7 = 0 THEN 't' || (i % 3) END
           FROM generate_series(1, 200000) AS i`);
         const top = ['one', Number.MAX_SAFE_INTEGER];
         const walks: [QueryName, string, unknown[]][] = [
-          ['eventListByTenant', 'events_tenant_seq', [...top, null, null, null, null, null, 1_001, 1_001]],
-          ['eventListByTenant', 'events_tenant_seq', [...top, null, null, null, 5, 50, LIST_EXAMINED_ROWS_MAX, 101]],
-          ['eventListByState', 'events_tenant_state_seq', [...top, 'scheduled', null, null, null, null, 1_001, 1_001]],
-          ['eventListByDestination', 'events_tenant_destination_seq', [...top, 'succeeded', 'orders', null, null, null, LIST_EXAMINED_ROWS_MAX, 101]],
-          ['eventListByGroup', 'events_tenant_grp_seq', [...top, null, null, 'g10', null, null, 1_001, 1_001]],
+          ['eventListByTenant', 'events_tenant_seq', [...top, null, null, null, null, null, 1_001, 1_001, null]],
+          ['eventListByTenant', 'events_tenant_seq', [...top, null, null, null, 5, 50, LIST_EXAMINED_ROWS_MAX, 101, null]],
+          ['eventListByState', 'events_tenant_state_seq', [...top, 'scheduled', null, null, null, null, 1_001, 1_001, null]],
+          ['eventListByDestination', 'events_tenant_destination_seq', [...top, 'succeeded', 'orders', null, null, null, LIST_EXAMINED_ROWS_MAX, 101, null]],
+          ['eventListByGroup', 'events_tenant_grp_seq', [...top, null, null, 'g10', null, null, 1_001, 1_001, null]],
+          ['eventListByType', 'events_tenant_type_seq', [...top, null, null, null, null, null, 1_001, 1_001, 't1']],
         ];
         const client = await store.pool.connect();
         try {
@@ -175,6 +177,37 @@ if (unreachable !== null) {
         }
         const page = await store.eventList({ tenantId: 'one', state: 'archived', limit: 3 });
         assert.deepEqual(page.events.map((e) => e.seq), [200_000, 200_000 - 3, 200_000 - 6], 'i % 3 = 2: archived');
+      });
+    });
+
+    it('counts a forecast with index range scans of events_forecast, per tenant, without statistics too (never the table)', async () => {
+      await withStore(async (store, schema) => {
+        // 200k rows of two tenants, a third scheduled, due over ~55 hours, never analyzed.
+        await admin.query(`INSERT INTO "${schema}".tenants (id, name, settings, created_at) VALUES ('one', 'one', '{}', 0), ('two', 'two', '{}', 0)`);
+        await admin.query(`INSERT INTO "${schema}".events (seq, tenant_id, id, shard, state, version, fire_at, due_at,
+            destination, payload, headers, grp, tags, request_hash, created_at, updated_at, queue)
+          SELECT i, CASE WHEN i % 2 = 0 THEN 'one' ELSE 'two' END, 'e' || i, i % 256, (ARRAY['scheduled','succeeded','archived'])[1 + i % 3],
+            1, i * 1000, i * 1000, '{"name":"orders"}', '{}', '{}', NULL, '{}', 'h', 0, 0, 'name:d' || (i % 5)
+          FROM generate_series(1, 200000) AS i`);
+        const plans: [QueryName, unknown[]][] = [
+          ['eventForecastTenant', ['one', 3_600_000, 7_200_000, 60_000, 'destination']],
+          ['eventForecastAll', [3_600_000, 7_200_000, 60_000, 'tenant']],
+        ];
+        const client = await store.pool.connect();
+        try {
+          await client.query(`SET search_path TO "${schema}"`);
+          for (const [name, values] of plans) {
+            const plan = (await client.query<{ 'QUERY PLAN': string }>(`EXPLAIN (COSTS OFF) ${SQL[name]}`, values)).rows.map((r) => r['QUERY PLAN']).join('\n');
+            assert.match(plan, /Index (Only )?Scan using events_forecast on events/, `${name}:\n${plan}`);
+            assert.doesNotMatch(plan, /Seq Scan on events|Bitmap/, `${name}:\n${plan}`);
+          }
+        } finally {
+          client.release();
+        }
+        const rows = await store.eventForecast({ tenantId: 'one', fromMs: 3_600_000, toMs: 7_200_000, bucketMs: 60_000, by: 'none' });
+        // Tenant one: even i; scheduled: i % 3 = 0; so i % 6 = 0, one per 6 s: 10 per minute.
+        assert.equal(rows.length, 60);
+        assert.ok(rows.every((r) => r.n === 10 && r.key === null), JSON.stringify(rows.slice(0, 3)));
       });
     });
 

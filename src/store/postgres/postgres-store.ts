@@ -16,7 +16,8 @@ import { EVENT_STATES, type EventRecord, type EventState, type TransitionRecord 
 import { listPage, listPlan, type ListKey } from '../event-list-plan.ts';
 import { checkLeaseMs, checkShardAssignments } from '../shard-map.ts';
 import type * as S from '../store.ts';
-import { checkDeleteTerminal, checkLimit } from '../core/bounds.ts';
+import { BULK_ERRORS_KEPT, BULK_FINISHED_KEPT } from '../store.ts';
+import { checkDeleteTerminal, checkForecast, checkLimit } from '../core/bounds.ts';
 import {
   apiKeyFromRow,
   dueRefFromRow,
@@ -40,6 +41,12 @@ import { migrate } from './migrate.ts';
 import { TX, type QueryName } from './queries.ts';
 import { destinationFromRow, nodeFromRow, tenantFromRow, tenantSecretsFromColumn, type DestinationRow, type NodeRow, type TenantRow } from './rows.ts';
 import { TenantDurability } from './tenant-durability.ts';
+import { PostgresSchedules } from './schedule-store.ts';
+import { PostgresSources } from './source-store.ts';
+import type * as Src from '../sources.ts';
+import type * as Sch from '../schedules.ts';
+import { runBulk } from './bulk-queries.ts';
+import { bulkJobFromRow, type BulkJobRow } from '../core/bulk-rows.ts';
 
 export const POSTGRES_SCHEMA_DEFAULT = 'belfry';
 /**
@@ -84,6 +91,7 @@ const LIST_QUERIES: Record<ListKey, QueryName> = {
   state: 'eventListByState',
   destination: 'eventListByDestination',
   group: 'eventListByGroup',
+  type: 'eventListByType',
 };
 
 export class PostgresStore implements S.Store {
@@ -101,7 +109,14 @@ export class PostgresStore implements S.Store {
     url: string,
   ) {
     this.dueWakeups = new PostgresDueWakeups(pool, url, schema);
+    this.schedules = new PostgresSchedules(pool);
+    this.sources = new PostgresSources(pool);
   }
+
+  /** The schedule methods (schedule-store.ts). */
+  private readonly schedules: PostgresSchedules;
+  /** The source methods (source-store.ts). */
+  private readonly sources: PostgresSources;
 
   async migrate(): Promise<void> {
     await migrate(this.pool, this.schema);
@@ -228,6 +243,44 @@ export class PostgresStore implements S.Store {
   }
 
   /** One bounded walk of an index (event-list-plan.ts), in one statement planned as an ordered walk (TX.beginOrderedWalk). */
+  async bulkJobClaim(params: { owner: string; now: number; leaseUntil: number; takeOver?: boolean }): Promise<S.BulkJobRecord | null> {
+    const res = await runBulk<BulkJobRow>(this.pool, 'bulkJobClaim', [params.owner, params.now, params.leaseUntil, params.takeOver === true]);
+    return res.rows[0] ? bulkJobFromRow(res.rows[0]) : null;
+  }
+
+  async bulkJobCreate(params: { job: S.BulkJobRecord; runningMax: number }): Promise<boolean> {
+    const j = params.job;
+    return inTransaction(this.pool, TX.begin, async (client) => {
+      await runBulk(client, 'bulkTenantLock', [j.tenantId]);
+      await runBulk(client, 'bulkJobPrune', [j.tenantId, BULK_FINISHED_KEPT]);
+      const res = await runBulk(client, 'bulkJobInsert', [j.tenantId, j.id, JSON.stringify(j.filter), JSON.stringify(j.action), j.createdAt, params.runningMax]);
+      return res.rowCount === 1;
+    });
+  }
+
+  async bulkJobFail(params: { tenantId: string; id: string; owner: string; now: number; error: string }): Promise<boolean> {
+    const res = await runBulk(this.pool, 'bulkJobFail', [params.tenantId, params.id, params.owner, params.now, params.error, BULK_ERRORS_KEPT]);
+    return res.rowCount === 1;
+  }
+
+  async bulkJobGet(params: { tenantId: string; id: string }): Promise<S.BulkJobRecord | null> {
+    const res = await runBulk<BulkJobRow>(this.pool, 'bulkJobGet', [params.tenantId, params.id]);
+    return res.rows[0] ? bulkJobFromRow(res.rows[0]) : null;
+  }
+
+  async bulkJobStep(params: S.BulkJobStepParams): Promise<S.BulkJobStepResult | null> {
+    checkLimit(Math.max(1, params.changes.length), 'bulkJobStep');
+    return writes.bulkStep(this.pool, params);
+  }
+
+  async eventForecast(params: S.EventForecastParams): Promise<S.ForecastCount[]> {
+    const { tenantId, fromMs, toMs, bucketMs, by } = checkForecast(params);
+    const res = tenantId === null
+      ? await run<S.ForecastCount>(this.pool, 'eventForecastAll', [fromMs, toMs, bucketMs, by])
+      : await run<S.ForecastCount>(this.pool, 'eventForecastTenant', [tenantId, fromMs, toMs, bucketMs, by]);
+    return res.rows;
+  }
+
   async eventList(params: S.EventListParams): Promise<S.EventListPage> {
     checkLimit(params.limit, 'eventList');
     const plan = listPlan(params);
@@ -241,6 +294,7 @@ export class PostgresStore implements S.Store {
       params.toMs ?? null,
       plan.examine,
       params.limit + 1,
+      params.type ?? null,
     ];
     const res = await inTransaction(this.pool, TX.beginOrderedWalk, (client) => run<EventRow & ListWalkRow>(client, LIST_QUERIES[plan.key], values));
     const walk = res.rows[0];
@@ -379,4 +433,20 @@ export class PostgresStore implements S.Store {
     const res = await run<TransitionRow>(this.pool, 'transitionList', [params.tenantId, params.eventId, params.afterSeq ?? 0, params.limit]);
     return res.rows.map(transitionFromRow);
   }
+
+  scheduleCreate(p: { schedule: Sch.ScheduleRecord; perTenantMax: number }) { return this.schedules.scheduleCreate(p); }
+  scheduleGet(p: { tenantId: string; id: string }) { return this.schedules.scheduleGet(p); }
+  scheduleList(p: { tenantId: string; afterId?: string; limit: number }) { return this.schedules.scheduleList(p); }
+  scheduleUpdate(p: Sch.ScheduleUpdateParams) { return this.schedules.scheduleUpdate(p); }
+  scheduleDelete(p: { tenantId: string; id: string; expectedVersion?: number }) { return this.schedules.scheduleDelete(p); }
+  scheduleListDue(p: Sch.ScheduleListDueParams) { return this.schedules.scheduleListDue(p); }
+  scheduleAdvance(p: Sch.ScheduleAdvanceParams) { return this.schedules.scheduleAdvance(p); }
+  scheduleOccurrenceList(p: Sch.ScheduleOccurrenceListParams) { return this.schedules.scheduleOccurrenceList(p); }
+
+  sourcePut(p: Parameters<Src.SourceStore['sourcePut']>[0]) { return this.sources.sourcePut(p); }
+  sourceGet(p: { tenantId: string; name: string }) { return this.sources.sourceGet(p); }
+  sourceList(p: { tenantId: string; afterName?: string; limit: number }) { return this.sources.sourceList(p); }
+  sourceListAll(p: Parameters<Src.SourceStore['sourceListAll']>[0]) { return this.sources.sourceListAll(p); }
+  sourceDelete(p: { tenantId: string; name: string }) { return this.sources.sourceDelete(p); }
+  sourceReport(p: Src.SourceReportParams) { return this.sources.sourceReport(p); }
 }

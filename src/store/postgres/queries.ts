@@ -37,9 +37,9 @@ function stateIn(alias: string, states: string): string {
 }
 
 /** The columns of an EventRow, in order; `e.`-qualified for statements that join. */
-const EVENT_COLUMNS = `seq, tenant_id, id, shard, state, version, fire_at, due_at, destination, payload,
+export const EVENT_COLUMNS = `seq, tenant_id, id, shard, state, version, fire_at, due_at, destination, payload,
   headers, grp, retry, expire_at, tags, attempts, last_status, last_error, request_hash,
-  created_at, updated_at, lease_owner, lease_until, queue`;
+  created_at, updated_at, lease_owner, lease_until, queue, type`;
 const EVENT_COLUMNS_E = EVENT_COLUMNS.split(',').map((c) => `e.${c.trim()}`).join(', ');
 
 const TRANSITION_COLUMNS = `tenant_id, event_id, seq, at, kind, from_state, to_state, attempt, status, error,
@@ -100,6 +100,7 @@ const LIST_RANGES: Record<ListKey, string> = {
   state: 'tenant_id = $1 AND state = $3::text',
   destination: `tenant_id = $1 AND ${DESTINATION_NAME} = $4::text`,
   group: 'tenant_id = $1 AND grp = $5::text',
+  type: 'tenant_id = $1 AND type = $10::text AND type IS NOT NULL',
 };
 
 /** One eventList page: a bounded walk of the key's index, the given filters checked on the rows it reached. */
@@ -111,6 +112,7 @@ function listSql(key: ListKey): string {
       WHERE ($3::text IS NULL OR state = $3::text)
         AND ($4::text IS NULL OR ${DESTINATION_NAME} = $4::text)
         AND ($5::text IS NULL OR grp = $5::text)
+        AND ($10::text IS NULL OR type = $10::text)
         AND ($6::bigint IS NULL OR fire_at >= $6::bigint)
         AND ($7::bigint IS NULL OR fire_at < $7::bigint)
       ORDER BY seq DESC LIMIT $9
@@ -188,8 +190,8 @@ export const SQL = {
   destinationDelete: `DELETE FROM destinations WHERE tenant_id = $1 AND name = $2`,
 
   // ($1 tenantIds, $2 ids, $3 shards int[], $4 fireAts bigint[], $5 destinations, $6 payloads,
-  //  $7 headers, $8 groups, $9 retries, $10 expireAts bigint[], $11 tags, $12 requestHashes: text[]
-  //  unless noted, one element per event; $13 now) → { tenant_id, id, seq }[] of the rows inserted.
+  //  $7 headers, $8 groups, $9 retries, $10 expireAts bigint[], $11 tags, $12 requestHashes, $14 queues,
+  //  $15 types: text[] unless noted, one element per event; $13 now) → { tenant_id, id, seq }[] of the rows inserted.
   // Each new row gets its `created` transition in the same statement. seq is drawn in input
   // order (creation order), but rows are inserted in (tenant_id, id) order: two batches that
   // share ids then wait on each other's rows in the same order and never deadlock. A repeated id
@@ -197,14 +199,14 @@ export const SQL = {
   eventInsertMany: `WITH input AS (
       SELECT i.*, nextval('events_seq') AS seq
       FROM unnest($1::text[], $2::text[], $3::int[], $4::bigint[], $5::text[], $6::text[], $7::text[],
-                  $8::text[], $9::text[], $10::bigint[], $11::text[], $12::text[], $14::text[])
+                  $8::text[], $9::text[], $10::bigint[], $11::text[], $12::text[], $14::text[], $15::text[])
         WITH ORDINALITY AS i(tenant_id, id, shard, fire_at, destination, payload, headers, grp, retry,
-                             expire_at, tags, request_hash, queue, ord)
+                             expire_at, tags, request_hash, queue, type, ord)
     ), inserted AS (
       INSERT INTO events (seq, tenant_id, id, shard, state, version, fire_at, due_at, destination, payload,
-          headers, grp, retry, expire_at, tags, attempts, request_hash, created_at, updated_at, queue)
+          headers, grp, retry, expire_at, tags, attempts, request_hash, created_at, updated_at, queue, type)
       SELECT seq, tenant_id, id, shard, 'scheduled', 1, fire_at, fire_at, destination, payload,
-          headers, grp, retry, expire_at, tags, 0, request_hash, $13, $13, queue
+          headers, grp, retry, expire_at, tags, 0, request_hash, $13, $13, queue, type
       FROM input ORDER BY tenant_id, id, ord
       ON CONFLICT (tenant_id, id) DO NOTHING
       RETURNING tenant_id, id, seq
@@ -404,15 +406,15 @@ export const SQL = {
     )
     SELECT tenant_id, id, version, due_at, shard, grp, queue FROM rescued ORDER BY old_lease_until, tenant_id, id`,
 
-  // ($1 now, $2 tenantId, $3 id, $4 version, $5 fromState) → EventRow after the cancel, or no row
-  // when not cancelable at that version; appends the `state` transition.
+  // ($1 now, $2 tenantId, $3 id, $4 version, $5 fromState, $6 detail json|null) → EventRow after the
+  // cancel, or no row when not cancelable at that version; appends the `state` transition.
   eventCancel: `WITH changed AS (
       UPDATE events SET state = 'canceled', version = version + 1, updated_at = $1, lease_owner = NULL, lease_until = NULL
       WHERE tenant_id = $2 AND id = $3 AND version = $4 AND ${stateIn('events', FIREABLE)}
       RETURNING ${EVENT_COLUMNS}
     ), traced AS (
       INSERT INTO transitions (${TRANSITION_COLUMNS})
-      SELECT tenant_id, id, version, $1, 'state', $5::text, 'canceled', attempts, NULL, NULL, NULL, NULL, NULL FROM changed
+      SELECT tenant_id, id, version, $1, 'state', $5::text, 'canceled', attempts, NULL, NULL, NULL, NULL, $6::text FROM changed
     )
     SELECT * FROM changed`,
   // ($1 now, $2 tenantId, $3 id, $4 version, $5 fromState, $6 detail json) → EventRow after the
@@ -429,11 +431,11 @@ export const SQL = {
     )
     SELECT * FROM changed`,
   // ($1 fireAt, $2 dueAt, $3 payload, $4 headers json, $5 destination json, $6 expireAt, $7 requestHash,
-  //  $8 now, $9 tenantId, $10 id, $11 version, $12 detail json, $13 queue) → EventRow after the edit, or no
+  //  $8 now, $9 tenantId, $10 id, $11 version, $12 detail json, $13 queue, $14 type) → EventRow after the edit, or no
   //  row when not scheduled at that version; appends the `updated` transition.
   eventEdit: `WITH changed AS (
       UPDATE events SET fire_at = $1, due_at = $2, payload = $3, headers = $4, destination = $5, expire_at = $6,
-          request_hash = $7, version = version + 1, updated_at = $8, queue = $13
+          request_hash = $7, version = version + 1, updated_at = $8, queue = $13, type = $14
       WHERE tenant_id = $9 AND id = $10 AND version = $11 AND ${stateIn('events', `('scheduled')`)}
       RETURNING ${EVENT_COLUMNS}
     ), traced AS (
@@ -468,7 +470,7 @@ export const SQL = {
 
   // eventList, one statement per index a page may walk (see store/event-list-plan.ts):
   // ($1 tenantId, $2 beforeSeq, $3 state|null, $4 destination name|null, $5 group|null,
-  //  $6 fromMs|null, $7 toMs|null, $8 examine, $9 limit) → (EventRow | all nulls) + { examined,
+  //  $6 fromMs|null, $7 toMs|null, $8 examine, $9 limit, $10 type|null) → (EventRow | all nulls) + { examined,
   //  last_seq }: of the first $8 entries of the key's index below $2, the rows matching every given
   //  filter, newest first, at most $9; every row also says how many entries the walk covered and
   //  the lowest seq among them (where the next page starts when the walk was cut). One row of nulls
@@ -477,6 +479,25 @@ export const SQL = {
   eventListByState: listSql('state'),
   eventListByDestination: listSql('destination'),
   eventListByGroup: listSql('group'),
+  eventListByType: listSql('type'),
+
+  // ($1 tenantId, $2 fromMs, $3 toMs, $4 bucketMs, $5 by) → { bucket, key, n }[]: the tenant's
+  // scheduled events with $2 ≤ due_at < $3 per bucket ((due_at - $2) / $4) and, by $5, per queue
+  // or tenant. One index-only range scan of events_forecast (`state = 'scheduled'` spelled as its
+  // predicate).
+  eventForecastTenant: `SELECT ((due_at - $2::bigint) / $4::bigint)::int AS bucket,
+      CASE $5::text WHEN 'destination' THEN queue WHEN 'tenant' THEN tenant_id END AS key, count(*)::int AS n
+    FROM events
+    WHERE tenant_id = $1 AND state = 'scheduled' AND due_at >= $2::bigint AND due_at < $3::bigint
+    GROUP BY 1, 2`,
+  // ($1 fromMs, $2 toMs, $3 bucketMs, $4 by) → as eventForecastTenant over every tenant: per
+  // tenant (LATERAL, so the planner cannot turn it into one scan of the whole index) one range scan.
+  eventForecastAll: `SELECT ((e.due_at - $1::bigint) / $3::bigint)::int AS bucket,
+      CASE $4::text WHEN 'destination' THEN e.queue WHEN 'tenant' THEN t.id END AS key, count(*)::int AS n
+    FROM tenants t CROSS JOIN LATERAL (
+      SELECT due_at, queue FROM events
+      WHERE tenant_id = t.id AND state = 'scheduled' AND due_at >= $1::bigint AND due_at < $2::bigint) e
+    GROUP BY 1, 2`,
 
   // ($1 tenantId, $2 eventId, $3 afterSeq, $4 limit) → TransitionRow[] in trace order.
   transitionList: `SELECT ${TRANSITION_COLUMNS} FROM transitions

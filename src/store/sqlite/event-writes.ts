@@ -9,6 +9,8 @@ import { queueOf } from '../../core/queue.ts';
 import type * as S from '../store.ts';
 import { checkAttemptTarget, createdRecord, eventEdit, jsonObject, mutateRefusal } from '../core/event-writes.ts';
 import { dueRefFromRow, eventFromRow, type EventRow } from '../core/rows.ts';
+import { bulkJobFromRow, operationDetail } from '../core/bulk-rows.ts';
+import type { BulkQueries } from './bulk-queries.ts';
 import type { Queries } from './queries.ts';
 import { claimedEventFromTuple, type RescueCandidateRow } from './rows.ts';
 
@@ -62,6 +64,7 @@ export function insertMany(q: Queries, { events, now }: S.EventInsertManyParams)
       now,
       now,
       queueOf(e.destination),
+      e.type ?? null,
     );
     if (inserted.changes === 1) {
       const seq = Number(inserted.lastInsertRowid);
@@ -185,7 +188,8 @@ export function cancel(q: Queries, p: S.EventMutateParams): S.EventMutateResult 
     const row = mustChange(q.eventCancel.get({ now: p.now, tenantId: p.tenantId, id: p.id, version: cur.version }), 'cancel', cur);
     appendTransition(q, {
       tenantId: p.tenantId, eventId: p.id, seq: row.version, at: p.now, kind: 'state', fromState: cur.state,
-      toState: 'canceled', attempt: row.attempts, status: null, error: null, durationMs: null, latenessMs: null, detail: null,
+      toState: 'canceled', attempt: row.attempts, status: null, error: null, durationMs: null, latenessMs: null,
+      detail: p.operation ? operationDetail({}, p.operation) : null,
     });
     return row;
   });
@@ -197,7 +201,7 @@ export function replay(q: Queries, p: S.EventMutateParams): S.EventMutateResult 
     appendTransition(q, {
       tenantId: p.tenantId, eventId: p.id, seq: row.version, at: p.now, kind: 'replayed', fromState: cur.state,
       toState: 'scheduled', attempt: 0, status: null, error: null, durationMs: null, latenessMs: null,
-      detail: { attemptsBefore: cur.attempts },
+      detail: operationDetail({ attemptsBefore: cur.attempts }, p.operation),
     });
     return row;
   });
@@ -215,8 +219,31 @@ export function update(q: Queries, p: S.EventMutateParams & { patch: S.EventPatc
     const row = mustChange(q.eventEdit.get({ ...columns, now: p.now, tenantId: p.tenantId, id: p.id, version: cur.version }), 'update', cur);
     appendTransition(q, {
       tenantId: p.tenantId, eventId: p.id, seq: row.version, at: p.now, kind: 'updated', fromState: 'scheduled',
-      toState: 'scheduled', attempt: row.attempts, status: null, error: null, durationMs: null, latenessMs: null, detail,
+      toState: 'scheduled', attempt: row.attempts, status: null, error: null, durationMs: null, latenessMs: null,
+      detail: operationDetail(detail, p.operation),
     });
     return row;
   });
+}
+
+/**
+ * One bulk step (Store.bulkJobStep), inside the caller's transaction: the lease check, each
+ * change by the single-event write at the version read, then the job's progress. Null (and
+ * nothing written) when `owner` does not hold the lease.
+ */
+export function bulkStep(q: Queries, b: BulkQueries, p: S.BulkJobStepParams): S.BulkJobStepResult | null {
+  if (!b.bulkJobLeaseCheck.get({ tenantId: p.tenantId, id: p.id, owner: p.owner, now: p.now })) return null;
+  const operation = { name: p.operation, id: p.id };
+  const changed: EventRecord[] = [];
+  for (const c of p.changes) {
+    const base = { tenantId: p.tenantId, id: c.id, expectedVersion: c.version, now: p.now, operation };
+    const r = c.kind === 'cancel' ? cancel(q, base) : c.kind === 'replay' ? replay(q, base) : update(q, { ...base, patch: c.patch });
+    if (r.kind === 'ok' && r.event.version !== c.version) changed.push(r.event);
+  }
+  const row = b.bulkJobProgress.get({
+    tenantId: p.tenantId, id: p.id, cursor: p.cursor, matched: p.matched, done: changed.length,
+    skipped: p.skipped + (p.changes.length - changed.length), leaseUntil: p.leaseUntil, now: p.now, finished: p.finished ? 1 : 0,
+  });
+  if (!row) throw new Error(`sqlite: bulk job ${p.tenantId}/${p.id} vanished during its step`);
+  return { changed, job: bulkJobFromRow(row) };
 }

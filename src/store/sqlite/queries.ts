@@ -44,9 +44,9 @@ const FIREABLE = `('scheduled', 'awaiting_retry')`;
 const TERMINAL = `('succeeded', 'discarded', 'archived', 'canceled')`;
 
 /** The columns of an EventRow, in order (also the order of an EventTuple). */
-const EVENT_COLUMNS = `seq, tenant_id, id, shard, state, version, fire_at, due_at, destination, payload,
+export const EVENT_COLUMNS = `seq, tenant_id, id, shard, state, version, fire_at, due_at, destination, payload,
   headers, grp, retry, expire_at, tags, attempts, last_status, last_error, request_hash,
-  created_at, updated_at, lease_owner, lease_until, queue`;
+  created_at, updated_at, lease_owner, lease_until, queue, type`;
 
 /**
  * True when row `e` (a grouped event) has no other live member of its group before it by
@@ -66,6 +66,7 @@ const LIST_WALKS: Record<ListKey, { index: string; range: string }> = {
   state: { index: 'events_tenant_state_seq', range: 'tenant_id = @tenantId AND state = @state' },
   destination: { index: 'events_tenant_destination_seq', range: `tenant_id = @tenantId AND ${DESTINATION_NAME} = @destination` },
   group: { index: 'events_tenant_grp_seq', range: 'tenant_id = @tenantId AND grp = @group' },
+  type: { index: 'events_tenant_type_seq', range: 'tenant_id = @tenantId AND type = @type' },
 };
 
 /** The walk of one eventList page: the seqs of the first @examine entries of the key's index below @beforeSeq. */
@@ -80,6 +81,7 @@ function listSql(key: ListKey): string {
       AND (@state IS NULL OR state = @state)
       AND (@destination IS NULL OR ${DESTINATION_NAME} = @destination)
       AND (@group IS NULL OR grp = @group)
+      AND (@type IS NULL OR type = @type)
       AND (@fromMs IS NULL OR fire_at >= @fromMs)
       AND (@toMs IS NULL OR fire_at < @toMs)
     ORDER BY seq DESC LIMIT @limit`;
@@ -146,12 +148,12 @@ export const SQL = {
   destinationDelete: `DELETE FROM destinations WHERE tenant_id = @tenantId AND name = @name`,
 
   // (tenantId, id, shard, fireAt, dueAt, destination json, payload, headers json, group, retry json,
-  //  expireAt, tags json, requestHash, now, now, queue) → run(): changes 1 and lastInsertRowid = seq when
+  //  expireAt, tags json, requestHash, now, now, queue, type) → run(): changes 1 and lastInsertRowid = seq when
   //  inserted, changes 0 when (tenant, id) exists. No RETURNING: run() is ~25% faster than a
   //  RETURNING get() here (150k vs 120k rows/s, batches of 1000).
   eventInsert: `INSERT INTO events (tenant_id, id, shard, state, version, fire_at, due_at, destination,
-      payload, headers, grp, retry, expire_at, tags, attempts, request_hash, created_at, updated_at, queue)
-    VALUES (?, ?, ?, 'scheduled', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)
+      payload, headers, grp, retry, expire_at, tags, attempts, request_hash, created_at, updated_at, queue, type)
+    VALUES (?, ?, ?, 'scheduled', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)
     ON CONFLICT (tenant_id, id) DO NOTHING`,
   // (tenantId, id) → EventRow | undefined.
   eventGet: `SELECT ${EVENT_COLUMNS} FROM events WHERE tenant_id = ? AND id = ?`,
@@ -262,10 +264,10 @@ export const SQL = {
       last_error = NULL, version = version + 1, updated_at = @now, lease_owner = NULL, lease_until = NULL
     WHERE tenant_id = @tenantId AND id = @id AND version = @version AND state IN ('archived', 'discarded')
     RETURNING ${EVENT_COLUMNS}`,
-  // (@fireAt, @dueAt, @payload, @headers json, @destination json, @queue, @expireAt, @requestHash, @now,
-  //  @tenantId, @id, @version) → EventRow after the edit, or no row when not scheduled at that version.
+  // (@fireAt, @dueAt, @payload, @headers json, @destination json, @queue, @expireAt, @type, @requestHash,
+  //  @now, @tenantId, @id, @version) → EventRow after the edit, or no row when not scheduled at that version.
   eventEdit: `UPDATE events SET fire_at = @fireAt, due_at = @dueAt, payload = @payload, headers = @headers,
-      destination = @destination, queue = @queue, expire_at = @expireAt, request_hash = @requestHash,
+      destination = @destination, queue = @queue, expire_at = @expireAt, type = @type, request_hash = @requestHash,
       version = version + 1, updated_at = @now
     WHERE tenant_id = @tenantId AND id = @id AND version = @version AND state = 'scheduled'
     RETURNING ${EVENT_COLUMNS}`,
@@ -282,20 +284,22 @@ export const SQL = {
     RETURNING id`,
 
   // eventList, one pair of statements per index a page may walk (see store/event-list-plan.ts):
-  // eventListBy<Key>(@tenantId, @beforeSeq, @state|null, @destination|null, @group|null,
+  // eventListBy<Key>(@tenantId, @beforeSeq, @state|null, @destination|null, @group|null, @type|null,
   //  @fromMs|null, @toMs|null, @examine, @limit) → EventRow[] newest first (seq desc): of the first
   //  @examine entries of the key's index below @beforeSeq, the rows matching every given filter, at
   //  most @limit. eventListWalk<Key>(@tenantId, @beforeSeq, @state|null, @destination|null,
-  //  @group|null, @examine) → { examined, last_seq }: how many entries that walk covered and the
+  //  @group|null, @type|null, @examine) → { examined, last_seq }: how many entries that walk covered and the
   //  lowest seq among them (where the next page starts when the walk was cut).
   eventListByTenant: listSql('tenant'),
   eventListByState: listSql('state'),
   eventListByDestination: listSql('destination'),
   eventListByGroup: listSql('group'),
+  eventListByType: listSql('type'),
   eventListWalkTenant: listWalkSql('tenant'),
   eventListWalkState: listWalkSql('state'),
   eventListWalkDestination: listWalkSql('destination'),
   eventListWalkGroup: listWalkSql('group'),
+  eventListWalkType: listWalkSql('type'),
 
   // () → LeaderLeaseRow | undefined: the lease as stored, expired or not.
   leaderGet: `SELECT node_id, epoch, expires_at FROM leader_lease WHERE id = 1`,
@@ -364,6 +368,22 @@ export const READER_SQL = {
   // () → { tenant_id, state, n }[]: every (tenant, state) that has events.
   eventCountByTenantState: `SELECT tenant_id, state, count(*) AS n FROM events INDEXED BY events_tenant_state_seq
     GROUP BY tenant_id, state`,
+  // (@tenantId, @fromMs, @toMs, @bucketMs, @by) → { bucket, key, n }[]: the tenant's scheduled
+  // events with @fromMs ≤ due_at < @toMs per bucket ((due_at - @fromMs) / @bucketMs, in integers:
+  // JavaScript numbers bind as REAL) and, by
+  // @by, per queue or tenant. One covering range scan of events_forecast.
+  eventForecastTenant: `SELECT (due_at - CAST(@fromMs AS INTEGER)) / CAST(@bucketMs AS INTEGER) AS bucket,
+      CASE @by WHEN 'destination' THEN queue WHEN 'tenant' THEN tenant_id END AS key, count(*) AS n
+    FROM events INDEXED BY events_forecast
+    WHERE tenant_id = @tenantId AND state = 'scheduled' AND due_at >= @fromMs AND due_at < @toMs
+    GROUP BY bucket, key`,
+  // (@fromMs, @toMs, @bucketMs, @by) → as eventForecastTenant over every tenant: one range scan of
+  // events_forecast per tenant (the tenants table drives the loop).
+  eventForecastAll: `SELECT (e.due_at - CAST(@fromMs AS INTEGER)) / CAST(@bucketMs AS INTEGER) AS bucket,
+      CASE @by WHEN 'destination' THEN e.queue WHEN 'tenant' THEN e.tenant_id END AS key, count(*) AS n
+    FROM tenants t CROSS JOIN events e INDEXED BY events_forecast
+    WHERE e.tenant_id = t.id AND e.state = 'scheduled' AND e.due_at >= @fromMs AND e.due_at < @toMs
+    GROUP BY bucket, key`,
   // (@tenantId) → { n }: the tenant's unfinished events, from three ranges of the state index.
   eventCountPending: `SELECT count(*) AS n FROM events INDEXED BY events_tenant_state_seq
     WHERE tenant_id = @tenantId AND state IN ${LIVE}`,
@@ -421,12 +441,14 @@ export function prepareQueries(db: Database.Database) {
       state: p<EventRow>(SQL.eventListByState),
       destination: p<EventRow>(SQL.eventListByDestination),
       group: p<EventRow>(SQL.eventListByGroup),
+      type: p<EventRow>(SQL.eventListByType),
     } satisfies Record<ListKey, unknown>,
     eventListWalk: {
       tenant: p<ListWalkRow>(SQL.eventListWalkTenant),
       state: p<ListWalkRow>(SQL.eventListWalkState),
       destination: p<ListWalkRow>(SQL.eventListWalkDestination),
       group: p<ListWalkRow>(SQL.eventListWalkGroup),
+      type: p<ListWalkRow>(SQL.eventListWalkType),
     } satisfies Record<ListKey, unknown>,
     leaderGet: p<LeaderLeaseRow>(SQL.leaderGet),
     leaderElect: p<LeaderLeaseRow>(SQL.leaderElect),

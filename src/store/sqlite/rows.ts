@@ -40,6 +40,7 @@ export type EventTuple = [
   leaseOwner: string | null,
   leaseUntil: number | null,
   queue: string,
+  type: string | null,
 ];
 
 export interface RescueCandidateRow {
@@ -72,6 +73,7 @@ export function claimedEventFromTuple(t: EventTuple, owner: string, leaseUntil: 
     retry: t[12] === null ? null : parseJson<RetryPolicy | null>(t[12]),
     expireAt: t[13],
     tags: parseJson<Record<string, string>>(t[14]),
+    type: t[24],
     attempts: t[15] + 1,
     lastStatus: t[16],
     lastError: t[17],

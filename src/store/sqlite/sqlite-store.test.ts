@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { runStoreConformance } from '../conformance/store-conformance.ts';
 import { LEGACY_PID_FILE_NAME, LOCK_FILE_NAME } from './data-dir-lock.ts';
-import { SQL } from './queries.ts';
+import { READER_SQL, SQL } from './queries.ts';
 import { openSqliteStore } from './sqlite-store.ts';
 import { loadMigrations } from './migrate.ts';
 
@@ -105,18 +105,37 @@ describe('SqliteStore specifics', () => {
     const store = await openSqliteStore({ dataDir });
     try {
       const db = (store as unknown as { db: import('better-sqlite3').Database }).db;
-      const bind = { tenantId: 't', beforeSeq: 9, state: 's', destination: 'd', group: 'g', fromMs: 1, toMs: 2, examine: 10, limit: 5 };
+      const bind = { tenantId: 't', beforeSeq: 9, state: 's', destination: 'd', group: 'g', type: 'k', fromMs: 1, toMs: 2, examine: 10, limit: 5 };
       const walks: [keyof typeof SQL, string][] = [
         ['eventListByTenant', 'events_tenant_seq'],
         ['eventListByState', 'events_tenant_state_seq'],
         ['eventListByDestination', 'events_tenant_destination_seq'],
         ['eventListByGroup', 'events_tenant_grp_seq'],
+        ['eventListByType', 'events_tenant_type_seq'],
+        ['eventListWalkType', 'events_tenant_type_seq'],
         ['eventListWalkState', 'events_tenant_state_seq'],
       ];
       for (const [name, index] of walks) {
         const plan = db.prepare<unknown[], { detail: string }>(`EXPLAIN QUERY PLAN ${SQL[name]}`).all(bind).map((r) => r.detail);
         assert.ok(plan.some((d) => d.includes(`USING COVERING INDEX ${index} (tenant_id=?`)), `${name}: ${plan.join(' | ')}`);
         assert.ok(!plan.some((d) => /^SCAN events\b/.test(d) || d.includes('TEMP B-TREE')), `${name} scans or sorts: ${plan.join(' | ')}`);
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('counts a forecast with covering range scans of events_forecast, per tenant, never the table', async () => {
+    const dataDir = tempDir();
+    const store = await openSqliteStore({ dataDir });
+    try {
+      const db = (store as unknown as { db: import('better-sqlite3').Database }).db;
+      const bind = { tenantId: 't', fromMs: 0, toMs: 3_600_000, bucketMs: 60_000, by: 'destination' };
+      for (const name of ['eventForecastTenant', 'eventForecastAll'] as const) {
+        const sql = READER_SQL[name];
+        const plan = db.prepare<unknown[], { detail: string }>(`EXPLAIN QUERY PLAN ${sql}`).all(bind).map((r) => r.detail);
+        assert.ok(plan.some((d) => d.includes('USING COVERING INDEX events_forecast (tenant_id=? AND due_at>? AND due_at<?)')), `${name}: ${plan.join(' | ')}`);
+        assert.ok(!plan.some((d) => /^SCAN events\b/.test(d)), `${name} scans events: ${plan.join(' | ')}`);
       }
     } finally {
       await store.close();

@@ -19,7 +19,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { EVENT_STATES, type EventRecord, type EventState, type TransitionRecord } from '../../core/event.ts';
 import type * as S from '../store.ts';
-import { checkDeleteTerminal, checkLimit } from '../core/bounds.ts';
+import { BULK_ERRORS_KEPT, BULK_FINISHED_KEPT } from '../store.ts';
+import { checkDeleteTerminal, checkForecast, checkLimit } from '../core/bounds.ts';
 import { listPage, listPlan } from '../event-list-plan.ts';
 import { checkLeaseMs, checkShardAssignments } from '../shard-map.ts';
 import {
@@ -34,7 +35,13 @@ import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
 import * as writes from './event-writes.ts';
 import { migrate } from './migrate.ts';
 import { PRAGMAS, prepareQueries, READER_SQL, type Queries } from './queries.ts';
+import { prepareBulkQueries, type BulkQueries } from './bulk-queries.ts';
+import { bulkJobFromRow } from '../core/bulk-rows.ts';
 import { ReaderThread } from './reader-thread.ts';
+import { SqliteSchedules } from './schedule-store.ts';
+import { SqliteSources } from './source-store.ts';
+import type * as Src from '../sources.ts';
+import type * as Sch from '../schedules.ts';
 import { destinationFromRow, nodeFromRow, tenantFromRow, tenantSecretsFromColumn } from './rows.ts';
 
 export const SQLITE_FILE_NAME_DEFAULT = 'belfry.db';
@@ -69,10 +76,15 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<SqliteS
 export class SqliteStore implements S.Store {
   readonly capabilities: S.StoreCapabilities = { skipLocked: false, multiNode: false, dueWakeups: false };
   private readonly q: Queries;
+  private readonly bq: BulkQueries;
   /** Runs a function in one IMMEDIATE transaction (the write lock is taken up front, never upgraded). */
   private readonly tx: Database.Transaction<(fn: () => unknown) => unknown>;
   /** Counts over every event run here, off the event loop. */
   private readonly reader: ReaderThread;
+  /** The schedule methods (schedule-store.ts), in this store's transactions. */
+  private readonly schedules: SqliteSchedules;
+  /** The source methods (source-store.ts), in this store's transactions. */
+  private readonly sources: SqliteSources;
   private closed = false;
 
   constructor(
@@ -82,8 +94,11 @@ export class SqliteStore implements S.Store {
     readonly filePath: string,
   ) {
     this.q = prepareQueries(db);
+    this.bq = prepareBulkQueries(db);
     this.tx = db.transaction((fn: () => unknown) => fn());
     this.reader = new ReaderThread(filePath, READER_SQL);
+    this.schedules = new SqliteSchedules(db, (fn) => this.write(fn), (params) => writes.insertMany(this.q, params));
+    this.sources = new SqliteSources(db, (fn) => this.write(fn));
   }
 
   private write<T>(fn: () => T): T {
@@ -143,6 +158,43 @@ export class SqliteStore implements S.Store {
   async apiKeyRevoke(params: { tenantId: string; id: string; now: number; at?: number }): Promise<boolean> {
     const { tenantId, id, now } = params;
     return this.q.apiKeyRevoke.run({ tenantId, id, now, at: params.at ?? now }).changes === 1;
+  }
+
+  async bulkJobClaim(params: { owner: string; now: number; leaseUntil: number; takeOver?: boolean }): Promise<S.BulkJobRecord | null> {
+    const row = this.write(() => this.bq.bulkJobClaim.get({ ...params, takeOver: params.takeOver ? 1 : 0 }));
+    return row ? bulkJobFromRow(row) : null;
+  }
+
+  async bulkJobCreate(params: { job: S.BulkJobRecord; runningMax: number }): Promise<boolean> {
+    const j = params.job;
+    return this.write(() => {
+      if (this.bq.bulkJobRunningCount.get({ tenantId: j.tenantId })!.n >= params.runningMax) return false;
+      this.bq.bulkJobPrune.run({ tenantId: j.tenantId, kept: BULK_FINISHED_KEPT });
+      this.bq.bulkJobInsert.run({
+        tenantId: j.tenantId, id: j.id, state: j.state, filter: JSON.stringify(j.filter), action: JSON.stringify(j.action), cursor: j.cursor, createdAt: j.createdAt,
+      });
+      return true;
+    });
+  }
+
+  async bulkJobFail(params: { tenantId: string; id: string; owner: string; now: number; error: string }): Promise<boolean> {
+    return this.write(() => {
+      const row = this.bq.bulkJobGet.get({ tenantId: params.tenantId, id: params.id });
+      if (!row) return false;
+      const errors = [...bulkJobFromRow(row).errors, params.error].slice(-BULK_ERRORS_KEPT);
+      return this.bq.bulkJobFail.run({ tenantId: params.tenantId, id: params.id, owner: params.owner, now: params.now, errors: JSON.stringify(errors) }).changes === 1;
+    });
+  }
+
+  async bulkJobGet(params: { tenantId: string; id: string }): Promise<S.BulkJobRecord | null> {
+    const row = this.bq.bulkJobGet.get(params);
+    return row ? bulkJobFromRow(row) : null;
+  }
+
+  /** One IMMEDIATE transaction: the lease check, the batch's event writes, the progress. */
+  async bulkJobStep(params: S.BulkJobStepParams): Promise<S.BulkJobStepResult | null> {
+    checkLimit(Math.max(1, params.changes.length), 'bulkJobStep');
+    return this.write(() => writes.bulkStep(this.q, this.bq, params));
   }
 
   async destinationDelete(params: { tenantId: string; name: string }): Promise<boolean> {
@@ -218,6 +270,15 @@ export class SqliteStore implements S.Store {
     });
   }
 
+  /** On the reader thread. */
+  async eventForecast(params: S.EventForecastParams): Promise<S.ForecastCount[]> {
+    const { tenantId, fromMs, toMs, bucketMs, by } = checkForecast(params);
+    const rows = tenantId === null
+      ? await this.reader.all<S.ForecastCount>('eventForecastAll', { fromMs, toMs, bucketMs, by })
+      : await this.reader.all<S.ForecastCount>('eventForecastTenant', { tenantId, fromMs, toMs, bucketMs, by });
+    return rows;
+  }
+
   async eventGet(params: { tenantId: string; id: string }): Promise<EventRecord | null> {
     const row = this.q.eventGet.get(params.tenantId, params.id);
     return row ? eventFromRow(row) : null;
@@ -244,6 +305,7 @@ export class SqliteStore implements S.Store {
       state: params.state ?? null,
       destination: params.destination ?? null,
       group: params.group ?? null,
+      type: params.type ?? null,
       examine: plan.examine,
     };
     const rows = this.q.eventListBy[plan.key].all({ ...filters, fromMs: params.fromMs ?? null, toMs: params.toMs ?? null, limit: params.limit + 1 });
@@ -408,4 +470,20 @@ export class SqliteStore implements S.Store {
       .all({ tenantId: params.tenantId, eventId: params.eventId, afterSeq: params.afterSeq ?? 0, limit: params.limit })
       .map(transitionFromRow);
   }
+
+  scheduleCreate(p: { schedule: Sch.ScheduleRecord; perTenantMax: number }) { return this.schedules.scheduleCreate(p); }
+  scheduleGet(p: { tenantId: string; id: string }) { return this.schedules.scheduleGet(p); }
+  scheduleList(p: { tenantId: string; afterId?: string; limit: number }) { return this.schedules.scheduleList(p); }
+  scheduleUpdate(p: Sch.ScheduleUpdateParams) { return this.schedules.scheduleUpdate(p); }
+  scheduleDelete(p: { tenantId: string; id: string; expectedVersion?: number }) { return this.schedules.scheduleDelete(p); }
+  scheduleListDue(p: Sch.ScheduleListDueParams) { return this.schedules.scheduleListDue(p); }
+  scheduleAdvance(p: Sch.ScheduleAdvanceParams) { return this.schedules.scheduleAdvance(p); }
+  scheduleOccurrenceList(p: Sch.ScheduleOccurrenceListParams) { return this.schedules.scheduleOccurrenceList(p); }
+
+  sourcePut(p: Parameters<Src.SourceStore['sourcePut']>[0]) { return this.sources.sourcePut(p); }
+  sourceGet(p: { tenantId: string; name: string }) { return this.sources.sourceGet(p); }
+  sourceList(p: { tenantId: string; afterName?: string; limit: number }) { return this.sources.sourceList(p); }
+  sourceListAll(p: Parameters<Src.SourceStore['sourceListAll']>[0]) { return this.sources.sourceListAll(p); }
+  sourceDelete(p: { tenantId: string; name: string }) { return this.sources.sourceDelete(p); }
+  sourceReport(p: Src.SourceReportParams) { return this.sources.sourceReport(p); }
 }

@@ -33,15 +33,18 @@ type Ready = { ready: true; capabilities: StoreCapabilities; filePath: string } 
 /** The Store methods, forwarded as they are (all but `close`, which ends the thread too, and `eventInsertMany`, whose reply is compact). */
 type Method = { [K in keyof Store]-?: Store[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof Store];
 const FORWARDED = {
-  migrate: true, ping: true, apiKeyCreate: true, apiKeyFindByHash: true, apiKeyList: true, apiKeyRevoke: true,
+  migrate: true, ping: true, apiKeyCreate: true, bulkJobClaim: true, bulkJobCreate: true, bulkJobFail: true, bulkJobGet: true, bulkJobStep: true, apiKeyFindByHash: true, apiKeyList: true, apiKeyRevoke: true,
   destinationDelete: true, destinationGet: true, destinationList: true, destinationPut: true, eventCancel: true,
   eventClaim: true, eventCountByState: true, eventCountByTenantState: true, eventCountPending: true,
-  eventDeleteTerminal: true, eventGet: true, eventGroupHead: true, eventList: true,
+  eventDeleteTerminal: true, eventForecast: true, eventGet: true, eventGroupHead: true, eventList: true,
   eventListDue: true, eventRecordAttempts: true, eventReplay: true, claimLeaseRenew: true, eventRescue: true,
   eventRescueDead: true, eventUpdate: true, leaderAttemptElect: true, leaderGet: true, leaderResign: true,
   nodeDelete: true, nodeHeartbeat: true, nodeList: true, shardAssign: true, shardList: true, shardLag: true,
   tenantCreate: true, tenantGet: true, tenantList: true, tenantSecretsGet: true, tenantSecretsSwap: true,
   tenantUpdate: true, timeNow: true, transitionList: true,
+  scheduleCreate: true, scheduleGet: true, scheduleList: true, scheduleUpdate: true, scheduleDelete: true,
+  scheduleListDue: true, scheduleAdvance: true, scheduleOccurrenceList: true,
+  sourcePut: true, sourceGet: true, sourceList: true, sourceListAll: true, sourceDelete: true, sourceReport: true,
 } satisfies Record<Exclude<Method, 'close' | 'eventInsertMany'>, true>;
 
 /** Opens the store of `opts.dataDir` on a new thread (lock, migrations there); resolves once it is open. */

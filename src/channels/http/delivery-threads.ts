@@ -1,0 +1,212 @@
+/**
+ * HTTP deliveries on threads of their own: the same HttpChannel, run by `threads` worker threads
+ * (delivery-thread-worker.mjs), each with its own undici pool. The event loop that keeps the
+ * timer, the claims and the virtual queues no longer builds requests, signs them, writes sockets
+ * or parses responses: while firing that was about half of its busy time (socket writev alone
+ * 12–18 %, HMAC 3–5 %, undici and GC most of the rest; docs/architecture.md "Threads").
+ *
+ *   event loop: dispatcher ── deliver(event) ──▶ the deliveries of one tick, one message per thread
+ *               outcome promise resolved ◀── the outcomes one thread settled in one tick, one message
+ *
+ * Each delivery goes to the thread with the fewest deliveries in flight, so one slow endpoint
+ * fills no thread more than another. A thread keeps connectionsPerOrigin / threads sockets per
+ * origin, so the node as a whole keeps the same bound as one HttpChannel.
+ *
+ * deliver() never throws and never hangs on a thread: a thread that exits settles its
+ * deliveries in flight as retries ("delivery thread exited"), and a new thread takes its place.
+ * The caller's AbortSignal works across the thread boundary: aborting it aborts its deliveries on
+ * every thread. At most DELIVERIES_IN_FLIGHT_MAX deliveries wait for the threads at once; more are
+ * answered at once with a retry (the dispatcher's own bounds keep far below it).
+ */
+import { Worker } from 'node:worker_threads';
+import type { Channel, DeliveryOutcome, DueEvent } from '../channel.ts';
+import { CONNECTIONS_PER_ORIGIN_DEFAULT, type HttpChannelOptions } from './http-channel.ts';
+
+export const DELIVERIES_IN_FLIGHT_MAX = 200_000;
+export const DELIVERY_THREADS_MAX = 16;
+const START_MS_MAX = 60_000;
+/** Waits between attempts to replace a thread that died, while a new one fails to start. */
+const RESPAWN_DELAY_MS_MIN = 100;
+const RESPAWN_DELAY_MS_MAX = 30_000;
+
+/** What crosses to a thread: the channel's options that are plain data. */
+export type DeliveryThreadOptions = Pick<HttpChannelOptions, 'connectionsPerOrigin' | 'responseBodyBytesMax' | 'userAgent'> & {
+  allowHosts?: readonly string[];
+};
+
+type Settle = (outcome: DeliveryOutcome) => void;
+type Outgoing = { id: number; signal: number; event: DueEvent };
+
+interface Lane {
+  worker: Worker;
+  /** Deliveries sent to this thread and not settled, by id. */
+  pending: Map<number, Settle>;
+  outbox: Outgoing[];
+}
+
+/** Starts `threads` delivery threads; resolves once every one is ready. */
+export async function openHttpThreadChannel(threads: number, opts: DeliveryThreadOptions = {}): Promise<HttpThreadChannel> {
+  if (!Number.isInteger(threads) || threads < 1 || threads > DELIVERY_THREADS_MAX) {
+    throw new RangeError(`delivery threads must be an integer from 1 to ${DELIVERY_THREADS_MAX}, got ${threads}`);
+  }
+  const perThread = Math.max(1, Math.ceil((opts.connectionsPerOrigin ?? CONNECTIONS_PER_ORIGIN_DEFAULT) / threads));
+  const options = { ...opts, allowHosts: [...(opts.allowHosts ?? [])], connectionsPerOrigin: perThread };
+  const channel = new HttpThreadChannel(options);
+  try {
+    await Promise.all(Array.from({ length: threads }, () => channel.addLane()));
+  } catch (err) {
+    await channel.close();
+    throw err;
+  }
+  return channel;
+}
+
+export class HttpThreadChannel implements Channel {
+  private readonly lanes: Lane[] = [];
+  private readonly signalIds = new WeakMap<AbortSignal, number>();
+  private nextSignalId = 1;
+  private nextId = 1;
+  private inflight = 0;
+  private closing: Promise<void> | null = null;
+
+  constructor(private readonly options: DeliveryThreadOptions) {}
+
+  /** Deliveries sent to the threads and not yet settled. */
+  get inFlight(): number {
+    return this.inflight;
+  }
+
+  get threads(): number {
+    return this.lanes.length;
+  }
+
+  deliver(event: DueEvent, signal: AbortSignal): Promise<DeliveryOutcome> {
+    if (this.closing) return Promise.resolve({ kind: 'retry', reason: 'delivery threads closed', durationMs: 0 });
+    if (signal.aborted) return Promise.resolve({ kind: 'retry', reason: 'aborted before sending', durationMs: 0 });
+    if (this.inflight >= DELIVERIES_IN_FLIGHT_MAX) {
+      return Promise.resolve({ kind: 'retry', reason: `delivery threads: ${DELIVERIES_IN_FLIGHT_MAX} deliveries already in flight`, durationMs: 0 });
+    }
+    const lane = this.leastBusy();
+    if (!lane) return Promise.resolve({ kind: 'retry', reason: 'no delivery thread running', durationMs: 0 });
+    const id = this.nextId++;
+    this.inflight++;
+    return new Promise<DeliveryOutcome>((resolve) => {
+      lane.pending.set(id, resolve);
+      if (lane.outbox.length === 0) queueMicrotask(() => this.flush(lane));
+      lane.outbox.push({ id, signal: this.signalId(signal), event });
+    });
+  }
+
+  async close(): Promise<void> {
+    this.closing ??= (async () => {
+      await Promise.all(
+        this.lanes.map(async (lane) => {
+          this.flush(lane);
+          const exited = new Promise<void>((resolve) => lane.worker.once('exit', () => resolve()));
+          lane.worker.postMessage({ close: true });
+          // A thread closes its pool (in-flight deliveries end or are aborted by their signal) and exits.
+          const timer = setTimeout(() => void lane.worker.terminate(), 10_000);
+          await exited;
+          clearTimeout(timer);
+        }),
+      );
+    })();
+    return this.closing;
+  }
+
+  /** Starts one thread; resolves once it is ready. Exported for openHttpThreadChannel. */
+  async addLane(): Promise<void> {
+    const worker = new Worker(new URL('./delivery-thread-worker.mjs', import.meta.url), { workerData: { options: this.options } });
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`delivery thread did not start within ${START_MS_MAX} ms`)), START_MS_MAX);
+      const done = (fn: () => void) => {
+        clearTimeout(timer);
+        worker.off('error', reject);
+        worker.off('exit', onExit);
+        fn();
+      };
+      const onExit = (code: number) => done(() => reject(new Error(`delivery thread exited while starting (code ${code})`)));
+      worker.once('message', () => done(resolve));
+      worker.once('error', (err) => done(() => reject(err)));
+      worker.once('exit', onExit);
+    }).catch(async (err: unknown) => {
+      await worker.terminate();
+      throw err;
+    });
+    if (this.closing) {
+      // Closed while this thread was starting (a replacement): it takes no deliveries.
+      await worker.terminate();
+      return;
+    }
+    const lane: Lane = { worker, pending: new Map(), outbox: [] };
+    worker.on('message', (settled: { id: number; outcome: DeliveryOutcome }[]) => {
+      for (const { id, outcome } of settled) {
+        const resolve = lane.pending.get(id);
+        if (!resolve) continue;
+        lane.pending.delete(id);
+        this.inflight--;
+        resolve(outcome);
+      }
+    });
+    worker.on('error', () => {}); // 'exit' follows and settles what the thread held
+    worker.on('exit', (code) => this.laneExited(lane, code));
+    this.lanes.push(lane);
+  }
+
+  private laneExited(lane: Lane, code: number): void {
+    const at = this.lanes.indexOf(lane);
+    if (at >= 0) this.lanes.splice(at, 1);
+    const reason = this.closing ? 'delivery threads closed' : `delivery thread exited (code ${code})`;
+    for (const resolve of lane.pending.values()) {
+      this.inflight--;
+      resolve({ kind: 'retry', reason, durationMs: 0 });
+    }
+    lane.pending.clear();
+    lane.outbox = [];
+    // Deliveries go on: a thread that died is replaced (its deliveries above are retried later).
+    this.replaceLane(RESPAWN_DELAY_MS_MIN);
+  }
+
+  /** Starts a thread in place of one that died; tries again, each time waiting longer, until one starts. */
+  private replaceLane(delayMs: number): void {
+    if (this.closing) return;
+    this.addLane().catch(() => {
+      const timer = setTimeout(() => this.replaceLane(Math.min(delayMs * 2, RESPAWN_DELAY_MS_MAX)), delayMs);
+      timer.unref();
+    });
+  }
+
+  private leastBusy(): Lane | undefined {
+    let best = this.lanes[0];
+    for (const lane of this.lanes) if (lane.pending.size < best.pending.size) best = lane;
+    return best;
+  }
+
+  private flush(lane: Lane): void {
+    const out = lane.outbox;
+    lane.outbox = [];
+    if (out.length > 0 && this.lanes.includes(lane)) lane.worker.postMessage({ deliver: out });
+  }
+
+  /** The id a signal has on the threads; its abort reaches every thread. */
+  private signalId(signal: AbortSignal): number {
+    let id = this.signalIds.get(signal);
+    if (id === undefined) {
+      const assigned = this.nextSignalId++;
+      id = assigned;
+      this.signalIds.set(signal, assigned);
+      signal.addEventListener(
+        'abort',
+        () => {
+          const reason = signal.reason instanceof Error ? signal.reason.message : 'aborted';
+          for (const lane of this.lanes) {
+            this.flush(lane);
+            lane.worker.postMessage({ abort: assigned, reason });
+          }
+        },
+        { once: true },
+      );
+    }
+    return id;
+  }
+}

@@ -1,0 +1,140 @@
+/** Conformance: recurring schedules: create with a per-tenant bound, edit, delete, the due list, the cursor's compare-and-swap with its occurrences, and the occurrence list. */
+import assert from 'node:assert/strict';
+import { it } from 'node:test';
+import { occurrenceId, type ScheduleRecord } from '../schedules.ts';
+import type { Store } from '../store.ts';
+import { newEvent, newTenant, SEC, T0, twoTenants, uniqueShard, type SuiteContext } from './fixtures.ts';
+
+function newSchedule(tenantId: string, id: string, o: Partial<ScheduleRecord> = {}): ScheduleRecord {
+  return {
+    tenantId,
+    id,
+    shard: 0,
+    version: 1,
+    spec: {
+      cron: null,
+      everyMs: SEC,
+      timezone: 'UTC',
+      startAt: T0,
+      endAt: null,
+      missed: 'fire-once',
+      catchUpMax: 100,
+      template: { destination: { name: 'orders' }, payload: '{"n":1}', headers: {}, group: null, retry: null, expireAfterMs: null, tags: {} },
+      input: { every: '1s', destination: 'orders' },
+    },
+    paused: false,
+    nextAt: T0,
+    catchUpLeft: 100,
+    firedCount: 0,
+    missedCount: 0,
+    lastOccurrenceAt: null,
+    createdAt: T0,
+    updatedAt: T0,
+    ...o,
+  };
+}
+
+async function mustCreate(store: Store, s: ScheduleRecord): Promise<ScheduleRecord> {
+  const r = await store.scheduleCreate({ schedule: s, perTenantMax: 100 });
+  assert.equal(r.kind, 'created');
+  return s;
+}
+
+export function scheduleCases(ctx: SuiteContext): void {
+  it('creates a schedule, reads it back, refuses the same id and a tenant over its bound', async () => {
+    const store = ctx.store();
+    const [a, b] = await twoTenants(store);
+    const s = newSchedule(a, 'daily');
+    assert.deepEqual(await store.scheduleCreate({ schedule: s, perTenantMax: 2 }), { kind: 'created', schedule: s });
+    assert.deepEqual(await store.scheduleGet({ tenantId: a, id: 'daily' }), s);
+    assert.equal(await store.scheduleGet({ tenantId: b, id: 'daily' }), null, 'another tenant sees nothing');
+    const again = await store.scheduleCreate({ schedule: { ...s, version: 9 }, perTenantMax: 2 });
+    assert.deepEqual(again, { kind: 'exists', schedule: s });
+    await mustCreate(store, newSchedule(a, 'hourly'));
+    assert.deepEqual(await store.scheduleCreate({ schedule: newSchedule(a, 'third'), perTenantMax: 2 }), { kind: 'limit' });
+    assert.equal(await store.scheduleGet({ tenantId: a, id: 'third' }), null);
+    assert.equal((await store.scheduleCreate({ schedule: newSchedule(b, 'daily'), perTenantMax: 2 })).kind, 'created', 'the bound is per tenant');
+    assert.deepEqual((await store.scheduleList({ tenantId: a, limit: 10 })).map((x) => x.id), ['daily', 'hourly']);
+    assert.deepEqual((await store.scheduleList({ tenantId: a, afterId: 'daily', limit: 10 })).map((x) => x.id), ['hourly']);
+  });
+
+  it('updates (version + 1, If-Match) and deletes', async () => {
+    const store = ctx.store();
+    const t = await newTenant(store);
+    const s = await mustCreate(store, newSchedule(t, 's'));
+    const paused = await store.scheduleUpdate({ tenantId: t, id: 's', expectedVersion: 1, paused: true, now: T0 + SEC });
+    assert.equal(paused.kind, 'ok');
+    assert.deepEqual(paused.kind === 'ok' && paused.schedule, { ...s, version: 2, paused: true, updatedAt: T0 + SEC });
+    assert.deepEqual(await store.scheduleGet({ tenantId: t, id: 's' }), { ...s, version: 2, paused: true, updatedAt: T0 + SEC });
+    const stale = await store.scheduleUpdate({ tenantId: t, id: 's', expectedVersion: 1, paused: false, now: T0 + 2 * SEC });
+    assert.equal(stale.kind, 'version_mismatch');
+    const spec = { ...s.spec, everyMs: 5 * SEC };
+    const edited = await store.scheduleUpdate({ tenantId: t, id: 's', spec, paused: false, nextAt: T0 + 5 * SEC, catchUpLeft: 7, now: T0 + 3 * SEC });
+    assert.equal(edited.kind === 'ok' && edited.schedule.version, 3);
+    const got = await store.scheduleGet({ tenantId: t, id: 's' });
+    assert.deepEqual([got?.spec.everyMs, got?.paused, got?.nextAt, got?.catchUpLeft], [5 * SEC, false, T0 + 5 * SEC, 7]);
+    assert.equal((await store.scheduleUpdate({ tenantId: t, id: 'nope', paused: true, now: T0 })).kind, 'not_found');
+    assert.equal((await store.scheduleDelete({ tenantId: t, id: 's', expectedVersion: 2 })).kind, 'version_mismatch');
+    assert.equal((await store.scheduleDelete({ tenantId: t, id: 's' })).kind, 'ok');
+    assert.equal(await store.scheduleGet({ tenantId: t, id: 's' }), null);
+    assert.equal((await store.scheduleDelete({ tenantId: t, id: 's' })).kind, 'not_found');
+  });
+
+  it('lists due schedules of the given shards, earliest cursor first, leaving out paused and finished ones', async () => {
+    const store = ctx.store();
+    const t = await newTenant(store);
+    const shard = uniqueShard();
+    await mustCreate(store, newSchedule(t, 'late', { shard, nextAt: T0 + 5 * SEC }));
+    await mustCreate(store, newSchedule(t, 'early', { shard, nextAt: T0 + SEC }));
+    await mustCreate(store, newSchedule(t, 'far', { shard, nextAt: T0 + 60 * SEC }));
+    await mustCreate(store, newSchedule(t, 'paused', { shard, nextAt: T0, paused: true }));
+    await mustCreate(store, newSchedule(t, 'done', { shard, nextAt: null }));
+    await mustCreate(store, newSchedule(t, 'elsewhere', { shard: uniqueShard(), nextAt: T0 }));
+    const due = await store.scheduleListDue({ shards: [shard], untilMs: T0 + 10 * SEC, limit: 100 });
+    assert.deepEqual(due.map((s) => s.id), ['early', 'late']);
+    const first = await store.scheduleListDue({ shards: [shard], untilMs: T0 + 10 * SEC, limit: 1 });
+    assert.ok(first.length <= 1);
+  });
+
+  it('advances the cursor and inserts the occurrences in one step, only from the expected (version, cursor)', async () => {
+    const store = ctx.store();
+    const t = await newTenant(store);
+    const s = await mustCreate(store, newSchedule(t, 'tick'));
+    const ev = (at: number) => newEvent(t, occurrenceId('tick', at), { fireAt: at, requestHash: `h-${at}` });
+    const params = {
+      tenantId: t, id: 'tick', version: 1, fromNextAt: T0, nextAt: T0 + 2 * SEC, catchUpLeft: 100, firedAdd: 2, missedAdd: 0,
+      lastOccurrenceAt: T0 + SEC, events: [ev(T0), ev(T0 + SEC)], now: T0,
+    };
+    const done = await store.scheduleAdvance(params);
+    assert.equal(done.applied, true);
+    assert.deepEqual(done.applied && done.results.map((r) => r.kind), ['created', 'created']);
+    // The same advance again (a second node, a restart that read the old row): the swap fails, nothing is written.
+    assert.deepEqual(await store.scheduleAdvance({ ...params, events: [ev(T0), ev(T0 + SEC), ev(T0 + 9 * SEC)] }), { applied: false });
+    assert.equal(await store.eventGet({ tenantId: t, id: occurrenceId('tick', T0 + 9 * SEC) }), null, 'a failed swap inserts nothing');
+    const after = await store.scheduleGet({ tenantId: t, id: 'tick' });
+    assert.deepEqual([after?.nextAt, after?.firedCount, after?.lastOccurrenceAt, after?.version], [T0 + 2 * SEC, 2, T0 + SEC, s.version]);
+    // Missed counts add up; an occurrence already stored with the same body is `existing`.
+    const next = await store.scheduleAdvance({ ...params, fromNextAt: T0 + 2 * SEC, nextAt: T0 + 5 * SEC, firedAdd: 1, missedAdd: 2, lastOccurrenceAt: T0 + 4 * SEC, events: [ev(T0 + SEC), ev(T0 + 4 * SEC)] });
+    assert.deepEqual(next.applied && next.results.map((r) => r.kind), ['existing', 'created']);
+    const counted = await store.scheduleGet({ tenantId: t, id: 'tick' });
+    assert.deepEqual([counted?.firedCount, counted?.missedCount, counted?.nextAt], [3, 2, T0 + 5 * SEC]);
+    // An edit (version + 1) or a pause makes an advance read before it fail.
+    await store.scheduleUpdate({ tenantId: t, id: 'tick', paused: true, now: T0 });
+    assert.deepEqual(await store.scheduleAdvance({ ...params, version: 2, fromNextAt: T0 + 5 * SEC, events: [] }), { applied: false }, 'paused');
+    assert.deepEqual(await store.scheduleAdvance({ ...params, version: 1, fromNextAt: T0 + 5 * SEC, events: [] }), { applied: false }, 'old version');
+  });
+
+  it('lists a schedule’s occurrences newest first, paged, and nothing of other schedules or tenants', async () => {
+    const store = ctx.store();
+    const [a, b] = await twoTenants(store);
+    const at = (k: number) => T0 + k * SEC;
+    const events = [0, 1, 2, 3].map((k) => newEvent(a, occurrenceId('rep', at(k)), { fireAt: at(k) }));
+    events.push(newEvent(a, occurrenceId('rep2', at(0))), newEvent(a, 'rep'), newEvent(a, 'repA'), newEvent(b, occurrenceId('rep', at(9))));
+    await store.eventInsertMany({ events, now: T0 });
+    const page1 = await store.scheduleOccurrenceList({ tenantId: a, scheduleId: 'rep', limit: 3 });
+    assert.deepEqual(page1.map((e) => e.id), [3, 2, 1].map((k) => occurrenceId('rep', at(k))));
+    const page2 = await store.scheduleOccurrenceList({ tenantId: a, scheduleId: 'rep', beforeId: page1[2].id, limit: 3 });
+    assert.deepEqual(page2.map((e) => e.id), [occurrenceId('rep', at(0))]);
+    assert.deepEqual((await store.scheduleOccurrenceList({ tenantId: b, scheduleId: 'rep', limit: 10 })).map((e) => e.id), [occurrenceId('rep', at(9))]);
+  });
+}

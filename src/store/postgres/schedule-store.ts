@@ -1,0 +1,129 @@
+/**
+ * The schedule methods of the PostgreSQL backend (see ../schedules.ts). Every statement is below,
+ * under a comment naming its parameters and what it returns; they run as named prepared
+ * statements like queries.ts's.
+ *
+ * Races between nodes: scheduleAdvance's UPDATE is a compare-and-swap on (version, next_at) that
+ * takes the row lock first, then inserts the occurrences in the same transaction. A second node
+ * advancing the same schedule waits on the lock, re-checks the row (READ COMMITTED re-evaluates
+ * the WHERE on the new version) and matches nothing: it rolls back, having inserted nothing. An
+ * edit (scheduleUpdate) takes the same lock, so it lands wholly before or after an advance.
+ */
+import type pg from 'pg';
+import { eventFromRow, type EventRow } from '../core/rows.ts';
+import { checkSchedulePage, SCHEDULE_COLUMNS, scheduleFromRow, scheduleRefusal, scheduleUpdated, type ScheduleRow } from '../core/schedule-rows.ts';
+import * as Sch from '../schedules.ts';
+import { inTransaction, rethrowUnavailable, type Queryable } from './db.ts';
+import * as writes from './event-writes.ts';
+import { EVENT_COLUMNS, TX } from './queries.ts';
+
+const SQL = {
+  // ($1 tenantId) → one row when the tenant exists, locking it against other schedule creates of
+  // that tenant (FOR NO KEY UPDATE: inserts referencing it still go on) until the transaction ends.
+  scheduleTenantLock: `SELECT 1 FROM tenants WHERE id = $1 FOR NO KEY UPDATE`,
+  // ($1 tenantId) → { n }: the tenant's schedules (a range of the primary key).
+  scheduleCount: `SELECT count(*)::int AS n FROM schedules WHERE tenant_id = $1`,
+  // ($1 tenantId, $2 id) → ScheduleRow | none.
+  scheduleGet: `SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE tenant_id = $1 AND id = $2`,
+  // ($1 tenantId, $2 id) → ScheduleRow | none, row-locked until the transaction ends.
+  scheduleGetForUpdate: `SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE tenant_id = $1 AND id = $2 FOR UPDATE`,
+  // ($1..$13 every column in SCHEDULE_COLUMNS order) → nothing.
+  scheduleInsert: `INSERT INTO schedules (${SCHEDULE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+  // ($1 tenantId, $2 afterId, $3 limit) → ScheduleRow[] by id.
+  scheduleList: `SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
+  // ($1 tenantId, $2 id, $3 version, $4 spec, $5 paused, $6 nextAt, $7 catchUpLeft, $8 updatedAt) → nothing.
+  scheduleUpdate: `UPDATE schedules SET version = $3, spec = $4, paused = $5, next_at = $6, catch_up_left = $7, updated_at = $8
+    WHERE tenant_id = $1 AND id = $2`,
+  // ($1 tenantId, $2 id) → nothing.
+  scheduleDelete: `DELETE FROM schedules WHERE tenant_id = $1 AND id = $2`,
+  // ($1 untilMs, $2 limit, $3 shards int[] | null) → ScheduleRow[], earliest cursor first (index schedules_due).
+  scheduleListDue: `SELECT ${SCHEDULE_COLUMNS} FROM schedules
+    WHERE NOT paused AND next_at IS NOT NULL AND next_at <= $1 AND ($3::int[] IS NULL OR shard = ANY ($3::int[]))
+    ORDER BY next_at LIMIT $2`,
+  // ($1 tenantId, $2 id, $3 version, $4 fromNextAt, $5 nextAt, $6 catchUpLeft, $7 firedAdd, $8 missedAdd,
+  //  $9 lastOccurrenceAt, $10 now) → one row when the schedule was still at (version, fromNextAt), not paused.
+  scheduleAdvance: `UPDATE schedules SET next_at = $5, catch_up_left = $6, fired_count = fired_count + $7,
+    missed_count = missed_count + $8, last_occurrence_at = coalesce($9, last_occurrence_at), updated_at = $10
+    WHERE tenant_id = $1 AND id = $2 AND version = $3 AND next_at = $4 AND NOT paused RETURNING 1 AS ok`,
+  // ($1 tenantId, $2 lo, $3 hi, $4 limit) → EventRow[]: events with lo ≤ id < hi, newest id first (primary key, collation C).
+  occurrenceList: `SELECT ${EVENT_COLUMNS} FROM events WHERE tenant_id = $1 AND id >= $2 AND id < $3 ORDER BY id DESC LIMIT $4`,
+};
+
+function q<R extends pg.QueryResultRow>(db: Queryable, name: keyof typeof SQL, values: unknown[]): Promise<pg.QueryResult<R>> {
+  return db.query<R>({ name: `belfry_${name}`, text: SQL[name], values }).catch(rethrowUnavailable);
+}
+
+function columns(s: Sch.ScheduleRecord): unknown[] {
+  return [s.tenantId, s.id, s.shard, s.version, JSON.stringify(s.spec), s.paused, s.nextAt, s.catchUpLeft, s.firedCount,
+    s.missedCount, s.lastOccurrenceAt, s.createdAt, s.updatedAt];
+}
+
+export class PostgresSchedules implements Sch.ScheduleStore {
+  constructor(private readonly pool: pg.Pool) {}
+
+  async scheduleCreate({ schedule: s, perTenantMax }: { schedule: Sch.ScheduleRecord; perTenantMax: number }): Promise<Sch.ScheduleCreateResult> {
+    return inTransaction(this.pool, TX.begin, async (client) => {
+      await q(client, 'scheduleTenantLock', [s.tenantId]);
+      const existing = (await q<ScheduleRow>(client, 'scheduleGet', [s.tenantId, s.id])).rows[0];
+      if (existing) return { kind: 'exists', schedule: scheduleFromRow(existing) };
+      if ((await q<{ n: number }>(client, 'scheduleCount', [s.tenantId])).rows[0].n >= perTenantMax) return { kind: 'limit' };
+      await q(client, 'scheduleInsert', columns(s));
+      return { kind: 'created', schedule: s };
+    });
+  }
+
+  async scheduleGet({ tenantId, id }: { tenantId: string; id: string }): Promise<Sch.ScheduleRecord | null> {
+    const row = (await q<ScheduleRow>(this.pool, 'scheduleGet', [tenantId, id])).rows[0];
+    return row ? scheduleFromRow(row) : null;
+  }
+
+  async scheduleList({ tenantId, afterId, limit }: { tenantId: string; afterId?: string; limit: number }): Promise<Sch.ScheduleRecord[]> {
+    checkSchedulePage(limit, 'scheduleList');
+    return (await q<ScheduleRow>(this.pool, 'scheduleList', [tenantId, afterId ?? '', limit])).rows.map(scheduleFromRow);
+  }
+
+  async scheduleUpdate(p: Sch.ScheduleUpdateParams): Promise<Sch.ScheduleMutateResult> {
+    return inTransaction(this.pool, TX.begin, async (client) => {
+      const row = (await q<ScheduleRow>(client, 'scheduleGetForUpdate', [p.tenantId, p.id])).rows[0];
+      const cur = row ? scheduleFromRow(row) : null;
+      const refused = scheduleRefusal(cur, p.expectedVersion);
+      if (refused) return refused;
+      const n = scheduleUpdated(cur!, p);
+      await q(client, 'scheduleUpdate', [n.tenantId, n.id, n.version, JSON.stringify(n.spec), n.paused, n.nextAt, n.catchUpLeft, n.updatedAt]);
+      return { kind: 'ok', schedule: n };
+    });
+  }
+
+  async scheduleDelete(p: { tenantId: string; id: string; expectedVersion?: number }): Promise<Sch.ScheduleMutateResult> {
+    return inTransaction(this.pool, TX.begin, async (client) => {
+      const row = (await q<ScheduleRow>(client, 'scheduleGetForUpdate', [p.tenantId, p.id])).rows[0];
+      const cur = row ? scheduleFromRow(row) : null;
+      const refused = scheduleRefusal(cur, p.expectedVersion);
+      if (refused) return refused;
+      await q(client, 'scheduleDelete', [p.tenantId, p.id]);
+      return { kind: 'ok', schedule: cur! };
+    });
+  }
+
+  async scheduleListDue(p: Sch.ScheduleListDueParams): Promise<Sch.ScheduleRecord[]> {
+    checkSchedulePage(p.limit, 'scheduleListDue');
+    return (await q<ScheduleRow>(this.pool, 'scheduleListDue', [p.untilMs, p.limit, p.shards])).rows.map(scheduleFromRow);
+  }
+
+  async scheduleAdvance(p: Sch.ScheduleAdvanceParams): Promise<Sch.ScheduleAdvanceResult> {
+    return inTransaction(this.pool, TX.begin, async (client) => {
+      const swapped = await q(client, 'scheduleAdvance', [p.tenantId, p.id, p.version, p.fromNextAt, p.nextAt, p.catchUpLeft,
+        p.firedAdd, p.missedAdd, p.lastOccurrenceAt, p.now]);
+      if (swapped.rowCount !== 1) return { applied: false as const };
+      const results = p.events.length > 0 ? await writes.insertMany(client, { events: p.events, now: p.now }) : [];
+      return { applied: true as const, results };
+    });
+  }
+
+  async scheduleOccurrenceList(p: Sch.ScheduleOccurrenceListParams) {
+    checkSchedulePage(p.limit, 'scheduleOccurrenceList');
+    const { lo, hi } = Sch.occurrenceIdRange(p.scheduleId);
+    const upper = p.beforeId !== undefined && p.beforeId < hi ? p.beforeId : hi;
+    return (await q<EventRow>(this.pool, 'occurrenceList', [p.tenantId, lo, upper, p.limit])).rows.map(eventFromRow);
+  }
+}

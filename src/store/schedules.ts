@@ -1,0 +1,150 @@
+/**
+ * The Store's part for recurring schedules: the records and the params of the schedule methods
+ * (declared on Store in store.ts, implemented by each backend's schedule-store.ts).
+ *
+ * A schedule row carries its cursor, `nextAt`: the first occurrence not yet materialised (null
+ * when none is left). The materialiser moves it with scheduleAdvance, a compare-and-swap on
+ * (version, nextAt) in the same transaction as the insert of the occurrences it made, so two
+ * nodes, a restart or a race never make an occurrence twice and never skip one: whoever loses the
+ * swap wrote nothing. User edits (scheduleUpdate) bump `version`; the cursor's moves do not.
+ */
+import type { RetryPolicy } from '../core/backoff.ts';
+import type { DestinationRef, EventRecord } from '../core/event.ts';
+import type { EventInsertResult, NewEvent } from './store.ts';
+
+export type MissedPolicy = 'skip' | 'fire-once' | 'fire-all';
+
+/** What each occurrence's event is made of (resolved and checked when the schedule was written). */
+export interface ScheduleTemplate {
+  destination: DestinationRef;
+  /** The payload's JSON text. */
+  payload: string;
+  headers: Record<string, string>;
+  group: string | null;
+  retry: RetryPolicy | null;
+  expireAfterMs: number | null;
+  tags: Record<string, string>;
+  /** The events' kind (EventRecord.type); absent in rows written before schedules had it. */
+  type?: string | null;
+}
+
+export interface ScheduleSpec {
+  /** Exactly one of cron and everyMs. */
+  cron: string | null;
+  everyMs: number | null;
+  timezone: string;
+  startAt: number;
+  endAt: number | null;
+  missed: MissedPolicy;
+  catchUpMax: number;
+  template: ScheduleTemplate;
+  /** The body as the client sent it (its fields after validation), to show back. */
+  input: Record<string, unknown>;
+}
+
+export interface ScheduleRecord {
+  tenantId: string;
+  id: string;
+  /** The shard of the schedule (by its id): the node owning it materialises it. */
+  shard: number;
+  version: number;
+  spec: ScheduleSpec;
+  paused: boolean;
+  /** The first occurrence not yet materialised; null when none is left. */
+  nextAt: number | null;
+  /** How many missed occurrences fire-all may still make in the current catch-up. */
+  catchUpLeft: number;
+  /** Occurrences made into events. */
+  firedCount: number;
+  /** Occurrences not made because they were missed (policy skip or fire-once, or past catchUpMax). */
+  missedCount: number;
+  /** The latest occurrence made into an event. */
+  lastOccurrenceAt: number | null;
+  createdAt: number;
+  updatedAt: number;
+}
+
+export type ScheduleCreateResult =
+  | { kind: 'created'; schedule: ScheduleRecord }
+  | { kind: 'exists'; schedule: ScheduleRecord }
+  /** The tenant has `perTenantMax` schedules already. */
+  | { kind: 'limit' };
+
+export interface ScheduleUpdateParams {
+  tenantId: string;
+  id: string;
+  /** If given, applies only at this version (If-Match). */
+  expectedVersion?: number;
+  spec?: ScheduleSpec;
+  paused?: boolean;
+  /** The new cursor (the caller recomputes it when the timing changes or the schedule resumes). */
+  nextAt?: number | null;
+  catchUpLeft?: number;
+  now: number;
+}
+
+export type ScheduleMutateResult =
+  | { kind: 'ok'; schedule: ScheduleRecord }
+  | { kind: 'not_found' }
+  | { kind: 'version_mismatch'; schedule: ScheduleRecord };
+
+export interface ScheduleListDueParams {
+  /** Only these shards; null: all. */
+  shards: number[] | null;
+  /** Schedules not paused with nextAt ≤ untilMs, earliest first. */
+  untilMs: number;
+  limit: number;
+}
+
+export interface ScheduleAdvanceParams {
+  tenantId: string;
+  id: string;
+  /** Applies only while the schedule is at this version with this cursor (compare and swap). */
+  version: number;
+  fromNextAt: number;
+  nextAt: number | null;
+  catchUpLeft: number;
+  firedAdd: number;
+  missedAdd: number;
+  lastOccurrenceAt: number | null;
+  /** The occurrences' events, inserted in the same transaction (idempotent by id). */
+  events: NewEvent[];
+  now: number;
+}
+
+export type ScheduleAdvanceResult = { applied: false } | { applied: true; results: EventInsertResult[] };
+
+export interface ScheduleOccurrenceListParams {
+  tenantId: string;
+  scheduleId: string;
+  /** Only occurrences with an id before this one (the previous page's last). */
+  beforeId?: string;
+  limit: number;
+}
+
+/** The id of a schedule's occurrence: `<schedule id>@<occurrence in UTC RFC 3339 with ms>`. */
+export function occurrenceId(scheduleId: string, at: number): string {
+  return `${scheduleId}@${new Date(at).toISOString()}`;
+}
+
+/** The range of ids of a schedule's occurrences: [lo, hi) in byte order ('A' follows '@'). */
+export function occurrenceIdRange(scheduleId: string): { lo: string; hi: string } {
+  return { lo: `${scheduleId}@`, hi: `${scheduleId}A` };
+}
+
+/** Methods the Store has for schedules (see store.ts). */
+export interface ScheduleStore {
+  /** Creates the schedule unless its id exists or its tenant has perTenantMax schedules (counted in the same transaction). */
+  scheduleCreate(params: { schedule: ScheduleRecord; perTenantMax: number }): Promise<ScheduleCreateResult>;
+  scheduleGet(params: { tenantId: string; id: string }): Promise<ScheduleRecord | null>;
+  /** A tenant's schedules by id, after `afterId`. */
+  scheduleList(params: { tenantId: string; afterId?: string; limit: number }): Promise<ScheduleRecord[]>;
+  /** Edits, pauses or resumes; version + 1. */
+  scheduleUpdate(params: ScheduleUpdateParams): Promise<ScheduleMutateResult>;
+  scheduleDelete(params: { tenantId: string; id: string; expectedVersion?: number }): Promise<ScheduleMutateResult>;
+  scheduleListDue(params: ScheduleListDueParams): Promise<ScheduleRecord[]>;
+  /** Moves the cursor and inserts the occurrences, in one transaction, only if (version, fromNextAt) still hold. */
+  scheduleAdvance(params: ScheduleAdvanceParams): Promise<ScheduleAdvanceResult>;
+  /** The schedule's occurrences (events with ids in its range), newest first; one walk of the events' (tenant, id) key. */
+  scheduleOccurrenceList(params: ScheduleOccurrenceListParams): Promise<EventRecord[]>;
+}

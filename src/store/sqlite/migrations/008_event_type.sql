@@ -1,0 +1,5 @@
+-- 008_event_type: an event's optional kind (`order.timeout`), and the index that serves the list
+-- filter `?type=` newest first like the other filters (src/store/event-list-plan.ts). Typed
+-- events only: an event without a type costs this index nothing.
+ALTER TABLE events ADD COLUMN type TEXT;
+CREATE INDEX IF NOT EXISTS events_tenant_type_seq ON events (tenant_id, type, seq) WHERE type IS NOT NULL;
