@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { callApi as api } from '../support/http.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { killNodeProcess, startNodeProcess, stopNodeProcess, type NodeProcess } from '../support/process.ts';
+import { waitUntil } from '../support/node.ts';
 
 const ADMIN_KEY = 'e2e-admin-key-0123456789abcdef';
 
@@ -101,12 +102,12 @@ describe('graceful shutdown on SIGTERM', () => {
     // Every request the node sent was answered before it exited (it waited for them).
     assert.ok(node.output.join('').includes('"msg":"stopped"'));
 
-    node = await startNodeProcess(nodeArgs(dataDir));
+    const restarted = await startNodeProcess(nodeArgs(dataDir));
+    node = restarted;
     await rx.waitFor((reqs) => new Set(reqs.map((r) => r.headers['webhook-id'])).size >= 200, 30_000);
     const duplicates = rx.count - new Set(rx.requests.map((r) => r.headers['webhook-id'])).size;
     console.log(`SIGTERM: ${sentBeforeStop} sent before the stop, ${duplicates} duplicates after restart`);
     assert.equal(duplicates, 0);
-    const ev = await api(node.url, key, 'GET', '/v1/events/s-0');
-    assert.equal(ev.body.state, 'succeeded');
+    await waitUntil('s-0 succeeded', async () => (await api(restarted.url, key, 'GET', '/v1/events/s-0')).body.state === 'succeeded', 10_000);
   });
 });

@@ -98,6 +98,8 @@ describe('delivery', () => {
     assert.equal(got('c-cancel').length, 0);
     assert.equal(got('c-move').length, 0);
     assert.equal((await t.api('GET', '/v1/events/c-move')).body.state, 'scheduled');
+    // The receiver has the sentinel; its outcome is recorded just after (the delivery thread reports it).
+    await waitUntil('sentinel succeeded', async () => (await t.api('GET', '/v1/events/c-sentinel')).body.state === 'succeeded', 5_000);
     const late = await t.api('DELETE', '/v1/events/c-sentinel');
     assert.equal(late.status, 409);
     assert.equal(late.body.error.details[0].state, 'succeeded');
