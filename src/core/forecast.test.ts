@@ -20,6 +20,11 @@ describe('forecastGrid', () => {
   it('refuses more buckets than the bound, and bad arguments', () => {
     assert.equal(forecastGrid(0, FORECAST_BUCKETS_MAX * MIN, MIN)?.buckets, FORECAST_BUCKETS_MAX);
     assert.equal(forecastGrid(0, FORECAST_BUCKETS_MAX * MIN + 1, MIN), null);
+    // A day of minutes from a moment inside a minute: the window is 1,440 minutes long; its grid
+    // has one bucket more, the first and last partly outside it.
+    const grid = forecastGrid(30_000, 30_000 + FORECAST_BUCKETS_MAX * MIN, MIN);
+    assert.deepEqual(grid, { startMs: 0, bucketMs: MIN, buckets: FORECAST_BUCKETS_MAX + 1 });
+    assert.equal(forecastGrid(30_000, 30_001 + FORECAST_BUCKETS_MAX * MIN, MIN), null);
     assert.throws(() => forecastGrid(0, 10, 0), RangeError);
     assert.throws(() => forecastGrid(10, 10, 1), RangeError);
   });

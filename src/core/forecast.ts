@@ -2,7 +2,9 @@
  * The due-load forecast's pure parts: the bucket grid of a window and the spike rule.
  *
  * Grid: buckets of `bucketMs` aligned to the epoch (a 1m bucket starts at a whole minute), the
- * first one holding `fromMs`, the last one holding `toMs - 1`. At most FORECAST_BUCKETS_MAX.
+ * first one holding `fromMs`, the last one holding `toMs - 1`. The window holds at most
+ * FORECAST_BUCKETS_MAX bucket lengths; a window that starts inside a bucket has one grid bucket
+ * more (24 hours of minutes from now: 1,441 buckets, the first and last partly outside).
  *
  * Spike rule: bucket i is a spike when
  *     count[i] ≥ SPIKE_COUNT_MIN  and  count[i] ≥ SPIKE_FACTOR × max(1, median of its neighbours)
@@ -25,13 +27,13 @@ export interface ForecastGrid {
   buckets: number;
 }
 
-/** The grid covering [fromMs, toMs); null when it would hold more than `bucketsMax` buckets. */
+/** The grid covering [fromMs, toMs); null when the window is longer than `bucketsMax` buckets. */
 export function forecastGrid(fromMs: number, toMs: number, bucketMs: number, bucketsMax = FORECAST_BUCKETS_MAX): ForecastGrid | null {
   if (!(bucketMs >= 1) || !Number.isSafeInteger(bucketMs)) throw new RangeError(`forecastGrid: bucketMs must be a positive integer, got ${bucketMs}`);
   if (!(toMs > fromMs)) throw new RangeError('forecastGrid: toMs must be after fromMs');
+  if (toMs - fromMs > bucketsMax * bucketMs) return null;
   const startMs = Math.floor(fromMs / bucketMs) * bucketMs;
-  const buckets = Math.ceil((toMs - startMs) / bucketMs);
-  return buckets > bucketsMax ? null : { startMs, bucketMs, buckets };
+  return { startMs, bucketMs, buckets: Math.ceil((toMs - startMs) / bucketMs) };
 }
 
 function median(values: number[]): number {

@@ -21,12 +21,15 @@ export function checkDeleteTerminal(params: EventDeleteTerminalParams): void {
   if (!isRetentionState(params.state)) throw new RangeError(`eventDeleteTerminal: ${String(params.state)} is not a terminal state`);
 }
 
-/** A forecast's window and buckets: whole ms, at most FORECAST_BUCKETS_MAX buckets, a known `by`. */
+/**
+ * A forecast's window and buckets: whole ms, at most FORECAST_BUCKETS_MAX buckets (one more when the
+ * caller's window starts inside a bucket: fromMs is the grid's aligned start), a known `by`.
+ */
 export function checkForecast(p: EventForecastParams): EventForecastParams {
   if (![p.fromMs, p.toMs, p.bucketMs].every(Number.isSafeInteger) || p.bucketMs < 1 || p.toMs <= p.fromMs) {
     throw new RangeError(`eventForecast: need integer fromMs < toMs and bucketMs ≥ 1, got ${p.fromMs}, ${p.toMs}, ${p.bucketMs}`);
   }
-  if (Math.ceil((p.toMs - p.fromMs) / p.bucketMs) > FORECAST_BUCKETS_MAX) throw new RangeError(`eventForecast: more than ${FORECAST_BUCKETS_MAX} buckets`);
+  if (Math.ceil((p.toMs - p.fromMs) / p.bucketMs) > FORECAST_BUCKETS_MAX + 1) throw new RangeError(`eventForecast: more than ${FORECAST_BUCKETS_MAX} buckets`);
   if (!['none', 'destination', 'tenant'].includes(p.by)) throw new RangeError(`eventForecast: by must be none, destination or tenant, got ${String(p.by)}`);
   return p;
 }
