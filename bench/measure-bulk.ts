@@ -2,7 +2,7 @@
  * Measures a bulk shift and the forecast on a real store. Not a test; the numbers go in
  * docs/bulk-and-forecast.md. Do not run it at 10,000,000 on a shared machine.
  *
- *   node --import tsx src/store/measure-bulk.ts sqlite|postgres [events, default 100000] [batch, default 500] [pause factor, default 1]
+ *   node --import tsx bench/measure-bulk.ts sqlite|postgres [events, default 100000] [batch, default 500] [pause factor, default 1]
  *
  * 1. Fill: N scheduled events of one tenant, due over the next 24 hours, a tenth of them typed.
  * 2. Forecast: the next 24 hours in 1-minute buckets (1440), by destination; then the next hour;
@@ -18,12 +18,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
-import { SystemClock } from '../core/clock.ts';
-import { newSortableId } from '../core/ids.ts';
-import { BulkRunner, DEFAULT_BULK_RUNNER_OPTIONS } from '../scheduler/bulk-runner.ts';
-import { openPostgresStore } from './postgres/postgres-store.ts';
-import { openSqliteThreadStore } from './sqlite/thread-store.ts';
-import type { NewEvent, Store } from './store.ts';
+import { SystemClock } from '../src/core/clock.ts';
+import { newSortableId } from '../src/core/ids.ts';
+import { BulkRunner, DEFAULT_BULK_RUNNER_OPTIONS } from '../src/scheduler/bulk-runner.ts';
+import { openPostgresStore } from '../src/store/postgres/postgres-store.ts';
+import { openSqliteThreadStore } from '../src/store/sqlite/thread-store.ts';
+import type { NewEvent, Store } from '../src/store/store.ts';
 
 const backend = process.argv[2];
 const N = Number(process.argv[3] ?? 100_000);
