@@ -40,8 +40,7 @@ import { bulkJobFromRow } from '../core/bulk-rows.ts';
 import { ReaderThread } from './reader-thread.ts';
 import { SqliteSchedules } from './schedule-store.ts';
 import { SqliteSources } from './source-store.ts';
-import type * as Src from '../sources.ts';
-import type * as Sch from '../schedules.ts';
+import { delegateToSubStores, type SubStoreMethods } from '../core/sub-stores.ts';
 import { destinationFromRow, nodeFromRow, tenantFromRow, tenantSecretsFromColumn } from './rows.ts';
 
 export const SQLITE_FILE_NAME_DEFAULT = 'belfry.db';
@@ -470,20 +469,8 @@ export class SqliteStore implements S.Store {
       .all({ tenantId: params.tenantId, eventId: params.eventId, afterSeq: params.afterSeq ?? 0, limit: params.limit })
       .map(transitionFromRow);
   }
-
-  scheduleCreate(p: { schedule: Sch.ScheduleRecord; perTenantMax: number }) { return this.schedules.scheduleCreate(p); }
-  scheduleGet(p: { tenantId: string; id: string }) { return this.schedules.scheduleGet(p); }
-  scheduleList(p: { tenantId: string; afterId?: string; limit: number }) { return this.schedules.scheduleList(p); }
-  scheduleUpdate(p: Sch.ScheduleUpdateParams) { return this.schedules.scheduleUpdate(p); }
-  scheduleDelete(p: { tenantId: string; id: string; expectedVersion?: number }) { return this.schedules.scheduleDelete(p); }
-  scheduleListDue(p: Sch.ScheduleListDueParams) { return this.schedules.scheduleListDue(p); }
-  scheduleAdvance(p: Sch.ScheduleAdvanceParams) { return this.schedules.scheduleAdvance(p); }
-  scheduleOccurrenceList(p: Sch.ScheduleOccurrenceListParams) { return this.schedules.scheduleOccurrenceList(p); }
-
-  sourcePut(p: Parameters<Src.SourceStore['sourcePut']>[0]) { return this.sources.sourcePut(p); }
-  sourceGet(p: { tenantId: string; name: string }) { return this.sources.sourceGet(p); }
-  sourceList(p: { tenantId: string; afterName?: string; limit: number }) { return this.sources.sourceList(p); }
-  sourceListAll(p: Parameters<Src.SourceStore['sourceListAll']>[0]) { return this.sources.sourceListAll(p); }
-  sourceDelete(p: { tenantId: string; name: string }) { return this.sources.sourceDelete(p); }
-  sourceReport(p: Src.SourceReportParams) { return this.sources.sourceReport(p); }
 }
+
+// The schedule and source methods: handed to this.schedules and this.sources (core/sub-stores.ts).
+export interface SqliteStore extends SubStoreMethods {}
+delegateToSubStores(SqliteStore);
