@@ -16,6 +16,7 @@ import type {
   ShardAssignmentRow,
   TransitionRow,
 } from '../core/rows.ts';
+import { WRITER_AUTOCHECKPOINT_PAGES } from './checkpointer.ts';
 import type { DestinationRow, EventTuple, NodeRow, RescueCandidateRow, TenantRow } from './rows.ts';
 
 /** Connection settings, applied before anything else. */
@@ -425,6 +426,8 @@ export function prepareQueries(db: Database.Database) {
     // (nodejs/node#65446); writeRelaxed runs these twice per claim or outcome batch.
     synchronousNormal: p(`PRAGMA synchronous = NORMAL`),
     synchronousFull: p(`PRAGMA synchronous = FULL`),
+    // The writer's auto-checkpoint, kept only as a bound (checkpointer.ts runs them off the writer).
+    walAutocheckpoint: p(`PRAGMA wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`),
     eventGroupFirst: p<DueRefRow & { state: string }>(SQL.eventGroupFirst),
     claimLeaseRenew: p(SQL.claimLeaseRenew),
     claimLeasePrune: p(SQL.claimLeasePrune),

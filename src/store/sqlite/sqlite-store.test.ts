@@ -11,6 +11,7 @@ import { runStoreConformance } from '../conformance/store-conformance.ts';
 import { LEGACY_PID_FILE_NAME, LOCK_FILE_NAME } from './data-dir-lock.ts';
 import { READER_SQL, SQL } from './queries.ts';
 import { openSqliteStore } from './sqlite-store.ts';
+import { WRITER_AUTOCHECKPOINT_PAGES } from './checkpointer.ts';
 import { loadMigrations } from './migrate.ts';
 
 const dirs: string[] = [];
@@ -76,6 +77,32 @@ describe('SqliteStore specifics', () => {
     const store = await openSqliteStore({ dataDir });
     assert.equal(existsSync(join(dataDir, LEGACY_PID_FILE_NAME)), false);
     await store.close();
+  });
+
+  it('checkpoints the WAL on a thread of its own; the writer keeps only a far bound of its own', async () => {
+    const store = await openSqliteStore({ dataDir: tempDir() });
+    try {
+      const db = (store as unknown as { db: import('better-sqlite3').Database }).db;
+      assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), WRITER_AUTOCHECKPOINT_PAGES);
+      const now = Date.now();
+      await store.tenantCreate({ id: 't', name: 't', settings: {}, createdAt: now });
+      const events = Array.from({ length: 500 }, (_, i) => ({
+        tenantId: 't', id: `e-${i}`, shard: 0, fireAt: now, destination: { name: 'd' }, payload: 'x'.repeat(2000), headers: {},
+        group: null, retry: null, expireAt: null, tags: {}, type: null, requestHash: '',
+      }));
+      await store.eventInsertMany({ events, now });
+      // Far below the writer's bound: only the checkpointer copies these frames back.
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const { last } = store.checkpointer.stats;
+        if (last && last.log > 0 && last.checkpointed === last.log) break;
+        assert.ok(Date.now() < deadline, `the checkpointer copied nothing back within 10 s: ${JSON.stringify(store.checkpointer.stats)}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      assert.ok(store.checkpointer.stats.last!.log < WRITER_AUTOCHECKPOINT_PAGES);
+    } finally {
+      await store.close();
+    }
   });
 
   it('runs WAL with synchronous=FULL and records its migrations', async () => {

@@ -17,6 +17,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { Checkpointer } from './checkpointer.ts';
 import { EVENT_STATES, type EventRecord, type EventState, type TransitionRecord } from '../../core/event.ts';
 import type * as S from '../store.ts';
 import { BULK_ERRORS_KEPT, BULK_FINISHED_KEPT } from '../store.ts';
@@ -80,6 +81,8 @@ export class SqliteStore implements S.Store {
   private readonly tx: Database.Transaction<(fn: () => unknown) => unknown>;
   /** Counts over every event run here, off the event loop. */
   private readonly reader: ReaderThread;
+  /** WAL checkpoints, off the writer (checkpointer.ts). */
+  readonly checkpointer: Checkpointer;
   /** The schedule methods (schedule-store.ts), in this store's transactions. */
   private readonly schedules: SqliteSchedules;
   /** The source methods (source-store.ts), in this store's transactions. */
@@ -96,6 +99,8 @@ export class SqliteStore implements S.Store {
     this.bq = prepareBulkQueries(db);
     this.tx = db.transaction((fn: () => unknown) => fn());
     this.reader = new ReaderThread(filePath, READER_SQL);
+    this.q.walAutocheckpoint.get();
+    this.checkpointer = new Checkpointer(filePath);
     this.schedules = new SqliteSchedules(db, (fn) => this.write(fn), (params) => writes.insertMany(this.q, params));
     this.sources = new SqliteSources(db, (fn) => this.write(fn));
   }
@@ -135,6 +140,7 @@ export class SqliteStore implements S.Store {
     this.closed = true;
     try {
       await this.reader.close();
+      await this.checkpointer.close();
       this.db.close();
     } finally {
       this.lock.release();
