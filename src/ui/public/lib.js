@@ -156,7 +156,7 @@ export function fmtMs(ms) {
 }
 
 export function fmtPercent(x) {
-  return x === null || x === undefined ? '—' : `${(x * 100).toFixed(x === 1 ? 0 : 1)}%`;
+  return x === null || x === undefined ? '—' : `${(x * 100).toFixed(x === 1 || x === 0 ? 0 : 1)}%`;
 }
 
 export function destinationText(d) {

@@ -16,7 +16,7 @@ export function ClusterView() {
     ${c
       ? html`<div class="stats" data-test="cluster">
             <${Stat} label="mode" value=${c.mode} />
-            <${Stat} label="leader" value=${c.leader ? c.leader.nodeId : 'none'} tone=${c.leader || c.mode === 'single' ? null : 'bad'} />
+            <${Stat} label="leader" value=${c.leader ? c.leader.nodeId : c.mode === 'single' ? 'not needed' : 'none'} tone=${c.leader || c.mode === 'single' ? null : 'bad'} />
             <${Stat} label="epoch" value=${c.leader ? c.leader.epoch : '—'} />
             <${Stat} label="shards" value=${c.shardCount} />
             <${Stat} label="unassigned" value=${c.unassignedShards} tone=${c.unassignedShards > 0 ? 'bad' : 'ok'} />
