@@ -33,7 +33,7 @@ test('/ui redirects to /ui/, the page, with a CSP that allows no inline script a
 });
 
 test('the library files are served by name; nothing else of node_modules is', async () => {
-  for (const [file, type] of [['preact.mjs', /javascript/], ['hooks.mjs', /javascript/], ['htm.mjs', /javascript/], ['uPlot.esm.js', /javascript/], ['pico.min.css', /css/]] as const) {
+  for (const [file, type] of [['preact.mjs', /javascript/], ['hooks.mjs', /javascript/], ['htm.mjs', /javascript/], ['uPlot.iife.min.js', /javascript/], ['uPlot.min.css', /css/], ['pico.min.css', /css/]] as const) {
     const r = await t.app.inject({ method: 'GET', url: `/ui/vendor/${file}` });
     assert.equal(r.statusCode, 200, file);
     assert.match(String(r.headers['content-type']), type, file);

@@ -3,8 +3,10 @@
  * buckets drawn in red and listed below. A tenant sees its own events; the admin, every tenant's.
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import uPlot from 'uplot';
 import { api, Empty, ErrorNote, fmtTime, html, PageHead, qs, useLoad } from '../lib.js';
+
+/** uPlot's minified build, loaded by index.html as a classic script (its ES module build is not minified). */
+const uPlot = globalThis.uPlot;
 
 const WINDOWS = [
   ['1h', '1m', 'next hour'],
