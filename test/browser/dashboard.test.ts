@@ -179,7 +179,8 @@ async function walk(page: Page, consoleErrors: string[]): Promise<void> {
   assert.match(dry, /\b([23]) events selected, \1 can be replayed/);
   await shot(page, '06-archive-dry-run');
   await page.click('[data-test=dry-run] button:has-text("Replay")');
-  await page.waitForSelector('[data-test=bulk-job] .badge.tone-ok', { timeout: WAIT_MS });
+  await page.waitForSelector('[data-test=bulk-job] .badge:has-text("succeeded")', { timeout: WAIT_MS });
+  assert.match(await page.locator('[data-test=bulk-job]').innerText(), /\b([23]) replayed · 0 skipped · \1 selected/);
   await shot(page, '07-archive-bulk-done');
 
   // Destinations with health: the failing one shows its failures.

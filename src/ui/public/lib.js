@@ -181,7 +181,7 @@ const STATE_TONE = {
   closed: 'ok',
   open: 'bad',
   half_open: 'warn',
-  running: 'ok',
+  running: 'run',
   starting: 'info',
   failing: 'bad',
   paused: 'warn',

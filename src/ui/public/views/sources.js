@@ -19,7 +19,7 @@ export function SourcesView() {
               <td><strong>${s.name}</strong><div class="muted small">group ${s.groupId}</div></td>
               <td><code>${s.topic}</code>${s.deadLetterTopic ? html`<div class="muted small">dead letters: ${s.deadLetterTopic}</div>` : null}</td>
               <td class="ellipsis small">${s.brokers.join(', ')}</td>
-              <td><${Badge} value=${s.state} /></td>
+              <td><${Badge} value=${s.state} tone=${s.state === 'running' ? 'ok' : undefined} /></td>
               <td class="num">${s.lag ?? '—'}</td>
               <td class="num">${s.accepted}</td>
               <td class=${`num ${s.rejected > 0 ? 'warn' : ''}`}>${s.rejected}</td>
