@@ -52,7 +52,7 @@ describe('claimedMaxOf', () => {
 });
 
 describe('VirtualQueue.health', () => {
-  it('counts waiting and in flight, and the finished attempts'\'' success rate and p99 duration', async () => {
+  it('counts waiting and in flight, and the success rate and p99 duration of finished attempts', async () => {
     const clock = new SimClock();
     let answer: (o: DeliveryOutcome) => void = () => {};
     const queue = new VirtualQueue<number>(SETTINGS, clock, {
