@@ -216,6 +216,7 @@ async function walk(page: Page, consoleErrors: string[]): Promise<void> {
   await shot(page, '11-cluster');
   await page.click('nav a[href="#/tenants"]');
   await page.waitForSelector('td:has-text("other")');
+  assert.equal(await page.locator('nav a.active').innerText(), 'Tenants');
   await shot(page, '12-tenants');
 
   // The wrong key (401) and the admin key tried as a tenant's at sign-in (403) log failed fetches; nothing else may be logged (a CSP violation would be).
