@@ -180,7 +180,9 @@ async function walk(page: Page, consoleErrors: string[]): Promise<void> {
   await shot(page, '06-archive-dry-run');
   await page.click('[data-test=dry-run] button:has-text("Replay")');
   await page.waitForSelector('[data-test=bulk-job] .badge:has-text("succeeded")', { timeout: WAIT_MS });
-  assert.match(await page.locator('[data-test=bulk-job]').innerText(), /\b([23]) replayed · 0 skipped · \1 selected/);
+  // invoice-2 and invoice-3 stay archived until the job replays them; invoice-1 may be anywhere in its second round.
+  const [, replayed, skipped, selected] = /\b(\d+) replayed · (\d+) skipped · (\d+) selected/.exec(await page.locator('[data-test=bulk-job]').innerText()) ?? [];
+  assert.ok(Number(replayed) >= 2 && Number(replayed) + Number(skipped) === Number(selected), `${replayed} replayed, ${skipped} skipped, ${selected} selected`);
   await shot(page, '07-archive-bulk-done');
 
   // Destinations with health: the failing one shows its failures.
