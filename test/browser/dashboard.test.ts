@@ -219,6 +219,10 @@ async function walk(page: Page, consoleErrors: string[]): Promise<void> {
   await page.click('nav a[href="#/tenants"]');
   await page.waitForSelector('td:has-text("other")');
   assert.equal(await page.locator('nav a.active').innerText(), 'Tenants');
+  // The admin's forecast: every tenant's events, split by tenant.
+  await page.click('nav a[href="#/forecast"]');
+  await page.waitForSelector('[data-test=forecast-chart] canvas');
+  await page.waitForSelector(`table.breakdown td:has-text("${node.tenantId}")`);
   await shot(page, '12-tenants');
 
   // The wrong key (401) and the admin key tried as a tenant's at sign-in (403) log failed fetches; nothing else may be logged (a CSP violation would be).

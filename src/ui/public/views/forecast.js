@@ -15,6 +15,7 @@ const WINDOWS = [
   ['7d', '2h', 'next 7 days'],
 ];
 const CHART_HEIGHT = 300;
+const BREAKDOWN_SHOWN = 10;
 
 function Chart({ forecast }) {
   const el = useRef(null);
@@ -47,10 +48,24 @@ function Chart({ forecast }) {
   return html`<div class="chart" ref=${el} data-test="forecast-chart"></div>`;
 }
 
+/** The window's events per destination (tenant) or per tenant (admin), largest first. */
+function Breakdown({ forecast, what }) {
+  const totals = new Map();
+  for (const b of forecast.buckets) for (const [k, n] of Object.entries(b.by ?? {})) totals.set(k, (totals.get(k) ?? 0) + n);
+  const rows = [...totals.entries()].sort((a, b) => b[1] - a[1]).slice(0, BREAKDOWN_SHOWN);
+  return html`<section class="card">
+    <h3>By ${what}</h3>
+    ${rows.length === 0
+      ? html`<p class="muted">Nothing scheduled in this window.</p>`
+      : html`<table class="data breakdown"><tbody>${rows.map(([k, n]) => html`<tr><td class="ellipsis">${k}</td><td class="num">${n}</td><td class="bar"><progress value=${n} max=${forecast.total}></progress></td></tr>`)}</tbody></table>`}
+  </section>`;
+}
+
 export function ForecastView({ role }) {
   const [w, setW] = useState(0);
   const [to, bucket, label] = WINDOWS[w];
-  const load = useLoad(() => api('GET', `/v1/forecast${qs({ to, bucket })}`), [w], 30_000);
+  const by = role === 'admin' ? 'tenant' : 'destination';
+  const load = useLoad(() => api('GET', `/v1/forecast${qs({ to, bucket, by })}`), [w], 30_000);
   const f = load.data;
   const peak = f ? Math.max(0, ...f.buckets.map((b) => b.count)) : 0;
   return html`<section>
@@ -68,13 +83,16 @@ export function ForecastView({ role }) {
             <div class=${`stat ${f.spikes.length ? 'tone-text-bad' : 'tone-text-ok'}`}><div class="stat-value" data-test="spike-count">${f.spikes.length}</div><div class="stat-label">spike${f.spikes.length === 1 ? '' : 's'}</div></div>
           </div>
           <section class="card"><${Chart} forecast=${f} /></section>
+          <div class="grid-2">
           <section class="card">
             <h3>Spikes</h3>
             <p class="muted small">A bucket with at least 10 events and at least 4× the median of the 5 buckets either side.</p>
             ${f.spikes.length === 0
               ? html`<p class="muted">No spikes in the ${label}.</p>`
               : html`<ul class="spikes" data-test="spikes">${f.buckets.filter((b) => b.spike).map((b) => html`<li><span class="badge tone-bad">spike</span> ${fmtTime(b.at)} · <strong>${b.count}</strong> events in ${f.bucket}</li>`)}</ul>`}
-          </section>`
+          </section>
+          <${Breakdown} forecast=${f} what=${by} />
+          </div>`
       : html`<${Empty}>${load.loading ? 'Loading…' : ''}</${Empty}>`}
   </section>`;
 }
