@@ -106,8 +106,8 @@ export function navigate(path, query = {}) {
 }
 
 /**
- * Loads `fn()` when `deps` change (and every `refreshMs` when given), keeping the last data while
- * a reload runs. Returns { data, error, loading, reload }.
+ * Loads `fn()` when `deps` change (and every `refreshMs` while it is given), keeping the last data
+ * while a reload runs. Returns { data, error, loading, reload }.
  */
 export function useLoad(fn, deps, refreshMs) {
   const [state, setState] = useState({ data: null, error: null, loading: true });
@@ -120,12 +120,12 @@ export function useLoad(fn, deps, refreshMs) {
       (error) => mine === seq.current && setState((s) => ({ data: s.data, error, loading: false })),
     );
   }, deps);
+  useEffect(reload, [reload]);
   useEffect(() => {
-    reload();
     if (!refreshMs) return undefined;
     const t = setInterval(reload, refreshMs);
     return () => clearInterval(t);
-  }, [reload]);
+  }, [reload, refreshMs]);
   return { ...state, reload };
 }
 

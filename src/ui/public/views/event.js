@@ -4,10 +4,19 @@
  * scheduler answers 409/412 instead of acting on a state the user did not see) and its trace as
  * a timeline: each attempt's status, duration and lateness, each edit's old and new fireAt.
  */
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, Badge, destinationText, ErrorNote, Facts, fmtMs, fmtTime, html, jsonText, KeyValues, PageHead, Time, useLoad } from '../lib.js';
 
 const CANCELABLE = new Set(['scheduled', 'awaiting_retry']);
+/** An event that is moving (executing, retrying, or due within a minute) is read again this often. */
+const LIVE_REFRESH_MS = 2_000;
+const LIVE_AHEAD_MS = 60_000;
+
+function isLive(event) {
+  if (!event) return false;
+  if (event.state === 'executing' || event.state === 'awaiting_retry') return true;
+  return event.state === 'scheduled' && new Date(event.dueAt).getTime() - Date.now() < LIVE_AHEAD_MS;
+}
 const REPLAYABLE = new Set(['archived', 'discarded']);
 
 function isoOfMs(ms) {
@@ -109,13 +118,16 @@ function Actions({ event, onChanged }) {
 
 export function EventView({ id }) {
   const [override, setOverride] = useState(null);
-  const load = useLoad(() => api('GET', `/v1/events/${encodeURIComponent(id)}`), [id]);
+  const [live, setLive] = useState(false);
+  const load = useLoad(() => api('GET', `/v1/events/${encodeURIComponent(id)}`), [id], live ? LIVE_REFRESH_MS : 0);
   const event = override?.id === id && (!load.data || override.version >= load.data.version) ? override : load.data;
+  const nowLive = isLive(event);
+  useEffect(() => setLive(nowLive), [nowLive]);
   if (!event) {
     return html`<section><${PageHead} title=${id} sub=${html`<a href="#/events">← Events</a>`} /><${ErrorNote} error=${load.error} />${load.loading ? html`<p class="muted">Loading…</p>` : null}</section>`;
   }
   return html`<section data-test="event">
-    <${PageHead} title=${html`<span class="id">${event.id}</span> <${Badge} value=${event.state} />`} sub=${html`<a href="#/events">← Events</a> · version ${event.version}`}>
+    <${PageHead} title=${html`<span class="id">${event.id}</span> <${Badge} value=${event.state} />`} sub=${html`<a href="#/events">← Events</a> · version ${event.version}${live ? ' · following live' : ''}`}>
       <${Actions} event=${event} onChanged=${setOverride} />
       <button class="small secondary outline" onClick=${() => { setOverride(null); load.reload(); }}>Refresh</button>
     </${PageHead}>

@@ -101,6 +101,9 @@ export function EventsView({ query }) {
       <button class="small secondary outline" onClick=${paged.reload} aria-busy=${paged.loading ? 'true' : 'false'}>Refresh</button>
     </${PageHead}>
     <${FilterBar} key=${key} query=${query} base="events" />
+    ${query.schedule
+      ? html`<p class="filter-note">Occurrences of schedule <code>${query.schedule}</code>, newest first · <a href="#/events">all events</a></p>`
+      : null}
     <${ErrorNote} error=${paged.error} />
     ${events.length > 0
       ? html`<${EventTable} events=${events} />`

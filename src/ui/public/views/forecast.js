@@ -49,7 +49,7 @@ function Chart({ forecast }) {
 }
 
 /** The window's events per destination (tenant) or per tenant (admin), largest first. */
-function Breakdown({ forecast, what }) {
+function Breakdown({ forecast, what, names }) {
   const totals = new Map();
   for (const b of forecast.buckets) for (const [k, n] of Object.entries(b.by ?? {})) totals.set(k, (totals.get(k) ?? 0) + n);
   const rows = [...totals.entries()].sort((a, b) => b[1] - a[1]).slice(0, BREAKDOWN_SHOWN);
@@ -57,7 +57,7 @@ function Breakdown({ forecast, what }) {
     <h3>By ${what}</h3>
     ${rows.length === 0
       ? html`<p class="muted">Nothing scheduled in this window.</p>`
-      : html`<table class="data breakdown"><tbody>${rows.map(([k, n]) => html`<tr><td class="ellipsis">${k}</td><td class="num">${n}</td><td class="bar"><progress value=${n} max=${forecast.total}></progress></td></tr>`)}</tbody></table>`}
+      : html`<table class="data breakdown"><tbody>${rows.map(([k, n]) => html`<tr><td class="ellipsis" title=${k}>${names?.get(k) ?? k}${names?.has(k) ? html` <small class="muted">${k}</small>` : null}</td><td class="num">${n}</td><td class="bar"><progress value=${n} max=${forecast.total}></progress></td></tr>`)}</tbody></table>`}
   </section>`;
 }
 
@@ -66,6 +66,9 @@ export function ForecastView({ role }) {
   const [to, bucket, label] = WINDOWS[w];
   const by = role === 'admin' ? 'tenant' : 'destination';
   const load = useLoad(() => api('GET', `/v1/forecast${qs({ to, bucket, by })}`), [w], 30_000);
+  // The admin's split is by tenant id: the tenants' names beside them.
+  const tenants = useLoad(() => (role === 'admin' ? api('GET', '/v1/tenants') : Promise.resolve(null)), [role]);
+  const names = tenants.data ? new Map(tenants.data.tenants.map((t) => [t.id, t.name])) : null;
   const f = load.data;
   const peak = f ? Math.max(0, ...f.buckets.map((b) => b.count)) : 0;
   return html`<section>
@@ -91,7 +94,7 @@ export function ForecastView({ role }) {
               ? html`<p class="muted">No spikes in the ${label}.</p>`
               : html`<ul class="spikes" data-test="spikes">${f.buckets.filter((b) => b.spike).map((b) => html`<li><span class="badge tone-bad">spike</span> ${fmtTime(b.at)} · <strong>${b.count}</strong> events in ${f.bucket}</li>`)}</ul>`}
           </section>
-          <${Breakdown} forecast=${f} what=${by} />
+          <${Breakdown} forecast=${f} what=${by} names=${names} />
           </div>`
       : html`<${Empty}>${load.loading ? 'Loading…' : ''}</${Empty}>`}
   </section>`;
