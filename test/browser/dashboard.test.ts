@@ -146,12 +146,13 @@ async function walk(page: Page, consoleErrors: string[]): Promise<void> {
   // Find an event by id; its trace shows the edit with old and new fireAt.
   await page.fill('input[name=id]', 'order-8812-timeout');
   await page.press('input[name=id]', 'Enter');
-  await page.waitForSelector('[data-test=trace] .tl-edit');
+  await page.waitForSelector('[data-event="order-8812-timeout"] [data-test=trace] .tl-edit');
   assert.match(await page.locator('[data-test=trace] .tl-edit').innerText(), /fireAt .+ → .+/);
   await shot(page, '03-event-scheduled');
 
   // An archived event: its attempts on the timeline, then a replay.
   await page.goto(`${node.url}/ui/#/events/invoice-1`);
+  await page.waitForSelector('[data-event="invoice-1"]');
   await page.waitForFunction(() => document.querySelectorAll('[data-test=trace] .tl-item').length >= 5);
   assert.match(await page.locator('[data-test=trace]').innerText(), /HTTP 500/);
   await shot(page, '04-event-archived-trace');
@@ -161,7 +162,7 @@ async function walk(page: Page, consoleErrors: string[]): Promise<void> {
 
   // XSS: the payload and headers are shown as text; nothing from them runs or becomes an element.
   await page.goto(`${node.url}/ui/#/events/xss-probe`);
-  await page.waitForSelector('[data-test=payload]');
+  await page.waitForSelector('[data-event="xss-probe"] [data-test=payload]');
   assert.ok((await page.locator('[data-test=payload]').innerText()).includes(XSS.replace(/"/g, '\\"')));
   assert.ok((await page.locator('table.kv').innerText()).includes(XSS));
   assert.equal(await page.locator('img').count(), 0);

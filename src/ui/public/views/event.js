@@ -120,13 +120,15 @@ export function EventView({ id }) {
   const [override, setOverride] = useState(null);
   const [live, setLive] = useState(false);
   const load = useLoad(() => api('GET', `/v1/events/${encodeURIComponent(id)}`), [id], live ? LIVE_REFRESH_MS : 0);
-  const event = override?.id === id && (!load.data || override.version >= load.data.version) ? override : load.data;
+  // While another event's page is left, the last data is that event's: never show it under this id.
+  const loaded = load.data?.id === id ? load.data : null;
+  const event = override?.id === id && (!loaded || override.version >= loaded.version) ? override : loaded;
   const nowLive = isLive(event);
   useEffect(() => setLive(nowLive), [nowLive]);
   if (!event) {
     return html`<section><${PageHead} title=${id} sub=${html`<a href="#/events">← Events</a>`} /><${ErrorNote} error=${load.error} />${load.loading ? html`<p class="muted">Loading…</p>` : null}</section>`;
   }
-  return html`<section data-test="event">
+  return html`<section data-test="event" data-event=${event.id}>
     <${PageHead} title=${html`<span class="id">${event.id}</span> <${Badge} value=${event.state} />`} sub=${html`<a href="#/events">← Events</a> · version ${event.version}${live ? ' · following live' : ''}`}>
       <${Actions} event=${event} onChanged=${setOverride} />
       <button class="small secondary outline" onClick=${() => { setOverride(null); load.reload(); }}>Refresh</button>
@@ -152,7 +154,7 @@ export function EventView({ id }) {
           ]}
         />
       </section>
-      <${Trace} id=${event.id} version=${event.version} />
+      <${Trace} key=${event.id} id=${event.id} version=${event.version} />
     </div>
     <div class="grid-2">
       <section class="card"><h3>Payload</h3><pre class="payload" data-test="payload">${jsonText(event.payload)}</pre></section>
