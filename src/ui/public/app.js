@@ -102,7 +102,8 @@ function View({ role, route }) {
 function Shell({ role, onSignOut }) {
   const route = useRoute();
   const nav = role === 'admin' ? ADMIN_NAV : TENANT_NAV;
-  const current = route.path[0] ?? nav[0][0];
+  // A path this role has no tab for shows its first screen (View's defaults), so that tab is marked.
+  const current = nav.some(([path]) => path === route.path[0]) ? route.path[0] : nav[0][0];
   return html`<div class="shell">
     <nav class="topbar">
       <a class="brand" href=${`#/${nav[0][0]}`}>Belfry</a>
