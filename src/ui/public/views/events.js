@@ -9,11 +9,6 @@ export const STATES = ['scheduled', 'executing', 'awaiting_retry', 'succeeded', 
 const PAGE_SIZE = 50;
 const FILTERS = ['state', 'destination', 'group', 'type', 'from', 'to', 'schedule'];
 
-/** A datetime-local value as RFC 3339 (local time), or undefined when empty. */
-export function localToIso(value) {
-  return value ? new Date(value).toISOString() : undefined;
-}
-
 export function EventTable({ events, actions }) {
   return html`<div class="table-wrap"><table class="striped data">
     <thead><tr><th>Event</th><th>State</th><th>Type</th><th>Destination</th><th>Fires at</th><th class="num">Attempts</th><th class="num">Last status</th>${actions ? html`<th></th>` : null}</tr></thead>
