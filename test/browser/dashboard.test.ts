@@ -25,6 +25,8 @@ const XSS = '<img src=x onerror="window.__xss=1">';
 
 let receiver: Receiver;
 let node: TestNode;
+/** The other tenant: its id and a key of its own, revoked at the end while the page uses it. */
+let other: { id: string; key: string; keyId: string };
 let userDataDir: string;
 let browser: BrowserContext;
 
@@ -64,10 +66,11 @@ async function seed(): Promise<void> {
   await ok(node.api('POST', '/v1/schedules', { id: 'nightly-report', cron: '0 2 * * *', timezone: 'Europe/Berlin', destination: 'orders', type: 'report.nightly' }), 201);
   await ok(node.api('POST', '/v1/schedules', { id: 'heartbeat', every: '15m', destination: 'orders', paused: true }), 201);
   // Another tenant's event, which the first tenant must never see.
-  const other = await ok(node.api('POST', '/v1/tenants', { name: 'other' }, ADMIN_KEY), 201);
-  const otherKey = (await ok(node.api('POST', `/v1/tenants/${other.id}/keys`, {}, ADMIN_KEY), 201)).key;
-  await ok(node.api('PUT', '/v1/destinations/orders', { url: `${receiver.url}/ok` }, otherKey), 201);
-  await ok(node.api('POST', '/v1/events', { id: 'other-tenant-event', delay: '1h', destination: 'orders' }, otherKey), 201);
+  const otherId = (await ok(node.api('POST', '/v1/tenants', { name: 'other' }, ADMIN_KEY), 201)).id;
+  const otherKey = await ok(node.api('POST', `/v1/tenants/${otherId}/keys`, {}, ADMIN_KEY), 201);
+  other = { id: otherId, key: otherKey.key, keyId: otherKey.id };
+  await ok(node.api('PUT', '/v1/destinations/orders', { url: `${receiver.url}/ok` }, other.key), 201);
+  await ok(node.api('POST', '/v1/events', { id: 'other-tenant-event', delay: '1h', destination: 'orders' }, other.key), 201);
   await waitUntil('the invoices archived', async () => {
     const r = await node.api('GET', '/v1/events?state=archived');
     return r.body.events.length === 3;
@@ -243,6 +246,17 @@ async function walk(page: Page, consoleErrors: string[]): Promise<void> {
   await page.waitForSelector('[data-test=forecast-chart] canvas');
   await page.waitForSelector(`table.breakdown td:has-text("${node.tenantId}")`);
   await shot(page, '12-tenants');
+
+  // The other tenant sees its own event only; once its key is revoked, the next request signs the tab out.
+  await page.click('button:has-text("Sign out")');
+  await page.fill('#key', other.key);
+  await page.click('button[type=submit]');
+  await page.waitForSelector('tr[data-event-id="other-tenant-event"]');
+  assert.equal(await page.locator('tr[data-event-id]').count(), 1);
+  await ok(node.api('DELETE', `/v1/tenants/${other.id}/keys/${other.keyId}`, undefined, ADMIN_KEY), 204);
+  await page.click('button:has-text("Refresh")');
+  await page.waitForSelector('[data-test=signin-error]:has-text("no longer accepted")');
+  assert.equal(await page.evaluate(() => sessionStorage.getItem('belfry.key')), null);
 
   // The wrong key (401) and the admin key tried as a tenant's at sign-in (403) log failed fetches; nothing else may be logged (a CSP violation would be).
   const unexpected = consoleErrors.filter((e) => !/^Failed to load resource: the server responded with a status of 40[13]/.test(e));
