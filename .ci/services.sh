@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Starts the local services Belfry's tests use, when they are not already running, and installs
-# librdkafka-dev (the Kafka tests' mock cluster) when it is missing.
+# librdkafka-dev (the Kafka tests' mock cluster) and chromium (the dashboard's browser test) when missing.
 # Each command is the machine's documented one; each start is followed by a bounded wait.
 set -u
 
@@ -18,6 +18,12 @@ up() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 if [ ! -f /usr/include/librdkafka/rdkafka_mock.h ] || ! command -v gcc >/dev/null; then
   apt-get update -qq || true
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq librdkafka-dev gcc || echo "could not install librdkafka-dev: the Kafka tests will fail" >&2
+fi
+
+# Debian's Chromium: test/browser/ drives it with playwright-core (which downloads no browser).
+if [ ! -x /usr/bin/chromium ]; then
+  apt-get update -qq || true
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium || echo "could not install chromium: the dashboard's browser test will be skipped" >&2
 fi
 
 if ! up 5432 && command -v pg_ctlcluster >/dev/null; then

@@ -31,6 +31,7 @@ import { scheduleRoutes } from './routes/schedules.ts';
 import { sourceRoutes } from './routes/sources.ts';
 import { tenantRoutes } from './routes/tenants.ts';
 import { TenantQuotas } from './tenant-quotas.ts';
+import { uiRoutes } from '../ui/routes.ts';
 
 /** Path parameters longer than this are refused by the router before validation (ids are ≤ 200). */
 const PARAM_LENGTH_MAX = 1_000;
@@ -166,6 +167,7 @@ export async function createApp(appDeps: AppDeps): Promise<FastifyInstance> {
     bulkRoutes(scope, deps);
   });
   await app.register(async (scope) => forecastRoutes(scope, deps, auth));
+  await uiRoutes(app);
   await app.ready();
   return app;
 }

@@ -10,6 +10,7 @@ import type { KnownDestinations } from './known-destinations.ts';
 import type { EventInsertResult, NewEvent, Store } from '../store/store.ts';
 import { DEFAULT_TENANT_LIMITS, type TenantLimits } from './limits.ts';
 import type { ClusterView } from './schemas/cluster.ts';
+import type { DestinationHealthOutput } from './schemas/destinations.ts';
 
 /**
  * Limits on what one request may carry: the node's default per-tenant limits (each tenant may
@@ -48,6 +49,8 @@ export interface AppDeps {
   addressPolicy: AddressPolicy;
   /** GET /v1/cluster: the cluster as this node sees it (absent: 503). */
   clusterStatus?(): Promise<ClusterView>;
+  /** GET /v1/destinations/{name}/health: the destination's queue on this node (absent: 503). */
+  destinationHealth?(tenantId: string, name: string): Omit<DestinationHealthOutput, 'name'>;
   /** Readiness: store reachable, shards owned, not shutting down. */
   ready(): Promise<{ ok: boolean; reasons: string[] }>;
   /** The event routes' destination check (built by createApp; absent: read from the store each time). */

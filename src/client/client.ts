@@ -22,6 +22,7 @@ import {
   type BulkRequest,
   type Cluster,
   type Destination,
+  type DestinationHealth,
   type DestinationPut,
   type EventBatchResult,
   type EventCreate,
@@ -286,6 +287,11 @@ export class DestinationsClient {
   /** A new signing secret (returned once); the old one signs beside it for the grace period. */
   async rotateSecret(name: string, request: SecretRotate = {}): Promise<SecretRotated> {
     return (await this.t.call<SecretRotated>(ROUTES.destinationRotateSecret, { params: { name }, body: request })).body;
+  }
+
+  /** Its circuit, queue, in flight, and recent success rate and p99 duration, on the node that answers. */
+  async health(name: string): Promise<DestinationHealth> {
+    return (await this.t.call<DestinationHealth>(ROUTES.destinationHealth, { params: { name } })).body;
   }
 }
 

@@ -14,6 +14,7 @@ import type { BulkAccepted, BulkBody, BulkDryRunResponse, BulkJobJson } from '..
 import type { ClusterResponse } from '../api/schemas/cluster.ts';
 import type { ErrorDetail } from '../api/schemas/common.ts';
 import type {
+  DestinationHealthJson,
   DestinationJson,
   DestinationListResponse,
   DestinationPutBody,
@@ -96,6 +97,7 @@ export const ROUTES = {
   destinationDelete: route('DELETE', '/v1/destinations/{name}'),
   destinationList: route('GET', '/v1/destinations'),
   destinationRotateSecret: route('POST', '/v1/destinations/{name}/rotate-secret'),
+  destinationHealth: route('GET', '/v1/destinations/{name}/health'),
   // the calling tenant's own account
   limitsGet: route('GET', '/v1/limits'),
   keyCreate: route('POST', '/v1/keys'),
@@ -185,6 +187,8 @@ type DestinationPutSchema = Static<typeof DestinationPutBody>;
 export type DestinationPut = Exclude<DestinationPutSchema, { kind: 'http' }> | (Omit<Extract<DestinationPutSchema, { kind: 'http' }>, 'kind'> & { kind?: 'http' });
 export type Destination = Static<typeof DestinationJson>;
 export type DestinationList = Static<typeof DestinationListResponse>;
+/** A destination's health as the answering node sees it (GET /v1/destinations/{name}/health). */
+export type DestinationHealth = Static<typeof DestinationHealthJson>;
 export type SecretRotate = Static<typeof SecretRotateBody>;
 export type SecretRotated = Static<typeof SecretRotatedJson>;
 

@@ -25,7 +25,7 @@ import { activeSecrets, DestinationResolver, type DeliverySettings } from './des
 import { decideNext } from './outcome.ts';
 import { OutcomeRecorder, type RecordedOutcome } from './recorder.ts';
 import { TenantPolicies, type TenantPolicy } from './tenant-policy.ts';
-import { CLAIMED_MIN, VirtualQueue } from './virtual-queue.ts';
+import { CLAIMED_MIN, VirtualQueue, type QueueHealth } from './virtual-queue.ts';
 
 export interface DispatcherDeps {
   store: Store;
@@ -78,6 +78,17 @@ export class Dispatcher {
    */
   queueRoom(queueKey: string): number {
     return this.queueBound(queueKey) - (this.held.get(queueKey) ?? 0);
+  }
+
+  /**
+   * A registered destination's queue on this node: circuit, waiting, in flight, claimed (held
+   * here, not yet recorded) and its recent deliveries; null when this node has no queue for it
+   * (nothing delivered to it here since it started, or the idle queue was forgotten).
+   */
+  queueHealth(tenantId: string, destination: string): (QueueHealth & { claimed: number }) | null {
+    const key = queueKeyOf(tenantId, queueOf({ name: destination }));
+    const queue = this.queues.get(key);
+    return queue ? { ...queue.health(), claimed: this.held.get(key) ?? 0 } : null;
   }
 
   queueBound(queueKey: string): number {

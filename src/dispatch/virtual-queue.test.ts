@@ -50,3 +50,24 @@ describe('claimedMaxOf', () => {
     assert.equal(claimedMaxOf({ maxConcurrency: 100, rateLimitPerSecond: 200 }), 400);
   });
 });
+
+describe('VirtualQueue.health', () => {
+  it('counts waiting and in flight, and the success rate and p99 duration of finished attempts', async () => {
+    const clock = new SimClock();
+    let answer: (o: DeliveryOutcome) => void = () => {};
+    const queue = new VirtualQueue<number>(SETTINGS, clock, {
+      deliver: () => new Promise<DeliveryOutcome>((resolve) => { answer = resolve; }),
+      done: () => {},
+    });
+    assert.deepEqual(queue.health(), { circuit: 'closed', waiting: 0, inFlight: 0, deliveries: 0, successRate: null, p99DurationMs: null });
+    queue.push(1);
+    queue.push(2);
+    queue.push(3);
+    assert.deepEqual({ ...queue.health() }, { circuit: 'closed', waiting: 2, inFlight: 1, deliveries: 0, successRate: null, p99DurationMs: null });
+    answer({ kind: 'delivered', status: 200, durationMs: 40 });
+    await new Promise((resolve) => setImmediate(resolve));
+    answer({ kind: 'retry', reason: 'HTTP 500', durationMs: 900 });
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(queue.health(), { circuit: 'closed', waiting: 0, inFlight: 1, deliveries: 2, successRate: 0.5, p99DurationMs: 900 });
+  });
+});

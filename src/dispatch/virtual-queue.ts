@@ -15,7 +15,8 @@
  */
 import type { Clock } from '../core/clock.ts';
 import type { DeliveryOutcome } from '../channels/channel.ts';
-import { CircuitBreaker } from './circuit-breaker.ts';
+import { CircuitBreaker, type CircuitState } from './circuit-breaker.ts';
+import { DeliveryStats, type DeliveryStatsView } from './delivery-stats.ts';
 import type { DeliverySettings } from './destinations.ts';
 import { TokenBucket } from './rate-limiter.ts';
 
@@ -44,12 +45,22 @@ export function claimedMaxOf(settings: Pick<DeliverySettings, 'maxConcurrency' |
   return Math.max(CLAIMED_MIN, Math.min(CLAIMED_MAX, n));
 }
 
+/** What the destination health read shows of a queue on this node. */
+export interface QueueHealth extends DeliveryStatsView {
+  circuit: CircuitState;
+  /** Events handed to the queue and not started (rate limit, concurrency). */
+  waiting: number;
+  /** Deliveries started and not finished. */
+  inFlight: number;
+}
+
 export class VirtualQueue<T> {
   private readonly items: T[] = [];
   private head = 0;
   private active = 0;
   private bucket: TokenBucket | null = null;
   private readonly breaker: CircuitBreaker;
+  private readonly stats = new DeliveryStats();
   private wakeTimer: (() => void) | null = null;
   /**
    * Shared by every delivery started since the last abortInflight(): aborting it aborts them all,
@@ -75,6 +86,10 @@ export class VirtualQueue<T> {
 
   get breakerState(): string {
     return this.breaker.state;
+  }
+
+  health(): QueueHealth {
+    return { circuit: this.breaker.state, waiting: this.items.length - this.head, inFlight: this.active, ...this.stats.view() };
   }
 
   /** Bound on this queue's claimed-but-undelivered events (claimedMaxOf its settings). */
@@ -173,6 +188,7 @@ export class VirtualQueue<T> {
 
   private finish(item: T, settings: DeliverySettings, outcome: DeliveryOutcome): void {
     this.active--;
+    this.stats.add(outcome);
     if (outcome.kind === 'retry') this.breaker.onFailure();
     else this.breaker.onSuccess();
     this.hooks.done(item, settings, outcome);

@@ -342,6 +342,7 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     },
     onTenantSecretsChanged: (tenantId) => dispatcher.tenantSecretsChanged(tenantId),
     clusterStatus: () => clusterView(),
+    destinationHealth: (tenantId, name) => ({ nodeId: owner, queue: dispatcher.queueHealth(tenantId, name) }),
     ready: async () => {
       const reasons: string[] = [];
       if (stopping) reasons.push('shutting down');

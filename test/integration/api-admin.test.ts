@@ -210,6 +210,7 @@ describe('GET /openapi.json', () => {
       ['get', '/v1/forecast'],
       ['put', '/v1/destinations/{name}'],
       ['get', '/v1/destinations/{name}'],
+      ['get', '/v1/destinations/{name}/health'],
       ['delete', '/v1/destinations/{name}'],
       ['get', '/v1/destinations'],
       ['post', '/v1/tenants'],

@@ -59,6 +59,7 @@ const WALK: Record<string, (a: typeof A) => Probe> = {
   'POST /v1/events/{id}/replay': (a) => ({ path: `/v1/events/${a.archived}/replay`, nowherePath: `/v1/events/${NOWHERE.event}/replay` }),
   'PUT /v1/destinations/{name}': (a) => ({ creates: true, path: `/v1/destinations/${a.destination}`, nowherePath: `/v1/destinations/${NOWHERE.destination}`, body: () => ({ url: 'https://b.example.com/hook' }) }),
   'GET /v1/destinations/{name}': (a) => ({ path: `/v1/destinations/${a.destination}`, nowherePath: `/v1/destinations/${NOWHERE.destination}` }),
+  'GET /v1/destinations/{name}/health': (a) => ({ path: `/v1/destinations/${a.destination}/health`, nowherePath: `/v1/destinations/${NOWHERE.destination}/health` }),
   'DELETE /v1/destinations/{name}': (a) => ({ path: `/v1/destinations/${a.destination}`, nowherePath: `/v1/destinations/${NOWHERE.destination}` }),
   'POST /v1/destinations/{name}/rotate-secret': (a) => ({ path: `/v1/destinations/${a.destination}/rotate-secret`, nowherePath: `/v1/destinations/${NOWHERE.destination}/rotate-secret`, body: () => ({}) }),
   'POST /v1/schedules': () => ({ creates: true, path: '/v1/schedules', nowherePath: '/v1/schedules', body: (ids) => ({ id: ids.event, every: '1h', destination: { url: 'https://b.example.com/' } }) }),

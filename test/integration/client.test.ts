@@ -151,6 +151,10 @@ describe('belfry/client against a real node', () => {
     assert.match(made.secret!, /^whsec_/);
     assert.equal((await tenant.destinations.get('sdk-dest')).url, `${receiver.url}/ok`);
     assert.ok((await tenant.destinations.list()).some((d) => d.name === 'sdk-dest'));
+    const health = await tenant.destinations.health('sdk-dest');
+    assert.equal(health.name, 'sdk-dest');
+    assert.equal(typeof health.nodeId, 'string');
+    assert.equal(health.queue, null, 'nothing delivered to it yet: no queue on this node');
     const rotated = await tenant.destinations.rotateSecret('sdk-dest', { gracePeriod: '1m' });
     assert.notEqual(rotated.secret, made.secret);
     await tenant.destinations.delete('sdk-dest');

@@ -17,6 +17,7 @@ import { overLimit, type TenantLimits } from '../limits.ts';
 import { ROTATION_DESCRIPTION, rotatedSecrets, rotationGraceMs } from '../secret-rotation.ts';
 import { BEARER_SECURITY, errorResponses } from '../schemas/common.ts';
 import {
+  DestinationHealthJson,
   DestinationJson,
   DestinationListResponse,
   DestinationNameParams,
@@ -150,6 +151,26 @@ export function destinationRoutes(app: FastifyInstance, deps: AppDeps): void {
       const destination = await deps.store.destinationGet({ tenantId: request.tenantId, name: request.params.name });
       if (!destination) throw destinationNotFound(request.params.name);
       return toDestinationJson(destination);
+    },
+  );
+
+  app.get<{ Params: DestinationNameParamsInput }>(
+    '/v1/destinations/:name/health',
+    {
+      schema: {
+        tags,
+        summary: "A destination's health on the answering node: circuit, queue depth, in flight, recent success rate and p99 duration",
+        description: 'Read from the node\'s memory (one queue, its last 200 attempts): nothing is counted in the store.',
+        security: BEARER_SECURITY,
+        params: DestinationNameParams,
+        response: { 200: DestinationHealthJson, ...errorResponses(400, 401, 403, 404, 503) },
+      },
+    },
+    async (request) => {
+      const { name } = request.params;
+      if (!(await deps.store.destinationGet({ tenantId: request.tenantId, name }))) throw destinationNotFound(name);
+      if (!deps.destinationHealth) throw new BelfryError('unavailable', 'destination health is not available on this node');
+      return { name, ...deps.destinationHealth(request.tenantId, name) };
     },
   );
 

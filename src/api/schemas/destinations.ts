@@ -144,3 +144,22 @@ export const SecretRotatedJson = Type.Object({
   secret: Type.String({ description: 'the new secret; shown only in this response' }),
   previousSecretsExpireAt: TimeOutput,
 });
+
+/** GET /v1/destinations/{name}/health: the destination's virtual queue as the answering node sees it. */
+export const DestinationHealthJson = Type.Object({
+  name: Type.String(),
+  nodeId: Type.String({ description: 'the node that answered: each node delivers the events of the shards it owns, and keeps its own queue' }),
+  queue: Type.Union([
+    Type.Object({
+      circuit: Type.Union([Type.Literal('closed'), Type.Literal('open'), Type.Literal('half_open')]),
+      waiting: Type.Integer({ description: 'events handed to the queue, not yet started (concurrency, rate limit)' }),
+      inFlight: Type.Integer({ description: 'deliveries started, not finished' }),
+      claimed: Type.Integer({ description: 'events claimed for this queue on this node and not yet recorded (its depth here)' }),
+      deliveries: Type.Integer({ description: 'attempts in the recent window (the last 200 that reached the channel)' }),
+      successRate: Nullable(Type.Number({ description: 'delivered ÷ attempts in the window' })),
+      p99DurationMs: Nullable(Type.Integer({ description: "the window's 99th percentile attempt duration" })),
+    }),
+    Type.Null(),
+  ], { description: 'null: this node has delivered nothing to it since it started, or forgot the idle queue' }),
+});
+export type DestinationHealthOutput = Static<typeof DestinationHealthJson>;
