@@ -200,18 +200,37 @@ async function first(res: Promise<pg.QueryResult<EventRow>>): Promise<EventRow |
   return (await res).rows[0];
 }
 
+/** The conditional writes of cancel, replay and update at the version of `cur` (no row when it moved on). */
+function cancelAt(db: Queryable, p: S.EventMutateParams, cur: EventRow): Promise<EventRow | undefined> {
+  return first(run<EventRow>(db, 'eventCancel', [p.now, p.tenantId, p.id, cur.version, cur.state, p.operation ? JSON.stringify(operationDetail({}, p.operation)) : null]));
+}
+
+function replayAt(db: Queryable, p: S.EventMutateParams, cur: EventRow): Promise<EventRow | undefined> {
+  return first(run<EventRow>(db, 'eventReplay', [
+    p.now, p.tenantId, p.id, cur.version, cur.state, JSON.stringify(operationDetail({ attemptsBefore: cur.attempts }, p.operation)),
+  ]));
+}
+
+/** A patch that changes nothing (same values, same requestHash) returns `cur` itself: no write. */
+async function updateAt(db: Queryable, p: S.EventMutateParams & { patch: S.EventPatch }, cur: EventRow): Promise<EventRow | undefined> {
+  const e = eventEdit(cur, p.patch);
+  if (!e) return cur;
+  return first(run<EventRow>(db, 'eventEdit', [
+    e.fireAt, e.dueAt, e.payload, e.headers, e.destination, e.expireAt, e.requestHash, p.now, p.tenantId, p.id, cur.version,
+    JSON.stringify(operationDetail(e.detail, p.operation)), e.queue, e.type,
+  ]));
+}
+
+const CANCELABLE: readonly EventState[] = ['scheduled', 'awaiting_retry'];
+const REPLAYABLE: readonly EventState[] = ['archived', 'discarded'];
+const EDITABLE: readonly EventState[] = ['scheduled'];
+
 export function cancel(db: Queryable, p: S.EventMutateParams): Promise<S.EventMutateResult> {
-  return mutate(db, p, ['scheduled', 'awaiting_retry'], (cur) =>
-    first(run<EventRow>(db, 'eventCancel', [p.now, p.tenantId, p.id, cur.version, cur.state, p.operation ? JSON.stringify(operationDetail({}, p.operation)) : null])),
-  );
+  return mutate(db, p, CANCELABLE, (cur) => cancelAt(db, p, cur));
 }
 
 export function replay(db: Queryable, p: S.EventMutateParams): Promise<S.EventMutateResult> {
-  return mutate(db, p, ['archived', 'discarded'], (cur) =>
-    first(run<EventRow>(db, 'eventReplay', [
-      p.now, p.tenantId, p.id, cur.version, cur.state, JSON.stringify(operationDetail({ attemptsBefore: cur.attempts }, p.operation)),
-    ])),
-  );
+  return mutate(db, p, REPLAYABLE, (cur) => replayAt(db, p, cur));
 }
 
 /**
@@ -219,14 +238,7 @@ export function replay(db: Queryable, p: S.EventMutateParams): Promise<S.EventMu
  * ok with the event untouched: no new version, no transition.
  */
 export function update(db: Queryable, p: S.EventMutateParams & { patch: S.EventPatch }): Promise<S.EventMutateResult> {
-  return mutate(db, p, ['scheduled'], async (cur) => {
-    const e = eventEdit(cur, p.patch);
-    if (!e) return cur;
-    return first(run<EventRow>(db, 'eventEdit', [
-      e.fireAt, e.dueAt, e.payload, e.headers, e.destination, e.expireAt, e.requestHash, p.now, p.tenantId, p.id, cur.version,
-      JSON.stringify(operationDetail(e.detail, p.operation)), e.queue, e.type,
-    ]));
-  });
+  return mutate(db, p, EDITABLE, (cur) => updateAt(db, p, cur));
 }
 
 /**
@@ -237,11 +249,19 @@ export async function bulkStep(pool: pg.Pool, p: S.BulkJobStepParams): Promise<S
   return inTransaction(pool, TX.begin, async (client) => {
     if ((await runBulk(client, 'bulkJobLeaseCheck', [p.tenantId, p.id, p.owner, p.now])).rowCount !== 1) return null;
     const operation = { name: p.operation, id: p.id };
+    // The page's rows in one statement, then each change by its conditional write at the version
+    // the job selected: one round trip per event, not two. An event that moved on since (another
+    // version or state, or a write that finds nothing) is skipped, as the single call would refuse it.
+    const rows = await run<EventRow>(client, 'eventGetMany', [p.changes.map(() => p.tenantId), p.changes.map((c) => c.id)]);
+    const current = new Map(rows.rows.map((r) => [r.id, r]));
     const changed: EventRecord[] = [];
     for (const c of p.changes) {
+      const cur = current.get(c.id);
       const base = { tenantId: p.tenantId, id: c.id, expectedVersion: c.version, now: p.now, operation };
-      const r = c.kind === 'cancel' ? await cancel(client, base) : c.kind === 'replay' ? await replay(client, base) : await update(client, { ...base, patch: c.patch });
-      if (r.kind === 'ok' && r.event.version !== c.version) changed.push(r.event);
+      const allowed = c.kind === 'cancel' ? CANCELABLE : c.kind === 'replay' ? REPLAYABLE : EDITABLE;
+      if (!cur || mutateRefusal(cur, base, allowed)) continue;
+      const row = c.kind === 'cancel' ? await cancelAt(client, base, cur) : c.kind === 'replay' ? await replayAt(client, base, cur) : await updateAt(client, { ...base, patch: c.patch }, cur);
+      if (row && row.version !== c.version) changed.push(eventFromRow(row));
     }
     const res = await runBulk<BulkJobRow>(client, 'bulkJobProgress', [
       p.tenantId, p.id, p.cursor, p.matched, changed.length, p.skipped + (p.changes.length - changed.length), p.leaseUntil, p.now, p.finished,
