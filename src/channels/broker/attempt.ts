@@ -12,25 +12,29 @@ export const TIMEOUT_MS_DEFAULT = 10_000;
 export const REASON_CHARS_MAX = 300;
 
 /**
- * The deadlines in flight under each caller signal. A dispatcher shares one signal across many
- * deliveries: one 'abort' listener per signal (not one per delivery, which Node's EventTarget
- * adds and removes in time linear in the listeners present) aborts them all.
+ * The attempts in flight under each caller signal, as the functions that end them. A dispatcher
+ * shares one signal across many deliveries: one 'abort' listener per signal (not one per delivery,
+ * which Node's EventTarget adds and removes in time linear in the listeners present) ends them all.
+ * No AbortController per attempt: no channel's send takes a signal, and an AbortController, its
+ * listener and the abort event of every finished attempt were a tenth of the event loop's time
+ * while firing to a broker (with the garbage they left, more).
  */
-const inflightBySignal = new WeakMap<AbortSignal, Set<AbortController>>();
+const inflightBySignal = new WeakMap<AbortSignal, Set<(err: Error) => void>>();
 
-function track(signal: AbortSignal, deadline: AbortController): () => void {
+function track(signal: AbortSignal, end: (err: Error) => void): () => void {
   let set = inflightBySignal.get(signal);
   if (!set) {
-    const created = new Set<AbortController>();
+    const created = new Set<(err: Error) => void>();
     inflightBySignal.set(signal, created);
     signal.addEventListener('abort', () => {
-      for (const d of created) d.abort(new Error('aborted'));
+      const aborted = new Error('aborted');
+      for (const endOne of created) endOne(aborted);
     }, { once: true });
     set = created;
   }
-  set.add(deadline);
+  set.add(end);
   const held = set;
-  return () => held.delete(deadline);
+  return () => held.delete(end);
 }
 
 export class TimeoutError extends Error {
@@ -57,27 +61,24 @@ export async function brokerAttempt(
   signal: AbortSignal,
   clock: Clock,
   kind: string,
-  send: (deadline: AbortSignal) => Promise<void>,
+  send: () => Promise<void>,
   permanent: (err: unknown) => boolean,
 ): Promise<DeliveryOutcome> {
   const startMs = clock.monotonicMs();
   const durationMs = () => Math.max(0, Math.round(clock.monotonicMs() - startMs));
   const timeoutMs = event.timeoutMs > 0 ? event.timeoutMs : TIMEOUT_MS_DEFAULT;
-  const deadline = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
   if (signal.aborted) return { kind: 'retry', reason: 'aborted', durationMs: 0 };
-  const untrack = track(signal, deadline);
+  // Ends the attempt early: its timeout, or the caller's signal. The send itself is not stopped
+  // (no broker client here takes a signal); its late result is ignored.
+  let end!: (err: Error) => void;
+  const stop = new Promise<never>((_, reject) => {
+    end = reject;
+  });
+  stop.catch(() => {});
+  const timer = setTimeout(() => end(new TimeoutError(timeoutMs)), timeoutMs);
+  const untrack = track(signal, end);
   try {
-    const stop = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        const err = new TimeoutError(timeoutMs);
-        deadline.abort(err);
-        reject(err);
-      }, timeoutMs);
-      deadline.signal.addEventListener('abort', () => reject(deadline.signal.reason), { once: true });
-    });
-    stop.catch(() => {});
-    await Promise.race([send(deadline.signal), stop]);
+    await Promise.race([send(), stop]);
     return { kind: 'delivered', durationMs: durationMs() };
   } catch (err) {
     if (isAddressDenied(err)) return { kind: 'discard', reason: `address denied: ${errorText(err)}`, durationMs: durationMs() };
@@ -88,6 +89,5 @@ export async function brokerAttempt(
   } finally {
     clearTimeout(timer);
     untrack();
-    if (!deadline.signal.aborted) deadline.abort(new Error('done'));
   }
 }
