@@ -20,7 +20,7 @@ import Database from 'better-sqlite3';
 import { EVENT_STATES, type EventRecord, type EventState, type TransitionRecord } from '../../core/event.ts';
 import type * as S from '../store.ts';
 import { BULK_ERRORS_KEPT, BULK_FINISHED_KEPT } from '../store.ts';
-import { checkDeleteTerminal, checkForecast, checkLimit } from '../core/bounds.ts';
+import { checkDeleteTerminal, checkForecast, checkLimit, checkPullClaim } from '../core/bounds.ts';
 import { listPage, listPlan } from '../event-list-plan.ts';
 import { checkLeaseMs, checkShardAssignments } from '../shard-map.ts';
 import {
@@ -286,8 +286,31 @@ export class SqliteStore implements S.Store {
 
   async eventGroupHead(params: S.EventGroupHeadParams): Promise<S.DueRef | null> {
     const row = this.q.eventGroupFirst.get({ tenantId: params.tenantId, group: params.group });
-    if (!row || row.state === 'executing') return null;
+    // A pull head is claimed by consumers, never fired by the scheduler.
+    if (!row || row.state === 'executing' || row.pull === 1) return null;
     return dueRefFromRow(row);
+  }
+
+  async eventPullClaim(params: S.EventPullClaimParams): Promise<EventRecord[]> {
+    checkPullClaim(params);
+    return this.writeRelaxed(() => writes.pullClaim(this.q, params));
+  }
+
+  async eventPullExpired(params: { now: number; limit: number }): Promise<{ event: EventRecord; receipt: string }[]> {
+    checkLimit(params.limit, 'eventPullExpired');
+    return this.q.pullExpired.all(params).map((row) => ({ event: eventFromRow(row), receipt: row.receipt }));
+  }
+
+  async eventPullExtend(params: S.EventPullExtendParams): Promise<EventRecord | null> {
+    return this.write(() => writes.pullExtend(this.q, params));
+  }
+
+  async eventPullNextDue(params: { tenantId: string; queue: string }): Promise<number | null> {
+    return this.q.pullNextDue.get(params)?.due_at ?? null;
+  }
+
+  async eventPullSettle(params: S.EventPullSettleParams): Promise<EventRecord | null> {
+    return this.write(() => writes.pullSettle(this.q, params));
   }
 
   async eventInsertMany(params: S.EventInsertManyParams): Promise<S.EventInsertResult[]> {
