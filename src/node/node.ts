@@ -431,7 +431,12 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
       logger.info({ shutdownTimeoutMs: config.shutdownTimeoutMs }, 'shutting down');
       // Parked claims answer now (with nothing), so closing the server does not wait out their waits.
       pullWaiters.close();
+      // A connection whose request never arrives (a client that connected and gave up, as an
+      // aborted long-poll claim may leave) would hold app.close() for the server's headers timeout
+      // (a minute or more): at the shutdown deadline every connection still open is closed.
+      const forceClose = setTimeout(() => app.server.closeAllConnections(), Math.max(0, deadlineMs - clock.monotonicMs()));
       await app.close();
+      clearTimeout(forceClose);
       // Readers leave their consumer groups first: their partitions go to the other nodes.
       await sources.stop();
       await bulk.stop();
