@@ -7,8 +7,9 @@
  * - Every row belongs to a tenant; no method reads or changes another tenant's rows.
  * - A write is durable when its promise resolves (or, for a tenant with relaxed durability on a
  *   backend that supports it, at the backend's next flush). The scheduler's own bookkeeping
- *   (eventClaim, eventRecordAttempts, claimLeaseRenew, eventRescue) may be committed lazily: a
- *   power loss may undo the newest of those, which only makes an event fire again (at least once).
+ *   (eventClaim, eventRecordAttempts, claimLeaseRenew, eventRescue) and pull claims and their
+ *   ends (eventPullClaim, eventPullSettle, eventPullExtend) may be committed lazily: a power loss
+ *   may undo the newest of those, which only makes an event fire or come back again (at least once).
  * - State changes of events are conditional (on state and, where given, version) and each one
  *   appends exactly one transition in the same transaction. Nothing is half-written.
  */

@@ -302,15 +302,16 @@ export class SqliteStore implements S.Store {
   }
 
   async eventPullExtend(params: S.EventPullExtendParams): Promise<EventRecord | null> {
-    return this.write(() => writes.pullExtend(this.q, params));
+    return this.writeRelaxed(() => writes.pullExtend(this.q, params));
   }
 
   async eventPullNextDue(params: { tenantId: string; queue: string }): Promise<number | null> {
     return this.q.pullNextDue.get(params)?.due_at ?? null;
   }
 
+  /** Relaxed, as a push outcome is: an ack a power loss undoes makes the event come back (at least once). */
   async eventPullSettle(params: S.EventPullSettleParams): Promise<EventRecord | null> {
-    return this.write(() => writes.pullSettle(this.q, params));
+    return this.writeRelaxed(() => writes.pullSettle(this.q, params));
   }
 
   async eventInsertMany(params: S.EventInsertManyParams): Promise<S.EventInsertResult[]> {
