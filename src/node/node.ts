@@ -232,7 +232,13 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
       }
     }
   };
-  const pullExpirer = new PullExpirer({ store, clock, logger, onSettled: onPullSettled }, opts.pull?.expireIntervalMs);
+  const pullExpirer = new PullExpirer({
+    store, clock, logger,
+    onSettled: (events) => {
+      for (const e of events) metrics.pullEnded.inc({ action: 'expire', state: e.state });
+      onPullSettled(events);
+    },
+  }, opts.pull?.expireIntervalMs);
   const rescuer = new Rescuer({ store, clock, owner, logger, onRescued: (refs) => scheduler.notifyDue(refs) }, RESCUE_INTERVAL_MS);
   // Every node of a cluster counts the shared store: each waits as many times longer.
   const sharers = cluster ? async () => (await cluster.status()).nodes.filter((n) => n.live).length : undefined;

@@ -71,6 +71,9 @@ for (const [backend, make] of TEST_BACKENDS) {
       assert.equal(again.statusCode, 409);
       assert.match(again.json().error.message, /receipt/);
       assert.deepEqual(await trace('a1'), ['created', 'claim', 'ack']);
+      const metrics = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+      assert.match(metrics, /belfry_pull_claimed_total [1-9]/);
+      assert.match(metrics, /belfry_pull_ended_total\{action="ack",state="succeeded"\} [1-9]/);
       const a2 = events.find((e: { id: string }) => e.id === 'a2');
       assert.equal((await req('POST', '/v1/events/a2/ack', { receipt: a2.receipt })).statusCode, 200);
     });

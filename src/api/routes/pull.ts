@@ -132,6 +132,7 @@ export function pullRoutes(app: FastifyInstance, deps: AppDeps, pull: PullRouteD
       const types = body.types ?? null;
       // Parked for the whole long poll (not only while asleep), so a write between two looks wakes it.
       const watch = waitMs > 0 ? pull.waiters.enter(tenantId, queue) : null;
+      deps.metrics.pullParked.set(pull.waiters.parkedCount);
       const gone = clientGone(reply);
       try {
         const deadlineMs = deps.clock.monotonicMs() + waitMs;
@@ -140,7 +141,10 @@ export function pullRoutes(app: FastifyInstance, deps: AppDeps, pull: PullRouteD
           const receipt = randomBytes(16).toString('base64url');
           const events = await deps.store.eventPullClaim({ tenantId, queue, types, max, now, leaseUntil: now + visibleMs, receipt });
           const leftMs = deadlineMs - deps.clock.monotonicMs();
-          if (events.length > 0 || watch === null || leftMs <= 0 || gone.aborted || pull.waiters.isClosed) return { events: events.map((e) => claimedJson(e, receipt)) };
+          if (events.length > 0 || watch === null || leftMs <= 0 || gone.aborted || pull.waiters.isClosed) {
+            deps.metrics.pullClaimed.inc(events.length);
+            return { events: events.map((e) => claimedJson(e, receipt)) };
+          }
           // Sleep until the queue's next event is due (when it is not already: then what is due is
           // another type's or a group's later event), a wake-up, or the fallback poll.
           const next = await deps.store.eventPullNextDue({ tenantId, queue });
@@ -149,6 +153,7 @@ export function pullRoutes(app: FastifyInstance, deps: AppDeps, pull: PullRouteD
         }
       } finally {
         watch?.release();
+        deps.metrics.pullParked.set(pull.waiters.parkedCount);
       }
     },
   );
@@ -162,6 +167,7 @@ export function pullRoutes(app: FastifyInstance, deps: AppDeps, pull: PullRouteD
     const params = decidePull({ event, receipt, end, policy: pullPolicy(event, destination?.config ?? null), now: deps.clock.now(), random: Math.random });
     const after = await deps.store.eventPullSettle(params);
     if (!after) throw receiptConflict(id);
+    deps.metrics.pullEnded.inc({ action: end.action, state: after.state });
     pull.onSettled([after]);
     return after;
   }
