@@ -30,7 +30,7 @@ import { KafkaSourceReader } from '../sources/kafka/reader.ts';
 import { SourceIngest } from '../api/source-ingest.ts';
 import { TenantQuotas } from '../api/tenant-quotas.ts';
 import { Rescuer } from '../scheduler/rescuer.ts';
-import { PullExpirer } from '../scheduler/pull-expirer.ts';
+import { PullExpirer } from '../dispatch/pull-expirer.ts';
 import { PullWaiters, type PullWaitersOptions } from '../dispatch/pull-waiters.ts';
 import { Scheduler, type SchedulerOptions } from '../scheduler/scheduler.ts';
 import { CountSampler, type CountSamplerOptions } from '../store/count-sampler.ts';

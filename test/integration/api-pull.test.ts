@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import type { InjectOptions } from 'fastify';
 import pino from 'pino';
 import { bearer, TEST_BACKENDS, type TestApp } from '../support/app.ts';
-import { PullExpirer } from '../../src/scheduler/pull-expirer.ts';
+import { PullExpirer } from '../../src/dispatch/pull-expirer.ts';
 import { waitUntil } from '../support/node.ts';
 import type { Store } from '../../src/store/store.ts';
 

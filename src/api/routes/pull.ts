@@ -6,7 +6,7 @@
  *   POST /v1/events/{id}/ack           ──▶ succeeded
  *   POST /v1/events/{id}/nack          ──▶ awaiting_retry | discarded | archived (retry policy)
  *   POST /v1/events/{id}/extend        ──▶ the lease moves on
- *   (no answer in time: the expirer, scheduler/pull-expirer.ts, ends the claim as a failed attempt)
+ *   (no answer in time: the expirer, dispatch/pull-expirer.ts, ends the claim as a failed attempt)
  *
  * Every change is a conditional write in the store (on the receipt), so any node answers any of
  * them, two claims never hand out one event, and a stale or foreign receipt gets 409 and changes

@@ -14,7 +14,7 @@ import type { Clock } from '../core/clock.ts';
 import type { DestinationConfig } from '../core/destination.ts';
 import type { EventRecord } from '../core/event.ts';
 import { runEvery } from '../core/loop.ts';
-import { decidePull, pullPolicy } from '../dispatch/pull.ts';
+import { decidePull, pullPolicy } from './pull.ts';
 import type { Store } from '../store/store.ts';
 
 export const PULL_EXPIRE_BATCH_MAX = 500;
