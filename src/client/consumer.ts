@@ -61,6 +61,19 @@ export interface ConsumerOptions {
 
 type Phase = 'idle' | 'running' | 'stopping' | 'stopped';
 
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000 };
+
+/**
+ * The visibility timeout in ms ("30s", "2m", 30000), read here so the consumer times its extends by
+ * its own clock (never by comparing the server's `visibleUntil` with a clock that may be skewed).
+ */
+export function visibilityMsOf(value: string | number): number {
+  const m = typeof value === 'number' ? null : /^(\d+)(ms|s|m|h)$/.exec(value.trim());
+  const ms = typeof value === 'number' ? value : m ? Number(m[1]) * UNIT_MS[m[2]] : NaN;
+  if (!Number.isInteger(ms) || ms < 1_000 || ms > 12 * 3_600_000) throw new RangeError(`visibilityTimeout must be from 1s to 12h ("30s", "5m" or ms), got ${JSON.stringify(value)}`);
+  return ms;
+}
+
 export class Consumer {
   private readonly handlers = new Map<string, EventHandler>();
   private readonly inFlight = new Set<Promise<void>>();
@@ -70,6 +83,7 @@ export class Consumer {
   /** Resolves the claim loop's wait for a free slot. */
   private slotFreed: (() => void) | null = null;
   private readonly concurrency: number;
+  private readonly visibilityMs: number;
 
   constructor(
     private readonly t: Transport,
@@ -79,6 +93,7 @@ export class Consumer {
     const c = opts.concurrency ?? CONSUMER_CONCURRENCY_DEFAULT;
     if (!Number.isInteger(c) || c < 1 || c > CONSUMER_CONCURRENCY_MAX) throw new RangeError(`concurrency must be an integer from 1 to ${CONSUMER_CONCURRENCY_MAX}`);
     this.concurrency = c;
+    this.visibilityMs = visibilityMsOf(opts.visibilityTimeout ?? '30s');
   }
 
   /** Registers the handler of events of `type` (`'*'`: of every type without a handler of its own, untyped included). */
@@ -134,7 +149,7 @@ export class Consumer {
       try {
         const res = await this.t.call<PullClaimResult>(ROUTES.pullClaim, {
           params: { name: this.destination },
-          body: { max: Math.min(free, CLAIM_MAX), visibilityTimeout: this.opts.visibilityTimeout ?? '30s', wait: this.opts.wait ?? '20s', types: this.claimTypes() },
+          body: { max: Math.min(free, CLAIM_MAX), visibilityTimeout: this.visibilityMs, wait: this.opts.wait ?? '20s', types: this.claimTypes() },
           signal: this.stopping.signal,
         });
         events = res.body.events;
@@ -189,30 +204,33 @@ export class Consumer {
     }
   }
 
-  /** Extends the claim whenever half its visibility timeout is left, until stopped; aborts `lost` when the claim is gone. */
+  /**
+   * Extends the claim each time half its visibility timeout has passed (by this process's clock,
+   * counted from when the claim or the last extend was answered), until stopped; aborts `lost`
+   * when the claim is gone.
+   */
   private keepClaimed(event: ClaimedEvent, lost: AbortController): { receipt: string; stop(): void } {
-    const claimedMs = Date.now();
-    const timeoutMs = Math.max(1_000, Date.parse(event.visibleUntil) - claimedMs);
+    const timeoutMs = this.visibilityMs;
     let timer: NodeJS.Timeout | null = null;
     let stopped = false;
-    const schedule = (visibleUntilMs: number) => {
+    const schedule = (afterMs: number) => {
       if (stopped) return;
-      timer = setTimeout(extend, Math.max(0, (visibleUntilMs - Date.now()) / 2));
+      timer = setTimeout(extend, afterMs);
     };
     const extend = async () => {
       try {
-        const res = await this.t.call<PullExtended>(ROUTES.pullExtend, { params: { id: event.id }, body: { receipt: event.receipt, visibilityTimeout: timeoutMs } });
-        schedule(Date.parse(res.body.visibleUntil));
+        await this.t.call<PullExtended>(ROUTES.pullExtend, { params: { id: event.id }, body: { receipt: event.receipt, visibilityTimeout: timeoutMs } });
+        schedule(timeoutMs / 2);
       } catch (err) {
         if (err instanceof BelfryApiError && err.status === 409) {
           lost.abort(err);
           return;
         }
         this.opts.onError?.(err, event);
-        schedule(Date.now() + timeoutMs / 2);
+        schedule(timeoutMs / 4);
       }
     };
-    schedule(Date.parse(event.visibleUntil));
+    schedule(timeoutMs / 2);
     return {
       receipt: event.receipt,
       stop: () => {
