@@ -137,6 +137,8 @@ export function pullRoutes(app: FastifyInstance, deps: AppDeps, pull: PullRouteD
       try {
         const deadlineMs = deps.clock.monotonicMs() + waitMs;
         for (;;) {
+          // A client that went away gets nothing claimed for it (its events would wait out the timeout).
+          if (gone.aborted) return { events: [] };
           const now = deps.clock.now();
           const receipt = randomBytes(16).toString('base64url');
           const events = await deps.store.eventPullClaim({ tenantId, queue, types, max, now, leaseUntil: now + visibleMs, receipt });
