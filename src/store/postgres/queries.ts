@@ -71,10 +71,15 @@ const IS_PULL_DESTINATION = (tenant: string, name: string) => `EXISTS (SELECT 1 
       WHERE d.tenant_id = ${tenant} AND d.name = ${name} AND d.config ->> 'kind' = 'pull')`;
 
 /**
- * A pull claim after its page (a CTE `page` of (tenant_id, id) rows read from a bounded walk of
- * an index): locks each row still fireable, a pull row due by $3 and its group's head (rows another
- * claimer holds are skipped), keeps the first $5 in due order, claims them with lease $6 and
- * receipt $7 and appends their transitions (detail $8). Returns (EventRow)[] in due order.
+ * A pull claim after its page (a MATERIALIZED CTE `page` of (tenant_id, id) rows in due order, read
+ * from a bounded walk of an index): locks each row still fireable, a pull row due by $3 and its
+ * group's head (rows another claimer holds are skipped), stops at $5, claims them with lease $6
+ * and receipt $7 and appends their transitions (detail $8). Returns (EventRow)[] in due order.
+ * No ORDER BY between the page and the LIMIT: the nested loop walks the page in its order and
+ * stops at $5 rows, so a claim locks about what it takes, and a concurrent claim of the same
+ * queue skips those and takes the next (a sort there locked the whole page, 4 × max rows, and two
+ * claims at once got one page and nothing). Were a plan to walk the page out of order, a claim
+ * would take later events first: never a wrong one (each row's own checks hold).
  */
 const PULL_CLAIM_REST = `claimable AS (
       SELECT l.row_id, l.from_state, l.due_at, l.id FROM page p CROSS JOIN LATERAL (
@@ -83,7 +88,7 @@ const PULL_CLAIM_REST = `claimable AS (
           AND e.pull AND e.due_at <= $3 AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
         FOR UPDATE SKIP LOCKED
       ) l
-      ORDER BY l.due_at, l.id LIMIT $5
+      LIMIT $5
     ), claimed AS (
       UPDATE events e SET state = 'executing', version = e.version + 1, attempts = e.attempts + 1,
           lease_owner = 'pull', lease_until = $6, receipt = $7, updated_at = $3
@@ -484,18 +489,19 @@ export const SQL = {
   // Pull delivery (docs/pull.md). pullClaimAny ($1 tenantId, $2 queue, $3 now, $4 examine, $5 max,
   //  $6 leaseUntil, $7 receipt, $8 detail json) → EventRow[] claimed, in due order: of the first $4
   //  fireable rows of the queue due by $3 (a range scan of events_queue_due), see PULL_CLAIM_REST.
-  pullClaimAny: `WITH page AS (
+  pullClaimAny: `WITH page AS MATERIALIZED (
       SELECT tenant_id, id FROM events
       WHERE tenant_id = $1 AND queue = $2 AND state IN ${FIREABLE} AND due_at <= $3
       ORDER BY due_at, id LIMIT $4
     ), ${PULL_CLAIM_REST}`,
   // pullClaimTyped: as pullClaimAny, plus $9 types text[]: the page is the first $4 rows of each
   //  type (a range scan of events_pull_type_due per type).
-  pullClaimTyped: `WITH page AS (
+  pullClaimTyped: `WITH page AS MATERIALIZED (
       SELECT x.tenant_id, x.id FROM unnest($9::text[]) AS t(type) CROSS JOIN LATERAL (
-        SELECT tenant_id, id FROM events
+        SELECT tenant_id, id, due_at FROM events
         WHERE tenant_id = $1 AND queue = $2 AND type = t.type AND state IN ${FIREABLE} AND pull AND due_at <= $3
         ORDER BY due_at, id LIMIT $4) x
+      ORDER BY x.due_at, x.id
     ), ${PULL_CLAIM_REST}`,
   // ($1 tenantId, $2 id, $3 receipt, $4 attempts|null, $5 toState, $6 retryAt|null, $7 error|null,
   //  $8 now, $9 detail json) → EventRow after the ack, nack or expiry, or no row unless the event is
