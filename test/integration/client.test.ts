@@ -391,6 +391,20 @@ describe('belfry/client against a real node', () => {
     assert.equal((await tenant.pull.ack(claimed[0].id, claimed[0].receipt)).state, 'succeeded');
   });
 
+  test('pull: a group spanning a pull and a webhook destination keeps its order across them', async () => {
+    await tenant.destinations.put('pull-mixed', { kind: 'pull' });
+    await tenant.destinations.put('push-mixed', { url: `${receiver.url}/ok`, timeout: '5s' });
+    const now = Date.now();
+    await tenant.events.create({ id: 'mix-1', destination: 'pull-mixed', fireAt: now, group: 'mixed' });
+    await tenant.events.create({ id: 'mix-2', destination: 'push-mixed', fireAt: now + 1, group: 'mixed' });
+    let claimed: Awaited<ReturnType<typeof tenant.pull.claim>> = [];
+    await waitUntil('mix-1 claimed', async () => (claimed = await tenant.pull.claim('pull-mixed', { wait: '1s' })).length === 1, 10_000);
+    assert.equal((await tenant.events.get('mix-2')).state, 'scheduled', 'the webhook event waits for the pulled one');
+    await tenant.pull.ack('mix-1', claimed[0].receipt);
+    await waitForState('mix-2', 'succeeded');
+    assert.ok(receiver.requests.some((r) => r.headers['webhook-id'] === 'mix-2'), 'delivered to the webhook');
+  });
+
   test('pull: the consumer runs handlers by type, extends long ones, acks, nacks a throw, and stops gracefully', async () => {
     await tenant.destinations.put('pull-consumer', { kind: 'pull', retry: { minBackoff: '100ms', maxBackoff: '100ms', maxAttempts: 5 } });
     const seen: string[] = [];
