@@ -6,6 +6,7 @@ import { fire } from './scenarios/fire.ts';
 import { ingest } from './scenarios/ingest.ts';
 import { limits } from './scenarios/limits.ts';
 import { precision } from './scenarios/precision.ts';
+import { pull } from './scenarios/pull.ts';
 import { readsMeasure } from './scenarios/reads.ts';
 import type { Scenario } from './scenarios/scenario.ts';
 import { SYSTEM_KEYS, type SystemKey } from './systems/system.ts';
@@ -87,6 +88,10 @@ function backlogSteps(p: PlanOptions, name: 'backlog' | 'reads' = 'backlog'): St
   ];
 }
 
+function pullSteps(p: PlanOptions): Step[] {
+  return belfryStores(p).map((store): Step => ({ kind: 'custom', title: `pull · belfry-${store}`, run: async () => [await pull(store, p.opts)] }));
+}
+
 function limitsStep(): Step {
   return { kind: 'custom', title: 'limits', run: () => limits() };
 }
@@ -106,6 +111,8 @@ export function planSteps(name: string, p: PlanOptions): Step[] {
       return backlogSteps(p, 'reads');
     case 'limits':
       return [limitsStep()];
+    case 'pull':
+      return pullSteps(p);
     case 'all':
       if (p.opts.n !== undefined || p.opts.rate !== undefined) throw new Error('--n and --rate do not apply to "all" (each scenario has its own size; precision runs at 1,000/s and 5,000/s)');
       return [
@@ -117,6 +124,6 @@ export function planSteps(name: string, p: PlanOptions): Step[] {
         ...backlogSteps(p),
       ];
     default:
-      throw new Error(`unknown scenario "${name}" (ingest, fire, precision, burst, backlog, reads, limits, all)`);
+      throw new Error(`unknown scenario "${name}" (ingest, fire, precision, burst, backlog, reads, limits, pull, all)`);
   }
 }

@@ -30,6 +30,9 @@ import { healthRoutes } from './routes/health.ts';
 import { scheduleRoutes } from './routes/schedules.ts';
 import { sourceRoutes } from './routes/sources.ts';
 import { tenantRoutes } from './routes/tenants.ts';
+import { pullRoutes } from './routes/pull.ts';
+import { PullWaiters } from '../dispatch/pull-waiters.ts';
+import type { EventRecord } from '../core/event.ts';
 import { TenantQuotas } from './tenant-quotas.ts';
 import { uiRoutes } from '../ui/routes.ts';
 
@@ -119,10 +122,17 @@ function registerJsonParser(app: FastifyInstance): void {
 
 export async function createApp(appDeps: AppDeps): Promise<FastifyInstance> {
   const knownDestinations = new KnownDestinations(appDeps.store, appDeps.clock);
+  const pullWaiters = appDeps.pullWaiters ?? new PullWaiters(appDeps.clock);
   // The caller's deps with the destination cache added; the rest is read through to the caller's
   // object (prototype), so what it changes later (tests swap the writer) is seen.
   const deps: AppDeps = Object.create(appDeps, {
     knownDestinations: { value: knownDestinations },
+    onEventsChanged: {
+      value(events: EventRecord[]) {
+        pullWaiters.wakeEvents(events);
+        appDeps.onEventsChanged(events);
+      },
+    },
     onDestinationChanged: {
       value(tenantId: string, name: string) {
         knownDestinations.forget(tenantId, name);
@@ -165,6 +175,13 @@ export async function createApp(appDeps: AppDeps): Promise<FastifyInstance> {
     sourceRoutes(scope, deps);
     accountRoutes(scope, deps, auth);
     bulkRoutes(scope, deps);
+    pullRoutes(scope, deps, {
+      waiters: pullWaiters,
+      onSettled: (events) => {
+        pullWaiters.wakeEvents(events);
+        appDeps.onPullSettled?.(events);
+      },
+    });
   });
   await app.register(async (scope) => forecastRoutes(scope, deps, auth));
   await uiRoutes(app);

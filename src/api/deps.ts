@@ -7,6 +7,7 @@ import type { RetentionPeriods } from '../core/retention.ts';
 import type { Metrics } from '../node/metrics.ts';
 import type { CountSampler } from '../store/count-sampler.ts';
 import type { KnownDestinations } from './known-destinations.ts';
+import type { PullWaiters } from '../dispatch/pull-waiters.ts';
 import type { EventInsertResult, NewEvent, Store } from '../store/store.ts';
 import { DEFAULT_TENANT_LIMITS, type TenantLimits } from './limits.ts';
 import type { ClusterView } from './schemas/cluster.ts';
@@ -53,6 +54,10 @@ export interface AppDeps {
   destinationHealth?(tenantId: string, name: string): Omit<DestinationHealthOutput, 'name'>;
   /** Readiness: store reachable, shards owned, not shutting down. */
   ready(): Promise<{ ok: boolean; reasons: string[] }>;
+  /** Parked pull claims (the node's, so its expirer can wake them); absent: createApp makes its own. */
+  pullWaiters?: PullWaiters;
+  /** Told after a pull claim ended by ack or nack (the scheduler's group kick); absent: nothing else to tell. */
+  onPullSettled?(events: EventRecord[]): void;
   /** The event routes' destination check (built by createApp; absent: read from the store each time). */
   knownDestinations?: KnownDestinations;
 }

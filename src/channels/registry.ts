@@ -15,6 +15,7 @@ import { httpSpec } from './http/index.ts';
 import { KafkaChannel, kafkaSpec } from './kafka/index.ts';
 import { NatsChannel, natsSpec } from './nats/index.ts';
 import { RedisChannel, redisSpec } from './redis/index.ts';
+import { PullChannel, pullSpec } from './pull/index.ts';
 
 /** A channel that pools connections per destination: `forget` closes one (deleted or changed). */
 export interface PoolingChannel extends Channel {
@@ -28,6 +29,7 @@ export const KIND_SPECS: { [K in DestinationKind]: KindSpec<Extract<DestinationT
   nats: natsSpec,
   amqp: amqpSpec,
   redis: redisSpec,
+  pull: pullSpec,
 };
 
 /** The typed target of a registration body the schema accepted; a 400 naming the field otherwise. */
@@ -62,6 +64,7 @@ export class ChannelRegistry implements Channel {
       nats: opts.channels?.nats ?? new NatsChannel(common),
       amqp: opts.channels?.amqp ?? new AmqpChannel(common),
       redis: opts.channels?.redis ?? new RedisChannel(common),
+      pull: new PullChannel(),
       ...opts.channels,
     };
   }

@@ -20,7 +20,13 @@ import {
   type BulkDryRun,
   type BulkJob,
   type BulkRequest,
+  type ClaimedEvent,
   type Cluster,
+  type PullClaimRequest,
+  type PullClaimResult,
+  type PullExtend,
+  type PullExtended,
+  type PullNack,
   type Destination,
   type DestinationHealth,
   type DestinationPut,
@@ -59,6 +65,7 @@ import {
   type TransitionQuery,
 } from './routes.ts';
 import { BelfryApiError, Transport, type CallInput, type TransportOptions } from './transport.ts';
+import { Consumer, type ConsumerOptions } from './consumer.ts';
 
 export type BelfryClientOptions = TransportOptions;
 
@@ -414,6 +421,31 @@ export class OperationsClient {
   }
 }
 
+/** Pull delivery, call by call (the consumer, `BelfryClient.consumer`, runs this loop for you). */
+export class PullClient {
+  constructor(private readonly t: Transport) {}
+
+  /** Claims due events of a pull destination (long-polls up to `wait`). */
+  async claim(destination: string, request: PullClaimRequest = {}): Promise<ClaimedEvent[]> {
+    return (await this.t.call<PullClaimResult>(ROUTES.pullClaim, { params: { name: destination }, body: request })).body.events;
+  }
+
+  /** The event succeeded (409 when the receipt no longer holds its claim). */
+  async ack(id: string, receipt: string): Promise<BelfryEvent> {
+    return (await this.t.call<BelfryEvent>(ROUTES.pullAck, { params: { id }, body: { receipt } })).body;
+  }
+
+  /** The event failed: retried (after `retryAfter`, or its backoff) or, with `discard`, discarded. */
+  async nack(id: string, request: PullNack): Promise<BelfryEvent> {
+    return (await this.t.call<BelfryEvent>(ROUTES.pullNack, { params: { id }, body: request })).body;
+  }
+
+  /** Keeps the claim `visibilityTimeout` longer from now. */
+  async extend(id: string, request: PullExtend): Promise<PullExtended> {
+    return (await this.t.call<PullExtended>(ROUTES.pullExtend, { params: { id }, body: request })).body;
+  }
+}
+
 export class BelfryClient {
   readonly events: EventsClient;
   readonly bulk: BulkClient;
@@ -425,6 +457,7 @@ export class BelfryClient {
   private readonly transport: Transport;
   readonly schedules: SchedulesClient;
   readonly sources: SourcesClient;
+  readonly pull: PullClient;
 
   constructor(options: BelfryClientOptions) {
     const t = new Transport(options);
@@ -436,7 +469,13 @@ export class BelfryClient {
     this.account = new AccountClient(t);
     this.tenants = new TenantsClient(t);
     this.operations = new OperationsClient(t);
+    this.pull = new PullClient(t);
     this.transport = t;
+  }
+
+  /** A consumer of a pull destination's events (see consumer.ts): `on(type, handler)`, then `start()`. */
+  consumer(destination: string, options: ConsumerOptions = {}): Consumer {
+    return new Consumer(this.transport, destination, options);
   }
 
   /** The due-load forecast: scheduled events per bucket ahead (all tenants' with the admin key). */

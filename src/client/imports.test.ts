@@ -38,7 +38,7 @@ test('belfry/client reaches only its own files, core/ids, the signer and node: b
   }
   assert.deepEqual(
     [...seen].map((f) => relative(SRC, f)).sort(),
-    ['channels/http/signing.ts', 'client/client.ts', 'client/dedup.ts', 'client/index.ts', 'client/routes.ts', 'client/transport.ts', 'client/webhook.ts', 'core/ids.ts'],
+    ['channels/http/signing.ts', 'client/client.ts', 'client/consumer.ts', 'client/dedup.ts', 'client/index.ts', 'client/routes.ts', 'client/transport.ts', 'client/webhook.ts', 'core/ids.ts'],
   );
   assert.deepEqual([...bare].filter((b) => !b.startsWith('node:')), [], 'no package but Node built-ins');
 });

@@ -1,10 +1,12 @@
 /**
  * `belfry/client`: the TypeScript SDK. An API client typed from the API's own schemas, webhook
- * verification (Standard Webhooks) and a dedup helper for receivers. It loads no server code
+ * verification (Standard Webhooks), a dedup helper for receivers, and a pull consumer. It loads no server code
  * (no Fastify, no database driver): only the Node built-ins, and Belfry's pure id and signing
  * functions.
  */
-export { BelfryClient, AccountClient, BulkClient, DestinationsClient, EventsClient, OperationsClient, SchedulesClient, SourcesClient, TenantsClient } from './client.ts';
+export { BelfryClient, AccountClient, BulkClient, DestinationsClient, EventsClient, OperationsClient, PullClient, SchedulesClient, SourcesClient, TenantsClient } from './client.ts';
+export { Consumer, NackError, CONSUMER_CONCURRENCY_DEFAULT, CONSUMER_CONCURRENCY_MAX } from './consumer.ts';
+export type { ConsumerOptions, EventHandler, HandlerContext } from './consumer.ts';
 export type { BelfryClientOptions, CreatedEvent, IfMatch } from './client.ts';
 export { BelfryApiError, parseRetryAfterMs, type RetryOptions } from './transport.ts';
 export { ROUTES, type Operation, type Route } from './routes.ts';

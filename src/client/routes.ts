@@ -45,6 +45,7 @@ import type {
   SchedulePreviewResponse,
 } from '../api/schemas/schedules.ts';
 import type { SourceJson, SourceListQuery, SourceListResponse, SourcePutBody } from '../api/schemas/sources.ts';
+import type { ClaimedEventJson, PullAckBody, PullClaimBody, PullClaimResponse, PullExtendBody, PullExtendResponse, PullNackBody } from '../api/schemas/pull.ts';
 import type {
   ApiKeyCreatedJson,
   ApiKeyJson,
@@ -134,6 +135,12 @@ export const ROUTES = {
   sourceGet: route('GET', '/v1/sources/{name}'),
   sourceDelete: route('DELETE', '/v1/sources/{name}'),
   sourceList: route('GET', '/v1/sources'),
+  // pull delivery (a claim hands events out: never sent twice; ack, nack and extend answer 409 when
+  // a first try applied, so they are not retried blindly either)
+  pullClaim: route('POST', '/v1/destinations/{name}/claim'),
+  pullAck: route('POST', '/v1/events/{id}/ack'),
+  pullNack: route('POST', '/v1/events/{id}/nack'),
+  pullExtend: route('POST', '/v1/events/{id}/extend'),
 } as const satisfies Record<string, Route>;
 
 export type Operation = keyof typeof ROUTES;
@@ -172,6 +179,16 @@ export type EventListFilter = Omit<Static<typeof EventListQuery>, 'limit' | 'fro
 export type Transition = Static<typeof TransitionJson>;
 export type TransitionPage = Static<typeof TransitionListResponse>;
 export type TransitionQuery = Omit<Static<typeof TransitionListQuery>, 'limit'> & { limit?: number | string };
+
+// ---- pull delivery ----
+export type PullClaimRequest = Static<typeof PullClaimBody>;
+export type PullClaimResult = Static<typeof PullClaimResponse>;
+/** A claimed event of a pull destination, with the receipt that acks, nacks or extends it. */
+export type ClaimedEvent = Static<typeof ClaimedEventJson>;
+export type PullAck = Static<typeof PullAckBody>;
+export type PullNack = Static<typeof PullNackBody>;
+export type PullExtend = Static<typeof PullExtendBody>;
+export type PullExtended = Static<typeof PullExtendResponse>;
 
 // ---- bulk and forecast ----
 export type BulkRequest = Static<typeof BulkBody>;

@@ -85,6 +85,8 @@ export interface CallInput {
   /** Sent as JSON; a string is sent as it is (already JSON). */
   body?: unknown;
   headers?: Record<string, string>;
+  /** Aborts the call (and its retries): it then fails as a network error. */
+  signal?: AbortSignal;
 }
 
 export interface CallResult<T> {
@@ -186,9 +188,9 @@ export class Transport {
 
     let waitedMs = 0;
     for (let attempt = 1; ; attempt++) {
-      const failure = await this.tryOnce<T>(route, url, headers, body, attempt);
+      const failure = await this.tryOnce<T>(route, url, headers, body, attempt, input.signal);
       if (!('error' in failure)) return failure;
-      if (!failure.retryable || attempt >= this.attemptsMax) throw failure.error;
+      if (!failure.retryable || attempt >= this.attemptsMax || input.signal?.aborted) throw failure.error;
       const waitMs = failure.retryAfterMs ?? this.backoffMs(attempt);
       if (waitedMs + waitMs > this.waitMsMax) throw failure.error;
       waitedMs += waitMs;
@@ -196,10 +198,12 @@ export class Transport {
     }
   }
 
-  private async tryOnce<T>(route: Route, url: string, headers: Record<string, string>, body: string | undefined, attempt: number): Promise<CallResult<T> | Failure> {
+  private async tryOnce<T>(route: Route, url: string, headers: Record<string, string>, body: string | undefined, attempt: number, callSignal?: AbortSignal): Promise<CallResult<T> | Failure> {
     let res: Response;
     try {
-      res = await this.fetchFn(url, { method: route.method, headers, body, signal: AbortSignal.timeout(this.timeoutMs) });
+      const timeout = AbortSignal.timeout(this.timeoutMs);
+      const signal = callSignal ? AbortSignal.any([timeout, callSignal]) : timeout;
+      res = await this.fetchFn(url, { method: route.method, headers, body, signal });
     } catch (err) {
       const timedOut = err instanceof DOMException && err.name === 'TimeoutError';
       const code = timedOut ? 'timeout' : 'network_error';

@@ -7,7 +7,7 @@
  */
 import type { RetryPolicy } from './backoff.ts';
 
-export const DESTINATION_KINDS = ['http', 'kafka', 'nats', 'amqp', 'redis'] as const;
+export const DESTINATION_KINDS = ['http', 'kafka', 'nats', 'amqp', 'redis', 'pull'] as const;
 export type DestinationKind = (typeof DESTINATION_KINDS)[number];
 
 /** What every kind shares (durations in ms). */
@@ -64,7 +64,15 @@ export interface RedisTarget {
   maxLen: number | null;
 }
 
-export type DestinationTarget = HttpTarget | KafkaTarget | NatsTarget | AmqpTarget | RedisTarget;
+/**
+ * A pull destination: nothing is pushed; consumers claim its due events over the API
+ * (POST /v1/destinations/{name}/claim, then ack / nack / extend; see docs/pull.md).
+ */
+export interface PullTarget {
+  kind: 'pull';
+}
+
+export type DestinationTarget = HttpTarget | KafkaTarget | NatsTarget | AmqpTarget | RedisTarget | PullTarget;
 export type BrokerTarget = Exclude<DestinationTarget, HttpTarget>;
 
 export type DestinationConfig = DestinationTarget & DestinationCommon;
@@ -79,7 +87,15 @@ export const KIND_TRAITS: Record<DestinationKind, { broker: boolean }> = {
   nats: { broker: true },
   amqp: { broker: true },
   redis: { broker: true },
+  // Unsigned, like a broker's; the scheduler never fires its events (the store keeps them out of
+  // the read-ahead), so its channel only answers for an event pushed before the kind was pull.
+  pull: { broker: true },
 };
+
+/** Whether a destination's events are claimed by consumers rather than pushed. */
+export function isPull(config: DestinationConfig): boolean {
+  return config.kind === 'pull';
+}
 
 /** The broker target of a destination, or null for a webhook. */
 export function brokerTargetOf(config: DestinationConfig): BrokerTarget | null {

@@ -123,6 +123,22 @@ export class Metrics {
     help: 'When the last retention pass of this node ended (unix seconds); only the leader cleans',
     registers: [this.registry],
   });
+  readonly pullClaimed = new Counter({
+    name: 'belfry_pull_claimed_total',
+    help: 'Events handed out by pull claims (scheduled or awaiting_retry to executing)',
+    registers: [this.registry],
+  });
+  readonly pullEnded = new Counter({
+    name: 'belfry_pull_ended_total',
+    help: 'Pull claims ended, by what ended them (ack, nack, expire) and the state the event went to',
+    labelNames: ['action', 'state'] as const,
+    registers: [this.registry],
+  });
+  readonly pullParked = new Gauge({
+    name: 'belfry_pull_parked_claims',
+    help: 'Pull claims of this node waiting for events (long polls)',
+    registers: [this.registry],
+  });
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'belfry_' });

@@ -30,6 +30,8 @@ import { KafkaSourceReader } from '../sources/kafka/reader.ts';
 import { SourceIngest } from '../api/source-ingest.ts';
 import { TenantQuotas } from '../api/tenant-quotas.ts';
 import { Rescuer } from '../scheduler/rescuer.ts';
+import { PullExpirer } from '../dispatch/pull-expirer.ts';
+import { PullWaiters, type PullWaitersOptions } from '../dispatch/pull-waiters.ts';
 import { Scheduler, type SchedulerOptions } from '../scheduler/scheduler.ts';
 import { CountSampler, type CountSamplerOptions } from '../store/count-sampler.ts';
 import { ForecastSampler } from '../store/forecast-sampler.ts';
@@ -61,6 +63,7 @@ export interface NodeOptions {
   materialiser?: Partial<MaterialiserOptions>;
   sources?: Partial<SourceManagerOptions>;
   bulk?: Partial<BulkRunnerOptions>;
+  pull?: Partial<PullWaitersOptions> & { expireIntervalMs?: number };
 }
 
 export interface BelfryNode {
@@ -207,6 +210,7 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
       shards: () => (cluster ? cluster.ownership.shards() : null),
       onEventsCreated: (events) => {
         scheduler.notifyEvents(events);
+        pullWaiters.wakeEvents(events);
         announceDue(events);
       },
       onAdvanced: ({ made, missed }) => {
@@ -216,6 +220,25 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     },
     { horizonMs: Math.max(config.scheduleHorizonMs, config.lookaheadMs), ...opts.materialiser },
   );
+  // Pull destinations: parked claims (woken by writes of their queues) and the expiry of claims
+  // whose visibility timeout ended. A settled grouped event lets its group's next event go, pushed
+  // or pulled.
+  const pullWaiters = new PullWaiters(clock, opts.pull);
+  const onPullSettled = (events: EventRecord[]) => {
+    pullWaiters.wakeEvents(events);
+    for (const e of events) {
+      if (e.group !== null && (e.state === 'succeeded' || e.state === 'discarded' || e.state === 'archived')) {
+        scheduler.kickGroup(e.tenantId, e.group).catch((err) => logger.error({ err, group: e.group }, 'group kick failed'));
+      }
+    }
+  };
+  const pullExpirer = new PullExpirer({
+    store, clock, logger,
+    onSettled: (events) => {
+      for (const e of events) metrics.pullEnded.inc({ action: 'expire', state: e.state });
+      onPullSettled(events);
+    },
+  }, opts.pull?.expireIntervalMs);
   const rescuer = new Rescuer({ store, clock, owner, logger, onRescued: (refs) => scheduler.notifyDue(refs) }, RESCUE_INTERVAL_MS);
   // Every node of a cluster counts the shared store: each waits as many times longer.
   const sharers = cluster ? async () => (await cluster.status()).nodes.filter((n) => n.live).length : undefined;
@@ -228,6 +251,7 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     store, clock, logger, owner,
     onEventsChanged: (events) => {
       scheduler.notifyEvents(events);
+      pullWaiters.wakeEvents(events);
       announceDue(events);
     },
   }, opts.bulk);
@@ -302,6 +326,7 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     onEventsCreated: (events) => {
       metrics.eventsScheduled.inc(events.length);
       scheduler.notifyEvents(events);
+      pullWaiters.wakeEvents(events);
       announceDue(events);
     },
   });
@@ -337,6 +362,8 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
       scheduler.notifyEvents(events);
       announceDue(events);
     },
+    pullWaiters,
+    onPullSettled,
     onDestinationChanged: (tenantId, name) => {
       dispatcher.destinationChanged(tenantId, name).catch((err) => logger.error({ err }, 'destination refresh failed'));
     },
@@ -390,6 +417,7 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
         )
       : null;
   if (cluster) rescuer.start();
+  pullExpirer.start();
   cleaner.start();
   // The first count runs in the background: a node on 10,000,000 events takes seconds over it.
   counts.start();
@@ -408,7 +436,14 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
       stopping = true;
       const deadlineMs = clock.monotonicMs() + config.shutdownTimeoutMs;
       logger.info({ shutdownTimeoutMs: config.shutdownTimeoutMs }, 'shutting down');
+      // Parked claims answer now (with nothing), so closing the server does not wait out their waits.
+      pullWaiters.close();
+      // A connection whose request never arrives (a client that connected and gave up, as an
+      // aborted long-poll claim may leave) would hold app.close() for the server's headers timeout
+      // (a minute or more): at the shutdown deadline every connection still open is closed.
+      const forceClose = setTimeout(() => app.server.closeAllConnections(), Math.max(0, deadlineMs - clock.monotonicMs()));
       await app.close();
+      clearTimeout(forceClose);
       // Readers leave their consumer groups first: their partitions go to the other nodes.
       await sources.stop();
       await bulk.stop();
@@ -418,6 +453,7 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
       await materialiser.stop();
       await scheduler.stop();
       await rescuer.stop();
+      await pullExpirer.stop();
       await cleaner.stop();
       await counts.stop();
       await forecast.stop();

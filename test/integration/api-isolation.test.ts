@@ -84,6 +84,12 @@ const WALK: Record<string, (a: typeof A) => Probe> = {
   'POST /v1/events/bulk': () => ({ path: '/v1/events/bulk', nowherePath: '/v1/events/bulk', body: (ids) => ({ filter: { destination: ids.destination }, action: 'cancel', dryRun: true }) }),
   'GET /v1/bulk/{id}': (a) => ({ path: `/v1/bulk/${a.bulkId}`, nowherePath: `/v1/bulk/${NOWHERE.bulkId}` }),
   'GET /v1/forecast': () => ({ path: '/v1/forecast?to=2h&by=destination', nowherePath: '/v1/forecast?to=2h&by=destination' }),
+  // Pull delivery: a claim of A's destination name, and an ack, nack or extend of A's event (409 as
+  // for an id that exists nowhere: a receipt never tells whether an id exists).
+  'POST /v1/destinations/{name}/claim': (a) => ({ path: `/v1/destinations/${a.destination}/claim`, nowherePath: `/v1/destinations/${NOWHERE.destination}/claim`, body: () => ({ max: 5 }) }),
+  'POST /v1/events/{id}/ack': (a) => ({ path: `/v1/events/${a.scheduled}/ack`, nowherePath: `/v1/events/${NOWHERE.event}/ack`, body: () => ({ receipt: 'r-guess' }) }),
+  'POST /v1/events/{id}/nack': (a) => ({ path: `/v1/events/${a.scheduled}/nack`, nowherePath: `/v1/events/${NOWHERE.event}/nack`, body: () => ({ receipt: 'r-guess', discard: true }) }),
+  'POST /v1/events/{id}/extend': (a) => ({ path: `/v1/events/${a.scheduled}/extend`, nowherePath: `/v1/events/${NOWHERE.event}/extend`, body: () => ({ receipt: 'r-guess', visibilityTimeout: '5s' }) }),
   'POST /v1/signing-secret/rotate': () => ({ path: '/v1/signing-secret/rotate', nowherePath: '/v1/signing-secret/rotate', body: () => ({}) }),
 };
 

@@ -377,6 +377,82 @@ describe('belfry/client against a real node', () => {
     assert.ok(tries > 3, `some creates were refused with 429 and sent again (${tries} tries for 3 events)`);
   });
 
+  test('pull: claim, ack, nack and extend call by call; a stale receipt is a 409 BelfryApiError', async () => {
+    await tenant.destinations.put('pull-calls', { kind: 'pull' });
+    await tenant.events.create({ id: 'pull-call-1', destination: 'pull-calls', delay: 0, payload: { n: 1 }, type: 'job.run' });
+    let claimed: Awaited<ReturnType<typeof tenant.pull.claim>> = [];
+    await waitUntil('the event claimed', async () => (claimed = await tenant.pull.claim('pull-calls', { max: 5, visibilityTimeout: '30s' })).length === 1, 10_000);
+    const [e] = claimed;
+    assert.deepEqual([e.id, e.type, e.attempt, e.payload], ['pull-call-1', 'job.run', 1, { n: 1 }]);
+    const ext = await tenant.pull.extend(e.id, { receipt: e.receipt, visibilityTimeout: '60s' });
+    assert.ok(Date.parse(ext.visibleUntil) > Date.parse(e.visibleUntil));
+    const nacked = await tenant.pull.nack(e.id, { receipt: e.receipt, retryAfter: 0 });
+    assert.equal(nacked.state, 'awaiting_retry');
+    const stale = await rejection(tenant.pull.ack(e.id, e.receipt));
+    assert.equal(stale.status, 409);
+    await waitUntil('claimed again', async () => (claimed = await tenant.pull.claim('pull-calls', { wait: '1s' })).length === 1, 10_000);
+    assert.equal(claimed[0].attempt, 2);
+    assert.equal((await tenant.pull.ack(claimed[0].id, claimed[0].receipt)).state, 'succeeded');
+  });
+
+  test('pull: a group spanning a pull and a webhook destination keeps its order across them', async () => {
+    await tenant.destinations.put('pull-mixed', { kind: 'pull' });
+    await tenant.destinations.put('push-mixed', { url: `${receiver.url}/ok`, timeout: '5s' });
+    const now = Date.now();
+    await tenant.events.create({ id: 'mix-1', destination: 'pull-mixed', fireAt: now, group: 'mixed' });
+    await tenant.events.create({ id: 'mix-2', destination: 'push-mixed', fireAt: now + 1, group: 'mixed' });
+    let claimed: Awaited<ReturnType<typeof tenant.pull.claim>> = [];
+    await waitUntil('mix-1 claimed', async () => (claimed = await tenant.pull.claim('pull-mixed', { wait: '1s' })).length === 1, 10_000);
+    assert.equal((await tenant.events.get('mix-2')).state, 'scheduled', 'the webhook event waits for the pulled one');
+    await tenant.pull.ack('mix-1', claimed[0].receipt);
+    await waitForState('mix-2', 'succeeded');
+    assert.ok(receiver.requests.some((r) => r.headers['webhook-id'] === 'mix-2'), 'delivered to the webhook');
+  });
+
+  test('pull: the consumer runs handlers by type, extends long ones, acks, nacks a throw, and stops gracefully', async () => {
+    await tenant.destinations.put('pull-consumer', { kind: 'pull', retry: { minBackoff: '100ms', maxBackoff: '100ms', maxAttempts: 5 } });
+    const seen: string[] = [];
+    let flakyTries = 0;
+    let releaseSlow!: () => void;
+    const slowGate = new Promise<void>((r) => (releaseSlow = r));
+    let slowStarted = false;
+    const consumer = tenant.consumer('pull-consumer', { concurrency: 4, visibilityTimeout: '2s', wait: '1s' });
+    consumer
+      .on('job.ok', async (event) => void seen.push(event.id))
+      .on('job.flaky', async (event) => {
+        flakyTries += 1;
+        if (flakyTries === 1) throw new Error('first try fails');
+        seen.push(event.id);
+      })
+      .on('job.slow', async (event) => {
+        slowStarted = true;
+        await slowGate;
+        seen.push(event.id);
+      });
+    await consumer.start();
+    await tenant.events.batch([
+      { id: 'c-ok', destination: 'pull-consumer', delay: 0, type: 'job.ok' },
+      { id: 'c-flaky', destination: 'pull-consumer', delay: 0, type: 'job.flaky' },
+      { id: 'c-slow', destination: 'pull-consumer', delay: 0, type: 'job.slow' },
+    ]);
+    await waitForState('c-ok', 'succeeded');
+    const flaky = await waitForState('c-flaky', 'succeeded');
+    assert.equal(flaky.attempts, 2, 'nacked once, then acked');
+    await waitUntil('the slow handler running', () => slowStarted, 10_000);
+    // Longer than its 2 s visibility timeout: the consumer extends the claim meanwhile.
+    await waitUntil('the slow claim extended', async () => (await collect(tenant.events.transitions('c-slow'))).some((t) => (t.detail as { pull?: string } | null)?.pull === 'extend'), 10_000);
+    await waitUntil('a second extension', async () => (await collect(tenant.events.transitions('c-slow'))).filter((t) => (t.detail as { pull?: string } | null)?.pull === 'extend').length >= 2, 10_000);
+    const stopped = consumer.stop();
+    releaseSlow();
+    await stopped;
+    // stop() waited for the slow handler, which acked before stop resolved.
+    const slow = await tenant.events.get('c-slow');
+    assert.equal(slow.state, 'succeeded');
+    assert.equal(slow.attempts, 1, 'never expired while its handler ran');
+    assert.deepEqual(seen.sort(), ['c-flaky', 'c-ok', 'c-slow']);
+    assert.equal(consumer.running, 0);
+  });
+
   test('every route of the client was called by the tests above', () => {
     const missing = (Object.entries(ROUTES) as [Operation, (typeof ROUTES)[Operation]][]).filter(([, route]) => {
       const pattern = new RegExp(`^${route.method} ${route.path.replace(/\{[A-Za-z]+\}/g, '[^/]+').replace(/\./g, '\\.')}$`);

@@ -21,6 +21,7 @@ import { openPostgresStore } from '../../src/store/postgres/postgres-store.ts';
 import type { Store } from '../../src/store/store.ts';
 import { dropTestSchema, TEST_PG_URL } from './pg.ts';
 import { randomBytes } from 'node:crypto';
+import { PullWaiters } from '../../src/dispatch/pull-waiters.ts';
 
 export const ADMIN_KEY = 'admin-test-key-0123456789abcdef';
 
@@ -111,6 +112,7 @@ async function makeTestAppOn<S extends Store>(store: S, removeStore: () => Promi
     retention: RETENTION_DEFAULTS,
     addressPolicy: new AddressPolicy(opts.allowHosts ?? ['127.0.0.1', '::1']),
     ready: opts.ready ?? (async () => ({ ok: true, reasons: [] })),
+    pullWaiters: new PullWaiters(clock, { parkedPerTenantMax: 2 }),
   };
   const app = await createApp(deps);
   const a = await makeTenant(app, 'tenant-a');

@@ -11,7 +11,7 @@ import type { DestinationConfig, DestinationRecord } from '../../store/store.ts'
 import type { AppDeps } from '../deps.ts';
 import { checkHeaders, parseDurationField, resolveRetry } from '../event-input.ts';
 import { parseTarget } from '../../channels/registry.ts';
-import { KIND_TRAITS } from '../../core/destination.ts';
+import { isPull, KIND_TRAITS } from '../../core/destination.ts';
 import { isoTime, toDestinationJson } from '../event-json.ts';
 import { overLimit, type TenantLimits } from '../limits.ts';
 import { ROTATION_DESCRIPTION, rotatedSecrets, rotationGraceMs } from '../secret-rotation.ts';
@@ -39,15 +39,17 @@ function destinationNotFound(name: string): BelfryError {
 
 /** The body as stored settings; throws 400 naming the field for what the schema cannot check. */
 export function toDestinationConfig(body: DestinationPutInput, policy: AddressPolicy, limits: TenantLimits): DestinationConfig {
-  const timeoutMs = body.timeout === undefined ? DESTINATION_TIMEOUT_MS_DEFAULT : parseDurationField('timeout', body.timeout);
+  // A pull destination's body has none of these (only its retry policy): the defaults apply.
+  const common: { kind: string; timeout?: string | number; headers?: Record<string, string>; rateLimit?: { perSecond: number }; maxConcurrency?: number } = body;
+  const timeoutMs = common.timeout === undefined ? DESTINATION_TIMEOUT_MS_DEFAULT : parseDurationField('timeout', common.timeout);
   if (timeoutMs < 1 || timeoutMs > DESTINATION_TIMEOUT_MS_MAX) throw invalid('timeout', 'must be from 1ms to 5m');
   return {
     ...parseTarget(body.kind, body, policy),
-    headers: checkHeaders(body.headers, limits.headerValueLengthMax),
+    headers: checkHeaders(common.headers, limits.headerValueLengthMax),
     timeoutMs,
     retry: resolveRetry(body.retry),
-    rateLimitPerSecond: body.rateLimit?.perSecond ?? null,
-    maxConcurrency: body.maxConcurrency ?? DESTINATION_CONCURRENCY_DEFAULT,
+    rateLimitPerSecond: common.rateLimit?.perSecond ?? null,
+    maxConcurrency: common.maxConcurrency ?? DESTINATION_CONCURRENCY_DEFAULT,
   };
 }
 
@@ -77,7 +79,7 @@ export function destinationRoutes(app: FastifyInstance, deps: AppDeps): void {
         security: BEARER_SECURITY,
         params: DestinationNameParams,
         body: DestinationPutBody,
-        response: { 200: DestinationJson, 201: DestinationJson, ...errorResponses(400, 401, 403, 413, 415) },
+        response: { 200: DestinationJson, 201: DestinationJson, ...errorResponses(400, 401, 403, 409, 413, 415) },
       },
     },
     async (request, reply) => {
@@ -86,6 +88,11 @@ export function destinationRoutes(app: FastifyInstance, deps: AppDeps): void {
       const config = toDestinationConfig(request.body, deps.addressPolicy, request.limits);
       const existing = await deps.store.destinationGet({ tenantId, name });
       if (!existing) await checkDestinationQuota(deps, tenantId, request.limits.destinationsMax);
+      // Each event's delivery mode (pushed or claimed) is fixed when it is written (the store keeps
+      // pull events out of the read-ahead), so a destination's events cannot switch mode under it.
+      if (existing && isPull(existing.config) !== isPull(config)) {
+        throw new BelfryError('conflict', `destination "${name}" is a ${existing.config.kind} destination: it cannot change between pull and push delivery; delete it and create it again under the new kind (events created before keep their mode; replay a discarded one to move it)`, [{ field: 'kind', message: 'cannot change between pull and push' }]);
+      }
       // Webhooks are signed (a new one, or one that had no secret, gets one); broker destinations are not.
       const body = request.body;
       const signed = !KIND_TRAITS[body.kind].broker;

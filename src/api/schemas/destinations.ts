@@ -85,18 +85,26 @@ export const RedisDestinationBody = Type.Object(
   { additionalProperties: false, title: 'redis' },
 );
 
+export const PullDestinationBody = Type.Object(
+  {
+    kind: Type.Literal('pull', { description: 'consumers claim its due events (POST /v1/destinations/{name}/claim); nothing is pushed' }),
+    retry: Type.Optional(RetryInput),
+  },
+  { additionalProperties: false, title: 'pull' },
+);
+
 /**
  * One body per kind, chosen by `kind` (ajv's discriminator: errors name the chosen kind's
  * fields). `kind` defaults to `http`: the route fills it in before validation.
  */
 export const DestinationPutBody = Type.Unsafe<
-  Static<typeof HttpDestinationBody> | Static<typeof KafkaDestinationBody> | Static<typeof NatsDestinationBody> | Static<typeof AmqpDestinationBody> | Static<typeof RedisDestinationBody>
+  Static<typeof HttpDestinationBody> | Static<typeof KafkaDestinationBody> | Static<typeof NatsDestinationBody> | Static<typeof AmqpDestinationBody> | Static<typeof RedisDestinationBody> | Static<typeof PullDestinationBody>
 >({
   type: 'object',
   required: ['kind'],
   discriminator: { propertyName: 'kind' },
-  oneOf: [HttpDestinationBody, KafkaDestinationBody, NatsDestinationBody, AmqpDestinationBody, RedisDestinationBody],
-  description: 'a webhook (`kind` http, the default) or a broker target: kafka, nats (JetStream), amqp (RabbitMQ), redis (Streams)',
+  oneOf: [HttpDestinationBody, KafkaDestinationBody, NatsDestinationBody, AmqpDestinationBody, RedisDestinationBody, PullDestinationBody],
+  description: 'a webhook (`kind` http, the default), a broker target: kafka, nats (JetStream), amqp (RabbitMQ), redis (Streams), or `pull` (consumers claim its events)',
 });
 export type DestinationPutInput = Static<typeof DestinationPutBody>;
 
@@ -105,7 +113,7 @@ export type DestinationNameParamsInput = Static<typeof DestinationNameParams>;
 
 export const DestinationJson = Type.Object({
   name: Type.String(),
-  kind: Type.String({ description: 'http, kafka, nats, amqp or redis' }),
+  kind: Type.String({ description: 'http, kafka, nats, amqp, redis or pull' }),
   url: Type.Optional(Type.String({ description: 'http, amqp, redis: the URL, its password shown as ***' })),
   brokers: Type.Optional(Type.Array(Type.String())),
   topic: Type.Optional(Type.String()),

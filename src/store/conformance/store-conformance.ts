@@ -26,6 +26,7 @@ import { sourceCases } from './cases-sources.ts';
 import { typeCases } from './cases-type.ts';
 import { forecastCases } from './cases-forecast.ts';
 import { bulkCases } from './cases-bulk.ts';
+import { pullCases } from './cases-pull.ts';
 import type { MakeStore, StoreHarness, SuiteContext } from './fixtures.ts';
 
 export type { MakeStore, StoreHarness, SuiteContext } from './fixtures.ts';
@@ -49,6 +50,7 @@ const SECTIONS: [string, Section][] = [
   ['eventReplay', replayCases],
   ['eventList', listCases],
   ['event type', typeCases],
+  ['pull delivery', pullCases],
   ['eventForecast', forecastCases],
   ['bulk jobs', bulkCases],
   ['transitionList', transitionCases],

@@ -3,7 +3,7 @@
  */
 import { isRetentionState } from '../../core/retention.ts';
 import { FORECAST_BUCKETS_MAX } from '../../core/forecast.ts';
-import type { EventDeleteTerminalParams, EventForecastParams } from '../store.ts';
+import { PULL_CLAIM_MAX, type EventDeleteTerminalParams, type EventForecastParams, type EventPullClaimParams } from '../store.ts';
 
 /** Bound on one page of eventList / eventListDue / transitionList / eventRescue. */
 export const PAGE_LIMIT_MAX = 10_000;
@@ -32,4 +32,14 @@ export function checkForecast(p: EventForecastParams): EventForecastParams {
   if (Math.ceil((p.toMs - p.fromMs) / p.bucketMs) > FORECAST_BUCKETS_MAX + 1) throw new RangeError(`eventForecast: more than ${FORECAST_BUCKETS_MAX} buckets`);
   if (!['none', 'destination', 'tenant'].includes(p.by)) throw new RangeError(`eventForecast: by must be none, destination or tenant, got ${String(p.by)}`);
   return p;
+}
+
+/** Pull claim types, at most (each is one bounded index page). */
+export const PULL_TYPES_MAX = 10;
+
+/** A pull claim's max (1 to PULL_CLAIM_MAX) and types (null, or 1 to PULL_TYPES_MAX). */
+export function checkPullClaim(p: EventPullClaimParams): void {
+  if (!Number.isInteger(p.max) || p.max < 1 || p.max > PULL_CLAIM_MAX) throw new RangeError(`eventPullClaim: max must be an integer from 1 to ${PULL_CLAIM_MAX}, got ${p.max}`);
+  if (p.types !== null && (p.types.length < 1 || p.types.length > PULL_TYPES_MAX)) throw new RangeError(`eventPullClaim: types must hold 1 to ${PULL_TYPES_MAX} types, or be null`);
+  if (typeof p.receipt !== 'string' || p.receipt.length === 0) throw new RangeError('eventPullClaim: receipt must be a non-empty string');
 }

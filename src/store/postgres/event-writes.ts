@@ -7,7 +7,7 @@
 import type pg from 'pg';
 import type { EventRecord, EventState } from '../../core/event.ts';
 import { queueOf } from '../../core/queue.ts';
-import type * as S from '../store.ts';
+import * as S from '../store.ts';
 import { checkAttemptTarget, createdRecord, eventEdit, jsonObject, mutateRefusal } from '../core/event-writes.ts';
 import { dueRefFromRow, eventFromRow, type DueRefRow, type EventRow } from '../core/rows.ts';
 import { inTransaction, run, type Queryable } from './db.ts';
@@ -268,4 +268,23 @@ export async function bulkStep(pool: pg.Pool, p: S.BulkJobStepParams): Promise<S
     ]);
     return { changed, job: bulkJobFromRow(res.rows[0]) };
   });
+}
+
+/** A pull claim (Store.eventPullClaim): one statement, its page a bounded walk per type. */
+export async function pullClaim(db: Queryable, p: S.EventPullClaimParams): Promise<EventRecord[]> {
+  const examine = Math.max(S.PULL_EXAMINE_MIN, p.max * S.PULL_EXAMINE_FACTOR);
+  const bind = [p.tenantId, p.queue, p.now, examine, p.max, p.leaseUntil, p.receipt, JSON.stringify({ pull: 'claim', visibleUntil: p.leaseUntil })];
+  const res = p.types === null
+    ? await run<EventRow>(db, 'pullClaimAny', bind)
+    : await run<EventRow>(db, 'pullClaimTyped', [...bind, [...new Set(p.types)]]);
+  return res.rows.map(eventFromRow);
+}
+
+/** Ack, nack or expiry of a pull claim (Store.eventPullSettle): one statement. */
+export async function pullSettle(db: Queryable, p: S.EventPullSettleParams): Promise<EventRecord | null> {
+  checkAttemptTarget(p.to);
+  const retryAt = p.to === 'awaiting_retry' ? (p.retryAt ?? p.now) : null;
+  const detail = JSON.stringify(retryAt === null ? { pull: p.action } : { pull: p.action, retryAt });
+  const row = (await run<EventRow>(db, 'pullSettle', [p.tenantId, p.id, p.receipt, p.attempts, p.to, retryAt, p.error ?? null, p.now, detail])).rows[0];
+  return row ? eventFromRow(row) : null;
 }

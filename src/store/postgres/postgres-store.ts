@@ -17,7 +17,7 @@ import { listPage, listPlan, type ListKey } from '../event-list-plan.ts';
 import { checkLeaseMs, checkShardAssignments } from '../shard-map.ts';
 import type * as S from '../store.ts';
 import { BULK_ERRORS_KEPT, BULK_FINISHED_KEPT } from '../store.ts';
-import { checkDeleteTerminal, checkForecast, checkLimit } from '../core/bounds.ts';
+import { checkDeleteTerminal, checkForecast, checkLimit, checkPullClaim } from '../core/bounds.ts';
 import {
   apiKeyFromRow,
   dueRefFromRow,
@@ -225,8 +225,9 @@ export class PostgresStore implements S.Store {
   }
 
   async eventGroupHead(params: S.EventGroupHeadParams): Promise<S.DueRef | null> {
-    const row = (await run<DueRefRow & { state: EventState }>(this.pool, 'eventGroupFirst', [params.tenantId, params.group])).rows[0];
-    if (!row || row.state === 'executing') return null;
+    const row = (await run<DueRefRow & { state: EventState; pull: boolean }>(this.pool, 'eventGroupFirst', [params.tenantId, params.group])).rows[0];
+    // A pull head is claimed by consumers, never fired by the scheduler.
+    if (!row || row.state === 'executing' || row.pull) return null;
     return dueRefFromRow(row);
   }
 
@@ -234,6 +235,31 @@ export class PostgresStore implements S.Store {
    * One statement for the whole batch. When every tenant of the batch is relaxed, it runs in a
    * transaction with synchronous_commit = off: the commit answers before its WAL is flushed.
    */
+  async eventPullClaim(params: S.EventPullClaimParams): Promise<EventRecord[]> {
+    checkPullClaim(params);
+    return writes.pullClaim(this.pool, params);
+  }
+
+  async eventPullExpired(params: { now: number; limit: number }): Promise<{ event: EventRecord; receipt: string }[]> {
+    checkLimit(params.limit, 'eventPullExpired');
+    const res = await run<EventRow & { receipt: string }>(this.pool, 'pullExpired', [params.now, params.limit]);
+    return res.rows.map((row) => ({ event: eventFromRow(row), receipt: row.receipt }));
+  }
+
+  async eventPullExtend(params: S.EventPullExtendParams): Promise<EventRecord | null> {
+    const row = (await run<EventRow>(this.pool, 'pullExtend', [params.tenantId, params.id, params.receipt, params.leaseUntil, params.now])).rows[0];
+    return row ? eventFromRow(row) : null;
+  }
+
+  async eventPullNextDue(params: { tenantId: string; queue: string }): Promise<number | null> {
+    const row = (await run<{ due_at: number }>(this.pool, 'pullNextDue', [params.tenantId, params.queue])).rows[0];
+    return row ? Number(row.due_at) : null;
+  }
+
+  async eventPullSettle(params: S.EventPullSettleParams): Promise<EventRecord | null> {
+    return writes.pullSettle(this.pool, params);
+  }
+
   async eventInsertMany(params: S.EventInsertManyParams): Promise<S.EventInsertResult[]> {
     if (params.events.length === 0) return [];
     const relaxed = await this.durability.allRelaxed(this.pool, params.events.map((e) => e.tenantId));

@@ -63,9 +63,47 @@ const IS_GROUP_HEAD = `NOT EXISTS (
     WHERE o.tenant_id = e.tenant_id AND o.grp = e.grp AND o.state IN ${LIVE}
       AND (o.fire_at, o.seq) < (e.fire_at, e.seq))`;
 
+/**
+ * True when destination `name` of `tenant` is a pull destination (false for an inline URL, a NULL
+ * name, or no such destination): one primary-key probe of destinations.
+ */
+const IS_PULL_DESTINATION = (tenant: string, name: string) => `EXISTS (SELECT 1 FROM destinations d
+      WHERE d.tenant_id = ${tenant} AND d.name = ${name} AND d.config ->> 'kind' = 'pull')`;
+
+/**
+ * A pull claim after its page (a MATERIALIZED CTE `page` of (tenant_id, id) rows in due order, read
+ * from a bounded walk of an index): locks each row still fireable, a pull row due by $3 and its
+ * group's head (rows another claimer holds are skipped), stops at $5, claims them with lease $6
+ * and receipt $7 and appends their transitions (detail $8). Returns (EventRow)[] in due order.
+ * No ORDER BY between the page and the LIMIT: the nested loop walks the page in its order and
+ * stops at $5 rows, so a claim locks about what it takes, and a concurrent claim of the same
+ * queue skips those and takes the next (a sort there locked the whole page, 4 × max rows, and two
+ * claims at once got one page and nothing). Were a plan to walk the page out of order, a claim
+ * would take later events first: never a wrong one (each row's own checks hold).
+ */
+const PULL_CLAIM_REST = `claimable AS (
+      SELECT l.row_id, l.from_state, l.due_at, l.id FROM page p CROSS JOIN LATERAL (
+        SELECT e.ctid AS row_id, e.state AS from_state, e.due_at, e.id FROM events e
+        WHERE e.tenant_id = p.tenant_id AND e.id = p.id AND ${stateIn('e', FIREABLE)}
+          AND e.pull AND e.due_at <= $3 AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
+        FOR UPDATE SKIP LOCKED
+      ) l
+      LIMIT $5
+    ), claimed AS (
+      UPDATE events e SET state = 'executing', version = e.version + 1, attempts = e.attempts + 1,
+          lease_owner = 'pull', lease_until = $6, receipt = $7, updated_at = $3
+      FROM claimable c
+      WHERE e.ctid = c.row_id
+      RETURNING ${EVENT_COLUMNS_E}, c.from_state
+    ), traced AS (
+      INSERT INTO transitions (tenant_id, event_id, seq, at, kind, from_state, to_state, attempt, lateness_ms, detail)
+      SELECT tenant_id, id, version, $3, 'state', from_state, 'executing', attempts, $3 - due_at, $8 FROM claimed
+    )
+    SELECT * FROM claimed ORDER BY due_at, id`;
+
 /** The per-shard due scan of eventListDue: the first $6 fireable rows of shard `s.shard` after the cursor. */
 const DUE_IN_SHARD = `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.queue FROM events e
-    WHERE e.shard = s.shard AND e.state IN ${FIREABLE} AND e.due_at <= $1
+    WHERE e.shard = s.shard AND e.state IN ${FIREABLE} AND NOT e.pull AND e.due_at <= $1
       AND (e.due_at, e.tenant_id, e.id) > ($2, $3, $4)
       AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
     ORDER BY e.due_at, e.tenant_id, e.id LIMIT $6`;
@@ -204,9 +242,10 @@ export const SQL = {
                              expire_at, tags, request_hash, queue, type, ord)
     ), inserted AS (
       INSERT INTO events (seq, tenant_id, id, shard, state, version, fire_at, due_at, destination, payload,
-          headers, grp, retry, expire_at, tags, attempts, request_hash, created_at, updated_at, queue, type)
+          headers, grp, retry, expire_at, tags, attempts, request_hash, created_at, updated_at, queue, type, pull)
       SELECT seq, tenant_id, id, shard, 'scheduled', 1, fire_at, fire_at, destination, payload,
-          headers, grp, retry, expire_at, tags, 0, request_hash, $13, $13, queue, type
+          headers, grp, retry, expire_at, tags, 0, request_hash, $13, $13, queue, type,
+          ${IS_PULL_DESTINATION('input.tenant_id', `CASE WHEN starts_with(input.queue, 'name:') THEN substr(input.queue, 6) END`)}
       FROM input ORDER BY tenant_id, id, ord
       ON CONFLICT (tenant_id, id) DO NOTHING
       RETURNING tenant_id, id, seq
@@ -256,7 +295,7 @@ export const SQL = {
       FROM refs r CROSS JOIN LATERAL (
         SELECT e.ctid AS row_id, e.state AS from_state FROM events e
         WHERE e.tenant_id = r.tenant_id AND e.id = r.id AND e.version = r.version AND ${stateIn('e', FIREABLE)}
-          AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
+          AND NOT e.pull AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
           AND (NOT $8::boolean OR EXISTS (
             SELECT 1 FROM shard_assignments s WHERE s.shard = e.shard AND s.node_id = $4))
         FOR UPDATE SKIP LOCKED
@@ -320,9 +359,9 @@ export const SQL = {
   // eventListDueShards, over every shard that has a fireable row: the shards are found by a loose
   // index scan of events_due (one index probe per distinct shard).
   eventListDueAll: `WITH RECURSIVE shards(shard) AS (
-      SELECT min(shard) FROM events WHERE state IN ${FIREABLE}
+      SELECT min(shard) FROM events WHERE state IN ${FIREABLE} AND NOT pull
       UNION ALL
-      SELECT (SELECT min(x.shard) FROM events x WHERE x.state IN ${FIREABLE} AND x.shard > shards.shard)
+      SELECT (SELECT min(x.shard) FROM events x WHERE x.state IN ${FIREABLE} AND NOT x.pull AND x.shard > shards.shard)
       FROM shards WHERE shards.shard IS NOT NULL
     ), per_shard AS MATERIALIZED (
       SELECT d.*, count(*) OVER (PARTITION BY d.shard) AS shard_rows
@@ -335,14 +374,14 @@ export const SQL = {
   //  shard test is spelled `shard + 0` so the planner cannot serve it from events_due (without
   //  statistics it preferred that index, which reads every queue's rows of the owned shards).
   eventListDueQueue: `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.queue FROM events e
-    WHERE e.tenant_id = $1 AND e.queue = $2 AND e.state IN ${FIREABLE}
+    WHERE e.tenant_id = $1 AND e.queue = $2 AND e.state IN ${FIREABLE} AND NOT e.pull
       AND e.due_at <= $3 AND e.due_at >= $4 AND (e.due_at, e.id) >= ($4, $5)
       AND ($7::int[] IS NULL OR (e.shard + 0) = ANY ($7::int[]))
       AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
     ORDER BY e.due_at, e.id LIMIT $6`,
   // ($1 tenantId, $2 group) → (DueRefRow + state) of the group's first live event by
   // (fire_at, seq), or no row. One probe of events_group_live.
-  eventGroupFirst: `SELECT tenant_id, id, version, due_at, shard, grp, queue, state FROM events
+  eventGroupFirst: `SELECT tenant_id, id, version, due_at, shard, grp, queue, state, pull FROM events
     WHERE tenant_id = $1 AND grp = $2 AND state IN ${LIVE}
     ORDER BY fire_at, seq LIMIT 1`,
 
@@ -354,7 +393,7 @@ export const SQL = {
   // old owner.
   eventRescue: `WITH candidates AS (
       SELECT e.ctid AS row_id, e.lease_owner, e.lease_until, (e.lease_until < $1) AS expired FROM events e
-      WHERE e.state = 'executing'
+      WHERE e.state = 'executing' AND NOT e.pull
         AND ((e.lease_until < $1 AND NOT EXISTS (
                SELECT 1 FROM claim_leases c WHERE c.owner = e.lease_owner AND c.lease_until >= $1))
              OR ($2::text IS NOT NULL AND e.lease_owner IS DISTINCT FROM $2::text)
@@ -388,7 +427,7 @@ export const SQL = {
       WHERE n.id = ANY($1::text[]) AND n.heartbeat_at <= ${NOW_MS} - $2::bigint
     ), candidates AS (
       SELECT e.ctid AS row_id, e.lease_owner, e.lease_until FROM events e
-      WHERE e.state = 'executing' AND e.lease_owner IN (SELECT id FROM dead)
+      WHERE e.state = 'executing' AND NOT e.pull AND e.lease_owner IN (SELECT id FROM dead)
       ORDER BY e.lease_until LIMIT $3
       FOR UPDATE OF e SKIP LOCKED
     ), rescued AS (
@@ -422,7 +461,8 @@ export const SQL = {
   // replayable at that version; appends the `replayed` transition.
   eventReplay: `WITH changed AS (
       UPDATE events SET state = 'scheduled', due_at = $1, attempts = 0, last_status = NULL, last_error = NULL,
-          version = version + 1, updated_at = $1, lease_owner = NULL, lease_until = NULL
+          version = version + 1, updated_at = $1, lease_owner = NULL, lease_until = NULL,
+          pull = ${IS_PULL_DESTINATION('events.tenant_id', `events.destination::jsonb ->> 'name'`)}
       WHERE tenant_id = $2 AND id = $3 AND version = $4 AND state IN ('archived', 'discarded')
       RETURNING ${EVENT_COLUMNS}
     ), traced AS (
@@ -434,8 +474,9 @@ export const SQL = {
   //  $8 now, $9 tenantId, $10 id, $11 version, $12 detail json, $13 queue, $14 type) → EventRow after the edit, or no
   //  row when not scheduled at that version; appends the `updated` transition.
   eventEdit: `WITH changed AS (
-      UPDATE events SET fire_at = $1, due_at = $2, payload = $3, headers = $4, destination = $5, expire_at = $6,
-          request_hash = $7, version = version + 1, updated_at = $8, queue = $13, type = $14
+      UPDATE events SET fire_at = $1, due_at = $2, payload = $3, headers = $4, destination = $5::text, expire_at = $6,
+          request_hash = $7, version = version + 1, updated_at = $8, queue = $13, type = $14,
+          pull = ${IS_PULL_DESTINATION('events.tenant_id', `$5::text::jsonb ->> 'name'`)}
       WHERE tenant_id = $9 AND id = $10 AND version = $11 AND ${stateIn('events', `('scheduled')`)}
       RETURNING ${EVENT_COLUMNS}
     ), traced AS (
@@ -444,6 +485,58 @@ export const SQL = {
       FROM changed
     )
     SELECT * FROM changed`,
+
+  // Pull delivery (docs/pull.md). pullClaimAny ($1 tenantId, $2 queue, $3 now, $4 examine, $5 max,
+  //  $6 leaseUntil, $7 receipt, $8 detail json) → EventRow[] claimed, in due order: of the first $4
+  //  fireable rows of the queue due by $3 (a range scan of events_queue_due), see PULL_CLAIM_REST.
+  pullClaimAny: `WITH page AS MATERIALIZED (
+      SELECT tenant_id, id FROM events
+      WHERE tenant_id = $1 AND queue = $2 AND state IN ${FIREABLE} AND due_at <= $3
+      ORDER BY due_at, id LIMIT $4
+    ), ${PULL_CLAIM_REST}`,
+  // pullClaimTyped: as pullClaimAny, plus $9 types text[]: the page is the first $4 rows of each
+  //  type (a range scan of events_pull_type_due per type).
+  pullClaimTyped: `WITH page AS MATERIALIZED (
+      SELECT x.tenant_id, x.id FROM unnest($9::text[]) AS t(type) CROSS JOIN LATERAL (
+        SELECT tenant_id, id, due_at FROM events
+        WHERE tenant_id = $1 AND queue = $2 AND type = t.type AND state IN ${FIREABLE} AND pull AND due_at <= $3
+        ORDER BY due_at, id LIMIT $4) x
+      ORDER BY x.due_at, x.id
+    ), ${PULL_CLAIM_REST}`,
+  // ($1 tenantId, $2 id, $3 receipt, $4 attempts|null, $5 toState, $6 retryAt|null, $7 error|null,
+  //  $8 now, $9 detail json) → EventRow after the ack, nack or expiry, or no row unless the event is
+  //  a pull event executing under receipt $3 (at attempt $4); appends the `state` transition.
+  pullSettle: `WITH changed AS (
+      UPDATE events SET state = $5::text, due_at = coalesce($6::bigint, due_at), last_error = $7::text, updated_at = $8,
+          version = version + 1, lease_owner = NULL, lease_until = NULL, receipt = NULL
+      WHERE tenant_id = $1 AND id = $2 AND ${stateIn('events', `('executing')`)} AND pull AND receipt = $3
+        AND ($4::int IS NULL OR attempts = $4::int)
+      RETURNING ${EVENT_COLUMNS}
+    ), traced AS (
+      INSERT INTO transitions (${TRANSITION_COLUMNS})
+      SELECT tenant_id, id, version, $8, 'state', 'executing', $5::text, attempts, NULL, $7::text, NULL, NULL, $9 FROM changed
+    )
+    SELECT * FROM changed`,
+  // ($1 tenantId, $2 id, $3 receipt, $4 leaseUntil, $5 now) → EventRow after the extend (the lease
+  //  never shortened), or no row unless executing under receipt $3; appends a transition.
+  pullExtend: `WITH changed AS (
+      UPDATE events SET lease_until = GREATEST(lease_until, $4::bigint), updated_at = $5, version = version + 1
+      WHERE tenant_id = $1 AND id = $2 AND ${stateIn('events', `('executing')`)} AND pull AND receipt = $3
+      RETURNING ${EVENT_COLUMNS}
+    ), traced AS (
+      INSERT INTO transitions (${TRANSITION_COLUMNS})
+      SELECT tenant_id, id, version, $5, 'state', 'executing', 'executing', attempts, NULL, NULL, NULL, NULL,
+        json_build_object('pull', 'extend', 'visibleUntil', lease_until)::text FROM changed
+    )
+    SELECT * FROM changed`,
+  // ($1 now, $2 limit) → (EventRow + receipt)[]: claimed pull events whose visibility timeout ended
+  //  before $1, the oldest first (events_pull_leases).
+  pullExpired: `SELECT ${EVENT_COLUMNS}, receipt FROM events
+    WHERE state = 'executing' AND pull AND lease_until < $1
+    ORDER BY lease_until LIMIT $2`,
+  // ($1 tenantId, $2 queue) → { due_at } of the queue's first fireable row, or no row (events_queue_due).
+  pullNextDue: `SELECT due_at FROM events WHERE tenant_id = $1 AND queue = $2 AND state IN ${FIREABLE}
+    ORDER BY due_at LIMIT 1`,
 
   // ($1 tenantId, $2 state, $3 finishedBefore, $4 limit) → { events, transitions }: deletes at most
   // $4 of the tenant's events in terminal state $2 with updated_at < $3, oldest first, and their
@@ -549,7 +642,7 @@ export const SQL = {
   // ($1 now, $2 limit) → { shard, due_events, oldest_due_at }[]: fireable rows due by $1, per
   // shard (served by the partial index events_due, shard first).
   shardLag: `SELECT shard, count(*)::int AS due_events, min(due_at) AS oldest_due_at FROM events
-    WHERE state IN ('scheduled', 'awaiting_retry') AND due_at <= $1
+    WHERE state IN ('scheduled', 'awaiting_retry') AND NOT pull AND due_at <= $1
     GROUP BY shard ORDER BY oldest_due_at LIMIT $2`,
 
   // () → nothing. Empties the shard map (shardAssign writes the whole map again after it).

@@ -6,7 +6,7 @@
  */
 import type { EventRecord, EventState, TransitionRecord } from '../../core/event.ts';
 import { queueOf } from '../../core/queue.ts';
-import type * as S from '../store.ts';
+import * as S from '../store.ts';
 import { checkAttemptTarget, createdRecord, eventEdit, jsonObject, mutateRefusal } from '../core/event-writes.ts';
 import { dueRefFromRow, eventFromRow, type EventRow } from '../core/rows.ts';
 import { bulkJobFromRow, operationDetail } from '../core/bulk-rows.ts';
@@ -65,6 +65,8 @@ export function insertMany(q: Queries, { events, now }: S.EventInsertManyParams)
       now,
       queueOf(e.destination),
       e.type ?? null,
+      e.tenantId,
+      'name' in e.destination ? e.destination.name : null,
     );
     if (inserted.changes === 1) {
       const seq = Number(inserted.lastInsertRowid);
@@ -246,4 +248,73 @@ export function bulkStep(q: Queries, b: BulkQueries, p: S.BulkJobStepParams): S.
   });
   if (!row) throw new Error(`sqlite: bulk job ${p.tenantId}/${p.id} vanished during its step`);
   return { changed, job: bulkJobFromRow(row) };
+}
+
+/** Index entries a pull claim of `max` events reads per type. */
+export function pullExamine(max: number): number {
+  return Math.max(S.PULL_EXAMINE_MIN, max * S.PULL_EXAMINE_FACTOR);
+}
+
+/**
+ * A pull claim (Store.eventPullClaim), inside the caller's transaction: one bounded page per type
+ * (or one for any type), merged in due order, each row claimed by seq at the version read.
+ */
+export function pullClaim(q: Queries, p: S.EventPullClaimParams): EventRecord[] {
+  const page = { tenantId: p.tenantId, queue: p.queue, now: p.now, examine: pullExamine(p.max), max: p.max };
+  let rows: EventRow[];
+  if (p.types === null) rows = q.pullClaimPage.all(page);
+  else {
+    rows = [];
+    for (const type of new Set(p.types)) rows.push(...q.pullClaimPageTyped.all({ ...page, type }));
+    rows.sort((a, b) => a.due_at - b.due_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    rows.length = Math.min(rows.length, p.max);
+  }
+  const detail = JSON.stringify({ pull: 'claim', visibleUntil: p.leaseUntil });
+  const out: EventRecord[] = [];
+  for (const row of rows) {
+    if (q.pullClaim.run(p.leaseUntil, p.receipt, p.now, row.seq, row.version).changes !== 1) continue;
+    const before = eventFromRow(row);
+    const claimed: EventRecord = {
+      ...before, state: 'executing', version: before.version + 1, attempts: before.attempts + 1,
+      leaseOwner: S.PULL_LEASE_OWNER, leaseUntil: p.leaseUntil, updatedAt: p.now,
+    };
+    q.transitionInsert.run(
+      p.tenantId, claimed.id, claimed.version, p.now, 'state', before.state, 'executing', claimed.attempts,
+      null, null, null, p.now - before.dueAt, detail,
+    );
+    out.push(claimed);
+  }
+  return out;
+}
+
+/** Ack, nack or expiry of a pull claim (Store.eventPullSettle), inside the caller's transaction. */
+export function pullSettle(q: Queries, p: S.EventPullSettleParams): EventRecord | null {
+  checkAttemptTarget(p.to);
+  const held = q.pullHeldCheck.get(p.tenantId, p.id, p.receipt, p.attempts);
+  if (!held) return null;
+  const [seq, version] = held;
+  const retryAt = p.to === 'awaiting_retry' ? (p.retryAt ?? p.now) : null;
+  const row = q.pullSettle.get(p.to, retryAt, p.error ?? null, p.now, seq, version);
+  if (!row) throw new Error(`sqlite: pull ${p.action} of ${p.tenantId}/${p.id} changed nothing after its check`);
+  appendTransition(q, {
+    tenantId: p.tenantId, eventId: p.id, seq: row.version, at: p.now, kind: 'state', fromState: 'executing',
+    toState: p.to, attempt: row.attempts, status: null, error: p.error ?? null, durationMs: null, latenessMs: null,
+    detail: retryAt === null ? { pull: p.action } : { pull: p.action, retryAt },
+  });
+  return eventFromRow(row);
+}
+
+/** Extends a pull claim's visibility timeout (Store.eventPullExtend), inside the caller's transaction. */
+export function pullExtend(q: Queries, p: S.EventPullExtendParams): EventRecord | null {
+  const held = q.pullHeldCheck.get(p.tenantId, p.id, p.receipt, null);
+  if (!held) return null;
+  const [seq, version] = held;
+  const row = q.pullExtend.get(p.leaseUntil, p.now, seq, version);
+  if (!row) throw new Error(`sqlite: pull extend of ${p.tenantId}/${p.id} changed nothing after its check`);
+  appendTransition(q, {
+    tenantId: p.tenantId, eventId: p.id, seq: row.version, at: p.now, kind: 'state', fromState: 'executing',
+    toState: 'executing', attempt: row.attempts, status: null, error: null, durationMs: null, latenessMs: null,
+    detail: { pull: 'extend', visibleUntil: row.lease_until },
+  });
+  return eventFromRow(row);
 }

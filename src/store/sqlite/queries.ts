@@ -58,6 +58,21 @@ const IS_GROUP_HEAD = `NOT EXISTS (
     WHERE o.tenant_id = e.tenant_id AND o.grp = e.grp AND o.state IN ${LIVE}
       AND (o.fire_at, o.seq) < (e.fire_at, e.seq))`;
 
+/**
+ * 1 when destination `name` of `tenant` is a pull destination, else 0 (an inline URL, a name
+ * NULL, or no such destination): one primary-key probe of destinations.
+ */
+const IS_PULL_DESTINATION = (tenant: string, name: string) => `coalesce((SELECT 1 FROM destinations d
+      WHERE d.tenant_id = ${tenant} AND d.name = ${name} AND json_extract(d.config, '$.kind') = 'pull'), 0)`;
+
+/** One page of a pull claim (see SQL.pullClaimPage): a bounded walk of `index`, then the residual filters. */
+const PULL_CLAIM_PAGE = (index: string, typeTerm: string) => `SELECT ${EVENT_COLUMNS} FROM events e
+    WHERE e.seq IN (SELECT seq FROM events INDEXED BY ${index}
+        WHERE tenant_id = @tenantId AND queue = @queue ${typeTerm} AND state IN ${FIREABLE} AND due_at <= @now
+        ORDER BY due_at, id LIMIT @examine)
+      AND e.pull = 1 AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
+    ORDER BY e.due_at, e.id LIMIT @max`;
+
 /** The destination name of a row, in the exact spelling of events_tenant_destination_seq. */
 const DESTINATION_NAME = `json_extract(destination, '$.name')`;
 
@@ -149,12 +164,12 @@ export const SQL = {
   destinationDelete: `DELETE FROM destinations WHERE tenant_id = @tenantId AND name = @name`,
 
   // (tenantId, id, shard, fireAt, dueAt, destination json, payload, headers json, group, retry json,
-  //  expireAt, tags json, requestHash, now, now, queue, type) → run(): changes 1 and lastInsertRowid = seq when
+  //  expireAt, tags json, requestHash, now, now, queue, type, tenantId, destination name|null) → run(): changes 1 and lastInsertRowid = seq when
   //  inserted, changes 0 when (tenant, id) exists. No RETURNING: run() is ~25% faster than a
   //  RETURNING get() here (150k vs 120k rows/s, batches of 1000).
   eventInsert: `INSERT INTO events (tenant_id, id, shard, state, version, fire_at, due_at, destination,
-      payload, headers, grp, retry, expire_at, tags, attempts, request_hash, created_at, updated_at, queue, type)
-    VALUES (?, ?, ?, 'scheduled', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?)
+      payload, headers, grp, retry, expire_at, tags, attempts, request_hash, created_at, updated_at, queue, type, pull)
+    VALUES (?, ?, ?, 'scheduled', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ${IS_PULL_DESTINATION('?', '?')})
     ON CONFLICT (tenant_id, id) DO NOTHING`,
   // (tenantId, id) → EventRow | undefined.
   eventGet: `SELECT ${EVENT_COLUMNS} FROM events WHERE tenant_id = ? AND id = ?`,
@@ -164,12 +179,12 @@ export const SQL = {
   // measured 3.3 µs (raw read) + 2.5 µs (update by seq) per row against 1.4 µs (check) + 10.4 µs
   // (UPDATE ... RETURNING every column, as objects).
   eventClaimCheck: `SELECT ${EVENT_COLUMNS} FROM events e
-    WHERE e.tenant_id = ? AND e.id = ? AND e.version = ? AND e.state IN ${FIREABLE}
+    WHERE e.tenant_id = ? AND e.id = ? AND e.version = ? AND e.state IN ${FIREABLE} AND e.pull = 0
       AND (e.grp IS NULL OR ${IS_GROUP_HEAD})`,
   // (tenantId, id, version, owner) → as eventClaimCheck, and only when the event's shard is
   // assigned to `owner` in the shard map (fenceByShardOwner).
   eventClaimCheckFenced: `SELECT ${EVENT_COLUMNS} FROM events e
-    WHERE e.tenant_id = ? AND e.id = ? AND e.version = ? AND e.state IN ${FIREABLE}
+    WHERE e.tenant_id = ? AND e.id = ? AND e.version = ? AND e.state IN ${FIREABLE} AND e.pull = 0
       AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
       AND EXISTS (SELECT 1 FROM shard_assignments s WHERE s.shard = e.shard AND s.node_id = ?)`,
   // (owner, leaseUntil, now, seq, version) → run(): changes 1 when claimed. Runs right after
@@ -191,13 +206,13 @@ export const SQL = {
   // (@untilMs, @afterDueAt, @afterTenantId, @afterId, @limit) → DueRefRow[] in (due_at, tenant_id, id)
   // order: fireable, due by untilMs, after the cursor, group heads only; all shards.
   eventListDueAll: `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.queue FROM events e
-    WHERE e.state IN ${FIREABLE} AND e.due_at <= @untilMs
+    WHERE e.state IN ${FIREABLE} AND e.pull = 0 AND e.due_at <= @untilMs
       AND (e.due_at, e.tenant_id, e.id) > (@afterDueAt, @afterTenantId, @afterId)
       AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
     ORDER BY e.due_at, e.tenant_id, e.id LIMIT @limit`,
   // As eventListDueAll, plus (@shards: JSON array of shard numbers) → only those shards.
   eventListDueShards: `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.queue FROM events e
-    WHERE e.state IN ${FIREABLE} AND e.due_at <= @untilMs
+    WHERE e.state IN ${FIREABLE} AND e.pull = 0 AND e.due_at <= @untilMs
       AND (e.due_at, e.tenant_id, e.id) > (@afterDueAt, @afterTenantId, @afterId)
       AND e.shard IN (SELECT value FROM json_each(@shards))
       AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
@@ -207,14 +222,14 @@ export const SQL = {
   //  that order. A range scan of events_queue_due: never another queue's rows.
   eventListDueQueue: `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.queue
     FROM events e INDEXED BY events_queue_due
-    WHERE e.tenant_id = @tenantId AND e.queue = @queue AND e.state IN ${FIREABLE}
+    WHERE e.tenant_id = @tenantId AND e.queue = @queue AND e.state IN ${FIREABLE} AND e.pull = 0
       AND e.due_at <= @untilMs AND (e.due_at, e.id) >= (@fromDueAt, @fromId)
       AND (@shards IS NULL OR e.shard IN (SELECT value FROM json_each(@shards)))
       AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
     ORDER BY e.due_at, e.id LIMIT @limit`,
   // (@tenantId, @group) → { tenant_id, id, version, due_at, shard, grp, state } of the group's first
   // live event by (fire_at, seq), or no row.
-  eventGroupFirst: `SELECT tenant_id, id, version, due_at, shard, grp, queue, state FROM events
+  eventGroupFirst: `SELECT tenant_id, id, version, due_at, shard, grp, queue, state, pull FROM events
     WHERE tenant_id = @tenantId AND grp = @group AND state IN ${LIVE}
     ORDER BY fire_at, seq LIMIT 1`,
 
@@ -226,7 +241,7 @@ export const SQL = {
   claimLeasePrune: `DELETE FROM claim_leases WHERE lease_until < @leaseUntil - 86400000 AND owner <> @owner`,
   // (@now, @limit) → { shard, due_events, oldest_due_at }[]: fireable rows due by @now, per shard.
   shardLag: `SELECT shard, count(*) AS due_events, min(due_at) AS oldest_due_at FROM events
-    WHERE state IN ('scheduled', 'awaiting_retry') AND due_at <= @now
+    WHERE state IN ('scheduled', 'awaiting_retry') AND pull = 0 AND due_at <= @now
     GROUP BY shard ORDER BY oldest_due_at LIMIT @limit`,
   // (@leaseExpiredBefore, @notOwnedBy|null, @heldBy|null, @limit) →
   // { tenant_id, id, version, lease_owner, expired }[]: executing events whose lease ended (their
@@ -234,7 +249,7 @@ export const SQL = {
   // or by @heldBy.
   eventRescueCandidates: `SELECT tenant_id, id, version, lease_owner, (lease_until < @leaseExpiredBefore) AS expired
     FROM events e
-    WHERE state = 'executing'
+    WHERE state = 'executing' AND pull = 0
       AND ((lease_until < @leaseExpiredBefore AND NOT EXISTS (
              SELECT 1 FROM claim_leases c WHERE c.owner = e.lease_owner AND c.lease_until >= @leaseExpiredBefore))
            OR (@notOwnedBy IS NOT NULL AND lease_owner IS NOT @notOwnedBy)
@@ -244,7 +259,7 @@ export const SQL = {
   // executing events held by one of @owners whose node row's heartbeat is at or before
   // @heartbeatBefore (an owner without a row is left alone), oldest lease first.
   eventRescueDeadCandidates: `SELECT tenant_id, id, version, lease_owner, 0 AS expired FROM events INDEXED BY events_executing
-    WHERE state = 'executing' AND lease_owner IN (
+    WHERE state = 'executing' AND pull = 0 AND lease_owner IN (
       SELECT n.id FROM nodes n WHERE n.id IN (SELECT value FROM json_each(@owners)) AND n.heartbeat_at <= @heartbeatBefore)
     ORDER BY lease_until LIMIT @limit`,
   // (now, now, tenantId, id, version) → { tenant_id, id, version, due_at, shard, grp, attempts } after
@@ -262,16 +277,52 @@ export const SQL = {
   // (@now, @tenantId, @id, @version) → EventRow after replay (scheduled, due now, attempts 0, last
   // status and error cleared), or no row when not replayable at that version.
   eventReplay: `UPDATE events SET state = 'scheduled', due_at = @now, attempts = 0, last_status = NULL,
-      last_error = NULL, version = version + 1, updated_at = @now, lease_owner = NULL, lease_until = NULL
+      last_error = NULL, version = version + 1, updated_at = @now, lease_owner = NULL, lease_until = NULL,
+      pull = ${IS_PULL_DESTINATION('events.tenant_id', `json_extract(events.destination, '$.name')`)}
     WHERE tenant_id = @tenantId AND id = @id AND version = @version AND state IN ('archived', 'discarded')
     RETURNING ${EVENT_COLUMNS}`,
   // (@fireAt, @dueAt, @payload, @headers json, @destination json, @queue, @expireAt, @type, @requestHash,
   //  @now, @tenantId, @id, @version) → EventRow after the edit, or no row when not scheduled at that version.
   eventEdit: `UPDATE events SET fire_at = @fireAt, due_at = @dueAt, payload = @payload, headers = @headers,
       destination = @destination, queue = @queue, expire_at = @expireAt, type = @type, request_hash = @requestHash,
-      version = version + 1, updated_at = @now
+      version = version + 1, updated_at = @now,
+      pull = ${IS_PULL_DESTINATION('@tenantId', `json_extract(@destination, '$.name')`)}
     WHERE tenant_id = @tenantId AND id = @id AND version = @version AND state = 'scheduled'
     RETURNING ${EVENT_COLUMNS}`,
+
+  // Pull delivery (docs/pull.md). pullClaimPage(@tenantId, @queue, @now, @examine, @max) → EventRow[]:
+  // of the first @examine fireable rows of the queue due by @now (events_queue_due, due order),
+  // the pull rows that are their group's head, at most @max. pullClaimPageTyped: the same, of one
+  // type (@type), from events_pull_type_due.
+  pullClaimPage: PULL_CLAIM_PAGE('events_queue_due', ''),
+  pullClaimPageTyped: PULL_CLAIM_PAGE('events_pull_type_due', 'AND type = @type AND pull = 1'),
+  // (leaseUntil, receipt, now, seq, version) → run(): changes 1 when claimed (after pullClaimPage
+  // found it, in the same transaction).
+  pullClaim: `UPDATE events SET state = 'executing', version = version + 1, attempts = attempts + 1,
+      lease_owner = 'pull', lease_until = ?, receipt = ?, updated_at = ?
+    WHERE seq = ? AND version = ? AND state IN ${FIREABLE} AND pull = 1`,
+  // (tenantId, id, receipt, attempts) → [seq, version, state] (raw) when the event is a pull event
+  // executing under that receipt at that attempt, else no row.
+  pullHeldCheck: `SELECT seq, version FROM events
+    WHERE tenant_id = ? AND id = ? AND state = 'executing' AND pull = 1 AND receipt = ? AND attempts = coalesce(?, attempts)`,
+  // (toState, retryAt|null, error|null, now, seq, version) → EventRow after the ack, nack or expiry.
+  pullSettle: `UPDATE events SET state = ?, due_at = coalesce(?, due_at), last_error = ?, updated_at = ?,
+      version = version + 1, lease_owner = NULL, lease_until = NULL, receipt = NULL
+    WHERE seq = ? AND version = ? AND state = 'executing'
+    RETURNING ${EVENT_COLUMNS}`,
+  // (leaseUntil, now, seq, version) → EventRow after the extend (never shortens the lease).
+  pullExtend: `UPDATE events SET lease_until = max(lease_until, ?), updated_at = ?, version = version + 1
+    WHERE seq = ? AND version = ? AND state = 'executing'
+    RETURNING ${EVENT_COLUMNS}`,
+  // (@now, @limit) → (EventRow + receipt)[]: claimed pull events whose visibility timeout ended
+  // before @now, the oldest first (events_pull_leases).
+  pullExpired: `SELECT ${EVENT_COLUMNS}, receipt FROM events INDEXED BY events_pull_leases
+    WHERE state = 'executing' AND pull = 1 AND lease_until < @now
+    ORDER BY lease_until LIMIT @limit`,
+  // (@tenantId, @queue) → { due_at } of the queue's first fireable row, or no row (one probe of events_queue_due).
+  pullNextDue: `SELECT due_at FROM events INDEXED BY events_queue_due
+    WHERE tenant_id = @tenantId AND queue = @queue AND state IN ${FIREABLE}
+    ORDER BY due_at LIMIT 1`,
 
   // (@tenantId, @state, @finishedBefore, @limit) → { id }[] of the events deleted: at most @limit of
   // the tenant's events in terminal @state with updated_at < @finishedBefore, oldest first. A
@@ -428,7 +479,15 @@ export function prepareQueries(db: Database.Database) {
     synchronousFull: p(`PRAGMA synchronous = FULL`),
     // The writer's auto-checkpoint, kept only as a bound (checkpointer.ts runs them off the writer).
     walAutocheckpoint: p(`PRAGMA wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`),
-    eventGroupFirst: p<DueRefRow & { state: string }>(SQL.eventGroupFirst),
+    eventGroupFirst: p<DueRefRow & { state: string; pull: number }>(SQL.eventGroupFirst),
+    pullClaimPage: p<EventRow>(SQL.pullClaimPage),
+    pullClaimPageTyped: p<EventRow>(SQL.pullClaimPageTyped),
+    pullClaim: p(SQL.pullClaim),
+    pullHeldCheck: raw<[seq: number, version: number]>(SQL.pullHeldCheck),
+    pullSettle: p<EventRow>(SQL.pullSettle),
+    pullExtend: p<EventRow>(SQL.pullExtend),
+    pullExpired: p<EventRow & { receipt: string }>(SQL.pullExpired),
+    pullNextDue: p<{ due_at: number }>(SQL.pullNextDue),
     claimLeaseRenew: p(SQL.claimLeaseRenew),
     claimLeasePrune: p(SQL.claimLeasePrune),
     shardLag: p<{ shard: number; due_events: number; oldest_due_at: number }>(SQL.shardLag),

@@ -21,7 +21,7 @@ import { Checkpointer } from './checkpointer.ts';
 import { EVENT_STATES, type EventRecord, type EventState, type TransitionRecord } from '../../core/event.ts';
 import type * as S from '../store.ts';
 import { BULK_ERRORS_KEPT, BULK_FINISHED_KEPT } from '../store.ts';
-import { checkDeleteTerminal, checkForecast, checkLimit } from '../core/bounds.ts';
+import { checkDeleteTerminal, checkForecast, checkLimit, checkPullClaim } from '../core/bounds.ts';
 import { listPage, listPlan } from '../event-list-plan.ts';
 import { checkLeaseMs, checkShardAssignments } from '../shard-map.ts';
 import {
@@ -291,8 +291,32 @@ export class SqliteStore implements S.Store {
 
   async eventGroupHead(params: S.EventGroupHeadParams): Promise<S.DueRef | null> {
     const row = this.q.eventGroupFirst.get({ tenantId: params.tenantId, group: params.group });
-    if (!row || row.state === 'executing') return null;
+    // A pull head is claimed by consumers, never fired by the scheduler.
+    if (!row || row.state === 'executing' || row.pull === 1) return null;
     return dueRefFromRow(row);
+  }
+
+  async eventPullClaim(params: S.EventPullClaimParams): Promise<EventRecord[]> {
+    checkPullClaim(params);
+    return this.writeRelaxed(() => writes.pullClaim(this.q, params));
+  }
+
+  async eventPullExpired(params: { now: number; limit: number }): Promise<{ event: EventRecord; receipt: string }[]> {
+    checkLimit(params.limit, 'eventPullExpired');
+    return this.q.pullExpired.all(params).map((row) => ({ event: eventFromRow(row), receipt: row.receipt }));
+  }
+
+  async eventPullExtend(params: S.EventPullExtendParams): Promise<EventRecord | null> {
+    return this.writeRelaxed(() => writes.pullExtend(this.q, params));
+  }
+
+  async eventPullNextDue(params: { tenantId: string; queue: string }): Promise<number | null> {
+    return this.q.pullNextDue.get(params)?.due_at ?? null;
+  }
+
+  /** Relaxed, as a push outcome is: an ack a power loss undoes makes the event come back (at least once). */
+  async eventPullSettle(params: S.EventPullSettleParams): Promise<EventRecord | null> {
+    return this.writeRelaxed(() => writes.pullSettle(this.q, params));
   }
 
   async eventInsertMany(params: S.EventInsertManyParams): Promise<S.EventInsertResult[]> {

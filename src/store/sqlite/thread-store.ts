@@ -37,7 +37,7 @@ const FORWARDED = {
   destinationDelete: true, destinationGet: true, destinationList: true, destinationPut: true, eventCancel: true,
   eventClaim: true, eventCountByState: true, eventCountByTenantState: true, eventCountPending: true,
   eventDeleteTerminal: true, eventForecast: true, eventGet: true, eventGroupHead: true, eventList: true,
-  eventListDue: true, eventRecordAttempts: true, eventReplay: true, claimLeaseRenew: true, eventRescue: true,
+  eventListDue: true, eventPullClaim: true, eventPullExpired: true, eventPullExtend: true, eventPullNextDue: true, eventPullSettle: true, eventRecordAttempts: true, eventReplay: true, claimLeaseRenew: true, eventRescue: true,
   eventRescueDead: true, eventUpdate: true, leaderAttemptElect: true, leaderGet: true, leaderResign: true,
   nodeDelete: true, nodeHeartbeat: true, nodeList: true, shardAssign: true, shardList: true, shardLag: true,
   tenantCreate: true, tenantGet: true, tenantList: true, tenantSecretsGet: true, tenantSecretsSwap: true,

@@ -1,0 +1,127 @@
+/**
+ * pull (Belfry only): pull delivery's claim → ack throughput with 1 and with 4 consumers, and how
+ * long an expired claim takes to come back.
+ *
+ * - throughput: N events (default 20,000) due at once on a pull destination; C consumers (in this
+ *   process, each its own keep-alive connections) each loop "claim up to 100 (wait 1s) → ack each
+ *   (16 in flight)" until all N are acked. Reported: acked events/s from the first claim to the
+ *   last ack, and claim calls made.
+ * - comeback: 200 events claimed with a 1 s visibility timeout and never acked; one consumer
+ *   claims again (wait 1s) until each is back. Reported: ms from each claim's lease end to its
+ *   second claim (the expirer's pass, up to 0.5 s, plus the retry backoff, here 50-100 ms).
+ */
+import { createClient, runConcurrently, type BenchClient } from '../lib/http.ts';
+import { createBelfryStore, startBenchNode, type StoreKind } from '../lib/node.ts';
+import type { ScenarioOptions, ScenarioResult } from '../lib/report.ts';
+import { distribution, perSecond } from '../lib/stats.ts';
+
+const N_DEFAULT = 20_000;
+const CLAIM_MAX = 100;
+const ACKS_IN_FLIGHT = 16;
+const COMEBACK_EVENTS = 200;
+const DEADLINE_MS = 600_000;
+
+interface Claimed { id: string; receipt: string; attempt: number; visibleUntil: string }
+
+async function claim(c: BenchClient, body: Record<string, unknown>): Promise<Claimed[]> {
+  const res = await c.call('POST', '/v1/destinations/jobs/claim', body);
+  if (res.status !== 200) throw new Error(`claim: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body.events as Claimed[];
+}
+
+async function schedule(c: BenchClient, prefix: string, n: number): Promise<void> {
+  const now = Date.now();
+  await runConcurrently(Math.ceil(n / 1000), 4, async (b) => {
+    const events = [];
+    for (let i = b * 1000; i < Math.min(n, (b + 1) * 1000); i++) events.push({ id: `${prefix}${i}`, destination: 'jobs', fireAt: now, payload: { i } });
+    const res = await c.call('POST', '/v1/events/batch', { events });
+    if (res.status !== 200) throw new Error(`batch: ${res.status}`);
+  });
+}
+
+/** C consumers until `n` events are acked; returns acked/s and claim calls. */
+async function throughput(url: string, key: string, consumers: number, n: number): Promise<{ perSecond: number; claims: number; ms: number }> {
+  const clients = Array.from({ length: consumers }, () => createClient(url, key, ACKS_IN_FLIGHT + 1));
+  let acked = 0;
+  let claims = 0;
+  const deadline = Date.now() + DEADLINE_MS;
+  const started = performance.now();
+  try {
+    await Promise.all(clients.map(async (c) => {
+      while (acked < n && Date.now() < deadline) {
+        const events = await claim(c, { max: CLAIM_MAX, visibilityTimeout: '60s', wait: '1s' });
+        claims++;
+        await runConcurrently(events.length, ACKS_IN_FLIGHT, async (i) => {
+          const res = await c.call('POST', `/v1/events/${events[i].id}/ack`, { receipt: events[i].receipt });
+          if (res.status !== 200) throw new Error(`ack: ${res.status} ${JSON.stringify(res.body)}`);
+          acked++;
+        });
+      }
+    }));
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+  }
+  const ms = performance.now() - started;
+  if (acked < n) throw new Error(`only ${acked} of ${n} acked before the deadline`);
+  return { perSecond: perSecond(acked, ms), claims, ms };
+}
+
+/** Claims COMEBACK_EVENTS with a 1 s visibility, leaves them, and times each one's second claim from its lease end. */
+async function comeback(c: BenchClient): Promise<number[]> {
+  await schedule(c, 'back-', COMEBACK_EVENTS);
+  const leaseEnd = new Map<string, number>();
+  while (leaseEnd.size < COMEBACK_EVENTS) {
+    for (const e of await claim(c, { max: CLAIM_MAX, visibilityTimeout: '1s', wait: '1s' })) leaseEnd.set(e.id, Date.parse(e.visibleUntil));
+  }
+  const backMs: number[] = [];
+  const deadline = Date.now() + 60_000;
+  while (backMs.length < COMEBACK_EVENTS && Date.now() < deadline) {
+    const events = await claim(c, { max: CLAIM_MAX, visibilityTimeout: '60s', wait: '1s' });
+    const at = Date.now();
+    for (const e of events) {
+      if (e.attempt === 2 && leaseEnd.has(e.id)) backMs.push(at - leaseEnd.get(e.id)!);
+      await c.call('POST', `/v1/events/${e.id}/ack`, { receipt: e.receipt });
+    }
+  }
+  return backMs;
+}
+
+export async function pull(kind: StoreKind, opts: ScenarioOptions): Promise<ScenarioResult> {
+  const n = opts.n ?? N_DEFAULT;
+  const store = await createBelfryStore(kind);
+  const node = await startBenchNode(store);
+  const setup = node.client(4);
+  try {
+    const put = await setup.call('PUT', '/v1/destinations/jobs', { kind: 'pull', retry: { minBackoff: '100ms', maxBackoff: '100ms', maxAttempts: 10 } });
+    if (put.status !== 201) throw new Error(`PUT pull destination: ${put.status} ${JSON.stringify(put.body)}`);
+    await schedule(setup, 'one-', n);
+    const cpu0 = node.cpuSeconds();
+    const one = await throughput(node.url, node.key, 1, n);
+    const cpu1 = node.cpuSeconds();
+    await schedule(setup, 'four-', n);
+    const cpu2 = node.cpuSeconds();
+    const four = await throughput(node.url, node.key, 4, n);
+    const cpu3 = node.cpuSeconds();
+    const back = distribution(await comeback(setup));
+    return {
+      label: `pull ${n.toLocaleString('en-US')} · Belfry · ${kind === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`,
+      scenario: 'pull',
+      system: `belfry-${kind}`,
+      options: { n, claimMax: CLAIM_MAX, acksInFlight: ACKS_IN_FLIGHT, comebackEvents: COMEBACK_EVENTS },
+      metrics: [
+        { name: 'claim→ack events/s, 1 consumer', value: one.perSecond, unit: '/s' },
+        { name: 'claim→ack events/s, 4 consumers', value: four.perSecond, unit: '/s' },
+        { name: 'node CPU µs per event, 1 consumer', value: ((cpu1 - cpu0) * 1e6) / n, unit: 'µs' },
+        { name: 'node CPU µs per event, 4 consumers', value: ((cpu3 - cpu2) * 1e6) / n, unit: 'µs' },
+        { name: 'expired claim back p50', value: back.p50, unit: 'ms' },
+        { name: 'expired claim back max', value: back.max, unit: 'ms' },
+        { name: 'expired claims back', value: back.count, unit: '' },
+      ],
+      details: { one, four, comebackMs: back },
+    };
+  } finally {
+    await setup.close();
+    await node.stop();
+    await store.dispose();
+  }
+}
