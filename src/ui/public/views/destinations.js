@@ -13,6 +13,7 @@ function target(d) {
   if (d.kind === 'nats') return `${d.subject} @ ${d.servers?.join(', ')}`;
   if (d.kind === 'amqp') return `${d.exchange || '(default)'} ${d.routingKey ?? ''} @ ${d.url}`;
   if (d.kind === 'redis') return `${d.stream} @ ${d.url}`;
+  if (d.kind === 'pull') return `pulled by consumers (POST /v1/destinations/${d.name}/claim)`;
   return '';
 }
 
