@@ -3,7 +3,7 @@
  *
  *   npm run bench -- <ingest|fire|precision|burst|backlog|reads|limits|pull|all> [--store sqlite|postgres]
  *                    [--systems belfry,bullmq,pg-boss,graphile-worker] [--n N] [--rate R] [--duration 60s]
- *                    [--channel http|kafka|nats|amqp|redis]  (fire: Belfry to a broker, with a live consumer)
+ *                    [--channel http|kafka|nats|amqp|redis]  (fire, precision: Belfry to a broker, with a live consumer)
  *   npm run bench -- report bench/results/<file>.json      (the summary and charts of a finished run)
  *
  * Every step runs against fresh processes and a fresh store; the steps run one after another, so
@@ -24,7 +24,7 @@ import { planSteps, type Step } from './plan.ts';
 import { startSystem } from './systems/index.ts';
 import type { System } from './systems/system.ts';
 
-const USAGE = `usage: npm run bench -- report <results.json> | <ingest|fire|precision|burst|backlog|reads|limits|pull|all> [--store sqlite|postgres] [--systems belfry,bullmq,pg-boss,graphile-worker] [--n N] [--rate R] [--duration 60s] [--channel http|kafka|nats|amqp|redis (fire)]`;
+const USAGE = `usage: npm run bench -- report <results.json> | <ingest|fire|precision|burst|backlog|reads|limits|pull|all> [--store sqlite|postgres] [--systems belfry,bullmq,pg-boss,graphile-worker] [--n N] [--rate R] [--duration 60s] [--channel http|kafka|nats|amqp|redis (fire, precision)]`;
 
 function positiveInt(name: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
@@ -58,7 +58,7 @@ function parseCommand(argv: string[]) {
   const channel = values.channel as BenchChannel | undefined;
   if (channel !== undefined) {
     if (channel !== 'http' && !(BROKER_CHANNELS as readonly string[]).includes(channel)) throw new Error(`--channel must be http, ${BROKER_CHANNELS.join(', ')}; got "${channel}"`);
-    if (positionals[0] !== 'fire') throw new Error('--channel applies to "fire" only');
+    if (positionals[0] !== 'fire' && positionals[0] !== 'precision') throw new Error('--channel applies to "fire" and "precision" only');
     if (channel !== 'http' && values.systems !== undefined && values.systems !== 'belfry') throw new Error('--channel with a broker runs Belfry alone: the peers deliver to webhooks only');
   }
   const opts: ScenarioOptions = { n: positiveInt('n', values.n), rate: positiveInt('rate', values.rate), concurrency: positiveInt('concurrency', values.concurrency), durationMs, channel };

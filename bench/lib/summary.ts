@@ -48,9 +48,9 @@ function precisionRows(rate: number): Row[] {
   ];
 }
 
-/** The rows, precision ones for each rate the results hold. */
+/** The rows, precision ones for each rate the results hold (to webhooks: `precision@5000→kafka` is in the per-step table only). */
 function rows(results: ScenarioResult[]): Row[] {
-  const rates = [...new Set(results.filter((r) => r.scenario.startsWith('precision@')).map((r) => Number(r.scenario.slice('precision@'.length))))].sort((a, b) => a - b);
+  const rates = [...new Set(results.filter((r) => /^precision@\d+$/.test(r.scenario)).map((r) => Number(r.scenario.slice('precision@'.length))))].sort((a, b) => a - b);
   const at = ROWS.findIndex((r) => r.scenario === 'burst');
   return [...ROWS.slice(0, at), ...rates.flatMap(precisionRows), ...ROWS.slice(at)];
 }
@@ -246,5 +246,7 @@ export function summaryLines(results: ScenarioResult[], failures: { step: string
 }
 
 export function printSummary(results: ScenarioResult[], failures: { step: string; error: string }[] = []): void {
+  // Nothing to put side by side (a run of broker precision steps alone): the per-step table says it all.
+  if (summaryFigures(results).length === 0 && failures.length === 0) return;
   for (const line of summaryLines(results, failures)) console.log(line);
 }

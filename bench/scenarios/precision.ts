@@ -4,6 +4,10 @@
  * window 5 s later, spread evenly over it. The receiver (its own process) measures lateness =
  * receivedAt - fireAt. Reports p50/p90/p99/max lateness of the events due after the warm-up, the
  * warm-up's own max, and how many arrived early (must be 0).
+ * With `--channel kafka|nats|amqp|redis`, Belfry delivers to that broker (default rate 5,000/s):
+ * a live consumer in the receiver's process takes the place of the webhook receiver, so the
+ * lateness runs from the due time to the consumer's receipt, the broker's acknowledgement of the
+ * publish included.
  */
 import { cpuMetrics, CpuWindow } from '../lib/machine.ts';
 import type { ReceiverStats } from '../lib/receiver-child.ts';
@@ -45,6 +49,7 @@ function split(stats: ReceiverStats, measuredFromAt: number): { warmup: number[]
 }
 
 async function run({ system, rx, opts }: ScenarioContext): Promise<ScenarioResult> {
+  const broker = opts.channel !== undefined && opts.channel !== 'http';
   const rate = opts.rate ?? RATE_DEFAULT;
   const durationMs = opts.durationMs ?? DURATION_MS_DEFAULT;
   const spanMs = WARMUP_MS + durationMs;
@@ -81,10 +86,10 @@ async function run({ system, rx, opts }: ScenarioContext): Promise<ScenarioResul
   const lateness = distribution(samples.measured);
   const warmup = distribution(samples.warmup);
   return {
-    label: resultLabel(`precision @ ${rate}/s`, system),
-    scenario: `precision@${rate}`,
+    label: resultLabel(`precision @ ${rate}/s${broker ? ` → ${opts.channel}` : ''}`, system),
+    scenario: `precision@${rate}${broker ? `→${opts.channel}` : ''}`,
     system: system.info.key,
-    options: { rate, durationMs, warmupMs: WARMUP_MS, leadMs: LEAD_MS, tickMs: TICK_MS },
+    options: { rate, durationMs, warmupMs: WARMUP_MS, leadMs: LEAD_MS, tickMs: TICK_MS, channel: opts.channel ?? 'http' },
     metrics: [
       { name: 'lateness p50', value: lateness.p50, unit: 'ms' },
       { name: 'lateness p90', value: lateness.p90, unit: 'ms' },

@@ -158,7 +158,7 @@ export async function createApp(appDeps: AppDeps): Promise<FastifyInstance> {
   await registerOpenApi(app, deps.limits.bodyBytesMax);
 
   const auth = new Authenticator(deps.store, deps.clock, deps.adminKey);
-  const quotas = new TenantQuotas(deps.store, deps.clock, deps.limits, deps.counts);
+  const quotas = deps.quotas ?? new TenantQuotas(deps.store, deps.clock, deps.limits, deps.counts);
   healthRoutes(app, deps);
   await app.register(async (scope) => {
     scope.addHook('onRequest', auth.requireAdmin);

@@ -8,6 +8,7 @@ import type { Metrics } from '../node/metrics.ts';
 import type { CountSampler } from '../store/count-sampler.ts';
 import type { KnownDestinations } from './known-destinations.ts';
 import type { PullWaiters } from '../dispatch/pull-waiters.ts';
+import type { TenantQuotas } from './tenant-quotas.ts';
 import type { EventInsertResult, NewEvent, Store } from '../store/store.ts';
 import { DEFAULT_TENANT_LIMITS, type TenantLimits } from './limits.ts';
 import type { ClusterView } from './schemas/cluster.ts';
@@ -60,4 +61,10 @@ export interface AppDeps {
   onPullSettled?(events: EventRecord[]): void;
   /** The event routes' destination check (built by createApp; absent: read from the store each time). */
   knownDestinations?: KnownDestinations;
+  /**
+   * The tenants' rate buckets and pending estimates (absent: createApp makes its own). The node
+   * passes the one its Kafka sources use, so a tenant's scheduleRequestsPerSecond and pending
+   * estimate cover the API and its sources together.
+   */
+  quotas?: TenantQuotas;
 }

@@ -9,6 +9,10 @@
  * is written. An event without an id gets `<source>:<partition>:<offset>:<n>` (n counts from 0
  * within the message), so a message read again inserts nothing new (the insert is idempotent by
  * id and body). A message whose id is already used by a different body is rejected.
+ *
+ * The tenant's scheduleRequestsPerSecond: each message is one scheduling request, taken from the
+ * bucket the API's requests take from (admit()); the reader waits for it instead of refusing, so a
+ * source faster than its tenant's rate is slowed, never dropped.
  */
 import { Ajv } from 'ajv';
 import type { AddressPolicy } from '../core/address.ts';
@@ -29,7 +33,7 @@ export interface SourceIngestDeps {
   store: Pick<Store, 'destinationGet' | 'eventGet'>;
   clock: Clock;
   writer: { insert(events: NewEvent[]): Promise<EventInsertResult[]> };
-  quotas: Pick<TenantQuotas, 'limits' | 'checkPending' | 'pendingAdded'>;
+  quotas: Pick<TenantQuotas, 'limits' | 'checkPending' | 'pendingAdded' | 'takeScheduleRequestsUpTo'>;
   shardCount: number;
   addressPolicy: AddressPolicy;
   /** Messages larger than this are rejected before parsing (the API's bodyBytesMax). */
@@ -56,6 +60,12 @@ function reasonOf(err: BelfryError): string {
 
 export class SourceIngest implements SourceSink {
   constructor(private readonly deps: SourceIngestDeps) {}
+
+  /** How many of `want` messages may be taken now under the tenant's scheduleRequestsPerSecond; when none, how long to wait. */
+  async admit(source: SourceRecord, want: number): Promise<{ granted: number; waitMs: number }> {
+    const limits = await this.deps.quotas.limits(source.tenantId);
+    return this.deps.quotas.takeScheduleRequestsUpTo(source.tenantId, limits.scheduleRequestsPerSecond, want);
+  }
 
   /** One outcome per message, in order; the accepted ones' events are stored when it resolves. Throws when the store fails (nothing is then to be committed). */
   async ingest(source: SourceRecord, messages: SourceMessage[]): Promise<MessageOutcome[]> {

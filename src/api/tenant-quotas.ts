@@ -133,17 +133,36 @@ export class TenantQuotas {
    * Retry-After (whole seconds, at least 1) when it is empty.
    */
   takeScheduleRequest(tenantId: string, perSecond: number): void {
-    const nowMs = this.clock.monotonicMs();
-    const bucket = this.buckets.get(tenantId) ?? { tokens: perSecond, atMs: nowMs };
-    bucket.tokens = Math.min(perSecond, bucket.tokens + ((nowMs - bucket.atMs) / 1000) * perSecond);
-    bucket.atMs = nowMs;
+    const bucket = this.refilled(tenantId, perSecond);
     if (bucket.tokens < 1) {
-      boundedSet(this.buckets, tenantId, bucket, TENANTS_TRACKED_MAX);
       const retryAfterSec = Math.max(1, Math.ceil((1 - bucket.tokens) / perSecond));
       throw overLimit('scheduleRequestsPerSecond', perSecond, '', 'too many scheduling requests', { 'retry-after': String(retryAfterSec) });
     }
     bucket.tokens -= 1;
+  }
+
+  /**
+   * Takes up to `want` scheduling requests from the tenant's bucket, the one the API's requests
+   * take from (a Kafka source's message counts as one request, as a POST does). Never throws:
+   * `granted` may be 0, and then `waitMs` says when the next one is due. A source waits, it does
+   * not refuse: its messages stay in the topic meanwhile.
+   */
+  takeScheduleRequestsUpTo(tenantId: string, perSecond: number, want: number): { granted: number; waitMs: number } {
+    const bucket = this.refilled(tenantId, perSecond);
+    const granted = Math.max(0, Math.min(want, Math.floor(bucket.tokens)));
+    bucket.tokens -= granted;
+    const waitMs = granted > 0 ? 0 : Math.max(1, Math.ceil(((1 - bucket.tokens) / perSecond) * 1000));
+    return { granted, waitMs };
+  }
+
+  /** The tenant's bucket, refilled to now (capacity: one second of the rate) and kept. */
+  private refilled(tenantId: string, perSecond: number): Bucket {
+    const nowMs = this.clock.monotonicMs();
+    const bucket = this.buckets.get(tenantId) ?? { tokens: perSecond, atMs: nowMs };
+    bucket.tokens = Math.min(perSecond, bucket.tokens + ((nowMs - bucket.atMs) / 1000) * perSecond);
+    bucket.atMs = nowMs;
     boundedSet(this.buckets, tenantId, bucket, TENANTS_TRACKED_MAX);
+    return bucket;
   }
 
   /**

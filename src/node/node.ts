@@ -315,11 +315,13 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
 
   const apiLimits = { ...DEFAULT_API_LIMITS, ...config.limits, ...opts.limits };
   // Kafka sources: their events are checked and stored as POST /v1/events's are (source-ingest.ts).
+  // One TenantQuotas for the API and the sources: a tenant's rate and pending estimate cover both.
+  const quotas = new TenantQuotas(store, clock, apiLimits, counts);
   const sourceIngest = new SourceIngest({
     store,
     clock,
     writer,
-    quotas: new TenantQuotas(store, clock, apiLimits, counts),
+    quotas,
     shardCount: config.shardCount,
     addressPolicy,
     messageBytesMax: apiLimits.bodyBytesMax,
@@ -335,7 +337,7 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     clock,
     logger,
     makeReader: (source, report, onCrash) => new KafkaSourceReader({
-      source, sink: sourceIngest, policy: addressPolicy, now: () => clock.now(),
+      source, sink: sourceIngest, policy: addressPolicy, now: () => clock.now(), sleep: (ms, signal) => clock.sleep(ms, signal),
       report: (r) => {
         if (r.acceptedAdd > 0) metrics.sourceMessages.inc({ outcome: 'accepted' }, r.acceptedAdd);
         if (r.rejectedAdd > 0) metrics.sourceMessages.inc({ outcome: 'rejected' }, r.rejectedAdd);
@@ -358,6 +360,7 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     limits: apiLimits,
     retention: cleaner.opts.defaults,
     addressPolicy,
+    quotas,
     onEventsChanged: (events) => {
       scheduler.notifyEvents(events);
       announceDue(events);

@@ -56,6 +56,8 @@ export class SourceManager {
   private readonly abort = new AbortController();
   /** Readers connecting now: stop() waits for them, so none is left running. */
   private readonly starting = new Set<Promise<void>>();
+  /** Readers of deleted sources leaving their groups: stop() waits for them. */
+  private readonly stopping = new Set<Promise<void>>();
 
   constructor(private readonly deps: SourceManagerDeps, opts: Partial<SourceManagerOptions> = {}) {
     this.opts = { ...SOURCE_MANAGER_DEFAULTS, ...opts };
@@ -86,7 +88,13 @@ export class SourceManager {
     for (const [key, cur] of this.running) {
       if (seen.has(key)) continue;
       this.running.delete(key);
-      await cur.reader?.stop();
+      // Not awaited: leaving the group waits for the reader's fetch in flight (seconds), and the
+      // other sources' readers must not wait for it.
+      const stopped = cur.reader?.stop().catch(() => {});
+      if (stopped) {
+        this.stopping.add(stopped);
+        void stopped.finally(() => this.stopping.delete(stopped));
+      }
     }
   }
 
@@ -140,7 +148,7 @@ export class SourceManager {
   async stop(): Promise<void> {
     this.abort.abort();
     await this.loop;
-    await Promise.allSettled([...this.starting]);
+    await Promise.allSettled([...this.starting, ...this.stopping]);
     const readers = [...this.running.values()].map((r) => r.reader);
     this.running.clear();
     await Promise.all(readers.map((r) => r?.stop()));

@@ -1,18 +1,19 @@
 /**
- * A broker that goes down, with real servers the test owns (a redis-server and a nats-server on
- * ports of their own, a librdkafka mock cluster whose broker is set down): while it is down, its
- * destination's events wait in awaiting_retry with the error in their trace, and a webhook
- * destination keeps flowing on time; once it is back, every event is delivered, none lost.
- * (RabbitMQ is left out: the machine has no second RabbitMQ a test could own and stop.)
+ * A broker that goes down, with real servers the test owns (a redis-server, a nats-server and a
+ * RabbitMQ node on ports of their own, a librdkafka mock cluster whose broker is set down): while
+ * it is down, its destination's events wait in awaiting_retry with the error in their trace, and a
+ * webhook destination keeps flowing on time; once it is back, every event is delivered, none lost.
+ * RabbitMQ goes down mid-stream: the channel's pooled connection, open and used, is lost.
  */
 import assert from 'node:assert/strict';
+import amqp from 'amqplib';
 import { Redis } from 'ioredis';
 import { Kafka, logLevel } from 'kafkajs';
 import { connect } from 'nats';
 import { after, before, describe, it } from 'node:test';
 import { startMockKafka, type MockKafka } from '../support/kafka/mock-cluster.ts';
 import { startTestNode, waitUntil, type TestNode } from '../support/node.ts';
-import { startOwnNats, startOwnRedis, type OwnServer } from '../support/own-servers.ts';
+import { startOwnNats, startOwnRabbit, startOwnRedis, type OwnServer } from '../support/own-servers.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 
 const RETRY = { maxAttempts: 100, minBackoff: '200ms', maxBackoff: '1s', coefficient: 2 };
@@ -78,6 +79,42 @@ async function ownNats(): Promise<Downable> {
   };
 }
 
+async function ownRabbit(): Promise<Downable> {
+  const server = await startOwnRabbit();
+  const url = `amqp://guest:guest@127.0.0.1:${server.port}`;
+  const exchange = 'belfry-down-test';
+  const queue = 'belfry-down-test';
+  // Durable: the queue and the persistent messages in it outlive the restart.
+  const conn = await amqp.connect(url);
+  const ch = await conn.createChannel();
+  await ch.assertExchange(exchange, 'direct', { durable: true });
+  await ch.assertQueue(queue, { durable: true });
+  await ch.bindQueue(queue, exchange, 'due');
+  await conn.close();
+  return {
+    destination: { kind: 'amqp', url, exchange, routingKey: 'due' },
+    down: () => server.stop(),
+    up: () => server.start(),
+    async readIds() {
+      const c = await amqp.connect(url);
+      try {
+        const chan = await c.createChannel();
+        const ids: string[] = [];
+        for (;;) {
+          const m = await chan.get(queue, { noAck: true });
+          if (m === false) break;
+          const id = m.properties.headers?.['belfry-event-id'];
+          ids.push(Buffer.isBuffer(id) ? id.toString() : String(id));
+        }
+        return ids;
+      } finally {
+        await c.close();
+      }
+    },
+    cleanup: () => server.remove(),
+  };
+}
+
 async function ownKafka(): Promise<Downable> {
   const mock: MockKafka = await startMockKafka(1);
   const topic = 'belfry-down-test';
@@ -121,6 +158,7 @@ describe('a broker that is down', { timeout: 180_000 }, () => {
     ['redis', ownRedis],
     ['nats', ownNats],
     ['kafka', ownKafka],
+    ['amqp', ownRabbit],
   ];
   for (const [kind, make] of cases) {
     it(`${kind}: its events wait in awaiting_retry with the error traced, the webhook stays on time, then all are delivered`, async () => {
@@ -128,6 +166,13 @@ describe('a broker that is down', { timeout: 180_000 }, () => {
       try {
         const name = `down-${kind}`;
         assert.equal((await t.api('PUT', `/v1/destinations/${name}`, { ...broker.destination, timeout: '1s', retry: RETRY })).status, 201);
+        // Mid-stream: the destination's connection is open and in use when the broker goes.
+        const beforeIds = Array.from({ length: EVENTS / 2 }, (_, i) => `${kind}-before-${i}`);
+        for (const id of beforeIds) assert.equal((await t.api('POST', '/v1/events', { id, delay: 0, destination: name, payload: { id } })).status, 201);
+        await waitUntil(`${kind}: the first events delivered`, async () => {
+          const states = await Promise.all(beforeIds.map(async (id) => (await t.api('GET', `/v1/events/${id}`)).body.state));
+          return states.every((s) => s === 'succeeded');
+        }, 20_000);
         await broker.down();
         const now = Date.now();
         const brokerIds = Array.from({ length: EVENTS }, (_, i) => `${kind}-down-${i}`);
@@ -158,7 +203,7 @@ describe('a broker that is down', { timeout: 180_000 }, () => {
           return states.every((s) => s === 'succeeded');
         }, 30_000);
         const ids = await broker.readIds();
-        assert.deepEqual([...new Set(ids)].sort(), [...brokerIds].sort(), 'every event reached the broker, none lost');
+        assert.deepEqual([...new Set(ids)].sort(), [...beforeIds, ...brokerIds].sort(), 'every event reached the broker, none lost');
       } finally {
         await broker.cleanup();
       }

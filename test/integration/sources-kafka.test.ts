@@ -18,7 +18,7 @@ import { SourceManager } from '../../src/sources/manager.ts';
 import { consumeKafka, type BrokerConsumer } from '../support/brokers.ts';
 import { startMockKafka, type MockKafka } from '../support/kafka/mock-cluster.ts';
 import { bearer, makeTestApp, type TestApp } from '../support/app.ts';
-import { startTestNode, waitUntil, type TestNode } from '../support/node.ts';
+import { ADMIN_KEY, startTestNode, waitUntil, type TestNode } from '../support/node.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 
 let mock: MockKafka;
@@ -127,6 +127,58 @@ describe('a Kafka source on a node', () => {
     assert.equal(list.body.events.length, 5);
 
     assert.equal((await node.api('DELETE', '/v1/sources/orders')).status, 200);
+  });
+
+  it("reads a source at its tenant's scheduleRequestsPerSecond, one request per message, shared with the API: slowed, nothing refused or lost", async () => {
+    const RATE = 20;
+    const MESSAGES = 120;
+    // A tenant of its own, so its rate bucket is fresh and no other test shares it.
+    const tenant = await node.api('POST', '/v1/tenants', { name: 'rated' }, ADMIN_KEY);
+    assert.equal(tenant.status, 201);
+    const key = (await node.api('POST', `/v1/tenants/${tenant.body.id}/keys`, {}, ADMIN_KEY)).body.key as string;
+    assert.equal((await node.api('PATCH', `/v1/tenants/${tenant.body.id}`, { limits: { scheduleRequestsPerSecond: RATE } }, ADMIN_KEY)).status, 200);
+    assert.equal((await node.api('PUT', '/v1/destinations/hooks', { url: `${receiver.url}/hook` }, key)).status, 201);
+    const topic = unique('rated');
+    await mock.createTopic(topic, 2);
+    // Every tenth message a batch of two events: still one request.
+    const bodies = Array.from({ length: MESSAGES }, (_, i) => (i % 10 === 0
+      ? { events: [{ destination: 'hooks', delay: '1h', payload: { i, k: 0 } }, { destination: 'hooks', delay: '1h', payload: { i, k: 1 } }] }
+      : { destination: 'hooks', delay: '1h', payload: { i } }));
+    await producer.send({ topic, acks: -1, messages: bodies.map((b, i) => ({ value: JSON.stringify(b), partition: i % 2 })) });
+    const groupId = unique('belfry-rated');
+    const startedMs = performance.now();
+    const put = await node.api('PUT', '/v1/sources/rated', { kind: 'kafka', brokers: mock.bootstrap.split(','), topic, groupId, deadLetterTopic: dlq.destination.topic }, key);
+    assert.equal(put.status, 201, JSON.stringify(put.body));
+
+    // While the source is held back, the tenant's bucket is empty: the API's requests take from
+    // the same one and are refused with 429 (and those that pass count against the source).
+    let limited = 0;
+    let apiCreated = 0;
+    let view: { accepted: number; rejected: number; lag: number | null } | undefined;
+    await waitUntil('every message accepted', async () => {
+      view = (await node.api('GET', '/v1/sources/rated', undefined, key)).body;
+      if (view!.accepted >= MESSAGES) return true;
+      if (view!.accepted > 0) {
+        const res = await node.api('POST', '/v1/events', { destination: 'hooks', delay: '1h', id: `api-${apiCreated + limited}` }, key);
+        if (res.status === 429) limited++;
+        else if (res.status === 201) apiCreated++;
+        else assert.fail(`POST /v1/events: ${res.status} ${JSON.stringify(res.body)}`);
+      }
+      return false;
+    }, 60_000, 200);
+    const elapsedMs = performance.now() - startedMs;
+    // The bucket holds one second of the rate: MESSAGES requests take at least MESSAGES/RATE - 1 s.
+    assert.ok(elapsedMs >= (MESSAGES / RATE - 1) * 1000 * 0.95, `${MESSAGES} messages at ${RATE}/s took only ${Math.round(elapsedMs)} ms`);
+    assert.ok(limited >= 1, `the API shares the source's rate: ${limited} refused, ${apiCreated} created meanwhile`);
+    assert.equal(view!.rejected, 0, 'nothing refused');
+    assert.ok(!dlq.messages.some((m) => m.headers['belfry-source'] === 'rated'), 'nothing dead-lettered');
+    assert.deepEqual(await committed(groupId, topic), [String(MESSAGES / 2), String(MESSAGES / 2)]);
+    const ids = (await node.api('GET', '/v1/events?limit=1000', undefined, key)).body.events.map((e: { id: string }) => e.id) as string[];
+    const fromSource = ids.filter((id) => id.startsWith('rated:'));
+    assert.equal(fromSource.length, MESSAGES + MESSAGES / 10, 'every event of every message, once');
+    assert.equal(new Set(fromSource).size, fromSource.length);
+    assert.equal(ids.length - fromSource.length, apiCreated);
+    assert.equal((await node.api('DELETE', '/v1/sources/rated', undefined, key)).status, 200);
   });
 
   it('shows a source it cannot read as failing, with the error, and keeps trying', async () => {

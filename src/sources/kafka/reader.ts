@@ -3,7 +3,10 @@
  * nodes of a cluster share the topic's partitions through it), and a producer for the dead-letter
  * topic.
  *
- * Per batch of a partition, in chunks of at most CHUNK_MESSAGES_MAX messages:
+ * Per batch of a partition, in chunks of at most CHUNK_MESSAGES_MAX messages, each no larger
+ * than the tenant's scheduleRequestsPerSecond admits now (one request per message: the sink's
+ * admit()); when it admits none the reader waits, heart-beating, and fetches nothing more meanwhile,
+ * so a topic filled faster than the tenant's rate is read at that rate, and nothing is refused:
  *   1. the sink checks the messages and stores the accepted ones' events (group commit: durable);
  *   2. the rejected ones go to the dead-letter topic, bytes and key unchanged, their headers kept,
  *      plus `belfry-error` (the reason), `belfry-source`, `belfry-partition`, `belfry-offset`,
@@ -20,6 +23,7 @@
  */
 import { Kafka, logLevel, type Consumer, type IHeaders, type KafkaMessage, type Producer, type SASLOptions } from 'kafkajs';
 import type { AddressPolicy } from '../../core/address.ts';
+import { SystemClock } from '../../core/clock.ts';
 import { guardedSocketFactory } from '../../channels/kafka/index.ts';
 import type { SourceError, SourceRecord, SourceState } from '../../store/sources.ts';
 
@@ -39,6 +43,11 @@ export type MessageOutcome = { kind: 'accepted'; created: number } | { kind: 're
 
 /** Checks and stores the events of messages (api/source-ingest.ts). */
 export interface SourceSink {
+  /**
+   * How many of `want` messages may be ingested now (the tenant's scheduleRequestsPerSecond, one
+   * request per message); when `granted` is 0, `waitMs` says when to ask again.
+   */
+  admit(source: SourceRecord, want: number): Promise<{ granted: number; waitMs: number }>;
   ingest(source: SourceRecord, messages: SourceMessage[]): Promise<MessageOutcome[]>;
 }
 
@@ -59,6 +68,8 @@ export interface KafkaSourceReaderDeps {
   report(r: ReaderReport): Promise<void>;
   /** The consumer crashed: this reader is over. */
   onCrash(err: Error): void;
+  /** Waits while the tenant's rate admits no message (the node's clock; default: real time). */
+  sleep?(ms: number, signal: AbortSignal): Promise<void>;
   /** Tests: after a chunk's events are stored, before its offset is committed. */
   afterStore?(messages: SourceMessage[]): Promise<void>;
 }
@@ -67,6 +78,11 @@ export interface KafkaSourceReaderOptions {
   connectTimeoutMs: number;
   sessionTimeoutMs: number;
 }
+
+/** The longest wait for the tenant's rate between two heartbeats. */
+const RATE_WAIT_MS_MAX = 1_000;
+const systemClock = new SystemClock();
+const systemSleep = (ms: number, signal: AbortSignal) => systemClock.sleep(ms, signal);
 
 const cut = (s: string) => (s.length > REASON_LENGTH_MAX ? `${s.slice(0, REASON_LENGTH_MAX - 1)}…` : s);
 
@@ -78,6 +94,8 @@ export class KafkaSourceReader {
   private consumer: Consumer | null = null;
   private producer: Producer | null = null;
   private stopped = false;
+  /** Aborted by stop(): ends a wait for the tenant's rate at once. */
+  private readonly abort = new AbortController();
 
   constructor(
     private readonly deps: KafkaSourceReaderDeps,
@@ -125,15 +143,30 @@ export class KafkaSourceReader {
       autoCommit: false,
       eachBatchAutoResolve: false,
       eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
-        for (let i = 0; i < batch.messages.length; i += CHUNK_MESSAGES_MAX) {
-          if (!isRunning() || isStale()) return;
-          const chunk = batch.messages.slice(i, i + CHUNK_MESSAGES_MAX);
+        let i = 0;
+        while (i < batch.messages.length) {
+          if (!isRunning() || isStale() || this.stopped) return;
+          const want = Math.min(CHUNK_MESSAGES_MAX, batch.messages.length - i);
+          const { granted, waitMs } = await this.deps.sink.admit(this.deps.source, want);
+          if (granted === 0) {
+            // Over the tenant's rate: wait (at most a second at a time, so the session stays alive).
+            await this.sleep(Math.min(waitMs, RATE_WAIT_MS_MAX));
+            await heartbeat();
+            continue;
+          }
+          const chunk = batch.messages.slice(i, i + granted);
           await this.handleChunk(consumer, batch.topic, batch.partition, chunk, batch.highWatermark);
           resolveOffset(chunk[chunk.length - 1].offset);
           await heartbeat();
+          i += granted;
         }
       },
     });
+  }
+
+  /** Resolves after `ms`, or at once when the reader is stopped. */
+  private async sleep(ms: number): Promise<void> {
+    await (this.deps.sleep ?? systemSleep)(ms, this.abort.signal).catch(() => {});
   }
 
   private async handleChunk(consumer: Consumer, topic: string, partition: number, chunk: KafkaMessage[], highWatermark: string): Promise<void> {
@@ -166,6 +199,7 @@ export class KafkaSourceReader {
   /** Leaves the group (its partitions go to the other nodes) and closes both clients. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.abort.abort();
     await this.consumer?.disconnect().catch(() => {});
     await this.producer?.disconnect().catch(() => {});
   }
