@@ -88,7 +88,7 @@ describe('a Kafka source on a node', () => {
     const put = await node.api('PUT', '/v1/sources/orders', { kind: 'kafka', brokers: mock.bootstrap.split(','), topic, groupId, deadLetterTopic: dlq.destination.topic });
     assert.equal(put.status, 201, JSON.stringify(put.body));
 
-    await receiver.waitFor((reqs) => reqs.length >= 4, 20_000);
+    await receiver.waitFor((reqs) => reqs.length >= 4, 60_000);
     const delivered = receiver.requests.map((r) => (r.json as { n: number }).n).sort();
     assert.deepEqual(delivered, [1, 2, 3, 4]);
     const ids = receiver.requests.map((r) => String(r.headers['webhook-id'])).sort();
@@ -97,7 +97,7 @@ describe('a Kafka source on a node', () => {
     assert.equal(derived.length, 3);
     for (const id of derived) assert.match(id, /^orders:[01]:\d+:[01]$/);
 
-    await waitUntil('two dead letters', () => dlq.messages.length >= 2, 20_000);
+    await waitUntil('two dead letters', () => dlq.messages.length >= 2, 60_000);
     const byKey = new Map(dlq.messages.map((m) => [m.body.toString(), m]));
     const dead1 = byKey.get(notJson.toString());
     const dead2 = byKey.get(unknownDestination.toString());
@@ -111,7 +111,7 @@ describe('a Kafka source on a node', () => {
     await waitUntil('the counts reported', async () => {
       view = (await node.api('GET', '/v1/sources/orders')).body;
       return view!.accepted === 3 && view!.rejected === 2;
-    }, 10_000);
+    }, 30_000);
     assert.equal(view!.state, 'running');
     assert.equal(view!.lag, 0);
     assert.equal(view!.lastErrors.length, 2);
@@ -122,7 +122,7 @@ describe('a Kafka source on a node', () => {
 
     // A message produced later is read too; nothing is made twice.
     await producer.send({ topic, acks: -1, messages: [{ value: JSON.stringify({ destination: 'hooks', payload: { n: 6 } }), partition: 1 }] });
-    await receiver.waitFor((reqs) => reqs.length >= 5, 20_000);
+    await receiver.waitFor((reqs) => reqs.length >= 5, 60_000);
     const list = await node.api('GET', '/v1/events?limit=100');
     assert.equal(list.body.events.length, 5);
 
@@ -165,7 +165,7 @@ describe('a Kafka source on a node', () => {
         else assert.fail(`POST /v1/events: ${res.status} ${JSON.stringify(res.body)}`);
       }
       return false;
-    }, 60_000, 200);
+    }, 120_000, 200);
     const elapsedMs = performance.now() - startedMs;
     // The bucket holds one second of the rate: MESSAGES requests take at least MESSAGES/RATE - 1 s.
     assert.ok(elapsedMs >= (MESSAGES / RATE - 1) * 1000 * 0.95, `${MESSAGES} messages at ${RATE}/s took only ${Math.round(elapsedMs)} ms`);
@@ -188,7 +188,7 @@ describe('a Kafka source on a node', () => {
     await waitUntil('the source failing', async () => {
       view = (await node.api('GET', '/v1/sources/unreachable')).body;
       return view!.state === 'failing' && view!.lastErrors.length >= 1;
-    }, 30_000, 100);
+    }, 90_000, 100);
     assert.match(view!.lastErrors[0].message, /reader failed/);
     assert.match(await (await fetch(`${node.url}/metrics`)).text(), /belfry_source_reader_failures_total [1-9]/);
     assert.equal((await node.api('DELETE', '/v1/sources/unreachable')).status, 200);
@@ -209,8 +209,8 @@ describe('a Kafka source on a node', () => {
       if (receiver.requests.length > before) return true;
       await producer.send({ topic, acks: -1, messages: [{ value: JSON.stringify({ destination: 'hooks', payload: { fresh: ++sent } }) }] });
       return false;
-    }, 30_000, 300);
-    await waitUntil('the source counted them', async () => (await node.api('GET', '/v1/sources/latest')).body.accepted >= 1, 10_000);
+    }, 90_000, 300);
+    await waitUntil('the source counted them', async () => (await node.api('GET', '/v1/sources/latest')).body.accepted >= 1, 30_000);
     const mine = receiver.requests.slice(before).map((r) => r.json as Record<string, unknown>);
     assert.ok(mine.length >= 1 && mine.every((p) => typeof p.fresh === 'number'), JSON.stringify(mine));
     await node.api('DELETE', '/v1/sources/latest');
@@ -254,7 +254,7 @@ describe('a source reader: commits after durability', () => {
     }, { pollMs: 100, backoffMsMin: 100 });
     manager.start();
     try {
-      await waitUntil('the group committed offset 3', async () => (await committed(groupId, topic))[0] === '3', 30_000, 100);
+      await waitUntil('the group committed offset 3', async () => (await committed(groupId, topic))[0] === '3', 90_000, 100);
     } finally {
       await manager.stop();
     }
