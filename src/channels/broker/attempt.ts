@@ -6,36 +6,11 @@
 import type { Clock } from '../../core/clock.ts';
 import type { DeliveryOutcome, DueEvent } from '../channel.ts';
 import { isAddressDenied } from './guard.ts';
+import { onSharedAbort } from '../shared-abort.ts';
 
 export const TIMEOUT_MS_DEFAULT = 10_000;
 /** Characters of a broker's error message kept in an outcome's reason. */
 export const REASON_CHARS_MAX = 300;
-
-/**
- * The attempts in flight under each caller signal, as the functions that end them. A dispatcher
- * shares one signal across many deliveries: one 'abort' listener per signal (not one per delivery,
- * which Node's EventTarget adds and removes in time linear in the listeners present) ends them all.
- * No AbortController per attempt: no channel's send takes a signal, and an AbortController, its
- * listener and the abort event of every finished attempt were a tenth of the event loop's time
- * while firing to a broker (with the garbage they left, more).
- */
-const inflightBySignal = new WeakMap<AbortSignal, Set<(err: Error) => void>>();
-
-function track(signal: AbortSignal, end: (err: Error) => void): () => void {
-  let set = inflightBySignal.get(signal);
-  if (!set) {
-    const created = new Set<(err: Error) => void>();
-    inflightBySignal.set(signal, created);
-    signal.addEventListener('abort', () => {
-      const aborted = new Error('aborted');
-      for (const endOne of created) endOne(aborted);
-    }, { once: true });
-    set = created;
-  }
-  set.add(end);
-  const held = set;
-  return () => held.delete(end);
-}
 
 export class TimeoutError extends Error {
   constructor(ms: number) {
@@ -76,7 +51,10 @@ export async function brokerAttempt(
   });
   stop.catch(() => {});
   const timer = setTimeout(() => end(new TimeoutError(timeoutMs)), timeoutMs);
-  const untrack = track(signal, end);
+  // No AbortController per attempt (no channel's send takes a signal): an AbortController, its
+  // listener and the abort event of every finished attempt were a tenth of the event loop's time
+  // while firing to a broker.
+  const untrack = onSharedAbort(signal, end);
   try {
     await Promise.race([send(), stop]);
     return { kind: 'delivered', durationMs: durationMs() };

@@ -28,6 +28,7 @@ import type { Channel, DeliveryOutcome, DueEvent } from '../channel.ts';
 import { ADDRESS_DENIED_CODE, guardedConnect, type Resolver } from './guarded-connect.ts';
 import { ResponseCollector } from './response-collector.ts';
 import { signPayload } from './signing.ts';
+import { onSharedAbort } from '../shared-abort.ts';
 
 export const CONNECTIONS_PER_ORIGIN_DEFAULT = 64;
 export const RESPONSE_BODY_BYTES_MAX_DEFAULT = 4096;
@@ -86,12 +87,6 @@ export class HttpChannel implements Channel {
   private readonly clock: Clock;
   private readonly responseBodyBytesMax: number;
   private readonly userAgent: string;
-  /**
-   * The deliveries in flight under each caller signal. A dispatcher shares one signal across many
-   * deliveries; one 'abort' listener per signal (instead of one per delivery, which Node's
-   * EventTarget adds and removes in time linear in the listeners present) aborts them all.
-   */
-  private readonly inflightBySignal = new WeakMap<AbortSignal, Set<ResponseCollector>>();
   private readonly targets = new Map<string, Target>();
 
   constructor(opts: HttpChannelOptions = {}) {
@@ -136,7 +131,7 @@ export class HttpChannel implements Channel {
       timedOut = true;
       collector.abort(new Error(`timeout after ${timeoutMs}ms`));
     });
-    const inflight = this.follow(signal, collector);
+    const unfollow = onSharedAbort(signal, (reason) => collector.abort(reason));
     const failed = (err: unknown): Failure => {
       if (timedOut) return { kind: 'retry', reason: `timeout after ${timeoutMs}ms` };
       if (signal.aborted) return { kind: 'retry', reason: 'aborted' };
@@ -172,24 +167,8 @@ export class HttpChannel implements Channel {
       return classifyStatus(status, exchange.rawHeaders ? util.parseHeaders(exchange.rawHeaders) : {}, snippet, this.clock.now());
     } finally {
       cancelTimer();
-      inflight.delete(collector);
+      unfollow();
     }
-  }
-
-  /** Adds `collector` to the deliveries that `signal` aborts; returns that set. */
-  private follow(signal: AbortSignal, collector: ResponseCollector): Set<ResponseCollector> {
-    let inflight = this.inflightBySignal.get(signal);
-    if (!inflight) {
-      const set = new Set<ResponseCollector>();
-      signal.addEventListener('abort', () => {
-        const reason = signal.reason instanceof Error ? signal.reason : new Error('aborted');
-        for (const c of set) c.abort(reason);
-      }, { once: true });
-      this.inflightBySignal.set(signal, set);
-      inflight = set;
-    }
-    inflight.add(collector);
-    return inflight;
   }
 
   /** The parsed target, from a bounded cache (parsing a URL per delivery cost ~1 µs). */
