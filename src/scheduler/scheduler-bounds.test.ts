@@ -138,6 +138,35 @@ describe('Scheduler bounds per virtual queue', () => {
     assert.equal(claims[0].filter((id) => id.startsWith('b-')).length, 10, 'all of B in the first claim');
   });
 
+  it("claims a quiet queue's due event at once while a flood's claims hold every claim slot", async () => {
+    queueBound = 5_000;
+    await insertAll(store, [...events('a', 2_000, T + 500), ...events('b', 1, T + 800)], T);
+    // A's claims do not return until the gate opens (a store saturated by the flood); B's do.
+    let openGate!: () => void;
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    const claim = store.eventClaim.bind(store);
+    let aClaimsWaiting = 0;
+    store.eventClaim = async (input) => {
+      if (input.refs.some((r) => r.id.startsWith('a-'))) {
+        aClaimsWaiting++;
+        await gate;
+      }
+      return claim(input);
+    };
+    start({ claimBatchMax: 100 });
+    try {
+      await tick(510);
+      assert.equal(aClaimsWaiting, 4, "A's claims fill every slot and wait");
+      await tick(300 + 10);
+      assert.equal(held.get(keyOf('b'))?.length, 1, "B's event is claimed at its due time, A's claims still waiting");
+      assert.equal(held.get(keyOf('a')), undefined);
+    } finally {
+      openGate();
+    }
+    await tick(100);
+    assert.ok((held.get(keyOf('a'))?.length ?? 0) >= 400, "A's claims go on once the store answers");
+  });
+
   it("holds at most queueRefsMax of a queue's events in memory and refills the queue from its own index", async () => {
     queueBound = 100;
     await insertAll(store, [...events('a', 1_000, T + 500), ...events('b', 5, T + 600)], T);

@@ -130,8 +130,16 @@ const LINE_UP_MAX = 5_000;
  * due after a quiet spell is claimed at once; under load, one waits at most this long.
  */
 const CLAIM_SPACING_MS = 2;
-/** Claim statements in flight at once (each of up to claimBatchMax refs). */
+/**
+ * Claim statements in flight at once (each of up to claimBatchMax refs), plus one small claim for
+ * queues that have none in flight (waitForClaimSlot, splitLightQueues).
+ */
 const CLAIMS_IN_FLIGHT_MAX = 4;
+/**
+ * While every claim slot is taken, how often the claim loop looks for due events of queues with
+ * no claim in flight (monotonic ms): those take the one spare slot (see waitForClaimSlot).
+ */
+const SPARE_CLAIM_POLL_MS = 2;
 
 const yieldToIo = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -401,6 +409,16 @@ export class Scheduler {
     return this.opts.dispatchBacklogMax - this.deps.dispatchBacklog();
   }
 
+  /**
+   * How many of a queue's lined-up refs a claim may take now: its room (its bound minus what it
+   * has claimed or is claiming), or 0 while that room is under a chunk and the queue has more
+   * lined up (a claim's cost is mostly per statement).
+   */
+  private roomToTake(queueKey: string): number {
+    const room = this.queueRoom(queueKey) - this.claiming.countOf(queueKey);
+    return room <= 0 || room < Math.min(this.unparkChunk(queueKey), this.parked.countOf(queueKey)) ? 0 : room;
+  }
+
   private queueRoom(queueKey: string): number {
     return this.deps.queueRoom ? this.deps.queueRoom(queueKey) : Infinity;
   }
@@ -498,15 +516,15 @@ export class Scheduler {
    * fills a claim only with what no other queue has due, and an event due in another queue waits
    * for at most the one claim in progress, whatever the flood.
    */
-  private takeInTurn(max: number): DueRef[] {
+  private takeInTurn(max: number, idleQueuesOnly = false): DueRef[] {
     let budget = Math.min(max, this.globalRoom() - this.claiming.total);
     const out: DueRef[] = [];
     if (budget <= 0 || this.parked.size === 0) return out;
     const queues: { key: string; room: number }[] = [];
     for (const key of this.parked.queuesInTurn()) {
-      const room = this.queueRoom(key) - this.claiming.countOf(key);
-      if (room <= 0 || room < Math.min(this.unparkChunk(key), this.parked.countOf(key))) continue;
-      queues.push({ key, room });
+      if (idleQueuesOnly && this.claiming.countOf(key) > 0) continue;
+      const room = this.roomToTake(key);
+      if (room > 0) queues.push({ key, room });
     }
     const share = Math.max(CLAIM_SHARE_MIN, Math.ceil(budget / Math.max(1, queues.length)));
     for (const pass of [share, Infinity]) {
@@ -525,20 +543,19 @@ export class Scheduler {
    * Moves due entries to their queues' lines and claims from the lines in turn, in claims of at
    * most claimBatchMax refs, and hands what was claimed to the dispatcher. Refs beyond their
    * queue's room stay in the line, unclaimed (they stay scheduled in the store and spend no
-   * attempt). Up to CLAIMS_IN_FLIGHT_MAX claims run at once, so an event due now is not held
-   * behind one claim's round trip (on PostgreSQL); on SQLite a claim runs on the event loop, which
-   * is why a claim is small.
+   * attempt). Up to CLAIMS_IN_FLIGHT_MAX claims run at once (one more for quiet queues), so an
+   * event due now is not held behind one claim's round trip (to PostgreSQL or the SQLite thread).
    */
   private async fireDue(): Promise<void> {
     if (this.firing || !this.running) return;
     this.firing = true;
     try {
       for (;;) {
-        while (this.claimsInFlight.size >= CLAIMS_IN_FLIGHT_MAX) await Promise.race(this.claimsInFlight);
+        const spare = await this.waitForClaimSlot();
         if (!this.running) break;
         let now = this.deps.clock.now();
         this.lineUpDue(now);
-        const refs = this.takeInTurn(this.opts.claimBatchMax);
+        const refs = this.takeInTurn(this.opts.claimBatchMax, spare);
         if (refs.length === 0) {
           // Nothing has room; due entries left in the timer (beyond LINE_UP_MAX) wait in lines too.
           const next = this.wheel.peekDueAt();
@@ -550,7 +567,7 @@ export class Scheduler {
         // transaction: most of a claim's cost). While claims follow each other closely, wait for
         // the spacing and take what fell due meanwhile into the same claim.
         const sinceMs = this.deps.clock.monotonicMs() - this.lastClaimAtMs;
-        if (refs.length < this.opts.claimBatchMax / 4 && sinceMs < CLAIM_SPACING_MS) {
+        if (!spare && refs.length < this.opts.claimBatchMax / 4 && sinceMs < CLAIM_SPACING_MS) {
           await this.deps.clock.sleep(CLAIM_SPACING_MS - sinceMs, this.abort.signal).catch(() => {});
           if (!this.running) {
             for (const ref of refs) this.wheel.put(ref);
@@ -568,7 +585,7 @@ export class Scheduler {
         }
         if (claimable.length > 0) {
           this.lastClaimAtMs = this.deps.clock.monotonicMs();
-          this.startClaim(claimable, now);
+          for (const part of this.splitLightQueues(claimable, spare)) this.startClaim(part, now);
         }
         // Let I/O (deliveries, API requests) and timers run between claims.
         await yieldToIo();
@@ -578,6 +595,50 @@ export class Scheduler {
       this.firing = false;
     }
     this.armTimer();
+  }
+
+  /**
+   * Waits until a claim may start. Up to CLAIMS_IN_FLIGHT_MAX claims run at once; while all of
+   * them are taken (by a flooded queue, typically), one more may start for queues with no claim
+   * in flight and events due: true then, and that claim takes only from those queues. So an event
+   * of a quiet queue waits for a small claim of its own, not for a flood's claims to finish.
+   */
+  private async waitForClaimSlot(): Promise<boolean> {
+    while (this.running && this.claimsInFlight.size >= CLAIMS_IN_FLIGHT_MAX) {
+      if (this.claimsInFlight.size === CLAIMS_IN_FLIGHT_MAX) {
+        this.lineUpDue(this.deps.clock.now());
+        if (this.idleQueueHasDue()) return true;
+      }
+      // A sleep that loses the race ends by itself within SPARE_CLAIM_POLL_MS (and at stop).
+      await Promise.race([...this.claimsInFlight, this.deps.clock.sleep(SPARE_CLAIM_POLL_MS, this.abort.signal).catch(() => {})]);
+    }
+    return false;
+  }
+
+  /** Some queue with no claim in flight has due events and room. */
+  private idleQueueHasDue(): boolean {
+    if (this.globalRoom() - this.claiming.total <= 0) return false;
+    for (const key of this.parked.queuesInTurn()) {
+      if (this.claiming.countOf(key) === 0 && this.roomToTake(key) > 0) return true;
+    }
+    return false;
+  }
+
+  /**
+   * A claim's duration follows its size (on PostgreSQL under load, tens of ms for 250 rows): the
+   * refs of light queues (all they had due, at most CLAIM_SHARE_MIN) go in a small claim of their
+   * own, started first, when a slot is left for it. One claim otherwise.
+   */
+  private splitLightQueues(refs: DueRef[], spare: boolean): DueRef[][] {
+    if (spare || this.claimsInFlight.size + 2 > CLAIMS_IN_FLIGHT_MAX + 1) return [refs];
+    const keys = refs.map((r) => queueKeyOf(r.tenantId, r.queue));
+    const perQueue = new Map<string, number>();
+    for (const key of keys) perQueue.set(key, (perQueue.get(key) ?? 0) + 1);
+    if (perQueue.size < 2) return [refs];
+    const light: DueRef[] = [];
+    const heavy: DueRef[] = [];
+    refs.forEach((r, i) => (perQueue.get(keys[i])! <= CLAIM_SHARE_MIN && this.parked.countOf(keys[i]) === 0 ? light : heavy).push(r));
+    return light.length === 0 || heavy.length === 0 ? [refs] : [light, heavy];
   }
 
   private startClaim(refs: DueRef[], now: number): void {
