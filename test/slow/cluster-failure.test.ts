@@ -224,7 +224,11 @@ describe('cluster failure test', () => {
     assert.ok(reassign2 <= REASSIGN_MS_MAX, `shards moved ${reassign2} ms after the second kill`);
     assert.ok(duplicates <= DUPLICATES_MAX, `${duplicates} duplicates (at most ${DUPLICATES_MAX})`);
     assert.deepEqual(lateEvents.slice(0, 10), [], `${lateEvents.length} events first delivered more than ${LATENESS_MS_MAX} ms late`);
-    for (const node of nodes.values()) assert.equal((await stopNodeProcess(node)).code, 0);
+    for (const node of nodes.values()) {
+      const { code, signal } = await stopNodeProcess(node);
+      // The node's last words (its log and stderr) when it did not shut down cleanly.
+      assert.equal(code, 0, `a node exited with code ${code} (signal ${signal}) on SIGTERM; its last output:\n${node.output.join('').slice(-3_000)}`);
+    }
     nodes.clear();
   });
 });
