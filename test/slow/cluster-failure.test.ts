@@ -57,6 +57,7 @@ function at(atMs: number): Promise<void> {
 
 describe('cluster failure test', () => {
   const dataDirs: string[] = [];
+  const kills: { id: string; at: number }[] = [];
   const nodes = new Map<string, NodeProcess>();
   let rx: Receiver;
   // A pool, not a client: it reconnects after the PostgreSQL restart.
@@ -83,13 +84,13 @@ describe('cluster failure test', () => {
     }
   }
 
-  /** Events a node left executing that were made due again, with why (`owner dead`, `lease expired`). */
-  async function rescuedEvents(): Promise<Map<string, string>> {
+  /** Events a node left executing that were made due again, with why (`owner dead`, `lease expired`) and whose they were. */
+  async function rescuedEvents(): Promise<Map<string, { reason: string; owner: string }>> {
     const { rows } = await db.query(
-      `SELECT event_id, detail::json->>'reason' AS reason FROM ${schema}.transitions
+      `SELECT event_id, detail::json->>'reason' AS reason, detail::json->>'owner' AS owner FROM ${schema}.transitions
         WHERE from_state = 'executing' AND to_state = 'awaiting_retry' AND detail::json->>'reason' IS NOT NULL`,
     );
-    return new Map(rows.map((r) => [r.event_id as string, r.reason as string]));
+    return new Map(rows.map((r) => [r.event_id as string, { reason: r.reason as string, owner: String(r.owner) }]));
   }
 
   async function leaderId(): Promise<string> {
@@ -101,6 +102,7 @@ describe('cluster failure test', () => {
   /** Kills a node and measures how long until none of the 256 shards is mapped to it. */
   async function killAndMeasure(id: string): Promise<number> {
     const killedAt = Date.now();
+    kills.push({ id, at: killedAt });
     await killNodeProcess(nodes.get(id)!);
     nodes.delete(id);
     await waitUntil(`shards of ${id} reassigned`, async () => {
@@ -179,9 +181,13 @@ describe('cluster failure test', () => {
     const lateness = rx.requests.map((r) => r.receivedAt - (r.json as { fireAt: number }).fireAt);
     // Per event: how late its first delivery came (a duplicate is not lateness).
     const firstLateness = new Map<string, number>();
+    const firstReceivedAt = new Map<string, number>();
     for (const r of rx.requests) {
       const id = String(r.headers['webhook-id']);
-      if (!firstLateness.has(id)) firstLateness.set(id, r.receivedAt - (r.json as { fireAt: number }).fireAt);
+      if (!firstLateness.has(id)) {
+        firstLateness.set(id, r.receivedAt - (r.json as { fireAt: number }).fireAt);
+        firstReceivedAt.set(id, r.receivedAt);
+      }
     }
     const perEvent = [...firstLateness.values()];
     // Where in the scenario lateness came from: the worst first delivery per phase (the leader
@@ -198,7 +204,22 @@ describe('cluster failure test', () => {
     const rescued = await rescuedEvents();
     const rescuedLateness = [...rescued.keys()].map((id) => firstLateness.get(id) ?? Infinity);
     const reasons: Record<string, number> = {};
-    for (const reason of rescued.values()) reasons[reason] = (reasons[reason] ?? 0) + 1;
+    for (const { reason } of rescued.values()) reasons[reason] = (reasons[reason] ?? 0) + 1;
+    // Per killed node: its events rescued, how many of them its receiver had already got (the
+    // duplicates: delivered, outcome not yet committed at the kill), and how long before the kill
+    // the earliest of those was received (the window of unrecorded outcomes).
+    const killedAt = new Map(kills.map((k) => [k.id, k.at]));
+    const byOwner: Record<string, { events: number; duplicates: number; windowMs: number | null }> = {};
+    for (const [id, { owner }] of rescued) {
+      const o = (byOwner[owner] ??= { events: 0, duplicates: 0, windowMs: null });
+      o.events++;
+      const deliveredAt = firstReceivedAt.get(id);
+      const killAt = killedAt.get(owner);
+      if ((counts.get(id) ?? 0) > 1 && deliveredAt !== undefined && killAt !== undefined && deliveredAt <= killAt + 50) {
+        o.duplicates++;
+        o.windowMs = Math.max(o.windowMs ?? 0, killAt - deliveredAt);
+      }
+    }
     const figures = {
       events: EVENTS,
       delivered: counts.size,
@@ -214,7 +235,7 @@ describe('cluster failure test', () => {
       shardMovesAfterPgRestart: [...nodes.values()].reduce((n, node) => n + logLines(node, 'shards reassigned', pgRestartAt), 0),
       latenessMs: { p50: percentile(lateness, 50), p99: percentile(lateness, 99), max: Math.max(...lateness) },
       eventLatenessMs: { p50: percentile(perEvent, 50), p99: percentile(perEvent, 99), max: Math.max(...perEvent), over5s: lateEvents.length, phases },
-      inFlightRescued: { events: rescued.size, reasons, maxLatenessMs: rescuedLateness.length > 0 ? Math.max(...rescuedLateness) : null },
+      inFlightRescued: { events: rescued.size, reasons, byOwner, maxLatenessMs: rescuedLateness.length > 0 ? Math.max(...rescuedLateness) : null },
     };
     console.log(`cluster failure test: ${JSON.stringify(figures)}`);
 
