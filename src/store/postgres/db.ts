@@ -72,11 +72,22 @@ export function rethrowUnavailable(err: unknown): never {
 
 /**
  * Runs `fn` in one transaction on one client: `begin` opens it (TX.begin or TX.beginRelaxed),
- * COMMIT on success, ROLLBACK on a throw. A client whose rollback failed is discarded.
+ * COMMIT on success, ROLLBACK on a throw. A client whose connection failed or whose rollback
+ * failed is discarded.
+ *
+ * A checked-out client has no 'error' listener of the pool's (pg-pool keeps one on idle clients
+ * only), and pg emits 'error' on the client when its connection dies, whether or not a query is
+ * running: without a listener of ours that ends the process. A PostgreSQL restart while a
+ * transaction was open did exactly that to a node (cluster failure test, exit code 1). The
+ * statement in progress fails on its own (as unavailable), and so does the next one.
  */
 export async function inTransaction<T>(pool: pg.Pool, begin: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect().catch(rethrowUnavailable);
   let broken: Error | undefined;
+  const onError = (err: Error): void => {
+    broken ??= err;
+  };
+  client.on('error', onError);
   try {
     await client.query(begin);
     const result = await fn(client);
@@ -88,6 +99,7 @@ export async function inTransaction<T>(pool: pg.Pool, begin: string, fn: (client
     });
     rethrowUnavailable(err);
   } finally {
+    client.removeListener('error', onError);
     client.release(broken);
   }
 }
