@@ -135,6 +135,16 @@ export class OverflowMarks {
     return [...this.marks.keys()];
   }
 
+  /** Up to `max` marks, for a read that leaves those queues' rows from their marks on in the store. */
+  some(max: number): OverflowMark[] {
+    const out: OverflowMark[] = [];
+    for (const mark of this.marks.values()) {
+      if (out.length >= max) break;
+      out.push(mark);
+    }
+    return out;
+  }
+
   clear(): void {
     this.marks.clear();
   }

@@ -26,7 +26,11 @@
  *   - Memory: a queue holds at most `queueRefsMax` entries (timer plus parked); further rows of
  *     it stay in the store, and the first of them is remembered. When the queue has drained to
  *     half, it is refilled from that row on by a read of its own index (`eventListDue` with
- *     `queue`), which never reads another queue's rows.
+ *     `queue`), which never reads another queue's rows. The read-ahead asks
+ *     the store to leave such a queue's rows out (`skip`, up to EVENT_LIST_DUE_SKIP_MAX queues):
+ *     otherwise a flood of 200,000 rows due in one second is carried page after page through the
+ *     read-ahead only to be skipped, and another queue's row due at the end of that second is
+ *     read (and fires) only when the cursor gets there, seconds late on a loaded PostgreSQL.
  * The overdue sweep reads at most `sweepPagesMax` pages per interval and continues where it
  * stopped, so a queue with a large overdue backlog cannot make every sweep read all of it.
  */
@@ -36,8 +40,8 @@ import { FIREABLE_STATES, isTerminal, type EventRecord } from '../core/event.ts'
 import { runEvery } from '../core/loop.ts';
 import { queueKeyOf } from '../core/queue.ts';
 import type { Metrics } from '../node/metrics.ts';
-import { dueRefOf, type DueRef, type Store } from '../store/store.ts';
-import { OverflowMarks, ParkedQueues } from './parked.ts';
+import { dueRefOf, EVENT_LIST_DUE_SKIP_MAX, type DueRef, type Store } from '../store/store.ts';
+import { OverflowMarks, ParkedQueues, type OverflowMark } from './parked.ts';
 import { TimerWheel, refKey } from './timer-wheel.ts';
 
 export interface SchedulerOptions {
@@ -105,6 +109,15 @@ export interface SchedulerDeps {
   logger: Logger;
   /** Shards this node may fire; null means all (single node). */
   shards(): number[] | null;
+}
+
+/**
+ * Whether rows may be due after a page of eventListDue: it was full, or it was read with `skip`
+ * (then it examined its full size but sent only the rows not skipped, and the last one examined;
+ * only an empty page says nothing else is due).
+ */
+function morePages(page: DueRef[], limit: number, skip: OverflowMark[]): boolean {
+  return page.length >= limit || (skip.length > 0 && page.length > 0);
 }
 
 /** Whether `shard` is among `shards` (null: all). */
@@ -255,11 +268,13 @@ export class Scheduler {
     }
     const horizon = now + this.opts.lookaheadMs;
     while (!this.memoryFull()) {
+      const skip = this.overflow.some(EVENT_LIST_DUE_SKIP_MAX);
       const page = await this.deps.store.eventListDue({
         shards: this.deps.shards(),
         after: this.cursor,
         untilMs: horizon,
         limit: this.opts.listBatchMax,
+        skip,
       });
       const queues = new Map<string, { tenantId: string; queue: string }>();
       for (const ref of page) {
@@ -273,7 +288,7 @@ export class Scheduler {
         const last = page[page.length - 1];
         this.cursor = { dueAt: last.dueAt, tenantId: last.tenantId, id: last.id };
       }
-      if (page.length < this.opts.listBatchMax) break;
+      if (!morePages(page, this.opts.listBatchMax, skip)) break;
       // A synchronous store (SQLite) answers without a turn of the event loop: yield between
       // pages so timers and I/O run while a large backlog is read.
       await yieldToIo();
@@ -298,6 +313,8 @@ export class Scheduler {
   private async sweepOverdue(untilMs: number): Promise<number> {
     let loaded = 0;
     for (let pages = 0; pages < this.opts.sweepPagesMax; pages++) {
+      // No skip here: a page with skip examines several times more rows (to step over a flood
+      // once); the sweep reads the same overdue range every interval, so it reads plain pages.
       const page = await this.deps.store.eventListDue({ shards: this.deps.shards(), after: this.sweepAfter, untilMs, limit: this.opts.listBatchMax });
       for (const ref of page) if (this.admit(ref)) loaded++;
       if (page.length < this.opts.listBatchMax) {

@@ -325,7 +325,20 @@ export interface EventListDueParams {
    * memory, without reading other queues' rows. `after` is ignored when set.
    */
   queue?: { tenantId: string; queue: string; from: { dueAt: number; id: string } | null };
+  /**
+   * Queues whose rows from (dueAt, id) on, inclusive, are left out of the page (at most
+   * EVENT_LIST_DUE_SKIP_MAX): the scheduler's flooded queues, which it reads through `queue` when
+   * it has room for them, so the read-ahead does not carry their rows to the node only to skip
+   * them. The page examines the same `limit` rows as without skip (its cost stays bounded), so it
+   * may be short although more rows are due: with skip (not empty), only an empty page means that
+   * nothing else is due. The last row examined is always returned, skipped or not, so the caller
+   * continues after it. Ignored with `queue`.
+   */
+  skip?: { tenantId: string; queue: string; from: { dueAt: number; id: string } }[];
 }
+
+/** Queues one eventListDue may leave out (`skip`). */
+export const EVENT_LIST_DUE_SKIP_MAX = 32;
 
 export interface EventClaimParams {
   refs: { tenantId: string; id: string; version: number }[];

@@ -1,7 +1,7 @@
 /** Conformance: group order (head by (fireAt, seq)) and the due list of the read-ahead. */
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import type { DueRef, NewEvent, Store } from '../store.ts';
+import { EVENT_LIST_DUE_SKIP_MAX, type DueRef, type NewEvent, type Store } from '../store.ts';
 import {
   claimOne,
   insertAll,
@@ -229,5 +229,49 @@ export function dueListCases(ctx: SuiteContext): void {
     assert.deepEqual(await list(null, { queue: 'url:https://hooks.example.com' }), ['inline'], 'an inline URL queues by its origin');
     const refs = await store.eventListDue({ shards: [s1], after: null, untilMs: T0 + SEC, limit: 10, queue: { tenantId: a, queue: 'name:slow', from: null } });
     assert.deepEqual(refs, [{ tenantId: a, id: 'q1', version: 1, dueAt: T0 + SEC, shard: s1, group: null, queue: 'name:slow' }], 'bounded by untilMs');
+  });
+  it('leaves out the rows of skipped queues from their start on, and pages past them to an empty page', async () => {
+    await withFreshStore(ctx.make, async (store) => {
+      const [a, b] = await twoTenants(store);
+      const [s1, s2] = [uniqueShard(), uniqueShard()];
+      const at = (sec: number, o: Partial<NewEvent> = {}) => ({ shard: s1, fireAt: T0 + sec * SEC, destination: { name: 'flood' }, ...o });
+      const events: NewEvent[] = [];
+      for (let i = 0; i < 7; i++) events.push(newEvent(a, `f${i}`, at(i)));
+      events.push(newEvent(a, 'quiet', at(2, { destination: { name: 'quiet' } })), newEvent(a, 'quiet2', at(5, { destination: { name: 'quiet' }, shard: s2 })));
+      events.push(newEvent(b, 'other-tenant', at(3.5)));
+      await insertAll(store, events);
+      // In order: f0 f1 f2 quiet f3 other-tenant f4 f5 quiet2 f6; the flood is skipped from f2 on.
+      const flood = { tenantId: a, queue: 'name:flood', from: { dueAt: T0 + 2 * SEC, id: 'f2' } };
+      const ids = async (o: { shards?: number[] | null; limit?: number; after?: DueRef | null; skip?: (typeof flood)[] } = {}) => {
+        const after = o.after ? { dueAt: o.after.dueAt, tenantId: o.after.tenantId, id: o.after.id } : null;
+        return store.eventListDue({ shards: o.shards === undefined ? [s1, s2] : o.shards, after, untilMs: FAR, limit: o.limit ?? 100, skip: o.skip ?? [flood] });
+      };
+      // One page of 100: everything due was examined; a store may add f6, the last row examined.
+      const all = ['f0', 'f1', 'quiet', 'other-tenant', 'quiet2'];
+      const notF6 = (r: DueRef) => r.id !== 'f6';
+      assert.deepEqual((await ids()).filter(notF6).map((r) => r.id), all, 'rows before the start stay, other queues and tenants too');
+      assert.deepEqual((await ids({ shards: null })).filter(notF6).map((r) => r.id), all, 'all shards');
+      assert.equal((await ids({ skip: [] })).length, 10, 'an empty skip leaves nothing out');
+      // Pages of 2: the rows not skipped, in order; a skipped row only as the last of a page (where
+      // the next page starts); an empty page at the end.
+      const kept: string[] = [];
+      let after: DueRef | null = null;
+      let pages = 0;
+      for (; pages < 20; pages++) {
+        const page: DueRef[] = await ids({ limit: 2, after });
+        if (page.length === 0) break;
+        assert.ok(page.length <= 2);
+        const isSkipped = (r: DueRef) => r.queue === 'name:flood' && r.tenantId === a && r.dueAt >= T0 + 2 * SEC;
+        assert.ok(page.slice(0, -1).every((r) => !isSkipped(r)), `only the last row of a page may be a skipped one: ${page.map((r) => r.id)}`);
+        kept.push(...page.filter((r) => !isSkipped(r)).map((r) => r.id));
+        after = page[page.length - 1];
+      }
+      assert.ok(pages < 20, 'the pages end with an empty one');
+      assert.deepEqual(kept, ['f0', 'f1', 'quiet', 'other-tenant', 'quiet2']);
+      await assert.rejects(
+        store.eventListDue({ shards: null, after: null, untilMs: FAR, limit: 10, skip: Array.from({ length: EVENT_LIST_DUE_SKIP_MAX + 1 }, () => flood) }),
+        RangeError,
+      );
+    });
   });
 }

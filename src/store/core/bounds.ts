@@ -3,7 +3,7 @@
  */
 import { isRetentionState } from '../../core/retention.ts';
 import { FORECAST_BUCKETS_MAX } from '../../core/forecast.ts';
-import { PULL_CLAIM_MAX, type EventDeleteTerminalParams, type EventForecastParams, type EventPullClaimParams } from '../store.ts';
+import { EVENT_LIST_DUE_SKIP_MAX, PULL_CLAIM_MAX, type EventDeleteTerminalParams, type EventForecastParams, type EventListDueParams, type EventPullClaimParams } from '../store.ts';
 
 /** Bound on one page of eventList / eventListDue / transitionList / eventRescue. */
 export const PAGE_LIMIT_MAX = 10_000;
@@ -12,6 +12,14 @@ export const PAGE_LIMIT_MAX = 10_000;
 export function checkLimit(limit: number, what: string): void {
   if (!Number.isInteger(limit) || limit < 1 || limit > PAGE_LIMIT_MAX) {
     throw new RangeError(`${what}: limit must be an integer from 1 to ${PAGE_LIMIT_MAX}, got ${limit}`);
+  }
+}
+
+/** The limit of an eventListDue and the size of its `skip`. */
+export function checkListDue(params: EventListDueParams): void {
+  checkLimit(params.limit, 'eventListDue');
+  if ((params.skip?.length ?? 0) > EVENT_LIST_DUE_SKIP_MAX) {
+    throw new RangeError(`eventListDue: skip holds at most ${EVENT_LIST_DUE_SKIP_MAX} queues, got ${params.skip!.length}`);
   }
 }
 

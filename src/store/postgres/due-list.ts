@@ -21,6 +21,8 @@ import { dueRefFromRow, type DueRefRow } from '../core/rows.ts';
 
 /** Rounds of small per-shard reads before the exact last round. */
 const DUE_ROUNDS_MAX = 4;
+/** With skip, a shard's scan examines at most this many times its share of the page's rows. */
+export const SKIP_SCAN_FACTOR = 8;
 /** Extra rows per shard beyond the even share, against the variance of an even hash. */
 const PER_SHARD_SLACK = 8;
 
@@ -37,6 +39,18 @@ export async function listDue(db: Queryable, params: EventListDueParams): Promis
     return (await run<DueRefRow>(db, 'eventListDueQueue', bind)).rows.map(dueRefFromRow);
   }
   const shardCount = shards?.length ?? SHARD_COUNT_DEFAULT;
+  if (params.skip?.length) {
+    // One query: each shard's scan examines at most SKIP_SCAN_FACTOR times its share of rows and
+    // sends only the page's rows and where it stopped (dueSkip in queries.ts).
+    const k = perShardLimit(params.limit, shardCount);
+    const m = params.skip;
+    const bind = [
+      params.untilMs, params.after?.dueAt ?? Number.MIN_SAFE_INTEGER, params.after?.tenantId ?? '', params.after?.id ?? '', params.limit, k,
+      m.map((x) => x.tenantId), m.map((x) => x.queue), m.map((x) => x.from.dueAt), m.map((x) => x.from.id), k * SKIP_SCAN_FACTOR,
+    ];
+    const res = shards === null ? await run<DueRefRow>(db, 'eventListDueAllSkip', bind) : await run<DueRefRow>(db, 'eventListDueShardsSkip', [...bind, shards]);
+    return res.rows.map(dueRefFromRow);
+  }
   const out: DueRef[] = [];
   let after = params.after ?? { dueAt: Number.MIN_SAFE_INTEGER, tenantId: '', id: '' };
   for (let round = 0; round < DUE_ROUNDS_MAX; round++) {

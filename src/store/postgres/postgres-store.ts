@@ -17,7 +17,7 @@ import { listPage, listPlan, type ListKey } from '../event-list-plan.ts';
 import { checkLeaseMs, checkShardAssignments } from '../shard-map.ts';
 import type * as S from '../store.ts';
 import { BULK_ERRORS_KEPT, BULK_FINISHED_KEPT } from '../store.ts';
-import { checkDeleteTerminal, checkForecast, checkLimit, checkPullClaim } from '../core/bounds.ts';
+import { checkDeleteTerminal, checkForecast, checkLimit, checkListDue, checkPullClaim } from '../core/bounds.ts';
 import {
   apiKeyFromRow,
   dueRefFromRow,
@@ -329,7 +329,7 @@ export class PostgresStore implements S.Store {
   }
 
   async eventListDue(params: S.EventListDueParams): Promise<S.DueRef[]> {
-    checkLimit(params.limit, 'eventListDue');
+    checkListDue(params);
     if (params.shards !== null && params.shards.length === 0) return [];
     return listDue(this.pool, params);
   }

@@ -108,6 +108,31 @@ const DUE_IN_SHARD = `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.
       AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
     ORDER BY e.due_at, e.tenant_id, e.id LIMIT $6`;
 
+/** eventListDueShards: the per-shard scans of the shards in $7, merged. */
+function dueShards(): string {
+  return `WITH per_shard AS MATERIALIZED (
+      SELECT d.*, count(*) OVER (PARTITION BY d.shard) AS shard_rows
+      FROM unnest($7::int[]) AS s(shard) CROSS JOIN LATERAL (${DUE_IN_SHARD}) d
+    ), ${dueMerge()}`;
+}
+
+/** The shards with a fireable row, by a loose index scan (one probe per distinct shard; the last row is NULL). */
+const SHARDS_WITH_DUE = `
+      SELECT min(shard) FROM events WHERE state IN ${FIREABLE} AND NOT pull
+      UNION ALL
+      SELECT (SELECT min(x.shard) FROM events x WHERE x.state IN ${FIREABLE} AND NOT x.pull AND x.shard > shards.shard)
+      FROM shards WHERE shards.shard IS NOT NULL
+    `;
+
+/** eventListDueAll: the per-shard scans of every shard with a fireable row, merged. */
+function dueAll(): string {
+  return `WITH RECURSIVE shards(shard) AS (${SHARDS_WITH_DUE}), per_shard AS MATERIALIZED (
+      SELECT d.*, count(*) OVER (PARTITION BY d.shard) AS shard_rows
+      FROM shards s CROSS JOIN LATERAL (${DUE_IN_SHARD}) d
+      WHERE s.shard IS NOT NULL
+    ), ${dueMerge()}`;
+}
+
 /**
  * The merge of the per-shard heads in `per_shard` (rows with the shard's row count): the rows
  * that are certainly the first ones overall, in order, at most $5, and whether a bound cut them.
@@ -115,7 +140,8 @@ const DUE_IN_SHARD = `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.
  * last row is the bound, and every row up to it is complete. Without a bound, every shard was
  * drained: the rows are all there is.
  */
-const DUE_MERGE = `bound AS (
+function dueMerge(): string {
+  return `bound AS (
       SELECT due_at, tenant_id, id FROM (
         SELECT p.due_at, p.tenant_id, p.id,
           row_number() OVER (PARTITION BY p.shard ORDER BY p.due_at DESC, p.tenant_id DESC, p.id DESC) AS from_end
@@ -128,6 +154,50 @@ const DUE_MERGE = `bound AS (
     WHERE NOT EXISTS (SELECT 1 FROM bound)
        OR (p.due_at, p.tenant_id, p.id) <= (SELECT b.due_at, b.tenant_id, b.id FROM bound b)
     ORDER BY p.due_at, p.tenant_id, p.id LIMIT $5`;
+}
+
+/**
+ * eventListDue with skip ($7 tenant ids, $8 queues, $9 due times, $10 ids; $11 the rows a shard
+ * scan examines at most; shards from `shardsFrom`). Each shard's scan examines at most $11 rows
+ * after the cursor and marks those of the skipped queues (from their start on); nothing of it is
+ * sent but what the page needs. A shard is known up to its $6-th row not skipped, or up to its
+ * $11-th row examined; the smallest such row over the shards is the bound, and the page is the
+ * rows not skipped up to it (at most $5), then the bound itself when the page is not full (so the
+ * caller continues after it, past the skipped rows). No bound: every shard was examined to the
+ * end, and the page is all there is. So a flood's rows cost one index step each, once, in the
+ * server, instead of being merged and sent page after page.
+ */
+function dueSkip(shardsFrom: string): string {
+  return `${shardsFrom}, examined AS MATERIALIZED (
+      SELECT d.*, row_number() OVER w AS n, count(*) FILTER (WHERE NOT d.skipped) OVER w AS kept_upto
+      FROM shards s CROSS JOIN LATERAL (
+        SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.queue,
+          EXISTS (SELECT 1 FROM unnest($7::text[], $8::text[], $9::bigint[], $10::text[]) AS m(tenant_id, queue, due_at, id)
+            WHERE m.tenant_id = e.tenant_id AND m.queue = e.queue AND (e.due_at, e.id) >= (m.due_at, m.id)) AS skipped
+        FROM events e
+        WHERE e.shard = s.shard AND e.state IN ${FIREABLE} AND NOT e.pull AND e.due_at <= $1
+          AND (e.due_at, e.tenant_id, e.id) > ($2, $3, $4)
+          AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
+        ORDER BY e.due_at, e.tenant_id, e.id LIMIT $11) d
+      WHERE s.shard IS NOT NULL
+      WINDOW w AS (PARTITION BY d.shard ORDER BY d.due_at, d.tenant_id, d.id)
+    ), bound AS (
+      SELECT x.tenant_id, x.id, x.version, x.due_at, x.shard, x.grp, x.queue FROM examined x
+      WHERE (NOT x.skipped AND x.kept_upto = $6) OR x.n = $11
+      ORDER BY x.due_at, x.tenant_id, x.id LIMIT 1
+    ), page AS (
+      SELECT x.tenant_id, x.id, x.version, x.due_at, x.shard, x.grp, x.queue FROM examined x
+      WHERE NOT x.skipped
+        AND (NOT EXISTS (SELECT 1 FROM bound) OR (x.due_at, x.tenant_id, x.id) <= (SELECT b.due_at, b.tenant_id, b.id FROM bound b))
+      ORDER BY x.due_at, x.tenant_id, x.id LIMIT $5
+    )
+    SELECT * FROM page
+    UNION ALL
+    SELECT * FROM bound b
+    WHERE (SELECT count(*) FROM page) < $5
+      AND NOT EXISTS (SELECT 1 FROM page p WHERE (p.due_at, p.tenant_id, p.id) = (b.due_at, b.tenant_id, b.id))
+    ORDER BY due_at, tenant_id, id`;
+}
 
 /** The destination name of a row, in the exact spelling of events_tenant_destination_seq. */
 const DESTINATION_NAME = `((destination::json) ->> 'name')`;
@@ -351,23 +421,15 @@ export const SQL = {
   //  most $5 (see DUE_MERGE; `bounded` false means nothing else is due). Each shard is one range
   //  scan of events_due (shard, due_at, tenant_id, id) that stops after $6 rows, so a page costs
   //  about shards x $6 index entries, not shards x $5, however large the backlog.
-  eventListDueShards: `WITH per_shard AS MATERIALIZED (
-      SELECT d.*, count(*) OVER (PARTITION BY d.shard) AS shard_rows
-      FROM unnest($7::int[]) AS s(shard) CROSS JOIN LATERAL (${DUE_IN_SHARD}) d
-    ), ${DUE_MERGE}`,
+  eventListDueShards: dueShards(),
+  // eventListDue with skip over the shards in $12 (see dueSkip for $1-$11).
+  eventListDueShardsSkip: dueSkip(`WITH shards(shard) AS (SELECT unnest($12::int[]))`),
   // ($1 untilMs, $2 afterDueAt, $3 afterTenantId, $4 afterId, $5 limit, $6 perShardLimit) → as
   // eventListDueShards, over every shard that has a fireable row: the shards are found by a loose
   // index scan of events_due (one index probe per distinct shard).
-  eventListDueAll: `WITH RECURSIVE shards(shard) AS (
-      SELECT min(shard) FROM events WHERE state IN ${FIREABLE} AND NOT pull
-      UNION ALL
-      SELECT (SELECT min(x.shard) FROM events x WHERE x.state IN ${FIREABLE} AND NOT x.pull AND x.shard > shards.shard)
-      FROM shards WHERE shards.shard IS NOT NULL
-    ), per_shard AS MATERIALIZED (
-      SELECT d.*, count(*) OVER (PARTITION BY d.shard) AS shard_rows
-      FROM shards s CROSS JOIN LATERAL (${DUE_IN_SHARD}) d
-      WHERE s.shard IS NOT NULL
-    ), ${DUE_MERGE}`,
+  eventListDueAll: dueAll(),
+  // eventListDue with skip over every shard with a fireable row (see dueSkip).
+  eventListDueAllSkip: dueSkip(`WITH RECURSIVE shards(shard) AS (${SHARDS_WITH_DUE})`),
   // ($1 tenantId, $2 queue, $3 untilMs, $4 fromDueAt, $5 fromId, $6 limit, $7 shards int[] or NULL
   //  for all) → DueRefRow[]: one queue's fireable rows (group heads only) with (due_at, id) ≥ the
   //  start, in that order. A range scan of events_queue_due: never another queue's rows. The

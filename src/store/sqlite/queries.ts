@@ -59,6 +59,30 @@ const IS_GROUP_HEAD = `NOT EXISTS (
       AND (o.fire_at, o.seq) < (e.fire_at, e.seq))`;
 
 /**
+ * eventListDue over all shards or those in @shards. With `skip` (@skip: a JSON array of
+ * [tenantId, queue, dueAt, id]): the same page of rows examined, less the rows of those queues from
+ * (dueAt, id) on but the last row examined, which is always returned (so the caller's cursor moves
+ * past skipped rows); each row has `skipped`, and `examined` (how many rows the page examined).
+ */
+function dueList(shards: boolean, skip: boolean): string {
+  const page = `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.queue${skip ? `,
+      EXISTS (SELECT 1 FROM json_each(@skip) m
+        WHERE m.value ->> 0 = e.tenant_id AND m.value ->> 1 = e.queue AND (e.due_at, e.id) >= (m.value ->> 2, m.value ->> 3)) AS skipped` : ''}
+    FROM events e
+    WHERE e.state IN ${FIREABLE} AND e.pull = 0 AND e.due_at <= @untilMs
+      AND (e.due_at, e.tenant_id, e.id) > (@afterDueAt, @afterTenantId, @afterId)${shards ? `
+      AND e.shard IN (SELECT value FROM json_each(@shards))` : ''}
+      AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
+    ORDER BY e.due_at, e.tenant_id, e.id LIMIT @limit`;
+  if (!skip) return page;
+  return `WITH page AS MATERIALIZED (${page})
+    SELECT g.*, (SELECT count(*) FROM page) AS examined FROM page g
+    WHERE NOT g.skipped
+       OR (g.due_at, g.tenant_id, g.id) = (SELECT l.due_at, l.tenant_id, l.id FROM page l ORDER BY l.due_at DESC, l.tenant_id DESC, l.id DESC LIMIT 1)
+    ORDER BY g.due_at, g.tenant_id, g.id`;
+}
+
+/**
  * 1 when destination `name` of `tenant` is a pull destination, else 0 (an inline URL, a name
  * NULL, or no such destination): one primary-key probe of destinations.
  */
@@ -205,18 +229,14 @@ export const SQL = {
 
   // (@untilMs, @afterDueAt, @afterTenantId, @afterId, @limit) → DueRefRow[] in (due_at, tenant_id, id)
   // order: fireable, due by untilMs, after the cursor, group heads only; all shards.
-  eventListDueAll: `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.queue FROM events e
-    WHERE e.state IN ${FIREABLE} AND e.pull = 0 AND e.due_at <= @untilMs
-      AND (e.due_at, e.tenant_id, e.id) > (@afterDueAt, @afterTenantId, @afterId)
-      AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
-    ORDER BY e.due_at, e.tenant_id, e.id LIMIT @limit`,
+  eventListDueAll: dueList(false, false),
   // As eventListDueAll, plus (@shards: JSON array of shard numbers) → only those shards.
-  eventListDueShards: `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.queue FROM events e
-    WHERE e.state IN ${FIREABLE} AND e.pull = 0 AND e.due_at <= @untilMs
-      AND (e.due_at, e.tenant_id, e.id) > (@afterDueAt, @afterTenantId, @afterId)
-      AND e.shard IN (SELECT value FROM json_each(@shards))
-      AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
-    ORDER BY e.due_at, e.tenant_id, e.id LIMIT @limit`,
+  eventListDueShards: dueList(true, false),
+  // As eventListDueAll and eventListDueShards, plus (@skip: JSON array of [tenantId, queue, dueAt,
+  // id]): rows of those queues from (dueAt, id) on are left out but the last row examined
+  // (EventListDueParams.skip); see dueList.
+  eventListDueAllSkip: dueList(false, true),
+  eventListDueShardsSkip: dueList(true, true),
   // (@tenantId, @queue, @untilMs, @fromDueAt, @fromId, @shards: JSON array or NULL for all, @limit)
   //  → DueRefRow[]: one queue's fireable rows (group heads only) with (due_at, id) ≥ the start, in
   //  that order. A range scan of events_queue_due: never another queue's rows.
@@ -471,6 +491,8 @@ export function prepareQueries(db: Database.Database) {
     eventRecordAttempt: p(SQL.eventRecordAttempt),
     eventListDueAll: p<DueRefRow>(SQL.eventListDueAll),
     eventListDueShards: p<DueRefRow>(SQL.eventListDueShards),
+    eventListDueAllSkip: p<DueRefRow>(SQL.eventListDueAllSkip),
+    eventListDueShardsSkip: p<DueRefRow>(SQL.eventListDueShardsSkip),
     eventListDueQueue: p<DueRefRow>(SQL.eventListDueQueue),
     // Prepared once: db.pragma() prepares a statement per call, and a statement left to the garbage
     // collector aborts the process when better-sqlite3 12 is built with Node ≥ 24.19's headers

@@ -21,7 +21,7 @@ import { Checkpointer } from './checkpointer.ts';
 import { EVENT_STATES, type EventRecord, type EventState, type TransitionRecord } from '../../core/event.ts';
 import type * as S from '../store.ts';
 import { BULK_ERRORS_KEPT, BULK_FINISHED_KEPT } from '../store.ts';
-import { checkDeleteTerminal, checkForecast, checkLimit, checkPullClaim } from '../core/bounds.ts';
+import { checkDeleteTerminal, checkForecast, checkLimit, checkListDue, checkPullClaim } from '../core/bounds.ts';
 import { listPage, listPlan } from '../event-list-plan.ts';
 import { checkLeaseMs, checkShardAssignments } from '../shard-map.ts';
 import {
@@ -347,7 +347,7 @@ export class SqliteStore implements S.Store {
   }
 
   async eventListDue(params: S.EventListDueParams): Promise<S.DueRef[]> {
-    checkLimit(params.limit, 'eventListDue');
+    checkListDue(params);
     if (params.shards !== null && params.shards.length === 0) return [];
     if (params.queue) {
       const { tenantId, queue, from } = params.queue;
@@ -369,6 +369,14 @@ export class SqliteStore implements S.Store {
       afterId: params.after?.id ?? '',
       limit: params.limit,
     };
+    if (params.skip?.length) {
+      const skip = JSON.stringify(params.skip.map((m) => [m.tenantId, m.queue, m.from.dueAt, m.from.id]));
+      const rows =
+        params.shards === null
+          ? this.q.eventListDueAllSkip.all({ ...bind, skip })
+          : this.q.eventListDueShardsSkip.all({ ...bind, shards: JSON.stringify(params.shards), skip });
+      return rows.map(dueRefFromRow);
+    }
     const rows =
       params.shards === null
         ? this.q.eventListDueAll.all(bind)
