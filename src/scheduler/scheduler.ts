@@ -26,8 +26,8 @@
  *   - Memory: a queue holds at most `queueRefsMax` entries (timer plus parked); further rows of
  *     it stay in the store, and the first of them is remembered. When the queue has drained to
  *     half, it is refilled from that row on by a read of its own index (`eventListDue` with
- *     `queue`), which never reads another queue's rows. The read-ahead asks
- *     the store to leave such a queue's rows out (`skip`, up to EVENT_LIST_DUE_SKIP_MAX queues):
+ *     `queue`), which never reads another queue's rows. The read-ahead asks the store to leave
+ *     such a queue's rows out (`skip`, up to EVENT_LIST_DUE_SKIP_MAX queues):
  *     otherwise a flood of 200,000 rows due in one second is carried page after page through the
  *     read-ahead only to be skipped, and another queue's row due at the end of that second is
  *     read (and fires) only when the cursor gets there, seconds late on a loaded PostgreSQL.
@@ -113,8 +113,8 @@ export interface SchedulerDeps {
 
 /**
  * Whether rows may be due after a page of eventListDue: it was full, or it was read with `skip`
- * (then it examined its full size but sent only the rows not skipped, and the last one examined;
- * only an empty page says nothing else is due).
+ * (then it sent only the rows not skipped of those it examined, and where it stopped; only an
+ * empty page says nothing else is due).
  */
 function morePages(page: DueRef[], limit: number, skip: OverflowMark[]): boolean {
   return page.length >= limit || (skip.length > 0 && page.length > 0);

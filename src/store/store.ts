@@ -329,9 +329,10 @@ export interface EventListDueParams {
    * Queues whose rows from (dueAt, id) on, inclusive, are left out of the page (at most
    * EVENT_LIST_DUE_SKIP_MAX): the scheduler's flooded queues, which it reads through `queue` when
    * it has room for them, so the read-ahead does not carry their rows to the node only to skip
-   * them. The page examines the same `limit` rows as without skip (its cost stays bounded), so it
-   * may be short although more rows are due: with skip (not empty), only an empty page means that
-   * nothing else is due. The last row examined is always returned, skipped or not, so the caller
+   * them. A page examines a bounded number of rows (SQLite: the same `limit` rows as without skip;
+   * PostgreSQL: at most 8 times each shard's share of the page), so it may be short although more
+   * rows are due: with skip (not empty), only an empty page means that nothing else is due. The
+   * page's last row is where the examined rows are complete, skipped or not, so the caller
    * continues after it. Ignored with `queue`.
    */
   skip?: { tenantId: string; queue: string; from: { dueAt: number; id: string } }[];

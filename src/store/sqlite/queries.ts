@@ -62,7 +62,7 @@ const IS_GROUP_HEAD = `NOT EXISTS (
  * eventListDue over all shards or those in @shards. With `skip` (@skip: a JSON array of
  * [tenantId, queue, dueAt, id]): the same page of rows examined, less the rows of those queues from
  * (dueAt, id) on but the last row examined, which is always returned (so the caller's cursor moves
- * past skipped rows); each row has `skipped`, and `examined` (how many rows the page examined).
+ * past skipped rows).
  */
 function dueList(shards: boolean, skip: boolean): string {
   const page = `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.queue${skip ? `,
@@ -76,7 +76,7 @@ function dueList(shards: boolean, skip: boolean): string {
     ORDER BY e.due_at, e.tenant_id, e.id LIMIT @limit`;
   if (!skip) return page;
   return `WITH page AS MATERIALIZED (${page})
-    SELECT g.*, (SELECT count(*) FROM page) AS examined FROM page g
+    SELECT g.* FROM page g
     WHERE NOT g.skipped
        OR (g.due_at, g.tenant_id, g.id) = (SELECT l.due_at, l.tenant_id, l.id FROM page l ORDER BY l.due_at DESC, l.tenant_id DESC, l.id DESC LIMIT 1)
     ORDER BY g.due_at, g.tenant_id, g.id`;
