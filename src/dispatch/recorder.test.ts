@@ -9,7 +9,7 @@ import pino from 'pino';
 import { SimClock } from '../core/clock.ts';
 import { Metrics } from '../node/metrics.ts';
 import { StoreUnavailableError, type AttemptOutcome, type EventRecordAttemptsParams } from '../store/store.ts';
-import { OutcomeRecorder, RECORD_CONFLICT_RETRIES_MAX, recordRetryDelayMs, type RecordedOutcome } from './recorder.ts';
+import { OutcomeRecorder, RECORD_BATCH_LOADED, RECORD_CONFLICT_RETRIES_MAX, RECORD_INTERVAL_MS_MIN, recordRetryDelayMs, type RecordedOutcome } from './recorder.ts';
 
 /** Bound on the simulated retries a test drives before it gives up. */
 const ADVANCES_MAX = 500;
@@ -118,6 +118,58 @@ describe('OutcomeRecorder', () => {
     assert.deepEqual(h.recorded, [[['a', false]], [['b', false]]]);
     assert.equal(await count(h.metrics.outcomeBatchesSetAside), 1);
     assert.equal(await count(h.metrics.outcomesDropped), 2);
+  });
+
+  /** A store whose commits each wait until the test releases them. */
+  function gatedHarness() {
+    const clock = new SimClock();
+    const metrics = new Metrics();
+    const calls: { ids: string[]; release: () => void }[] = [];
+    const store = {
+      eventRecordAttempts: (params: EventRecordAttemptsParams) =>
+        new Promise<boolean[]>((resolve) => calls.push({ ids: params.outcomes.map((o) => o.id), release: () => resolve(params.outcomes.map(() => true)) })),
+    };
+    const recorded: string[] = [];
+    const recorder = new OutcomeRecorder<string>(store, clock, (batch) => recorded.push(...batch.map((b) => b.context)), pino({ level: 'silent' }), metrics);
+    return { clock, metrics, calls, recorded, recorder };
+  }
+  const turns = async (n: number) => {
+    for (let i = 0; i < n; i++) await new Promise((resolve) => setImmediate(resolve));
+  };
+
+  it('after a small batch, commits what finished meanwhile as soon as the commit ends, without the interval', async () => {
+    const h = gatedHarness();
+    h.recorder.add(outcome('a'), 'a');
+    await turns(2);
+    h.recorder.add(outcome('b'), 'b');
+    await turns(2);
+    assert.deepEqual(h.calls.map((c) => c.ids), [['a']], 'one commit at a time');
+    h.calls[0].release();
+    await turns(3);
+    assert.deepEqual(h.calls.map((c) => c.ids), [['a'], ['b']], 'b went when a committed, the clock unmoved');
+    h.calls[1].release();
+    await h.recorder.flush();
+    assert.deepEqual(h.recorded, ['a', 'b']);
+    const window = (await h.metrics.outcomeUnrecordedSeconds.get()).values.find((v) => v.metricName?.endsWith('_count'));
+    assert.equal(window?.value, 2, 'each commit observed the window of its outcomes');
+  });
+
+  it('after a large batch (outcomes keep coming), waits for the interval so outcomes share the next commit', async () => {
+    const h = gatedHarness();
+    const big = Array.from({ length: RECORD_BATCH_LOADED }, (_, i) => `e${i}`);
+    for (const id of big) h.recorder.add(outcome(id), id);
+    await turns(2);
+    h.recorder.add(outcome('x'), 'x');
+    h.calls[0].release();
+    await turns(3);
+    assert.equal(h.calls.length, 1, 'the next commit waits for the interval');
+    h.recorder.add(outcome('y'), 'y');
+    await h.clock.advance(RECORD_INTERVAL_MS_MIN);
+    await turns(3);
+    assert.deepEqual(h.calls.map((c) => c.ids.length), [RECORD_BATCH_LOADED, 2], 'x and y shared the next commit');
+    h.calls[1].release();
+    await h.recorder.flush();
+    assert.equal(h.recorded.length, RECORD_BATCH_LOADED + 2);
   });
 
   it('backs off from 100 ms, doubling, to at most 5 s', () => {

@@ -3,11 +3,13 @@
  * shares one transaction (the same group commit as inserts), so 10,000 deliveries/s cost a few
  * hundred commits, not 10,000. After the commit, `onRecorded` sees the batch and which applied.
  *
- * Under load, commits start at most every RECORD_INTERVAL_MS_MIN, so the outcomes that finish
- * meanwhile share one: a commit's fixed cost dominates small batches (measured per outcome, CPU:
- * 17 µs in batches of 10, 9 µs of 100, 6.5 µs of 1,000), and at 8,000 deliveries/s one commit per
- * turn of the event loop took 17 % of the node's time. An outcome arriving after a quiet spell is
- * still recorded on the next turn; a full batch is written at once.
+ * Until its outcome commits, a delivery is one a crash makes again (a duplicate): that window is
+ * kept short and measured (belfry_outcome_unrecorded_seconds). One commit at a time: after a
+ * small batch the next starts as soon as the last ends (or on the next turn); after a large one
+ * (RECORD_BATCH_LOADED or more: outcomes keep coming) at most every RECORD_INTERVAL_MS_MIN after
+ * the last began, so the outcomes that finish meanwhile share one. A commit's fixed cost dominates small batches (measured per outcome, CPU: 17 µs in batches of 10, 9 µs of 100,
+ * 6.5 µs of 1,000), and at 8,000 deliveries/s one commit per turn of the event loop took 17 % of
+ * the node's time. A full batch is written at once.
  *
  * A failed batch is retried with a bounded backoff only when retrying can cure it: while the
  * store is unavailable (for as long as it lasts: the dispatcher's backlog bounds what waits here,
@@ -29,8 +31,10 @@ import { storeFailureKind } from '../store/failure-kind.ts';
 import type { AttemptOutcome, Store } from '../store/store.ts';
 
 export const RECORD_BATCH_MAX = 500;
-/** Least time between the starts of two commits while outcomes keep coming (monotonic ms). */
+/** Least time between the starts of two commits after a large one (monotonic ms). */
 export const RECORD_INTERVAL_MS_MIN = 5;
+/** A batch this large means outcomes keep coming: the next commit waits for the interval. */
+export const RECORD_BATCH_LOADED = 50;
 /** Retries of one batch after lost races (serialization failure, deadlock, busy) before it is set aside. */
 export const RECORD_CONFLICT_RETRIES_MAX = 5;
 const RECORD_RETRY_DELAY_MS_MIN = 100;
@@ -41,20 +45,27 @@ export function recordRetryDelayMs(attempt: number): number {
   return Math.min(RECORD_RETRY_DELAY_MS_MAX, RECORD_RETRY_DELAY_MS_MIN * 2 ** Math.min(attempt, 6));
 }
 
-export type RecorderMetrics = Pick<Metrics, 'outcomeBatchesSetAside' | 'outcomesDropped'>;
+export type RecorderMetrics = Pick<Metrics, 'outcomeBatchesSetAside' | 'outcomesDropped' | 'outcomeUnrecordedSeconds'>;
 
 export interface RecordedOutcome<T> {
   outcome: AttemptOutcome;
   context: T;
+  /** When it was added (monotonic ms): its commit ends the window in which a crash repeats its delivery. */
+  addedMs: number;
 }
 
 export class OutcomeRecorder<T> {
   private queue: RecordedOutcome<T>[] = [];
-  private flushing: Promise<void> | null = null;
-  /** A flush is due: on the next turn, or when `cancelTimer`'s timer fires. */
+  /** A commit is in flight (one at a time). */
+  private committing = false;
+  /** A commit is due: on the next turn, or when `cancelTimer`'s timer fires. */
   private scheduled = false;
   private cancelTimer: (() => void) | null = null;
   private lastFlushMs = -Infinity;
+  /** The last commit was a large batch: the next one waits for RECORD_INTERVAL_MS_MIN. */
+  private loaded = false;
+  /** flush() calls waiting for a commit to end. */
+  private commitWaiters: (() => void)[] = [];
 
   constructor(
     private readonly store: Pick<Store, 'eventRecordAttempts'>,
@@ -69,8 +80,13 @@ export class OutcomeRecorder<T> {
   }
 
   add(outcome: AttemptOutcome, context: T): void {
-    this.queue.push({ outcome, context });
-    if (this.flushing) return;
+    this.queue.push({ outcome, context, addedMs: this.clock.monotonicMs() });
+    this.schedule();
+  }
+
+  /** Arranges the next commit, unless one is arranged or in flight (its end arranges the next). */
+  private schedule(): void {
+    if (this.queue.length === 0 || this.committing) return;
     if (this.scheduled) {
       // A full batch does not wait for the interval.
       if (this.cancelTimer && this.queue.length >= RECORD_BATCH_MAX) {
@@ -81,7 +97,7 @@ export class OutcomeRecorder<T> {
       return;
     }
     this.scheduled = true;
-    const waitMs = this.lastFlushMs + RECORD_INTERVAL_MS_MIN - this.clock.monotonicMs();
+    const waitMs = this.loaded ? this.lastFlushMs + RECORD_INTERVAL_MS_MIN - this.clock.monotonicMs() : 0;
     if (waitMs <= 0 || this.queue.length >= RECORD_BATCH_MAX) setImmediate(this.onScheduled);
     else this.cancelTimer = this.clock.setTimer(waitMs, this.onScheduled);
   }
@@ -89,16 +105,29 @@ export class OutcomeRecorder<T> {
   private readonly onScheduled = (): void => {
     this.scheduled = false;
     this.cancelTimer = null;
-    void this.flush();
+    this.startFlush();
   };
 
-  /** Writes everything queued; resolves when the queue is empty. */
+  private startFlush(): void {
+    if (this.queue.length === 0 || this.committing) return;
+    const batch = this.queue.splice(0, RECORD_BATCH_MAX);
+    this.committing = true;
+    this.loaded = batch.length >= RECORD_BATCH_LOADED;
+    void this.flushBatch(batch).finally(() => {
+      this.committing = false;
+      this.schedule();
+      for (const wake of this.commitWaiters.splice(0)) wake();
+    });
+  }
+
+  /** Writes everything queued; resolves when the queue is empty and no commit is in flight. */
   async flush(): Promise<void> {
-    while (this.flushing) await this.flushing;
-    while (this.queue.length > 0) {
-      this.flushing = this.flushBatch(this.queue.splice(0, RECORD_BATCH_MAX));
-      await this.flushing;
-      this.flushing = null;
+    while (this.queue.length > 0 || this.committing) {
+      if (this.queue.length > 0 && !this.committing) {
+        this.startFlush();
+        continue;
+      }
+      await new Promise<void>((wake) => this.commitWaiters.push(wake));
     }
   }
 
@@ -106,6 +135,7 @@ export class OutcomeRecorder<T> {
     this.lastFlushMs = this.clock.monotonicMs();
     const result = await this.record(batch);
     if (result.ok) {
+      this.observeCommitted(batch);
       this.onRecorded(batch, result.applied);
       return;
     }
@@ -117,13 +147,19 @@ export class OutcomeRecorder<T> {
   /** One outcome of a batch set aside; dropped when the store refuses it too. */
   private async recordAlone(item: RecordedOutcome<T>): Promise<void> {
     const one = await this.record([item]);
-    if (!one.ok) {
+    if (one.ok) this.observeCommitted([item]);
+    else {
       this.metrics.outcomesDropped.inc();
       const { tenantId, id, version, to } = item.outcome;
       this.logger.error({ err: one.err, tenantId, id, version, to }, 'recording a delivery outcome failed; dropped it (the event stays executing until rescued, then is delivered again)');
     }
     // A dropped outcome did not apply, as one the store skipped: nothing follows from it.
     this.onRecorded([item], one.ok ? one.applied : [false]);
+  }
+
+  private observeCommitted(batch: RecordedOutcome<T>[]): void {
+    const nowMs = this.clock.monotonicMs();
+    for (const item of batch) this.metrics.outcomeUnrecordedSeconds.observe((nowMs - item.addedMs) / 1_000);
   }
 
   /** Records `batch`, retrying while the store is unavailable or after a lost race (bounded). */

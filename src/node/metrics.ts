@@ -48,6 +48,12 @@ export class Metrics {
     buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [this.registry],
   });
+  readonly outcomeUnrecordedSeconds = new Histogram({
+    name: 'belfry_outcome_unrecorded_seconds',
+    help: 'Time from the end of a delivery attempt to the commit of its outcome: a node that dies within it has its event delivered again',
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
   readonly outcomeBatchesSetAside = new Counter({
     name: 'belfry_outcome_batches_set_aside_total',
     help: 'Batches of delivery outcomes the store refused for a reason retrying does not cure; their outcomes were then recorded one by one',

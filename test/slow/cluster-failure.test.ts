@@ -10,12 +10,14 @@
  * event's first delivery at most 5 s late, the events a killed node had in flight included
  * (rescued when its shards move; their count and lateness are printed apart). The figures are
  * printed. It restarts PostgreSQL, so it runs alone (test/slow, after the rest).
+ * BELFRY_FT_DUMP=<file> writes every request the receiver got ([id, receivedAt, fireAt]) and the
+ * kills, to study lateness and duplicates around a kill.
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { promisify } from 'node:util';
 import { join } from 'node:path';
@@ -48,6 +50,19 @@ async function restartPostgres(): Promise<void> {
 /** Lines a node logged with message `msg` at or after `sinceMs`. */
 function logLines(node: NodeProcess, msg: string, sinceMs: number): number {
   return node.output.filter((line) => line.includes(`"msg":"${msg}"`) && Number(/"time":(\d+)/.exec(line)?.[1] ?? 0) >= sinceMs).length;
+}
+
+/**
+ * From a node's /metrics: the share of outcomes committed within each bucket of
+ * belfry_outcome_unrecorded_seconds (delivery end to commit, the window in which a kill makes a
+ * duplicate), as the upper bound (ms) holding 50 % and 99 % of them.
+ */
+async function unrecordedWindowMs(url: string): Promise<{ count: number; p50: number; p99: number }> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const buckets = [...text.matchAll(/^belfry_outcome_unrecorded_seconds_bucket\{le="([^"]+)"\} (\d+)/gm)].map((m) => ({ le: Number(m[1]) * 1_000, n: Number(m[2]) }));
+  const count = buckets.at(-1)?.n ?? 0;
+  const at = (q: number) => buckets.find((b) => b.n >= q * count)?.le ?? NaN;
+  return { count, p50: at(0.5), p99: at(0.99) };
 }
 
 /** Resolves at `atMs` (epoch ms); a scheduling step of the scenario, not a wait for a result. */
@@ -236,8 +251,10 @@ describe('cluster failure test', () => {
       latenessMs: { p50: percentile(lateness, 50), p99: percentile(lateness, 99), max: Math.max(...lateness) },
       eventLatenessMs: { p50: percentile(perEvent, 50), p99: percentile(perEvent, 99), max: Math.max(...perEvent), over5s: lateEvents.length, phases },
       inFlightRescued: { events: rescued.size, reasons, byOwner, maxLatenessMs: rescuedLateness.length > 0 ? Math.max(...rescuedLateness) : null },
+      unrecordedWindowMs: Object.fromEntries(await Promise.all([...nodes].map(async ([id, node]) => [id, await unrecordedWindowMs(node.url).catch(() => null)]))),
     };
     console.log(`cluster failure test: ${JSON.stringify(figures)}`);
+    if (process.env.BELFRY_FT_DUMP) writeFileSync(process.env.BELFRY_FT_DUMP, JSON.stringify({ t0, kills, reqs: rx.requests.map((r) => [String(r.headers['webhook-id']), r.receivedAt, (r.json as { fireAt: number }).fireAt]) }));
 
     for (let j = 0; j < EVENTS; j++) assert.ok(counts.has(`ft-${j}`), `event ft-${j} was never delivered`);
     assert.equal(early.length, 0, `${early.length} events delivered before their due time`);
