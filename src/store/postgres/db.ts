@@ -30,6 +30,12 @@ export interface PoolOptions {
   schema: string;
   size: number;
   onError: (err: Error) => void;
+  /**
+   * Its commits answer before their WAL is flushed (synchronous_commit = off): for writes whose
+   * loss in a crash of the server only repeats a delivery (claims), never for what a client was
+   * told is stored.
+   */
+  asyncCommit?: boolean;
 }
 
 /** Every connection of the pool uses the store's schema (search_path) and the statement timeout. */
@@ -38,7 +44,7 @@ export function createPool(opts: PoolOptions): pg.Pool {
   const pool = new pg.Pool({
     connectionString: opts.url,
     max: opts.size,
-    options: `-c search_path=${opts.schema} -c statement_timeout=${STATEMENT_TIMEOUT_MS}`,
+    options: `-c search_path=${opts.schema} -c statement_timeout=${STATEMENT_TIMEOUT_MS}${opts.asyncCommit ? ' -c synchronous_commit=off' : ''}`,
     types: TYPES,
   });
   // An idle client's connection dies when the server restarts; without a listener the pool's

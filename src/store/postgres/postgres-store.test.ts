@@ -89,6 +89,15 @@ if (unreachable !== null) {
       });
     });
 
+    it('claims on a pool of its own whose commits do not wait for the WAL flush; every other write does', async () => {
+      await withStore(async (store) => {
+        const setting = async (pool: pg.Pool) => (await pool.query<{ synchronous_commit: string }>('SHOW synchronous_commit')).rows[0].synchronous_commit;
+        assert.notEqual(store.claimPool, store.pool);
+        assert.equal(await setting(store.claimPool), 'off');
+        assert.notEqual(await setting(store.pool), 'off', 'inserts, outcomes and edits commit as the server is set');
+      });
+    });
+
     it('refuses a schema name that would need quoting', async () => {
       await assert.rejects(openPostgresStore({ url: URL, schema: 'Bad"Name' }), RangeError);
     });

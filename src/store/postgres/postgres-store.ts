@@ -8,8 +8,10 @@
  * - Cluster state (leader lease, heartbeats, shard map) is timed by the DATABASE clock, so nodes
  *   with skewed clocks agree; timeNow() returns it.
  * - A resolved write is durable (synchronous_commit as configured, `on` by default), except the
- *   inserts of tenants whose settings say `durability: "relaxed"`: those commit with
- *   synchronous_commit = off (see docs/postgres.md for what a crash can lose then).
+ *   inserts of tenants whose settings say `durability: "relaxed"`, and claims: those commit with
+ *   synchronous_commit = off (see docs/postgres.md for what a crash can lose then). Claims run
+ *   on a small pool of their own whose connections are set so (no extra round trip): a claim lost
+ *   in a crash of the server leaves its event scheduled, to be claimed and delivered again.
  */
 import type pg from 'pg';
 import { EVENT_STATES, type EventRecord, type EventState, type TransitionRecord } from '../../core/event.ts';
@@ -54,6 +56,11 @@ export const POSTGRES_SCHEMA_DEFAULT = 'belfry';
  * server processes. See docs/postgres.md for sizing against max_connections.
  */
 export const POSTGRES_POOL_SIZE_DEFAULT = 10;
+/**
+ * Connections of the claim pool (synchronous_commit = off), besides poolSize: the scheduler's
+ * claims in flight at once (CLAIMS_IN_FLIGHT_MAX) plus its spare one.
+ */
+export const POSTGRES_CLAIM_POOL_SIZE = 5;
 /** eventCountByState counts exactly up to this many rows (a scan of ~100 ms), and estimates above. */
 export const EXACT_COUNT_ROWS_MAX = 250_000;
 
@@ -73,8 +80,10 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
   const schema = opts.schema ?? POSTGRES_SCHEMA_DEFAULT;
   const size = opts.poolSize ?? POSTGRES_POOL_SIZE_DEFAULT;
   if (!Number.isInteger(size) || size < 1 || size > 1_000) throw new RangeError(`postgres: poolSize must be 1..1000, got ${size}`);
-  const pool = createPool({ url: opts.url, schema, size, onError: opts.onPoolError ?? (() => {}) });
-  const store = new PostgresStore(pool, schema, opts.url);
+  const onError = opts.onPoolError ?? (() => {});
+  const pool = createPool({ url: opts.url, schema, size, onError });
+  const claimPool = createPool({ url: opts.url, schema, size: POSTGRES_CLAIM_POOL_SIZE, onError, asyncCommit: true });
+  const store = new PostgresStore(pool, schema, opts.url, claimPool);
   try {
     await store.migrate();
   } catch (err) {
@@ -106,6 +115,8 @@ export class PostgresStore implements S.Store {
     readonly schema: string,
     /** The server's URL, for the wake-up listener's own connection. */
     url: string,
+    /** Claims' pool: commits that do not wait for the WAL flush (see the header); for tests. */
+    readonly claimPool: pg.Pool = pool,
   ) {
     this.dueWakeups = new PostgresDueWakeups(pool, url, schema);
     this.schedules = new PostgresSchedules(pool);
@@ -128,7 +139,7 @@ export class PostgresStore implements S.Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await this.pool.end();
+    await Promise.all([this.pool.end(), this.claimPool === this.pool ? null : this.claimPool.end()]);
   }
 
   async apiKeyCreate(key: S.ApiKeyRecord): Promise<void> {
@@ -178,7 +189,7 @@ export class PostgresStore implements S.Store {
 
   async eventClaim(params: S.EventClaimParams): Promise<EventRecord[]> {
     if (params.refs.length === 0) return [];
-    return writes.claim(this.pool, params);
+    return writes.claim(this.claimPool, params);
   }
 
   async eventCountByTenantState(): Promise<S.TenantStateCount[]> {
