@@ -7,9 +7,10 @@
  * kept short and measured (belfry_outcome_unrecorded_seconds). One commit at a time: after a
  * small batch the next starts as soon as the last ends (or on the next turn); after a large one
  * (RECORD_BATCH_LOADED or more: outcomes keep coming) at most every RECORD_INTERVAL_MS_MIN after
- * the last began, so the outcomes that finish meanwhile share one. A commit's fixed cost dominates small batches (measured per outcome, CPU: 17 µs in batches of 10, 9 µs of 100,
- * 6.5 µs of 1,000), and at 8,000 deliveries/s one commit per turn of the event loop took 17 % of
- * the node's time. A full batch is written at once.
+ * the last began, so the outcomes that finish meanwhile share one. A commit's fixed cost
+ * dominates small batches (measured per outcome, CPU: 17 µs in batches of 10, 9 µs of 100, 6.5 µs
+ * of 1,000), and at 8,000 deliveries/s one commit per turn of the event loop took 17 % of the
+ * node's time. A full batch is written at once.
  *
  * A failed batch is retried with a bounded backoff only when retrying can cure it: while the
  * store is unavailable (for as long as it lasts: the dispatcher's backlog bounds what waits here,
@@ -113,11 +114,14 @@ export class OutcomeRecorder<T> {
     const batch = this.queue.splice(0, RECORD_BATCH_MAX);
     this.committing = true;
     this.loaded = batch.length >= RECORD_BATCH_LOADED;
-    void this.flushBatch(batch).finally(() => {
-      this.committing = false;
-      this.schedule();
-      for (const wake of this.commitWaiters.splice(0)) wake();
-    });
+    this.flushBatch(batch)
+      // Store failures are handled inside; this is a throw of onRecorded's (a bug), not to end the process.
+      .catch((err: unknown) => this.logger.error({ err, count: batch.length }, 'handling recorded outcomes failed'))
+      .finally(() => {
+        this.committing = false;
+        this.schedule();
+        for (const wake of this.commitWaiters.splice(0)) wake();
+      });
   }
 
   /** Writes everything queued; resolves when the queue is empty and no commit is in flight. */
