@@ -120,11 +120,15 @@ function peakRssBytes(pid: number): number {
   return m ? Number(m[1]) * 1024 : NaN;
 }
 
-/** A gauge's value from the node's /metrics. */
-async function gauge(t: Node, name: string): Promise<number> {
+/** Gauges' values from one scrape of the node's /metrics (NaN for one it does not show). */
+async function gauges<K extends string>(t: Node, names: readonly K[]): Promise<Record<K, number>> {
   const text = await (await fetch(`${t.process.url}/metrics`)).text();
-  const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
-  return m ? Number(m[1]) : NaN;
+  const out = {} as Record<K, number>;
+  for (const name of names) {
+    const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
+    out[name] = m ? Number(m[1]) : NaN;
+  }
+  return out;
 }
 
 async function sendBatches(t: Node, key: string, events: object[]): Promise<void> {
@@ -223,12 +227,20 @@ for (const storeKind of ['sqlite', 'postgres'] as const) for (const flood of FLO
         const bStats = await b.stats();
         const lateness = bStats.latenessMs;
         const p99 = percentile(lateness, 99);
-        const claimed = await gauge(node, 'belfry_events_claimed');
-        const parked = await gauge(node, 'belfry_events_parked');
+        // The event loop's delay is measured from the node's start: prom-client resets it on each
+        // scrape, and this is the first. It says how long A's work held the loop B's timers and
+        // claims run on.
+        const g = await gauges(node, [
+          'belfry_events_claimed', 'belfry_events_parked', 'belfry_nodejs_eventloop_lag_p99_seconds', 'belfry_nodejs_eventloop_lag_max_seconds',
+        ] as const);
+        const claimed = g.belfry_events_claimed;
+        const parked = g.belfry_events_parked;
+        const loopP99 = g.belfry_nodejs_eventloop_lag_p99_seconds;
+        const loopMax = g.belfry_nodejs_eventloop_lag_max_seconds;
         const rssPeak = peakRssBytes(child.child.pid!);
         console.log(
           `isolation flood on ${storeKind} (${flood.name}): B delivered ${bStats.distinct} (${bStats.duplicates} repeats), lateness p50 ${percentile(lateness, 50)} ms, p99 ${p99} ms, max ${Math.max(...lateness)} ms; ` +
-            `A received ${a.count}; node: claimed ${claimed}, parked ${parked}, peak RSS ${Math.round(rssPeak / 2 ** 20)} MiB`,
+            `A received ${a.count}; node: event loop delay p99 ${Math.round(loopP99 * 1000)} ms, max ${Math.round(loopMax * 1000)} ms, claimed ${claimed}, parked ${parked}, peak RSS ${Math.round(rssPeak / 2 ** 20)} MiB`,
         );
         // Where B's five latest deliveries spent their time: the claim's lateness (when the node
         // took the event), the attempt's duration, and the receiver's lateness.
