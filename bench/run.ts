@@ -6,10 +6,11 @@
  *                    [--channel http|kafka|nats|amqp|redis]  (fire, precision: Belfry to a broker, with a live consumer)
  *   npm run bench -- report bench/results/<file>.json      (the summary and charts of a finished run)
  *
- * Every step runs against fresh processes and a fresh store; the steps run one after another, so
- * no two systems compete for the machine. Prints the per-step table and the side-by-side summary,
+ * Every step runs against fresh processes and a fresh store, after the previous step's writes
+ * were flushed; the steps run one after another, so no two systems compete for the machine. Prints the per-step table and the side-by-side summary,
  * and writes bench/results/<name>-<timestamp>.json and one SVG chart per firing scenario.
  */
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parseDurationMs } from '../src/core/duration.ts';
@@ -18,7 +19,7 @@ import { cpuMark, otherCpuMetric } from './lib/machine.ts';
 import { startReceiverProcess } from './lib/receiver-process.ts';
 import { BROKER_CHANNELS, type BenchChannel } from './lib/bench-channel.ts';
 import { printTable, resultsStem, writeResults, type ScenarioOptions, type ScenarioResult } from './lib/report.ts';
-import { pgStartedAt } from './lib/pg.ts';
+import { pgCheckpoint, pgStartedAt } from './lib/pg.ts';
 import { printSummary, summaryFigures } from './lib/summary.ts';
 import { planSteps, type Step } from './plan.ts';
 import { startSystem } from './systems/index.ts';
@@ -70,7 +71,18 @@ function parseCommand(argv: string[]) {
 /** The batch scheduling rate each system reached in this run's ingest step: sizes later leads. */
 const batchRates = new Map<string, number>();
 
+/**
+ * Before each step: the previous step's writes reach the disk now (a PostgreSQL checkpoint, then
+ * the kernel's dirty pages), not during this step's measurement. Every system starts from the
+ * same quiet disk, whatever ran before it.
+ */
+async function settle(): Promise<void> {
+  await pgCheckpoint();
+  execFileSync('sync');
+}
+
 async function runStep(step: Step): Promise<ScenarioResult[]> {
+  await settle();
   const pgStart = await pgStartedAt();
   const cpuStart = cpuMark();
   console.error(`[bench] ${step.title}: starting`);

@@ -35,6 +35,20 @@ export async function pgStartedAt(): Promise<string | null> {
   }
 }
 
+/**
+ * Writes the server's dirty pages out now (CHECKPOINT), so that the writes of one step (another
+ * system's millions of rows, a dropped schema) are not flushed during the next step's
+ * measurement. False when the server cannot be reached.
+ */
+export async function pgCheckpoint(): Promise<boolean> {
+  try {
+    await withPgClient((c) => c.query('CHECKPOINT'));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export async function dropSchema(schema: string): Promise<void> {
   if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`not a bench schema name: ${schema}`);
   await withPgClient((c) => c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`));
