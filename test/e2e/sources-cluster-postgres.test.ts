@@ -19,6 +19,7 @@ import { startMockKafka, type MockKafka } from '../support/kafka/mock-cluster.ts
 import { waitUntil } from '../support/node.ts';
 import { dropTestSchema, TEST_PG_URL } from '../support/pg.ts';
 import { killNodeProcess, startNodeProcess, stopNodeProcess, type NodeProcess } from '../support/process.ts';
+import { scrapeMetrics } from '../support/metrics.ts';
 
 const ADMIN_KEY = 'e2e-admin-key-0123456789abcdef';
 const PARTITIONS = 4;
@@ -29,8 +30,7 @@ const AFTER_KILL = 400;
 
 /** The node's count of committed source messages (its /metrics). */
 async function acceptedOn(node: NodeProcess): Promise<number> {
-  const text = await (await fetch(`${node.url}/metrics`)).text();
-  return Number(/belfry_source_messages_total\{outcome="accepted"\} (\d+)/.exec(text)?.[1] ?? 0);
+  return (await scrapeMetrics(node.url)).get('belfry_source_messages_total{outcome="accepted"}') ?? 0;
 }
 
 describe('a Kafka source shared by two nodes on PostgreSQL', () => {

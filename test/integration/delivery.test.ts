@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { startTestNode, waitUntil, type TestNode } from '../support/node.ts';
 import { verifySignature } from '../../src/channels/http/signing.ts';
+import { parseMetrics } from '../support/metrics.ts';
 
 describe('delivery', () => {
   let t: TestNode;
@@ -147,8 +148,8 @@ describe('delivery', () => {
     await t.node.counts.runOnce();
     const res = await fetch(t.url + '/metrics');
     assert.equal(res.status, 200);
-    const text = await res.text();
-    const value = (name: string) => Number(new RegExp(`^${name.replace(/[{}"]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+    const metrics = parseMetrics(await res.text());
+    const value = (name: string) => metrics.get(name) ?? NaN;
     assert.ok(value('belfry_events_scheduled_total') >= 50);
     assert.ok(value('belfry_events_fired_total') >= 50);
     assert.ok(value('belfry_deliveries_total{outcome="delivered"}') >= 50);

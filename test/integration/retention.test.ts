@@ -11,14 +11,13 @@ import { after, before, describe, it } from 'node:test';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { ADMIN_KEY, startTestNode, waitUntil, type TestNode } from '../support/node.ts';
 import { dropTestSchema, TEST_PG_URL as PG_URL } from '../support/pg.ts';
+import { scrapeMetrics } from '../support/metrics.ts';
 
 const CLEANER = { cleaner: { intervalMs: 100 } };
 
 /** The value of one sample of the node's /metrics, 0 when absent. */
 async function metric(n: TestNode, sample: string): Promise<number> {
-  const text = await (await fetch(`${n.url}/metrics`)).text();
-  const line = text.split('\n').find((l) => l.startsWith(sample + ' '));
-  return line ? Number(line.slice(sample.length + 1)) : 0;
+  return (await scrapeMetrics(n.url)).get(sample) ?? 0;
 }
 
 /** Schedules one event of each fate through `n` and waits until the finished ones have finished. */

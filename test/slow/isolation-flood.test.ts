@@ -27,6 +27,7 @@ import { callApi } from '../support/http.ts';
 import { percentile } from '../support/node.ts';
 import { dropTestSchema, TEST_PG_URL as PG_URL } from '../support/pg.ts';
 import { startNodeProcess, stopNodeProcess, type NodeProcess } from '../support/process.ts';
+import { scrapeMetrics } from '../support/metrics.ts';
 
 const ADMIN_KEY = 'flood-admin-key-0123456789abcdef';
 
@@ -107,17 +108,6 @@ interface Node {
 function peakRssBytes(pid: number): number {
   const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) * 1024 : NaN;
-}
-
-/** Gauges' values from one scrape of the node's /metrics (NaN for one it does not show). */
-async function gauges<K extends string>(t: Node, names: readonly K[]): Promise<Record<K, number>> {
-  const text = await (await fetch(`${t.process.url}/metrics`)).text();
-  const out = {} as Record<K, number>;
-  for (const name of names) {
-    const m = new RegExp(`^${name} (\\S+)$`, 'm').exec(text);
-    out[name] = m ? Number(m[1]) : NaN;
-  }
-  return out;
 }
 
 async function sendBatches(t: Node, key: string, events: object[]): Promise<void> {
@@ -212,7 +202,7 @@ for (const storeKind of ['sqlite', 'postgres'] as const) for (const flood of FLO
         assert.ok(Date.now() < bAt, `B's events were scheduled after their due time`);
         // A scrape resets the node's event-loop delay histogram (prom-client): from here it
         // covers the flood, not the node's start (~270 ms of module loading) or the ingest.
-        await gauges(node, []);
+        await scrapeMetrics(node.process.url);
 
         const arrived = await b.waitForDistinct(flood.bEvents, Date.now() + flood.bOffsetMs + flood.bSpreadMs + 30_000);
         assert.equal(arrived.distinct, flood.bEvents, `B's events delivered in time: ${arrived.distinct} of ${flood.bEvents}`);
@@ -221,13 +211,11 @@ for (const storeKind of ['sqlite', 'postgres'] as const) for (const flood of FLO
         const p99 = percentile(lateness, 99);
         // The event loop's delay since the scrape above: how long A's work held the loop that
         // B's timers and claims run on.
-        const g = await gauges(node, [
-          'belfry_events_claimed', 'belfry_events_parked', 'belfry_nodejs_eventloop_lag_p99_seconds', 'belfry_nodejs_eventloop_lag_max_seconds',
-        ] as const);
-        const claimed = g.belfry_events_claimed;
-        const parked = g.belfry_events_parked;
-        const loopP99 = g.belfry_nodejs_eventloop_lag_p99_seconds;
-        const loopMax = g.belfry_nodejs_eventloop_lag_max_seconds;
+        const metrics = await scrapeMetrics(node.process.url);
+        const claimed = metrics.get('belfry_events_claimed') ?? NaN;
+        const parked = metrics.get('belfry_events_parked') ?? NaN;
+        const loopP99 = metrics.get('belfry_nodejs_eventloop_lag_p99_seconds') ?? NaN;
+        const loopMax = metrics.get('belfry_nodejs_eventloop_lag_max_seconds') ?? NaN;
         const rssPeak = peakRssBytes(child.child.pid!);
         console.log(
           `isolation flood on ${storeKind} (${flood.name}): B delivered ${bStats.distinct} (${bStats.duplicates} repeats), lateness p50 ${percentile(lateness, 50)} ms, p99 ${p99} ms, max ${Math.max(...lateness)} ms; ` +
