@@ -7,8 +7,9 @@
  *   npm run bench -- report bench/results/<file>.json      (the summary and charts of a finished run)
  *
  * Every step runs against fresh processes and a fresh store, after the previous step's writes
- * were flushed; the steps run one after another, so no two systems compete for the machine. Prints the per-step table and the side-by-side summary,
- * and writes bench/results/<name>-<timestamp>.json and one SVG chart per firing scenario.
+ * were flushed; the steps run one after another, so no two systems compete for the machine.
+ * Prints the per-step table and the side-by-side summary, and writes
+ * bench/results/<name>-<timestamp>.json and one SVG chart per firing scenario.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
