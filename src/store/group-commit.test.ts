@@ -65,7 +65,8 @@ describe('GroupCommitter', async () => {
     const tenant = await newTenant(store);
     const gate = slowStore(store);
     let rejectedCount = 0;
-    const gc = new GroupCommitter(gate, () => Date.now(), { queueEventsMax: 300, onRejected: () => rejectedCount++ });
+    // One transaction in flight: the second would take the queue at once (the next test shows two).
+    const gc = new GroupCommitter(gate, () => Date.now(), { flushesInFlightMax: 1, queueEventsMax: 300, onRejected: () => rejectedCount++ });
     const inFlight = gc.insert(events(tenant, 'q0', 100));
     await gate.started(1);
     const queued = [gc.insert(events(tenant, 'q1', 200)), gc.insert(events(tenant, 'q2', 100))];
@@ -79,10 +80,32 @@ describe('GroupCommitter', async () => {
     assert.equal((await gc.insert(events(tenant, 'q4', 1)))[0].kind, 'created');
   });
 
+  it('keeps two transactions in flight, no more, and answers each caller after its own', async () => {
+    const tenant = await newTenant(store);
+    const gate = slowStore(store);
+    const gc = new GroupCommitter(gate, () => Date.now());
+    const first = gc.insert(events(tenant, 'f0', 10));
+    await gate.started(1);
+    const second = gc.insert(events(tenant, 'f1', 20));
+    // The second transaction goes while the first is still in the store.
+    await gate.started(2);
+    const third = gc.insert(events(tenant, 'f2', 30));
+    for (let turn = 0; turn < 10; turn++) await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(gate.calls(), 2, 'a third transaction waits for one of the two');
+    assert.equal(gc.pendingEvents, 30);
+    gate.open();
+    const [a, b, c] = await Promise.all([first, second, third]);
+    assert.deepEqual([a.length, b.length, c.length], [10, 20, 30]);
+    assert.ok([...a, ...b, ...c].every((r) => r.kind === 'created'));
+    assert.deepEqual(c.map((r) => r.event.id), events(tenant, 'f2', 30).map((e) => e.id));
+    assert.equal(gate.calls(), 3);
+    assert.equal(gc.pendingEvents, 0);
+  });
+
   it('bounds the queue in payload characters too, and always takes an insert into an empty queue', async () => {
     const tenant = await newTenant(store);
     const gate = slowStore(store);
-    const gc = new GroupCommitter(gate, () => Date.now(), { queueEventsMax: 10, queuePayloadCharsMax: 1_000 });
+    const gc = new GroupCommitter(gate, () => Date.now(), { flushesInFlightMax: 1, queueEventsMax: 10, queuePayloadCharsMax: 1_000 });
     // Bigger than either bound, but the queue is empty: it goes (else it could never go).
     const big = gc.insert(events(tenant, 'p0', 20, 100));
     await gate.started(1);
@@ -112,6 +135,7 @@ function slowStore(real: Pick<Store, 'eventInsertMany'>) {
       return real.eventInsertMany(params);
     },
     open: () => release(),
+    calls: () => calls,
     /** Resolves once `n` inserts reached the store; rejects after a bounded number of turns. */
     async started(n: number): Promise<void> {
       for (let turn = 0; turn < STORE_WAIT_TURNS_MAX; turn++) {

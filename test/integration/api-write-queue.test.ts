@@ -41,8 +41,11 @@ function create(id: string) {
 
 describe('group-commit queue full', () => {
   it('answers 503 with Retry-After while the queue is full, and commits what it queued', async () => {
-    const inFlight = create('in-flight');
+    // The committer keeps two transactions in flight (GROUP_COMMIT_FLUSHES_IN_FLIGHT_MAX): the store holds both.
+    const inFlight = [create('in-flight-1')];
     await waitUntil('the first insert reaches the store', () => insertsStarted === 1, WAIT_MS_MAX);
+    inFlight.push(create('in-flight-2'));
+    await waitUntil('the second insert reaches the store', () => insertsStarted === 2, WAIT_MS_MAX);
     const queued = [create('queued-1'), create('queued-2')];
     await waitUntil('two events queued', () => writer.pendingEvents === 2, WAIT_MS_MAX);
 
@@ -56,7 +59,7 @@ describe('group-commit queue full', () => {
     assert.equal(batch.statusCode, 503, batch.body);
 
     openStore();
-    for (const res of await Promise.all([inFlight, ...queued])) assert.equal(res.statusCode, 201, res.body);
+    for (const res of await Promise.all([...inFlight, ...queued])) assert.equal(res.statusCode, 201, res.body);
     assert.equal(await t.store.eventGet({ tenantId: t.tenantId, id: 'refused' }), null, 'a refused create wrote nothing');
     assert.equal(await t.store.eventGet({ tenantId: t.tenantId, id: 'refused-batch' }), null);
     assert.equal((await create('refused')).statusCode, 201, 'the same create goes once the queue drained');
