@@ -324,6 +324,15 @@ export class SqliteStore implements S.Store {
     return this.write(() => writes.insertMany(this.q, params));
   }
 
+  /**
+   * eventInsertMany for the store thread (thread-store.ts): the events come encoded by
+   * encodeInsertRows and the answer is insertRows' own, so neither crosses the thread as records.
+   */
+  async eventInsertRows(rows: (string | number | null)[], now: number): Promise<writes.InsertRowsResult> {
+    if (rows.length === 0) return { seqs: [], others: [] };
+    return this.write(() => writes.insertRows(this.q, rows, now));
+  }
+
   /** One bounded walk of an index (event-list-plan.ts); a second, index-only walk finds where a cut walk ended. */
   async eventList(params: S.EventListParams): Promise<S.EventListPage> {
     checkLimit(params.limit, 'eventList');

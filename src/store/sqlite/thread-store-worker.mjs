@@ -5,13 +5,13 @@
 //
 // workerData: { options: SqliteStoreOptions }.
 // First message out: { ready: true, capabilities, filePath } or { ready: false, error }.
-// Then messages in: Call[]; out: Reply[]. Besides the Store methods, INSERT_COMPACT (thread-wire.ts).
+// Then messages in: Call[]; out: Reply[]. Besides the Store methods, INSERT_ROWS (thread-wire.ts).
 import { parentPort, workerData } from 'node:worker_threads';
 import { register } from 'tsx/esm/api';
 
 register();
 const { openSqliteStore } = await import('./sqlite-store.ts');
-const { errorToWire, INSERT_COMPACT, compactInsertResults } = await import('./thread-wire.ts');
+const { errorToWire } = await import('./thread-wire.ts');
 
 let store;
 try {
@@ -26,7 +26,7 @@ parentPort.on('message', async (calls) => {
   const replies = [];
   for (const { id, method, args } of calls) {
     try {
-      const result = method === INSERT_COMPACT ? compactInsertResults(await store.eventInsertMany(...args)) : await store[method](...args);
+      const result = await store[method](...args);
       replies.push({ id, result });
     } catch (err) {
       replies.push({ id, error: errorToWire(err) });

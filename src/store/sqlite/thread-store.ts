@@ -17,11 +17,11 @@
  * in flight and every later one (the node's health check then reports the store down).
  */
 import { Worker } from 'node:worker_threads';
-import { createdRecord } from '../core/event-writes.ts';
+import { encodeInsertRows, insertResults, type InsertRowsResult } from './event-writes.ts';
 import type { EventInsertManyParams, EventInsertResult, Store, StoreCapabilities } from '../store.ts';
 import { StoreUnavailableError } from '../store.ts';
 import type { SqliteStoreOptions } from './sqlite-store.ts';
-import { errorFromWire, INSERT_COMPACT, type Call, type CompactInsertResult, type Reply, type WireError } from './thread-wire.ts';
+import { errorFromWire, INSERT_ROWS, type Call, type Reply, type WireError } from './thread-wire.ts';
 
 /** Calls sent to the thread and not yet answered, at most. */
 export const CALLS_IN_FLIGHT_MAX = 100_000;
@@ -30,7 +30,7 @@ const START_MS_MAX = 60_000;
 type Pending = { resolve(value: unknown): void; reject(err: Error): void };
 type Ready = { ready: true; capabilities: StoreCapabilities; filePath: string } | { ready: false; error: WireError };
 
-/** The Store methods, forwarded as they are (all but `close`, which ends the thread too, and `eventInsertMany`, whose reply is compact). */
+/** The Store methods, forwarded as they are (all but `close`, which ends the thread too, and `eventInsertMany`, sent encoded). */
 type Method = { [K in keyof Store]-?: Store[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof Store];
 const FORWARDED = {
   migrate: true, ping: true, apiKeyCreate: true, bulkJobClaim: true, bulkJobCreate: true, bulkJobFail: true, bulkJobGet: true, bulkJobStep: true, apiKeyFindByHash: true, apiKeyList: true, apiKeyRevoke: true,
@@ -120,13 +120,14 @@ export class SqliteThreadStore {
   }
 
   /**
-   * Inserts on the thread; a created event comes back as its seq only, and its record is built
-   * here from the event sent, by the same function the store builds it with (createdRecord): an
-   * ingest batch's records do not cross the thread a second time.
+   * Inserts on the thread: the events go encoded (encodeInsertRows: flat bind values, cheaper to
+   * clone and nothing left to compute there) and a created event comes back as its seq only; its
+   * record is built here from the event sent, by the same function the store builds it with.
    */
   async eventInsertMany(params: EventInsertManyParams): Promise<EventInsertResult[]> {
-    const replies = await this.call<CompactInsertResult[]>(INSERT_COMPACT, [params]);
-    return replies.map((r, i) => (r.kind === 'created' ? { kind: 'created', event: createdRecord(params.events[i], r.seq, params.now) } : r));
+    if (params.events.length === 0) return [];
+    const done = await this.call<InsertRowsResult>(INSERT_ROWS, [encodeInsertRows(params.events), params.now]);
+    return insertResults(params.events, done, params.now);
   }
 
   private flush(): void {

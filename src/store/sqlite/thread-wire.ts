@@ -5,7 +5,7 @@
  * which store/failure-kind.ts reads). Everything else is structured-cloned as it is.
  */
 import { BelfryError, type ErrorCode, type ErrorDetail } from '../../core/errors.ts';
-import { StoreUnavailableError, type EventInsertResult } from '../store.ts';
+import { StoreUnavailableError } from '../store.ts';
 
 export interface Call {
   id: number;
@@ -13,14 +13,8 @@ export interface Call {
   args: unknown[];
 }
 
-/** The thread's own method: eventInsertMany, with each created event's record cut to its seq. */
-export const INSERT_COMPACT = 'eventInsertManyCompact';
-export type CompactInsertResult = { kind: 'created'; seq: number } | Exclude<EventInsertResult, { kind: 'created' }>;
-
-/** What the thread answers to INSERT_COMPACT, from what the store answered. */
-export function compactInsertResults(results: EventInsertResult[]): CompactInsertResult[] {
-  return results.map((r) => (r.kind === 'created' ? { kind: 'created', seq: r.event.seq } : r));
-}
+/** The thread's own method: SqliteStore.eventInsertRows, which eventInsertMany calls with its events encoded. */
+export const INSERT_ROWS = 'eventInsertRows';
 
 export type Reply = { id: number; result: unknown } | { id: number; error: WireError };
 
