@@ -9,11 +9,11 @@
  *   sharing the store takes effect here within the TTL: that is the bound on "revoked at once,
  *   on every node".
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { Clock } from '../core/clock.ts';
 import { BelfryError } from '../core/errors.ts';
-import { newSecretToken, sha256Hex } from '../core/ids.ts';
+import { newSecretToken, sha256Digest, sha256Hex } from '../core/ids.ts';
 import type { ApiKeyRecord, Store } from '../store/store.ts';
 
 declare module 'fastify' {
@@ -50,10 +50,6 @@ export function newApiKey(tenantId: string, id: string, now: number): { key: str
   };
 }
 
-function digest(text: string): Buffer {
-  return createHash('sha256').update(text).digest();
-}
-
 function unauthorized(message: string): BelfryError {
   return new BelfryError('unauthorized', message);
 }
@@ -67,7 +63,7 @@ export class Authenticator {
     private readonly clock: Clock,
     adminKey: string,
   ) {
-    this.adminDigest = adminKey.length > 0 ? digest(adminKey) : null;
+    this.adminDigest = adminKey.length > 0 ? sha256Digest(adminKey) : null;
   }
 
   /** Who sent the request; throws 401 when nobody valid did. */
@@ -76,10 +72,12 @@ export class Authenticator {
     const m = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(authorization);
     if (!m || m[1].length > TOKEN_LENGTH_MAX) throw unauthorized('Authorization must be "Bearer <api key>"');
     const token = m[1];
-    // Compare digests, so the comparison takes the same time whatever the token's length.
-    if (this.adminDigest && timingSafeEqual(digest(token), this.adminDigest)) return { kind: 'admin' };
+    // One digest per request: compared with the admin key's (the same time whatever the token's
+    // length), and in hex the stored hash of a tenant key (sha256Hex).
+    const tokenDigest = sha256Digest(token);
+    if (this.adminDigest && timingSafeEqual(tokenDigest, this.adminDigest)) return { kind: 'admin' };
     if (!token.startsWith(API_KEY_PREFIX)) throw unauthorized('invalid API key');
-    const record = await this.lookup(sha256Hex(token));
+    const record = await this.lookup(tokenDigest.toString('hex'));
     // A rotated key in its grace period has a revokedAt still to come.
     if (!record || (record.revokedAt !== null && record.revokedAt <= this.clock.now())) throw unauthorized('invalid or revoked API key');
     return { kind: 'tenant', tenantId: record.tenantId, keyId: record.id };

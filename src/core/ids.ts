@@ -54,7 +54,12 @@ export function newSortableId(nowMs: number): string {
 }
 
 /** Node's one-shot digest (from 20.12): no Hash object per call; about 0.45 µs less per event id hashed. */
-const hashOnce = (crypto as { hash?: (algorithm: string, data: string, encoding: 'hex') => string }).hash;
+const hashOnce = (crypto as { hash?: { (algorithm: string, data: string, encoding: 'hex'): string; (algorithm: string, data: string, encoding: 'buffer'): Buffer } }).hash;
+
+/** SHA-256 of `text` (UTF-8), as bytes. */
+export function sha256Digest(text: string): Buffer {
+  return hashOnce ? hashOnce('sha256', text, 'buffer') : createHash('sha256').update(text).digest();
+}
 
 export function sha256Hex(text: string): string {
   return hashOnce ? hashOnce('sha256', text, 'hex') : createHash('sha256').update(text).digest('hex');
