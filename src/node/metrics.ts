@@ -1,8 +1,19 @@
 /** Prometheus metrics of one node, in one registry. */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { BusyThread } from './thread-busy.ts';
 
 export class Metrics {
   readonly registry = new Registry();
+  private threads: () => BusyThread[] = () => [];
+  /** Each thread's busy milliseconds at the previous scrape, by the thread itself. */
+  private readonly threadBusyMs = new WeakMap<object, number>();
+  readonly threadBusySeconds = new Counter({
+    name: 'belfry_thread_busy_seconds_total',
+    help: "Seconds each of the node's threads was busy (its event loop not waiting for work; synchronous SQL and fsync count): the thread whose rate nears 1 bounds the node",
+    labelNames: ['thread'] as const,
+    registers: [this.registry],
+    collect: () => this.collectThreads(),
+  });
   readonly eventsScheduled = new Counter({
     name: 'belfry_events_scheduled_total',
     help: 'Events accepted (created) through the API',
@@ -148,5 +159,20 @@ export class Metrics {
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'belfry_' });
+  }
+
+  /** The threads /metrics reports the busy time of, read at each scrape. */
+  watchThreads(threads: () => BusyThread[]): void {
+    this.threads = threads;
+  }
+
+  private collectThreads(): void {
+    for (const t of this.threads()) {
+      const ms = t.activeMs();
+      // A thread new under a name (a delivery thread replaced) counts from its own start.
+      const last = this.threadBusyMs.get(t.key) ?? 0;
+      this.threadBusyMs.set(t.key, ms);
+      this.threadBusySeconds.inc({ thread: t.name }, Math.max(0, ms - last) / 1_000);
+    }
   }
 }

@@ -45,6 +45,7 @@ import { Cluster, type ClusterOptions } from './cluster.ts';
 import type { NodeConfig } from './config.ts';
 import { createLogger } from './logger.ts';
 import { Metrics } from './metrics.ts';
+import { busyThreadsOf, eventLoopThread } from './thread-busy.ts';
 
 /** Shards listed in GET /v1/cluster's lag, the latest first. */
 const CLUSTER_LAG_SHARDS_MAX = 64;
@@ -166,6 +167,7 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
       ? await openHttpThreadChannel(config.deliveryThreads, { allowHosts: config.allowHosts })
       : new HttpChannel({ clock, policy: addressPolicy }));
   const channel = new ChannelRegistry({ http, policy: addressPolicy, clock });
+  metrics.watchThreads(() => [eventLoopThread(), ...busyThreadsOf(store), ...busyThreadsOf(http)]);
 
   let stopping = false;
   const dispatcher = new Dispatcher({

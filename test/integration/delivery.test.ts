@@ -159,5 +159,10 @@ describe('delivery', () => {
     assert.ok(value('belfry_events{state="succeeded"}') >= 50);
     assert.ok(value('belfry_events{state="canceled"}') >= 1);
     assert.ok(value('belfry_events_samples_total') >= 1, 'the node counts in the background');
+    // Each of the node's threads reports the time it was busy: the event loop, the store thread
+    // (every insert, claim and outcome above) and the delivery thread (every request sent).
+    for (const thread of ['event-loop', 'sqlite-store', 'delivery-0']) {
+      assert.ok(value(`belfry_thread_busy_seconds_total{thread="${thread}"}`) > 0, `${thread} busy`);
+    }
   });
 });

@@ -19,6 +19,7 @@
  * answered at once with a retry (the dispatcher's own bounds keep far below it).
  */
 import { Worker } from 'node:worker_threads';
+import { workerThread, type BusyThread } from '../../node/thread-busy.ts';
 import type { Channel, DeliveryOutcome, DueEvent } from '../channel.ts';
 import { CONNECTIONS_PER_ORIGIN_DEFAULT, type HttpChannelOptions } from './http-channel.ts';
 
@@ -78,6 +79,11 @@ export class HttpThreadChannel implements Channel {
 
   get threads(): number {
     return this.lanes.length;
+  }
+
+  /** The delivery threads, for /metrics' busy time. */
+  busyThreads(): BusyThread[] {
+    return this.lanes.map((lane, i) => workerThread(`delivery-${i}`, lane.worker));
   }
 
   deliver(event: DueEvent, signal: AbortSignal): Promise<DeliveryOutcome> {

@@ -17,6 +17,7 @@
  * in flight and every later one (the node's health check then reports the store down).
  */
 import { Worker } from 'node:worker_threads';
+import { workerThread, type BusyThread } from '../../node/thread-busy.ts';
 import { encodeInsertRows, insertResults, type InsertRowsResult } from './event-writes.ts';
 import type { EventInsertManyParams, EventInsertResult, Store, StoreCapabilities } from '../store.ts';
 import { StoreUnavailableError } from '../store.ts';
@@ -117,6 +118,11 @@ export class SqliteThreadStore {
       if (this.outbox.length === 0) queueMicrotask(() => this.flush());
       this.outbox.push({ id, method, args });
     });
+  }
+
+  /** The store thread, for /metrics' busy time (its checkpointer and reader threads are its own). */
+  busyThreads(): BusyThread[] {
+    return [workerThread('sqlite-store', this.worker)];
   }
 
   /**
