@@ -6,6 +6,7 @@
  */
 import { BelfryError, type ErrorCode, type ErrorDetail } from '../../core/errors.ts';
 import { StoreUnavailableError } from '../store.ts';
+import type { SqliteStore } from './sqlite-store.ts';
 
 export interface Call {
   id: number;
@@ -14,7 +15,7 @@ export interface Call {
 }
 
 /** The thread's own method: SqliteStore.eventInsertRows, which eventInsertMany calls with its events encoded. */
-export const INSERT_ROWS = 'eventInsertRows';
+export const INSERT_ROWS = 'eventInsertRows' satisfies keyof SqliteStore;
 
 export type Reply = { id: number; result: unknown } | { id: number; error: WireError };
 
