@@ -113,6 +113,37 @@ export function insertCases(ctx: SuiteContext): void {
     assert.equal((await store.transitionList({ tenantId, eventId: 'dup', limit: 10 })).length, 1, 'one created transition');
   });
 
+  it('settles a large batch event by event: stored ids, repeats near and far apart, numbered in batch order', async () => {
+    // 150 events: more than one multi-row statement of any backend that chunks its insert.
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    const same = await insertOne(store, newEvent(tenantId, 'stored-same', { requestHash: 'hs' }));
+    const diff = await insertOne(store, newEvent(tenantId, 'stored-diff', { requestHash: 'hd' }));
+    const events = Array.from({ length: 150 }, (_, i) => newEvent(tenantId, `e${i}`, { requestHash: `h${i}` }));
+    events[3] = newEvent(tenantId, 'stored-same', { requestHash: 'hs' });
+    events[70] = newEvent(tenantId, 'stored-diff', { requestHash: 'other' });
+    events[5] = newEvent(tenantId, 'e4', { requestHash: 'h4' }); // right after its first
+    events[140] = newEvent(tenantId, 'e10', { requestHash: 'changed' }); // far after its first
+    const results = await store.eventInsertMany({ events, now: T0 });
+    const expected = events.map((_, i) =>
+      i === 3 || i === 5 ? 'existing' : i === 70 || i === 140 ? 'conflict' : 'created',
+    );
+    assert.deepEqual(results.map((r) => r.kind), expected);
+    assert.deepEqual(results[3].event, same);
+    assert.deepEqual(results[70].event, diff);
+    assert.deepEqual(results[5].event, results[4].event);
+    assert.deepEqual(results[140].event, results[10].event);
+    const created = results.filter((r) => r.kind === 'created').map((r) => r.event);
+    assert.equal(created.length, 146);
+    const seqs = created.map((e) => e.seq);
+    assert.deepEqual([...seqs].sort((x, y) => x - y), seqs, 'seq grows in batch order');
+    assert.ok(seqs[0] > diff.seq);
+    for (const e of created) {
+      assert.deepEqual(await mustGet(store, tenantId, e.id), e);
+      assert.equal((await store.transitionList({ tenantId, eventId: e.id, limit: 10 })).length, 1, `one created transition for ${e.id}`);
+    }
+  });
+
   it('keeps ids apart per tenant', async () => {
     const store = ctx.store();
     const [a, b] = await twoTenants(store);

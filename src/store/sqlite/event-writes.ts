@@ -11,7 +11,7 @@ import { checkAttemptTarget, createdRecord, eventEdit, jsonObject, mutateRefusal
 import { dueRefFromRow, eventFromRow, type EventRow } from '../core/rows.ts';
 import { bulkJobFromRow, operationDetail } from '../core/bulk-rows.ts';
 import type { BulkQueries } from './bulk-queries.ts';
-import type { Queries } from './queries.ts';
+import { EVENT_INSERT_CHUNKS, type Queries } from './queries.ts';
 import { claimedEventFromTuple, type RescueCandidateRow } from './rows.ts';
 
 /** Appends one transition row (positional, in the column order of SQL.transitionInsert). */
@@ -74,35 +74,63 @@ export interface InsertRowsResult {
   others: { index: number; result: Exclude<S.EventInsertResult, { kind: 'created' }> }[];
 }
 
+/** The bind values of eventInsertSql for encoded event `i` (EVENT_INSERT_BINDS of them), appended to `out`. */
+function pushInsertBinds(out: (string | number | null)[], rows: readonly (string | number | null)[], i: number, now: number): void {
+  const o = i * INSERT_ROW_FIELDS;
+  out.push(
+    rows[o], rows[o + 1], rows[o + 2], rows[o + 3], rows[o + 3], rows[o + 4], rows[o + 5], rows[o + 6], rows[o + 7], rows[o + 8],
+    rows[o + 9], rows[o + 10], rows[o + 11], now, now, rows[o + 12], rows[o + 13], rows[o], rows[o + 14],
+  );
+}
+
 /**
  * Inserts each encoded event, or reports the stored one (the first of a batch wins a repeated
- * id). The `created` transitions of the inserted rows are appended by one statement at the end,
- * over the seq range this call inserted.
+ * id). The events go in multi-row statements of EVENT_INSERT_CHUNKS rows while enough are left,
+ * then one by one. The `created` transitions of the inserted rows are appended by one statement
+ * at the end, over the seq range this call inserted (nothing else writes in the transaction).
  */
 export function insertRows(q: Queries, rows: readonly (string | number | null)[], now: number): InsertRowsResult {
   const n = rows.length / INSERT_ROW_FIELDS;
   const seqs = new Array<number>(n).fill(0);
   const others: InsertRowsResult['others'] = [];
-  let firstSeq = 0;
+  let firstSeq = Infinity;
   let lastSeq = 0;
-  for (let i = 0, o = 0; i < n; i++, o += INSERT_ROW_FIELDS) {
-    const tenantId = rows[o];
-    const inserted = q.eventInsert.run(
-      tenantId, rows[o + 1], rows[o + 2], rows[o + 3], rows[o + 3], rows[o + 4], rows[o + 5], rows[o + 6], rows[o + 7], rows[o + 8],
-      rows[o + 9], rows[o + 10], rows[o + 11], now, now, rows[o + 12], rows[o + 13], tenantId, rows[o + 14],
-    );
-    if (inserted.changes === 1) {
-      const seq = Number(inserted.lastInsertRowid);
-      if (firstSeq === 0) firstSeq = seq;
-      lastSeq = seq;
-      seqs[i] = seq;
-      continue;
+  const inserted = (i: number, seq: number) => {
+    seqs[i] = seq;
+    if (seq < firstSeq) firstSeq = seq;
+    if (seq > lastSeq) lastSeq = seq;
+  };
+  const binds: (string | number | null)[] = [];
+  for (let i = 0; i < n; ) {
+    const k = EVENT_INSERT_CHUNKS.find((size) => size <= n - i) ?? 1;
+    binds.length = 0;
+    for (let j = i; j < i + k; j++) pushInsertBinds(binds, rows, j, now);
+    if (k === 1) {
+      const r = q.eventInsert.run(binds);
+      if (r.changes === 1) inserted(i, Number(r.lastInsertRowid));
+    } else {
+      // RETURNING answers the inserted rows in no set order: match them by id. A repeated id in
+      // the chunk was inserted once, for its first occurrence.
+      const seqById = new Map<unknown, number>();
+      for (const [seq, id] of q.eventInsertChunk.get(k as (typeof EVENT_INSERT_CHUNKS)[number])!.all(binds)) seqById.set(id, seq);
+      for (let j = i; j < i + k; j++) {
+        const id = rows[j * INSERT_ROW_FIELDS + 1];
+        const seq = seqById.get(id);
+        if (seq === undefined) continue;
+        seqById.delete(id);
+        inserted(j, seq);
+      }
     }
-    const stored = q.eventGet.get(tenantId, rows[o + 1]);
-    if (!stored) throw new Error(`sqlite: event ${tenantId}/${rows[o + 1]} neither inserted nor found`);
-    others.push({ index: i, result: { kind: stored.request_hash === rows[o + 11] ? 'existing' : 'conflict', event: eventFromRow(stored) } });
+    for (let j = i; j < i + k; j++) {
+      if (seqs[j] !== 0) continue;
+      const o = j * INSERT_ROW_FIELDS;
+      const stored = q.eventGet.get(rows[o], rows[o + 1]);
+      if (!stored) throw new Error(`sqlite: event ${rows[o]}/${rows[o + 1]} neither inserted nor found`);
+      others.push({ index: j, result: { kind: stored.request_hash === rows[o + 11] ? 'existing' : 'conflict', event: eventFromRow(stored) } });
+    }
+    i += k;
   }
-  if (firstSeq !== 0) q.transitionInsertCreated.run(firstSeq, lastSeq);
+  if (lastSeq !== 0) q.transitionInsertCreated.run(firstSeq, lastSeq);
   return { seqs, others };
 }
 

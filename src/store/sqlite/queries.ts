@@ -131,6 +131,28 @@ function listWalkSql(key: ListKey): string {
   return `SELECT count(*) AS examined, min(seq) AS last_seq FROM (${listWalk(key)})`;
 }
 
+/** Bind values per row of eventInsertSql, in its order. */
+export const EVENT_INSERT_BINDS = 19;
+
+/**
+ * The insert of `rows` events in one statement (`rows` VALUES tuples of EVENT_INSERT_BINDS values
+ * each). With more than one row it answers the rows it inserted as [seq, id] (RETURNING, in no
+ * particular order); a row whose (tenant, id) is stored already is skipped. One statement per
+ * chunk of events instead of one per event: measured here, 10.7-11.1 against 11.8-12.3 µs of
+ * store CPU per inserted event (batches of 1,000, every index), the per-call and per-statement
+ * overhead of better-sqlite3 and the VDBE paid once per chunk.
+ */
+export function eventInsertSql(rows: number): string {
+  const tuple = `(?, ?, ?, 'scheduled', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ${IS_PULL_DESTINATION('?', '?')})`;
+  return `INSERT INTO events (tenant_id, id, shard, state, version, fire_at, due_at, destination,
+      payload, headers, grp, retry, expire_at, tags, attempts, request_hash, created_at, updated_at, queue, type, pull)
+    VALUES ${Array(rows).fill(tuple).join(',\n      ')}
+    ON CONFLICT (tenant_id, id) DO NOTHING${rows > 1 ? ' RETURNING seq, id' : ''}`;
+}
+
+/** Rows per multi-row insert statement, largest first; an insert goes in the largest that fit, the rest one by one. */
+export const EVENT_INSERT_CHUNKS = [64, 16, 4] as const;
+
 export const SQL = {
   // () → nothing. Creates the migration ledger.
   migrationsTableCreate: `CREATE TABLE IF NOT EXISTS schema_migrations (
@@ -191,10 +213,7 @@ export const SQL = {
   //  expireAt, tags json, requestHash, now, now, queue, type, tenantId, destination name|null) → run(): changes 1 and lastInsertRowid = seq when
   //  inserted, changes 0 when (tenant, id) exists. No RETURNING: run() is ~25% faster than a
   //  RETURNING get() here (150k vs 120k rows/s, batches of 1000).
-  eventInsert: `INSERT INTO events (tenant_id, id, shard, state, version, fire_at, due_at, destination,
-      payload, headers, grp, retry, expire_at, tags, attempts, request_hash, created_at, updated_at, queue, type, pull)
-    VALUES (?, ?, ?, 'scheduled', 1, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, ${IS_PULL_DESTINATION('?', '?')})
-    ON CONFLICT (tenant_id, id) DO NOTHING`,
+  eventInsert: eventInsertSql(1),
   // (tenantId, id) → EventRow | undefined.
   eventGet: `SELECT ${EVENT_COLUMNS} FROM events WHERE tenant_id = ? AND id = ?`,
   // (tenantId, id, version) → EventTuple (raw: an array in EVENT_COLUMNS order) of the event as it
@@ -483,6 +502,7 @@ export function prepareQueries(db: Database.Database) {
     destinationUpsert: p<DestinationRow>(SQL.destinationUpsert),
     destinationDelete: p(SQL.destinationDelete),
     eventInsert: p(SQL.eventInsert),
+    eventInsertChunk: new Map(EVENT_INSERT_CHUNKS.map((k) => [k, raw<[seq: number, id: string]>(eventInsertSql(k))] as const)),
     eventGet: p<EventRow>(SQL.eventGet),
     eventClaimCheck: raw<EventTuple>(SQL.eventClaimCheck),
     eventClaimCheckFenced: raw<EventTuple>(SQL.eventClaimCheckFenced),
