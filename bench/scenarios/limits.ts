@@ -6,7 +6,11 @@
  *   - SQLite raw insert rate: rows of an event's size into a table with only a primary key, 1,000
  *     per transaction, WAL with synchronous=FULL (Belfry's durability), better-sqlite3;
  *   - PostgreSQL raw insert rate: the same rows, 1,000 per INSERT ... SELECT FROM unnest(...),
- *     4 statements in flight (as the batch ingest), default synchronous_commit (durable).
+ *     4 statements in flight (as the batch ingest), default synchronous_commit (durable);
+ *   - single-event requests to a JSON API that does nothing (lib/null-api-child.ts: Fastify, the
+ *     body parsed, Belfry's 201 body answered, nothing stored), from the ingest scenario's client
+ *     and its 64 concurrent callers: the most any HTTP API can take one event at a time here,
+ *     beside which the ingest target "single requests ≥ the best peer's single add" is read.
  */
 import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -14,7 +18,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Pool } from 'undici';
-import { runConcurrently } from '../lib/http.ts';
+import { forkTs } from '../lib/fork-ts.ts';
+import { createClient, runConcurrently } from '../lib/http.ts';
 import { serviceCpu, serviceCpuSince } from '../lib/machine.ts';
 import { dropSchema, freshSchemaName, PG_URL } from '../lib/pg.ts';
 import { startReceiverProcess } from '../lib/receiver-process.ts';
@@ -33,6 +38,10 @@ const SQLITE_ROWS = 500_000;
 const PG_ROWS = 300_000;
 const ROWS_PER_COMMIT = 1_000;
 const PG_IN_FLIGHT = 4;
+const NULL_API_REQUESTS = 50_000;
+/** As the ingest scenario's single phase. */
+const NULL_API_CLIENTS = 64;
+const NULL_API_START_MS_MAX = 15_000;
 
 const BODY = 'x'.repeat(EVENT_ROW_BYTES - 16);
 
@@ -53,6 +62,36 @@ async function httpPostRate(): Promise<Metric[]> {
   } finally {
     await pool.close();
     await rx.close();
+  }
+}
+
+async function nullApiSingleRate(): Promise<Metric> {
+  const child = forkTs(new URL('../lib/null-api-child.ts', import.meta.url));
+  try {
+    const port = await new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`the do-nothing API did not start within ${NULL_API_START_MS_MAX} ms`)), NULL_API_START_MS_MAX);
+      child.once('message', (m: { port: number }) => {
+        clearTimeout(timer);
+        resolve(m.port);
+      });
+      child.once('exit', (code) => reject(new Error(`the do-nothing API exited (${code})`)));
+    });
+    const client = createClient(`http://127.0.0.1:${port}`, 'none', NULL_API_CLIENTS);
+    const dueAt = Date.now() + 86_400_000;
+    const create = async (i: number) => {
+      const res = await client.call('POST', '/v1/events', JSON.stringify({ id: `n${i}`, fireAt: dueAt + i, destination: 'bench', payload: { fireAt: dueAt + i } }));
+      if (res.status !== 201) throw new Error(`do-nothing API: HTTP ${res.status}`);
+    };
+    try {
+      await runConcurrently(5_000, NULL_API_CLIENTS, (i) => create(-i - 1)); // warm-up: connections, JIT
+      const startedMs = performance.now();
+      await runConcurrently(NULL_API_REQUESTS, NULL_API_CLIENTS, create);
+      return { name: 'do-nothing JSON API, single creates/s', value: perSecond(NULL_API_REQUESTS, performance.now() - startedMs), unit: '/s' };
+    } finally {
+      await client.close();
+    }
+  } finally {
+    child.kill();
   }
 }
 
@@ -102,12 +141,12 @@ async function pgInsertRate(): Promise<Metric[]> {
 }
 
 export async function limits(): Promise<ScenarioResult[]> {
-  const metrics = [...(await httpPostRate()), sqliteInsertRate(), ...(await pgInsertRate())];
+  const metrics = [...(await httpPostRate()), await nullApiSingleRate(), sqliteInsertRate(), ...(await pgInsertRate())];
   return [{
     label: 'limits · this machine',
     scenario: 'limits',
     system: 'machine',
-    options: { httpPosts: HTTP_POSTS, httpConnections: HTTP_CONNECTIONS, sqliteRows: SQLITE_ROWS, pgRows: PG_ROWS, rowsPerCommit: ROWS_PER_COMMIT, rowBytes: EVENT_ROW_BYTES, pgInFlight: PG_IN_FLIGHT },
+    options: { httpPosts: HTTP_POSTS, httpConnections: HTTP_CONNECTIONS, sqliteRows: SQLITE_ROWS, pgRows: PG_ROWS, rowsPerCommit: ROWS_PER_COMMIT, rowBytes: EVENT_ROW_BYTES, pgInFlight: PG_IN_FLIGHT, nullApiRequests: NULL_API_REQUESTS, nullApiClients: NULL_API_CLIENTS },
     metrics,
     details: {},
   }];

@@ -79,3 +79,14 @@ test('summaryLines: a limit share and the ratio share one parenthesis', () => {
   assert.match(lines, /\| 12,000 \(50%; 2\.00× best peer\) \|/);
   assert.match(lines, /\| 6,000 \(25%; best peer\) \|/);
 });
+
+test('summaryLines: single-event ingest is shown as a share of the do-nothing JSON API of the same run', () => {
+  const lines = summaryLines([
+    result('limits', 'machine', { 'loopback HTTP POSTs/s': 40_000, 'do-nothing JSON API, single creates/s': 32_000 }),
+    result('ingest', 'belfry-sqlite', { 'single requests/s': 8_000 }),
+    result('ingest', 'bullmq', { 'single requests/s': 28_800 }),
+  ]).join('\n');
+  assert.match(lines, /\| 8,000 \(25%; 0\.28× best peer\) \|/);
+  assert.match(lines, /\| 28,800 \(90%; best peer\) \|/);
+  assert.match(lines, /\| do-nothing JSON API, single creates \| 32,000 \|/);
+});
