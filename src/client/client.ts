@@ -110,11 +110,17 @@ export class EventsClient {
     return { event: res.body, created: res.status === 201 };
   }
 
-  /** Schedules up to the tenant's batchEventsMax events; one result per event, in order. Ids are added as for create. */
-  async batch(events: EventCreate[]): Promise<EventBatchResult[]> {
+  /**
+   * Schedules up to the tenant's batchEventsMax events; one result per event, in order. Ids are
+   * added as for create. With `minimal`, a created or existing result holds the event's `id` and
+   * `version` instead of the whole event (`Prefer: return=minimal`): a tenth of the bytes to send
+   * and parse, for loaders that do not need the echo.
+   */
+  async batch(events: EventCreate[], opts: { minimal?: boolean } = {}): Promise<EventBatchResult[]> {
     const now = Date.now();
     const body = { events: events.map((e) => (e.id === undefined ? { ...e, id: newSortableId(now) } : e)) };
-    return (await this.t.call<{ results: EventBatchResult[] }>(ROUTES.eventBatch, { body })).body.results;
+    const headers = opts.minimal ? { prefer: 'return=minimal' } : undefined;
+    return (await this.t.call<{ results: EventBatchResult[] }>(ROUTES.eventBatch, { body, headers })).body.results;
   }
 
   async get(id: string): Promise<BelfryEvent> {

@@ -215,6 +215,38 @@ describe('POST /v1/events/batch', () => {
     }
   });
 
+  test('Prefer: return=minimal answers id and version in place of each event; errors stay whole; no Prefer, no change', async () => {
+    const existing = await create({ id: uniqueId('min') });
+    const conflicting = await create({ id: uniqueId('min'), payload: 1 });
+    const fresh = uniqueId('min');
+    const events = [
+      { id: fresh, destination: 'orders', delay: '1m' },
+      { id: existing.id, destination: 'orders' },
+      { id: conflicting.id, destination: 'orders', payload: 2 },
+      { destination: 'nope' },
+    ];
+    const res = await req('POST', '/v1/events/batch', { events }, { prefer: 'respond-async, RETURN = "Minimal"; x=1' });
+    assert.equal(res.statusCode, 200, res.body);
+    assert.equal(res.headers['preference-applied'], 'return=minimal');
+    const { results } = res.json();
+    assert.deepEqual(results.slice(0, 2), [
+      { status: 'created', id: fresh, version: 1 },
+      { status: 'existing', id: existing.id, version: existing.version },
+    ]);
+    assert.equal(results[2].status, 'error');
+    assert.equal(results[2].error.code, 'conflict');
+    assert.equal(results[3].error.details[0].field, 'destination');
+    assert.equal((await req('GET', `/v1/events/${fresh}`)).json().state, 'scheduled', 'written as without the preference');
+
+    // Any other preference, or none, answers whole events.
+    for (const prefer of [undefined, 'return=representation', 'handling=lenient', 'minimal']) {
+      const again = await req('POST', '/v1/events/batch', { events: [{ id: fresh, destination: 'orders', delay: '1m' }] }, prefer === undefined ? {} : { prefer });
+      assert.equal(again.headers['preference-applied'], undefined, String(prefer));
+      assert.deepEqual(Object.keys(again.json().results[0]), ['status', 'event'], String(prefer));
+      assert.equal(again.json().results[0].event.id, fresh);
+    }
+  });
+
   test('schema errors of one item name it and its field', async () => {
     const res = await req('POST', '/v1/events/batch', { events: [{ destination: 'orders', extra: true }, 'not an object'] });
     const { results } = res.json();

@@ -203,6 +203,8 @@ describe('belfry/client against a real node', () => {
     assert.deepEqual(results.map((r) => r.status), ['created', 'created', 'error', 'created', 'created', 'created']);
     assert.equal(results[0].event!.id, 'sdk-b-1');
     const ids = results.filter((r) => r.event).map((r) => r.event!.id);
+    const minimal = await tenant.events.batch([{ id: 'sdk-b-1', destination: 'later', delay: '1h', group: 'sdk-list', type: 'sdk.list' }], { minimal: true });
+    assert.deepEqual(minimal, [{ status: 'existing', id: 'sdk-b-1', version: 1 }]);
 
     const firstPage = await tenant.events.listPage({ group: 'sdk-list', limit: 2 });
     assert.equal(firstPage.events.length, 2);

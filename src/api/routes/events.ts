@@ -81,7 +81,26 @@ async function createOne(deps: AppDeps, quotas: TenantQuotas, request: FastifyRe
 
 type BatchResult =
   | { status: 'created' | 'existing'; event: ReturnType<typeof toEventJson> }
+  | { status: 'created' | 'existing'; id: string; version: number }
   | { status: 'error'; error: { code: string; message: string; details: unknown[] } };
+
+/**
+ * Whether a Prefer header (RFC 7240) asks for `return=minimal`: preferences are comma-separated,
+ * each `name[=value]` with optional `;`-parameters; names and this value are case-insensitive and
+ * the value may be quoted. A preference Belfry does not know is ignored, as the RFC says.
+ */
+export function prefersMinimalReturn(prefer: string | string[] | undefined): boolean {
+  if (prefer === undefined) return false;
+  for (const header of Array.isArray(prefer) ? prefer : [prefer]) {
+    for (const preference of header.split(',')) {
+      const [token] = preference.split(';');
+      const eq = token.indexOf('=');
+      if (eq < 0 || token.slice(0, eq).trim().toLowerCase() !== 'return') continue;
+      if (token.slice(eq + 1).trim().replace(/^"(.*)"$/, '$1').toLowerCase() === 'minimal') return true;
+    }
+  }
+  return false;
+}
 
 function errorResult(err: BelfryError): BatchResult {
   return { status: 'error', error: { code: err.code, message: err.message, details: err.details } };
@@ -117,9 +136,16 @@ async function createBatch(deps: AppDeps, quotas: TenantQuotas, request: Fastify
   await quotas.checkPending(request.tenantId, pending.length, request.limits.pendingEventsMax);
   const inserted = pending.length > 0 ? await deps.writer.insert(pending.map((p) => p.event)) : [];
   afterInsert(deps, quotas, request.tenantId, inserted);
+  const minimal = prefersMinimalReturn(request.headers.prefer);
   inserted.forEach((r, k) => {
-    results[pending[k].index] = r.kind === 'conflict' ? errorResult(insertConflict(r.event)) : { status: r.kind, event: toEventJson(r.event) };
+    results[pending[k].index] =
+      r.kind === 'conflict'
+        ? errorResult(insertConflict(r.event))
+        : minimal
+          ? { status: r.kind, id: r.event.id, version: r.event.version }
+          : { status: r.kind, event: toEventJson(r.event) };
   });
+  if (minimal) reply.header('preference-applied', 'return=minimal');
   reply.header('content-type', 'application/json; charset=utf-8');
   return JSON.stringify({ results });
 }
@@ -169,7 +195,8 @@ export function eventRoutes(app: FastifyInstance, deps: AppDeps, quotas: TenantQ
       schema: {
         tags,
         summary: 'Schedule many events',
-        description: 'One result per item, in order. Invalid items are not written; the valid ones are written in one transaction.',
+        description:
+          'One result per item, in order. Invalid items are not written; the valid ones are written in one transaction. With `Prefer: return=minimal` (RFC 7240) a created or existing item answers its `id` and `version` instead of the whole event, and the response carries `Preference-Applied: return=minimal`.',
         security: BEARER_SECURITY,
         body: EventBatchBody,
         response: { 200: EventBatchResponse, ...errorResponses(400, 401, 403, 413, 415, 429) },

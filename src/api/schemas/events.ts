@@ -129,12 +129,18 @@ const ItemError = Type.Object({
   details: Type.Array(Type.Object({}, { additionalProperties: true })),
 });
 
-/** One object shape with optional parts (not a union), so serialising 1000 results stays cheap. */
+/**
+ * One object shape with optional parts (not a union), so serialising 1000 results stays cheap.
+ * A created or existing item carries `event`, or with `Prefer: return=minimal` only its `id` and
+ * `version`; an error item carries `error`.
+ */
 export const EventBatchResponse = Type.Object({
   results: Type.Array(
     Type.Object({
       status: Type.Unsafe<'created' | 'existing' | 'error'>({ type: 'string', enum: ['created', 'existing', 'error'] }),
       event: Type.Optional(EventJson),
+      id: Type.Optional(Type.String({ description: 'with Prefer: return=minimal, in place of event' })),
+      version: Type.Optional(Type.Integer({ description: 'with Prefer: return=minimal, in place of event' })),
       error: Type.Optional(ItemError),
     }),
   ),
