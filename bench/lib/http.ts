@@ -11,7 +11,7 @@ export interface JsonResponse {
 
 export interface BenchClient {
   /** `body` may be a pre-serialised string, so building bodies stays out of a measured window. */
-  call(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown): Promise<JsonResponse>;
+  call(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown, extraHeaders?: Record<string, string>): Promise<JsonResponse>;
   close(): Promise<void>;
 }
 
@@ -25,11 +25,11 @@ export function createClient(url: string, key: string, connections: number): Ben
   });
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
   return {
-    async call(method, path, body) {
+    async call(method, path, body, extraHeaders) {
       const res = await pool.request({
         method,
         path,
-        headers: body === undefined ? { authorization: headers.authorization } : headers,
+        headers: { ...(body === undefined ? { authorization: headers.authorization } : headers), ...extraHeaders },
         body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
       });
       const text = await res.body.text();

@@ -23,10 +23,10 @@ export function batchBodies(n: number, make: (i: number) => object, batchSize = 
   return bodies;
 }
 
-/** Posts one batch body and adds its per-item outcome to `tally`. */
-export async function postBatch(client: BenchClient, body: string, tally: BatchTally): Promise<void> {
+/** Posts one batch body (with `headers` added, such as Prefer) and adds its per-item outcome to `tally`. */
+export async function postBatch(client: BenchClient, body: string, tally: BatchTally, headers?: Record<string, string>): Promise<void> {
   try {
-    const res = await client.call('POST', '/v1/events/batch', body);
+    const res = await client.call('POST', '/v1/events/batch', body, headers);
     if (res.status !== 200) throw new Error(`batch: HTTP ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
     for (const item of res.body.results as { status: string; error?: unknown }[]) {
       if (item.status === 'created' || item.status === 'existing') tally.acknowledged++;

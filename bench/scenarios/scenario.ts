@@ -29,12 +29,17 @@ export function schedulingMsEstimate(n: number, batchRate: number | null): numbe
 }
 
 /** Schedules events [0, n) with ids `<prefix><i>` due at `dueAt(i)`, in batches, `concurrency` calls at a time. */
-export async function scheduleInBatches(system: System, prefix: string, n: number, dueAt: (i: number) => number, concurrency: number): Promise<BatchTally> {
+export async function scheduleInBatches(
+  system: System,
+  prefix: string,
+  n: number,
+  dueAt: (i: number) => number,
+  concurrency: number,
+  schedule: System['scheduleBatch'] = (events, tally) => system.scheduleBatch(events, tally),
+): Promise<BatchTally> {
   const tally: BatchTally = { acknowledged: 0, failed: 0 };
   const batches = Math.ceil(n / BATCH_SIZE);
-  await runConcurrently(batches, concurrency, (b) =>
-    system.scheduleBatch(benchEvents(prefix, b * BATCH_SIZE, Math.min(n, (b + 1) * BATCH_SIZE), dueAt), tally),
-  );
+  await runConcurrently(batches, concurrency, (b) => schedule(benchEvents(prefix, b * BATCH_SIZE, Math.min(n, (b + 1) * BATCH_SIZE), dueAt), tally));
   return tally;
 }
 

@@ -29,6 +29,7 @@ export function belfryOnNode(node: BenchNode, destination: string, connections: 
       settings: `one node process, defaults (lookahead 3s, PostgreSQL pool 10); destination maxConcurrency ${BELFRY_MAX_CONCURRENCY}; HTTP API, batches of 1,000`,
     },
     scheduleBatch: (events, tally) => postBatch(client, JSON.stringify({ events: events.map(body) }), tally),
+    scheduleBatchMinimal: (events, tally) => postBatch(client, JSON.stringify({ events: events.map(body) }), tally, { prefer: 'return=minimal' }),
     scheduleOne: (e) => scheduleOne(client, body(e)),
     cpuSeconds: () => node.cpuSeconds(),
     peakRssBytes: () => node.peakRssBytes(),

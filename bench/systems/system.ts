@@ -53,6 +53,11 @@ export interface System {
   info: SystemInfo;
   /** Schedules events in one request / call; the tally counts those durably acknowledged. */
   scheduleBatch(events: BenchEvent[], tally: BatchTally): Promise<void>;
+  /**
+   * As scheduleBatch, asking for no echo of the events (Belfry: `Prefer: return=minimal`). Only
+   * systems whose batch call answers the events have it; the ingest scenario measures it beside.
+   */
+  scheduleBatchMinimal?(events: BenchEvent[], tally: BatchTally): Promise<void>;
   /** Schedules one event in its own request / call; throws when it is not acknowledged. */
   scheduleOne(event: BenchEvent): Promise<void>;
   /** CPU seconds used so far by the process that fires and delivers (NaN where unknown). */

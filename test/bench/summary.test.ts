@@ -90,3 +90,16 @@ test('summaryLines: single-event ingest is shown as a share of the do-nothing JS
   assert.match(lines, /\| 28,800 \(90%; best peer\) \|/);
   assert.match(lines, /\| do-nothing JSON API, single creates \| 32,000 \|/);
 });
+
+test('summaryFigures: Belfry\'s return=minimal batch figure is compared with the peers\' own bulk figure, and left out without Belfry', () => {
+  const results = [
+    result('ingest', 'belfry-sqlite', { 'batch events/s': 60_000, 'batch events/s, Prefer: return=minimal': 72_000 }),
+    result('ingest', 'pg-boss', { 'batch events/s': 80_000 }),
+    result('ingest', 'graphile-worker', { 'batch events/s': 90_000 }),
+  ];
+  const minimal = summaryFigures(results).find((f) => f.metric === 'batch events/s, Prefer: return=minimal')!;
+  assert.deepEqual(minimal.values, { 'belfry-sqlite': 72_000, 'pg-boss': 80_000, 'graphile-worker': 90_000 });
+  assert.deepEqual(minimal.bestPeer, { system: 'graphile-worker', value: 90_000 });
+  assert.equal(minimal.ratioToBestPeer['belfry-sqlite'], 0.8);
+  assert.equal(summaryFigures(results.slice(1)).find((f) => f.metric === 'batch events/s, Prefer: return=minimal'), undefined);
+});
