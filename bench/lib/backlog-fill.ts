@@ -3,13 +3,14 @@
  * have written them through POST /v1/events/batch: every column is copied from a template event
  * that the node stored through its API, except the id (`bl-00000000`...), the shard
  * (shardOf(tenant, id)), fireAt / dueAt, the payload `{"fireAt":...}` and the request hash
- * (sha256 of the canonical request body); each event gets its `created` transition. A self-check
- * compares the first and last rows with what the node's own functions compute.
+ * (sha256 of the canonical request body). Like the node's inserts, it writes no transition (the
+ * `created` one is read from the event row). A self-check compares the first and last rows with
+ * what the node's own functions compute.
  *
  * SQLite: one INSERT ... SELECT over a recursive CTE per chunk, with shard and hash as
  * application functions. PostgreSQL: one INSERT ... SELECT per chunk over the chunk's shards
- * (computed here) with ordinality, hashing with sha256() in the server, events and transitions in
- * one statement, with the two tables' indexes dropped during the load and built again after it
+ * (computed here) with ordinality, hashing with sha256() in the server, with the two tables'
+ * indexes dropped during the load and built again after it
  * from their own definitions (pg_get_indexdef / pg_get_constraintdef): the same indexes, built
  * in one pass, which PostgreSQL does several times faster than 20,000,000 index insertions.
  * Neither is Belfry's code path, and neither is measured as a Belfry figure.
@@ -49,6 +50,7 @@ interface Row {
   tenant_id: string;
   id: string;
   shard: number | string;
+  queue: string;
   payload: string;
   request_hash: string;
   fire_at: number | string;
@@ -58,8 +60,8 @@ function check(spec: BacklogSpec, rows: Row[], tenantId: string): void {
   for (const i of [0, spec.n - 1]) {
     const row = rows.find((r) => r.id === backlogId(i));
     const fireAt = spec.firstAt + i * spec.stepMs;
-    const want = { shard: shardOf(tenantId, backlogId(i)), hash: backlogRequestHash(spec, i), payload: JSON.stringify({ fireAt }), fireAt };
-    const got = { shard: Number(row?.shard), hash: row?.request_hash, payload: row?.payload, fireAt: Number(row?.fire_at) };
+    const want = { shard: shardOf(tenantId, backlogId(i)), hash: backlogRequestHash(spec, i), payload: JSON.stringify({ fireAt }), fireAt, queue: `name:${BACKLOG_DESTINATION}` };
+    const got = { shard: Number(row?.shard), hash: row?.request_hash, payload: row?.payload, fireAt: Number(row?.fire_at), queue: row?.queue };
     if (JSON.stringify(want) !== JSON.stringify(got)) throw new Error(`backlog row ${i}: expected ${JSON.stringify(want)}, stored ${JSON.stringify(got)}`);
   }
 }
@@ -99,18 +101,13 @@ export function fillSqlite(file: string, spec: BacklogSpec, onProgress: (done: n
     const events = db.prepare(`WITH RECURSIVE p(firstAt, stepMs) AS (SELECT CAST(@firstAt AS INTEGER), CAST(@stepMs AS INTEGER)),
         g(i) AS (SELECT CAST(@from AS INTEGER) UNION ALL SELECT i + 1 FROM g WHERE i + 1 < @to)
       INSERT INTO events (tenant_id, id, shard, state, version, fire_at, due_at, destination, payload, headers, grp,
-          retry, expire_at, tags, attempts, request_hash, created_at, updated_at)
+          retry, expire_at, tags, attempts, request_hash, created_at, updated_at, queue, type, pull)
       SELECT t.tenant_id, printf('bl-%08d', g.i), bench_shard(t.tenant_id, g.i), 'scheduled', 1,
           p.firstAt + g.i * p.stepMs, p.firstAt + g.i * p.stepMs, t.destination, '{"fireAt":' || (p.firstAt + g.i * p.stepMs) || '}',
-          t.headers, NULL, t.retry, NULL, t.tags, 0, bench_hash(g.i), t.created_at, t.created_at
+          t.headers, NULL, t.retry, NULL, t.tags, 0, bench_hash(g.i), t.created_at, t.created_at, t.queue, t.type, t.pull
       FROM p, g, (SELECT * FROM events WHERE id = @template) t`);
-    const transitions = db.prepare(`INSERT INTO transitions (tenant_id, event_id, seq, at, kind, from_state, to_state, attempt)
-      SELECT tenant_id, id, 1, created_at, 'created', NULL, 'scheduled', 0 FROM events WHERE seq > @afterSeq`);
-    const lastSeq = db.prepare('SELECT max(seq) AS s FROM events');
     const chunk = db.transaction((from: number, to: number) => {
-      const afterSeq = (lastSeq.get() as { s: number }).s;
       events.run({ from, to, firstAt: spec.firstAt, stepMs: spec.stepMs, template: TEMPLATE_ID });
-      transitions.run({ afterSeq });
     });
     for (let from = 0; from < spec.n; from += CHUNK) {
       chunk(from, Math.min(spec.n, from + CHUNK));
@@ -142,17 +139,12 @@ export async function fillPostgres(schema: string, spec: BacklogSpec, onProgress
     const fireAt = `($3::bigint + (k - 1 + $2::bigint) * $4::bigint)`;
     const id = `('bl-' || lpad((k - 1 + $2::bigint)::text, 8, '0'))`;
     const hashed = `'{"destination":"${BACKLOG_DESTINATION}","fireAt":' || ${fireAt} || ',"id":"' || ${id} || '","payload":{"fireAt":' || ${fireAt} || '}}'`;
-    const sql = `WITH inserted AS (
-        INSERT INTO events (tenant_id, id, shard, state, version, fire_at, due_at, destination, payload, headers, grp,
-            retry, expire_at, tags, attempts, request_hash, created_at, updated_at)
+    const sql = `INSERT INTO events (tenant_id, id, shard, state, version, fire_at, due_at, destination, payload, headers, grp,
+            retry, expire_at, tags, attempts, request_hash, created_at, updated_at, queue, type, pull)
         SELECT t.tenant_id, ${id}, s.shard, 'scheduled', 1, ${fireAt}, ${fireAt}, t.destination,
             '{"fireAt":' || ${fireAt} || '}', t.headers, NULL, t.retry, NULL, t.tags, 0,
-            encode(sha256(convert_to(${hashed}, 'UTF8')), 'hex'), t.created_at, t.created_at
-        FROM unnest($1::int[]) WITH ORDINALITY AS s(shard, k), (SELECT * FROM events WHERE id = $5) t
-        RETURNING tenant_id, id, created_at
-      )
-      INSERT INTO transitions (tenant_id, event_id, seq, at, kind, from_state, to_state, attempt)
-      SELECT tenant_id, id, 1, created_at, 'created', NULL, 'scheduled', 0 FROM inserted`;
+            encode(sha256(convert_to(${hashed}, 'UTF8')), 'hex'), t.created_at, t.created_at, t.queue, t.type, t.pull
+        FROM unnest($1::int[]) WITH ORDINALITY AS s(shard, k), (SELECT * FROM events WHERE id = $5) t`;
     const rebuild = await dropIndexes(client);
     for (let from = 0; from < spec.n; from += CHUNK) {
       const to = Math.min(spec.n, from + CHUNK);

@@ -7,7 +7,8 @@
  *   node --import tsx src/store/measure-retention.ts sqlite|postgres [finished events, default 1000000]
  *
  * 1. Fill: N events of tenant `old`, inserted, claimed and succeeded through the store (each with
- *    3 transitions), finished at 2026-01-01, so every one is past any retention period.
+ *    3 trace entries, 2 of them rows: `created` is read from the event row), finished at 2026-01-01,
+ *    so every one is past any retention period.
  * 2. A firing stream runs throughout: every 10 ms, claim the 10 events inserted on the previous tick
  *    (tenant `live`), record them succeeded, insert 10 more (1,000 fires/s). Lateness of a tick =
  *    when its claim returned minus when the tick was due.

@@ -2,7 +2,8 @@
  * The event writes of the PostgreSQL backend. Each state change is ONE statement of queries.ts
  * that updates the event(s) and appends their transitions, so each is atomic without a
  * transaction of its own; only inserts open one, when their tenants' durability is relaxed. A
- * transition's seq is the version its change produced (1 = created).
+ * transition's seq is the version its change produced (1 = created, which is not stored: the
+ * trace reads it from the event row, queries.ts transitionList).
  */
 import type pg from 'pg';
 import type { EventRecord, EventState } from '../../core/event.ts';

@@ -319,9 +319,6 @@ export const SQL = {
       FROM input ORDER BY tenant_id, id, ord
       ON CONFLICT (tenant_id, id) DO NOTHING
       RETURNING tenant_id, id, seq
-    ), traced AS (
-      INSERT INTO transitions (tenant_id, event_id, seq, at, kind, from_state, to_state, attempt)
-      SELECT tenant_id, id, 1, $13, 'created', NULL, 'scheduled', 0 FROM inserted
     )
     SELECT tenant_id, id, seq FROM inserted`,
   // ($1 tenantIds text[], $2 ids text[]) → EventRow[] of those that exist (any order).
@@ -654,9 +651,16 @@ export const SQL = {
       WHERE tenant_id = t.id AND state = 'scheduled' AND due_at >= $1::bigint AND due_at < $2::bigint) e
     GROUP BY 1, 2`,
 
-  // ($1 tenantId, $2 eventId, $3 afterSeq, $4 limit) → TransitionRow[] in trace order.
+  // ($1 tenantId, $2 eventId, $3 afterSeq, $4 limit) → TransitionRow[] in trace order: the stored
+  // transitions and the `created` one (seq 1), read from the event row. An insert stores no
+  // transition (a heap tuple, a key and their WAL per event); stores written before hold it as a
+  // row, which then answers instead.
   transitionList: `SELECT ${TRANSITION_COLUMNS} FROM transitions
     WHERE tenant_id = $1 AND event_id = $2 AND seq > $3
+    UNION ALL
+    SELECT tenant_id, id, 1, created_at, 'created', NULL, 'scheduled', 0, NULL, NULL, NULL, NULL, NULL
+    FROM events WHERE tenant_id = $1 AND id = $2 AND $3::int < 1
+      AND NOT EXISTS (SELECT 1 FROM transitions WHERE tenant_id = $1 AND event_id = $2 AND seq = 1)
     ORDER BY seq LIMIT $4`,
 
   // () → LeaderLeaseRow | no row: the lease as stored, expired or not.

@@ -2,7 +2,8 @@
  * The event writes of the SQLite backend. Each function runs inside one transaction opened by the
  * caller (SqliteStore) and appends exactly one transition per event it changes. The transition's
  * seq is the version the change produced: version 1 is `created`, and every change adds one to
- * both, so a trace is numbered 1, 2, 3, ... without a counter of its own.
+ * both, so a trace is numbered 1, 2, 3, ... without a counter of its own. The `created`
+ * transition itself is not stored: the trace reads it from the event row (queries.ts).
  */
 import type { EventRecord, EventState, TransitionRecord } from '../../core/event.ts';
 import { queueOf } from '../../core/queue.ts';
@@ -86,20 +87,12 @@ function pushInsertBinds(out: (string | number | null)[], rows: readonly (string
 /**
  * Inserts each encoded event, or reports the stored one (the first of a batch wins a repeated
  * id). The events go in multi-row statements of EVENT_INSERT_CHUNKS rows while enough are left,
- * then one by one. The `created` transitions of the inserted rows are appended by one statement
- * at the end, over the seq range this call inserted (nothing else writes in the transaction).
+ * then one by one. No transition is written: `created` is read from the row.
  */
 export function insertRows(q: Queries, rows: readonly (string | number | null)[], now: number): InsertRowsResult {
   const n = rows.length / INSERT_ROW_FIELDS;
   const seqs = new Array<number>(n).fill(0);
   const others: InsertRowsResult['others'] = [];
-  let firstSeq = Infinity;
-  let lastSeq = 0;
-  const inserted = (i: number, seq: number) => {
-    seqs[i] = seq;
-    if (seq < firstSeq) firstSeq = seq;
-    if (seq > lastSeq) lastSeq = seq;
-  };
   const binds: (string | number | null)[] = [];
   for (let i = 0; i < n; ) {
     const k = EVENT_INSERT_CHUNKS.find((size) => size <= n - i) ?? 1;
@@ -107,7 +100,7 @@ export function insertRows(q: Queries, rows: readonly (string | number | null)[]
     for (let j = i; j < i + k; j++) pushInsertBinds(binds, rows, j, now);
     if (k === 1) {
       const r = q.eventInsert.run(binds);
-      if (r.changes === 1) inserted(i, Number(r.lastInsertRowid));
+      if (r.changes === 1) seqs[i] = Number(r.lastInsertRowid);
     } else {
       // RETURNING answers the inserted rows in no set order: match them by id. A repeated id in
       // the chunk was inserted once, for its first occurrence.
@@ -118,7 +111,7 @@ export function insertRows(q: Queries, rows: readonly (string | number | null)[]
         const seq = seqById.get(id);
         if (seq === undefined) continue;
         seqById.delete(id);
-        inserted(j, seq);
+        seqs[j] = seq;
       }
     }
     for (let j = i; j < i + k; j++) {
@@ -130,7 +123,6 @@ export function insertRows(q: Queries, rows: readonly (string | number | null)[]
     }
     i += k;
   }
-  if (lastSeq !== 0) q.transitionInsertCreated.run(firstSeq, lastSeq);
   return { seqs, others };
 }
 
