@@ -74,6 +74,12 @@ export function listCases(ctx: SuiteContext): void {
     assert.deepEqual(await ids({ fromMs: T0 + 4 * SEC }), ['e', 'd']);
     assert.deepEqual(await ids({ toMs: T0 + 2 * SEC }), ['a']);
     assert.deepEqual(await ids({ state: 'scheduled', destination: 'orders', group: 'g1', fromMs: T0 + 2 * SEC }), ['d']);
+    // A destination changed by an update is listed under its new name only.
+    const moved = await store.eventUpdate({ tenantId, id: 'd', now: T0 + 1, patch: { destination: { name: 'billing' } } });
+    assert.equal(moved.kind, 'ok');
+    assert.deepEqual(await ids({ destination: 'orders' }), ['e', 'a']);
+    assert.deepEqual(await ids({ destination: 'billing' }), ['d', 'b']);
+    assert.deepEqual(await ids({ state: 'scheduled', destination: 'billing', group: 'g1' }), ['d']);
   });
 
   it('examines a bounded stretch per page for a filter no index serves, and still returns every match once', async () => {

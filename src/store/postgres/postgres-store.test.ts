@@ -199,17 +199,17 @@ if (unreachable !== null) {
       await withStore(async (store, schema) => {
         // 200k rows of one tenant, never analyzed: the planner guesses the tenant at 0.5% of them.
         await admin.query(`INSERT INTO "${schema}".events (seq, tenant_id, id, shard, state, version, fire_at, due_at,
-            destination, payload, headers, grp, tags, request_hash, created_at, updated_at, type)
+            destination, payload, headers, grp, tags, request_hash, created_at, updated_at, type, queue)
           SELECT i, 'one', 'e' || i, i % 256, (ARRAY['scheduled','succeeded','archived'])[1 + i % 3], 1, i, i,
             '{"name":"orders"}', '{}', '{}', CASE WHEN i % 10 = 0 THEN 'g' || (i % 100) END, '{}', 'h', 0, 0,
-            CASE WHEN i % 7 = 0 THEN 't' || (i % 3) END
+            CASE WHEN i % 7 = 0 THEN 't' || (i % 3) END, 'name:orders'
           FROM generate_series(1, 200000) AS i`);
         const top = ['one', Number.MAX_SAFE_INTEGER];
         const walks: [QueryName, string, unknown[]][] = [
           ['eventListByTenant', 'events_tenant_seq', [...top, null, null, null, null, null, 1_001, 1_001, null]],
           ['eventListByTenant', 'events_tenant_seq', [...top, null, null, null, 5, 50, LIST_EXAMINED_ROWS_MAX, 101, null]],
           ['eventListByState', 'events_tenant_state_seq', [...top, 'scheduled', null, null, null, null, 1_001, 1_001, null]],
-          ['eventListByDestination', 'events_tenant_destination_seq', [...top, 'succeeded', 'orders', null, null, null, LIST_EXAMINED_ROWS_MAX, 101, null]],
+          ['eventListByDestination', 'events_tenant_queue_seq', [...top, 'succeeded', 'orders', null, null, null, LIST_EXAMINED_ROWS_MAX, 101, null]],
           ['eventListByGroup', 'events_tenant_grp_seq', [...top, null, null, 'g10', null, null, 1_001, 1_001, null]],
           ['eventListByType', 'events_tenant_type_seq', [...top, null, null, null, null, null, 1_001, 1_001, 't1']],
         ];

@@ -199,14 +199,14 @@ function dueSkip(shardsFrom: string): string {
     ORDER BY due_at, tenant_id, id`;
 }
 
-/** The destination name of a row, in the exact spelling of events_tenant_destination_seq. */
-const DESTINATION_NAME = `((destination::json) ->> 'name')`;
+/** The queue of the events of the named destination $4 (core/queue.ts: `name:<destination>`). */
+const DESTINATION_QUEUE = `'name:' || $4::text`;
 
 /** Per eventList key: the range of the index a page walks (tenant_id, <key>, seq). */
 const LIST_RANGES: Record<ListKey, string> = {
   tenant: 'tenant_id = $1',
   state: 'tenant_id = $1 AND state = $3::text',
-  destination: `tenant_id = $1 AND ${DESTINATION_NAME} = $4::text`,
+  destination: `tenant_id = $1 AND queue = ${DESTINATION_QUEUE}`,
   group: 'tenant_id = $1 AND grp = $5::text',
   type: 'tenant_id = $1 AND type = $10::text AND type IS NOT NULL',
 };
@@ -218,7 +218,7 @@ function listSql(key: ListKey): string {
     ), hits AS (
       SELECT * FROM walk
       WHERE ($3::text IS NULL OR state = $3::text)
-        AND ($4::text IS NULL OR ${DESTINATION_NAME} = $4::text)
+        AND ($4::text IS NULL OR queue = ${DESTINATION_QUEUE})
         AND ($5::text IS NULL OR grp = $5::text)
         AND ($10::text IS NULL OR type = $10::text)
         AND ($6::bigint IS NULL OR fire_at >= $6::bigint)

@@ -97,14 +97,14 @@ const PULL_CLAIM_PAGE = (index: string, typeTerm: string) => `SELECT ${EVENT_COL
       AND e.pull = 1 AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
     ORDER BY e.due_at, e.id LIMIT @max`;
 
-/** The destination name of a row, in the exact spelling of events_tenant_destination_seq. */
-const DESTINATION_NAME = `json_extract(destination, '$.name')`;
+/** The queue of the events of the named destination @destination (core/queue.ts: `name:<destination>`). */
+const DESTINATION_QUEUE = `'name:' || @destination`;
 
 /** Per eventList key: the index a page walks (forced: the planner has no statistics to go by) and its range. */
 const LIST_WALKS: Record<ListKey, { index: string; range: string }> = {
   tenant: { index: 'events_tenant_seq', range: 'tenant_id = @tenantId' },
   state: { index: 'events_tenant_state_seq', range: 'tenant_id = @tenantId AND state = @state' },
-  destination: { index: 'events_tenant_destination_seq', range: `tenant_id = @tenantId AND ${DESTINATION_NAME} = @destination` },
+  destination: { index: 'events_tenant_queue_seq', range: `tenant_id = @tenantId AND queue = ${DESTINATION_QUEUE}` },
   group: { index: 'events_tenant_grp_seq', range: 'tenant_id = @tenantId AND grp = @group' },
   type: { index: 'events_tenant_type_seq', range: 'tenant_id = @tenantId AND type = @type' },
 };
@@ -119,7 +119,7 @@ function listSql(key: ListKey): string {
   return `SELECT ${EVENT_COLUMNS} FROM events
     WHERE seq IN (${listWalk(key)})
       AND (@state IS NULL OR state = @state)
-      AND (@destination IS NULL OR ${DESTINATION_NAME} = @destination)
+      AND (@destination IS NULL OR queue = ${DESTINATION_QUEUE})
       AND (@group IS NULL OR grp = @group)
       AND (@type IS NULL OR type = @type)
       AND (@fromMs IS NULL OR fire_at >= @fromMs)

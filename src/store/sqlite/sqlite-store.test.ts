@@ -165,7 +165,7 @@ describe('SqliteStore specifics', () => {
       const walks: [keyof typeof SQL, string][] = [
         ['eventListByTenant', 'events_tenant_seq'],
         ['eventListByState', 'events_tenant_state_seq'],
-        ['eventListByDestination', 'events_tenant_destination_seq'],
+        ['eventListByDestination', 'events_tenant_queue_seq'],
         ['eventListByGroup', 'events_tenant_grp_seq'],
         ['eventListByType', 'events_tenant_type_seq'],
         ['eventListWalkType', 'events_tenant_type_seq'],
