@@ -12,6 +12,7 @@ import { after, describe, it } from 'node:test';
 import pg from 'pg';
 import type { EventRecord } from '../../core/event.ts';
 import { runStoreConformance } from '../conformance/store-conformance.ts';
+import { checkCreatedTransitionReadFromRow } from '../conformance/created-transition.ts';
 import { insertAll, newEvent, T0, SEC } from '../conformance/fixtures.ts';
 import type { NewEvent } from '../store.ts';
 import { createPool } from './db.ts';
@@ -100,25 +101,13 @@ if (unreachable !== null) {
 
     it('stores no `created` transition: the trace reads it from the event row, or from the row a store written before holds', async () => {
       await withStore(async (store, schema) => {
-        const now = Date.now();
-        await store.tenantCreate({ id: 't', name: 't', settings: {}, createdAt: now });
-        const event = (id: string) => ({
-          tenantId: 't', id, shard: 0, fireAt: now, destination: { name: 'd' }, payload: '{}', headers: {},
-          group: null, retry: null, expireAt: null, tags: {}, type: null, requestHash: '',
+        await checkCreatedTransitionReadFromRow(store, {
+          transitionRows: async () => (await admin.query(`SELECT count(*)::int AS n FROM "${schema}".transitions`)).rows[0].n,
+          insertLegacyCreated: async (tenantId, eventId, at) => {
+            await admin.query(`INSERT INTO "${schema}".transitions (tenant_id, event_id, seq, at, kind, from_state, to_state, attempt)
+              VALUES ($1, $2, 1, $3, 'created', NULL, 'scheduled', 0)`, [tenantId, eventId, at]);
+          },
         });
-        await store.eventInsertMany({ events: [event('fresh'), event('legacy')], now });
-        assert.equal((await admin.query(`SELECT count(*)::int AS n FROM "${schema}".transitions`)).rows[0].n, 0, 'the insert wrote no transition');
-        await admin.query(`INSERT INTO "${schema}".transitions (tenant_id, event_id, seq, at, kind, from_state, to_state, attempt)
-          VALUES ('t', 'legacy', 1, $1, 'created', NULL, 'scheduled', 0)`, [now - 5]);
-        const created = { kind: 'created', fromState: null, toState: 'scheduled', attempt: 0, status: null, error: null, durationMs: null, latenessMs: null, detail: null };
-        assert.deepEqual(await store.transitionList({ tenantId: 't', eventId: 'fresh', limit: 10 }), [{ tenantId: 't', eventId: 'fresh', seq: 1, at: now, ...created }]);
-        assert.deepEqual(await store.transitionList({ tenantId: 't', eventId: 'legacy', limit: 10 }), [{ tenantId: 't', eventId: 'legacy', seq: 1, at: now - 5, ...created }]);
-        const [claimed] = await store.eventClaim({ refs: [{ tenantId: 't', id: 'fresh', version: 1 }], now: now + 1, owner: 'n', leaseUntil: now + 60_000 });
-        assert.equal(claimed.version, 2);
-        assert.deepEqual((await store.transitionList({ tenantId: 't', eventId: 'fresh', limit: 10 })).map((t) => [t.seq, t.kind]), [[1, 'created'], [2, 'state']]);
-        assert.deepEqual((await store.transitionList({ tenantId: 't', eventId: 'fresh', afterSeq: 1, limit: 10 })).map((t) => t.seq), [2]);
-        assert.deepEqual((await store.transitionList({ tenantId: 't', eventId: 'fresh', limit: 1 })).map((t) => t.seq), [1]);
-        assert.deepEqual(await store.transitionList({ tenantId: 't', eventId: 'none', limit: 10 }), []);
       });
     });
 

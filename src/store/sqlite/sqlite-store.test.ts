@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { runStoreConformance } from '../conformance/store-conformance.ts';
+import { checkCreatedTransitionReadFromRow } from '../conformance/created-transition.ts';
 import { LEGACY_PID_FILE_NAME, LOCK_FILE_NAME } from './data-dir-lock.ts';
 import { READER_SQL, SQL } from './queries.ts';
 import { openSqliteStore } from './sqlite-store.ts';
@@ -109,26 +110,13 @@ describe('SqliteStore specifics', () => {
     const store = await openSqliteStore({ dataDir: tempDir() });
     try {
       const db = (store as unknown as { db: import('better-sqlite3').Database }).db;
-      const now = Date.now();
-      await store.tenantCreate({ id: 't', name: 't', settings: {}, createdAt: now });
-      const event = (id: string) => ({
-        tenantId: 't', id, shard: 0, fireAt: now, destination: { name: 'd' }, payload: '{}', headers: {},
-        group: null, retry: null, expireAt: null, tags: {}, type: null, requestHash: '',
+      await checkCreatedTransitionReadFromRow(store, {
+        transitionRows: async () => (db.prepare('SELECT count(*) AS n FROM transitions').get() as { n: number }).n,
+        insertLegacyCreated: async (tenantId, eventId, at) => {
+          db.prepare(`INSERT INTO transitions (tenant_id, event_id, seq, at, kind, from_state, to_state, attempt)
+            VALUES (?, ?, 1, ?, 'created', NULL, 'scheduled', 0)`).run(tenantId, eventId, at);
+        },
       });
-      await store.eventInsertMany({ events: [event('fresh'), event('legacy')], now });
-      assert.equal((db.prepare('SELECT count(*) AS n FROM transitions').get() as { n: number }).n, 0, 'the insert wrote no transition');
-      // As a store written before holds it (a distinct `at`, to tell which answers).
-      db.prepare(`INSERT INTO transitions (tenant_id, event_id, seq, at, kind, from_state, to_state, attempt)
-        VALUES ('t', 'legacy', 1, ?, 'created', NULL, 'scheduled', 0)`).run(now - 5);
-      const created = { kind: 'created', fromState: null, toState: 'scheduled', attempt: 0, status: null, error: null, durationMs: null, latenessMs: null, detail: null };
-      assert.deepEqual(await store.transitionList({ tenantId: 't', eventId: 'fresh', limit: 10 }), [{ tenantId: 't', eventId: 'fresh', seq: 1, at: now, ...created }]);
-      assert.deepEqual(await store.transitionList({ tenantId: 't', eventId: 'legacy', limit: 10 }), [{ tenantId: 't', eventId: 'legacy', seq: 1, at: now - 5, ...created }]);
-      const [claimed] = await store.eventClaim({ refs: [{ tenantId: 't', id: 'fresh', version: 1 }], now: now + 1, owner: 'n', leaseUntil: now + 60_000 });
-      assert.equal(claimed.version, 2);
-      assert.deepEqual((await store.transitionList({ tenantId: 't', eventId: 'fresh', limit: 10 })).map((t) => [t.seq, t.kind]), [[1, 'created'], [2, 'state']]);
-      assert.deepEqual((await store.transitionList({ tenantId: 't', eventId: 'fresh', afterSeq: 1, limit: 10 })).map((t) => t.seq), [2]);
-      assert.deepEqual((await store.transitionList({ tenantId: 't', eventId: 'fresh', limit: 1 })).map((t) => t.seq), [1]);
-      assert.deepEqual(await store.transitionList({ tenantId: 't', eventId: 'none', limit: 10 }), []);
     } finally {
       await store.close();
     }
