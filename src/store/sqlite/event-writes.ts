@@ -75,7 +75,7 @@ export interface InsertRowsResult {
   others: { index: number; result: Exclude<S.EventInsertResult, { kind: 'created' }> }[];
 }
 
-/** The bind values of eventInsertSql for encoded event `i` (EVENT_INSERT_BINDS of them), appended to `out`. */
+/** The 19 bind values of one VALUES tuple of eventInsertSql for encoded event `i`, appended to `out`. */
 function pushInsertBinds(out: (string | number | null)[], rows: readonly (string | number | null)[], i: number, now: number): void {
   const o = i * INSERT_ROW_FIELDS;
   out.push(

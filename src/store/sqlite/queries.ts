@@ -141,12 +141,9 @@ const CREATED_TRANSITION = `SELECT tenant_id, id, 1, created_at, 'created', NULL
     FROM events WHERE tenant_id = @tenantId AND id = @eventId AND @afterSeq < 1
       AND NOT EXISTS (SELECT 1 FROM transitions WHERE tenant_id = @tenantId AND event_id = @eventId AND seq = 1)`;
 
-/** Bind values per row of eventInsertSql, in its order. */
-export const EVENT_INSERT_BINDS = 19;
-
 /**
- * The insert of `rows` events in one statement (`rows` VALUES tuples of EVENT_INSERT_BINDS values
- * each). With more than one row it answers the rows it inserted as [seq, id] (RETURNING, in no
+ * The insert of `rows` events in one statement (`rows` VALUES tuples of 19 bind values each, in
+ * the order of event-writes.ts pushInsertBinds). With more than one row it answers the rows it inserted as [seq, id] (RETURNING, in no
  * particular order); a row whose (tenant, id) is stored already is skipped. One statement per
  * chunk of events instead of one per event: measured here, 10.7-11.1 against 11.8-12.3 µs of
  * store CPU per inserted event (batches of 1,000, every index), the per-call and per-statement
