@@ -1,6 +1,5 @@
-#!/usr/bin/env -S node --max-semi-space-size=32
-// The `belfry` executable: teaches Node TypeScript through tsx, then hands argv to the CLI. Node's
-// flags in the line above are src/node/node-flags.ts's (node-flags.test.ts keeps them the same).
+#!/usr/bin/env node
+// The `belfry` executable: teaches Node TypeScript through tsx, then hands argv to the CLI.
 import { register } from 'tsx/esm/api';
 
 register();

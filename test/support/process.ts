@@ -2,7 +2,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { NODE_FLAGS } from '../../src/node/node-flags.ts';
 
 export const BIN = fileURLToPath(new URL('../../bin/belfry.mjs', import.meta.url));
 /** Bounds on every wait: a node that cannot start or stop fails the test instead of hanging it. */
@@ -20,16 +19,15 @@ export interface NodeProcess {
 }
 
 /**
- * Node's own flags for every node process started here: the ones a node runs with (NODE_FLAGS,
- * as `npm start` and bin/belfry.mjs give them), then BELFRY_NODE_FLAGS (space-separated), e.g.
- * `BELFRY_NODE_FLAGS='--cpu-prof --cpu-prof-dir=/tmp/prof' npm run bench -- fire` to profile the
- * node (Node refuses --cpu-prof in NODE_OPTIONS).
+ * Node's own flags for every node process started here, from BELFRY_NODE_FLAGS (space-separated),
+ * e.g. `BELFRY_NODE_FLAGS='--cpu-prof --cpu-prof-dir=/tmp/prof' npm run bench -- fire` to profile
+ * the node (Node refuses --cpu-prof in NODE_OPTIONS).
  */
-const PROCESS_NODE_FLAGS = [...NODE_FLAGS, ...(process.env.BELFRY_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '')];
+const NODE_FLAGS = (process.env.BELFRY_NODE_FLAGS ?? '').split(' ').filter((f) => f !== '');
 
 /** Starts `belfry start <args>` and resolves once it logs the port it listens on, or rejects at the deadline. */
 export async function startNodeProcess(args: string[], env: Record<string, string> = {}): Promise<NodeProcess> {
-  const child = spawn(process.execPath, [...PROCESS_NODE_FLAGS, BIN, 'start', '--port', '0', ...args], {
+  const child = spawn(process.execPath, [...NODE_FLAGS, BIN, 'start', '--port', '0', ...args], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, ...env },
   });
