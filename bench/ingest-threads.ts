@@ -1,0 +1,56 @@
+/**
+ * The batch step of the ingest scenario alone, on a fresh Belfry node, with each of the node's
+ * threads' busy share over the step (belfry_thread_busy_seconds_total): which thread bounds ingest.
+ * N events in batches of 1,000, 4 in flight, as `npm run bench -- ingest` sends them. Prints one JSON line.
+ *
+ *   node --import tsx bench/ingest-threads.ts [sqlite|postgres] [--n 200000] [--minimal]
+ *
+ * --minimal: the batches ask for `Prefer: return=minimal` (no echo of the events).
+ */
+import { parseArgs } from 'node:util';
+import { createBelfryStore, startBenchNode } from './lib/node.ts';
+import { batchBodies, postBatch, type BatchTally } from './lib/schedule.ts';
+import { runConcurrently } from './lib/http.ts';
+import { NOWHERE_URL } from './systems/belfry.ts';
+import { scrapeMetrics } from '../test/support/metrics.ts';
+
+const { values, positionals } = parseArgs({ allowPositionals: true, options: { n: { type: 'string', default: '200000' }, minimal: { type: 'boolean', default: false } } });
+const kind = (positionals[0] ?? 'sqlite') as 'sqlite' | 'postgres';
+if (kind !== 'sqlite' && kind !== 'postgres') throw new Error('the store is sqlite or postgres');
+const n = Number(values.n);
+const BATCH_CONCURRENCY = 4;
+
+const store = await createBelfryStore(kind);
+const node = await startBenchNode(store);
+try {
+  await node.putDestination('d', NOWHERE_URL, 256);
+  const client = node.client(BATCH_CONCURRENCY * 2);
+  const headers = values.minimal ? { prefer: 'return=minimal' } : undefined;
+  const dueAt = Date.now() + 86_400_000;
+  const make = (prefix: string) => (i: number) => ({ id: `${prefix}${i}`, fireAt: dueAt + i, destination: 'd', payload: { fireAt: dueAt + i } });
+  const post = async (bodies: string[]): Promise<BatchTally> => {
+    const tally: BatchTally = { acknowledged: 0, failed: 0 };
+    await runConcurrently(bodies.length, BATCH_CONCURRENCY, (i) => postBatch(client, bodies[i], tally, headers));
+    return tally;
+  };
+  const busy = async (): Promise<Record<string, number>> => {
+    const samples = await scrapeMetrics(node.url);
+    return Object.fromEntries([...samples].flatMap(([name, v]) => {
+      const m = /^belfry_thread_busy_seconds_total\{thread="([^"]+)"\}$/.exec(name);
+      return m ? [[m[1], v]] : [];
+    }));
+  };
+  await post(batchBodies(5_000, make('w'))); // warm-up: JIT, connections
+  const bodies = batchBodies(n, make('b'));
+  const [busy0, cpu0, t0] = [await busy(), node.cpuSeconds(), performance.now()];
+  const tally = await post(bodies);
+  const [ms, cpu1, busy1] = [performance.now() - t0, node.cpuSeconds(), await busy()];
+  const threads = Object.fromEntries(Object.keys(busy1).map((k) => [k, `${Math.round(((busy1[k] - (busy0[k] ?? 0)) / (ms / 1_000)) * 100)}%`]));
+  console.log(JSON.stringify({
+    store: kind, n, minimal: values.minimal, eventsPerSecond: Math.round((tally.acknowledged / ms) * 1_000), failed: tally.failed,
+    nodeCpuUsPerEvent: +(((cpu1 - cpu0) / tally.acknowledged) * 1e6).toFixed(1), threadsBusy: threads,
+  }));
+} finally {
+  await node.stop();
+  await store.dispose();
+}
