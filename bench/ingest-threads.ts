@@ -9,9 +9,8 @@
  */
 import { parseArgs } from 'node:util';
 import { createBelfryStore, startBenchNode } from './lib/node.ts';
-import { batchBodies, postBatch, type BatchTally } from './lib/schedule.ts';
-import { runConcurrently } from './lib/http.ts';
-import { NOWHERE_URL } from './systems/belfry.ts';
+import { batchBodies, postBatches } from './lib/schedule.ts';
+import { belfryEventBody, NOWHERE_URL } from './systems/belfry.ts';
 import { scrapeMetrics } from '../test/support/metrics.ts';
 
 const { values, positionals } = parseArgs({ allowPositionals: true, options: { n: { type: 'string', default: '200000' }, minimal: { type: 'boolean', default: false } } });
@@ -27,12 +26,8 @@ try {
   const client = node.client(BATCH_CONCURRENCY * 2);
   const headers = values.minimal ? { prefer: 'return=minimal' } : undefined;
   const dueAt = Date.now() + 86_400_000;
-  const make = (prefix: string) => (i: number) => ({ id: `${prefix}${i}`, fireAt: dueAt + i, destination: 'd', payload: { fireAt: dueAt + i } });
-  const post = async (bodies: string[]): Promise<BatchTally> => {
-    const tally: BatchTally = { acknowledged: 0, failed: 0 };
-    await runConcurrently(bodies.length, BATCH_CONCURRENCY, (i) => postBatch(client, bodies[i], tally, headers));
-    return tally;
-  };
+  const make = (prefix: string) => (i: number) => belfryEventBody({ id: `${prefix}${i}`, fireAt: dueAt + i }, 'd');
+  const post = (bodies: string[]) => postBatches(client, bodies, BATCH_CONCURRENCY, headers);
   const busy = async (): Promise<Record<string, number>> => {
     const samples = await scrapeMetrics(node.url);
     return Object.fromEntries([...samples].flatMap(([name, v]) => {

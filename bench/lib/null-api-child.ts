@@ -6,7 +6,7 @@
  */
 import Fastify from 'fastify';
 import { toEventJson } from '../../src/api/event-json.ts';
-import type { EventRecord } from '../../src/core/event.ts';
+import { createdRecord } from '../../src/store/core/event-writes.ts';
 
 interface Body {
   id: string;
@@ -18,13 +18,11 @@ interface Body {
 const app = Fastify({ logger: false });
 app.post<{ Body: Body }>('/v1/events', async (request, reply) => {
   const b = request.body;
-  const now = Date.now();
-  const event: EventRecord = {
-    tenantId: 't', id: b.id, shard: 0, seq: 1, state: 'scheduled', version: 1, fireAt: b.fireAt, dueAt: b.fireAt,
-    destination: { name: b.destination }, queue: `name:${b.destination}`, payload: JSON.stringify(b.payload), headers: {}, group: null,
-    retry: null, expireAt: null, tags: {}, type: null, attempts: 0, lastStatus: null, lastError: null, requestHash: '',
-    createdAt: now, updatedAt: now, leaseOwner: null, leaseUntil: null,
-  };
+  const event = createdRecord(
+    { tenantId: 't', id: b.id, shard: 0, fireAt: b.fireAt, destination: { name: b.destination }, payload: JSON.stringify(b.payload), headers: {}, group: null, retry: null, expireAt: null, tags: {}, type: null, requestHash: '' },
+    1,
+    Date.now(),
+  );
   reply.status(201).header('etag', '"1"');
   return toEventJson(event);
 });

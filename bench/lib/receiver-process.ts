@@ -1,6 +1,6 @@
 /** Starts receiver-child.ts as a separate process and asks it for counts and statistics over IPC. */
 import type { ChildProcess } from 'node:child_process';
-import { forkTs } from './fork-ts.ts';
+import { firstMessage, forkTs } from './fork-ts.ts';
 import type { BenchChannel } from './bench-channel.ts';
 import type { ChildMessage, ChildRequest, ReceiverStats } from './receiver-child.ts';
 import { sleep } from './stats.ts';
@@ -27,7 +27,7 @@ export async function startReceiverProcess(channel: BenchChannel = 'http'): Prom
   // 'advanced' (structured clone): a million lateness samples cross as arrays, not JSON text.
   const child = forkTs(CHILD, [channel], { serialization: 'advanced' });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const { url, destination } = await firstMessage(child).catch((err: unknown) => {
+  const { url, destination } = await receiverReady(child).catch((err: unknown) => {
     child.kill('SIGKILL');
     throw err;
   });
@@ -70,14 +70,8 @@ export async function startReceiverProcess(channel: BenchChannel = 'http'): Prom
   };
 }
 
-function firstMessage(child: ChildProcess): Promise<{ url: string; destination: Record<string, unknown> | null }> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`receiver did not start within ${START_MS_MAX}ms`)), START_MS_MAX);
-    child.once('exit', (code) => reject(new Error(`receiver exited before ready (code ${code})`)));
-    child.once('message', (msg: ChildMessage) => {
-      clearTimeout(timer);
-      if ('url' in msg) resolve({ url: msg.url, destination: msg.destination });
-      else reject(new Error('receiver: unexpected first message'));
-    });
-  });
+async function receiverReady(child: ChildProcess): Promise<{ url: string; destination: Record<string, unknown> | null }> {
+  const msg = await firstMessage<ChildMessage>(child, 'receiver', START_MS_MAX);
+  if (!('url' in msg)) throw new Error('receiver: unexpected first message');
+  return { url: msg.url, destination: msg.destination };
 }

@@ -41,9 +41,9 @@ export async function postBatch(client: BenchClient, body: string, tally: BatchT
   }
 }
 
-/** Posts every body, `concurrency` requests at a time. */
-export async function postBatches(client: BenchClient, bodies: string[], concurrency: number): Promise<BatchTally> {
+/** Posts every body, `concurrency` requests at a time (with `headers` added). */
+export async function postBatches(client: BenchClient, bodies: string[], concurrency: number, headers?: Record<string, string>): Promise<BatchTally> {
   const tally: BatchTally = { acknowledged: 0, failed: 0 };
-  await runConcurrently(bodies.length, concurrency, (i) => postBatch(client, bodies[i], tally));
+  await runConcurrently(bodies.length, concurrency, (i) => postBatch(client, bodies[i], tally, headers));
   return tally;
 }

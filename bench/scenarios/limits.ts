@@ -18,7 +18,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Pool } from 'undici';
-import { forkTs } from '../lib/fork-ts.ts';
+import { firstMessage, forkTs } from '../lib/fork-ts.ts';
+import { belfryEventBody } from '../systems/belfry.ts';
 import { createClient, runConcurrently } from '../lib/http.ts';
 import { serviceCpu, serviceCpuSince } from '../lib/machine.ts';
 import { dropSchema, freshSchemaName, PG_URL } from '../lib/pg.ts';
@@ -68,18 +69,11 @@ async function httpPostRate(): Promise<Metric[]> {
 async function nullApiSingleRate(): Promise<Metric> {
   const child = forkTs(new URL('../lib/null-api-child.ts', import.meta.url));
   try {
-    const port = await new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`the do-nothing API did not start within ${NULL_API_START_MS_MAX} ms`)), NULL_API_START_MS_MAX);
-      child.once('message', (m: { port: number }) => {
-        clearTimeout(timer);
-        resolve(m.port);
-      });
-      child.once('exit', (code) => reject(new Error(`the do-nothing API exited (${code})`)));
-    });
+    const { port } = await firstMessage<{ port: number }>(child, 'the do-nothing API', NULL_API_START_MS_MAX);
     const client = createClient(`http://127.0.0.1:${port}`, 'none', NULL_API_CLIENTS);
     const dueAt = Date.now() + 86_400_000;
     const create = async (i: number) => {
-      const res = await client.call('POST', '/v1/events', JSON.stringify({ id: `n${i}`, fireAt: dueAt + i, destination: 'bench', payload: { fireAt: dueAt + i } }));
+      const res = await client.call('POST', '/v1/events', JSON.stringify(belfryEventBody({ id: `n${i}`, fireAt: dueAt + i }, 'bench')));
       if (res.status !== 201) throw new Error(`do-nothing API: HTTP ${res.status}`);
     };
     try {

@@ -9,6 +9,11 @@ export const BELFRY_MAX_CONCURRENCY = 256;
 /** A port nothing listens on: ingest scenarios schedule events due long after they end. */
 export const NOWHERE_URL = 'http://127.0.0.1:9/';
 
+/** The create body of a bench event as every Belfry step sends it: the due time in the payload too. */
+export function belfryEventBody(e: BenchEvent, destination: string) {
+  return { id: e.id, fireAt: e.fireAt, destination, payload: { fireAt: e.fireAt } };
+}
+
 async function scheduleOne(client: BenchClient, body: object): Promise<void> {
   const res = await client.call('POST', '/v1/events', JSON.stringify(body));
   if (res.status !== 201 && res.status !== 200) throw new Error(`HTTP ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
@@ -21,7 +26,7 @@ async function scheduleOne(client: BenchClient, body: object): Promise<void> {
 export function belfryOnNode(node: BenchNode, destination: string, connections: number, onStop: () => Promise<void>): System {
   const kind = node.store.kind;
   const client = node.client(connections);
-  const body = (e: BenchEvent) => ({ id: e.id, fireAt: e.fireAt, destination, payload: { fireAt: e.fireAt } });
+  const body = (e: BenchEvent) => belfryEventBody(e, destination);
   return {
     info: {
       key: kind === 'sqlite' ? 'belfry-sqlite' : 'belfry-postgres',
