@@ -11,6 +11,8 @@
  * --due interleaved: event i falls due at i mod 1,000 ms, so the events claimed together were
  *   inserted far apart (as in a store where events were scheduled long before they fall due).
  * --drop: drops these indexes first, to see what each costs.
+ * --insert-batch: events per insert transaction (1,000; group commit of single requests makes
+ *   transactions of about 20).
  *
  * Prints one JSON line. Its figures are wall-clock-free but not noise-free on a shared VM: repeat
  * and compare the lowest.
@@ -28,10 +30,13 @@ const { values } = parseArgs({
     n: { type: 'string', default: '100000' },
     due: { type: 'string', default: 'in-order' },
     drop: { type: 'string', default: '' },
+    'insert-batch': { type: 'string', default: '1000' },
   },
 });
 const n = Number(values.n);
 if (!(n >= 1_000) || n % 1_000 !== 0) throw new Error('--n must be a multiple of 1,000');
+const insertBatch = Number(values['insert-batch']);
+if (!(insertBatch >= 1) || 1_000 % insertBatch !== 0) throw new Error('--insert-batch must divide 1,000');
 if (values.due !== 'in-order' && values.due !== 'interleaved') throw new Error('--due is in-order or interleaved');
 
 const dir = mkdtempSync(join(tmpdir(), 'belfry-store-micro-'));
@@ -65,13 +70,14 @@ try {
     const text = readFileSync('/proc/self/io', 'utf8');
     return { w: Number(/wchar: (\d+)/.exec(text)![1]), r: Number(/rchar: (\d+)/.exec(text)![1]) };
   };
-  const phases: Record<string, { cpuUsPerEvent: number; kbWrittenPerEvent: number; kbReadPerEvent: number }> = {};
+  const phases: Record<string, { cpuUsPerEvent: number; wallUsPerEvent: number; kbWrittenPerEvent: number; kbReadPerEvent: number }> = {};
   async function phase(name: string, run: () => Promise<void>): Promise<void> {
-    const [c0, io0] = [cpuUs(), io()];
+    const [c0, io0, t0] = [cpuUs(), io(), performance.now()];
     await run();
-    const [c1, io1] = [cpuUs(), io()];
+    const [c1, io1, t1] = [cpuUs(), io(), performance.now()];
     phases[name] = {
       cpuUsPerEvent: +((c1 - c0) / n).toFixed(1),
+      wallUsPerEvent: +(((t1 - t0) * 1_000) / n).toFixed(1),
       kbWrittenPerEvent: +((io1.w - io0.w) / n / 1024).toFixed(2),
       kbReadPerEvent: +((io1.r - io0.r) / n / 1024).toFixed(2),
     };
@@ -79,8 +85,8 @@ try {
 
   const created: EventRecord[] = [];
   await phase('insert', async () => {
-    for (let i = 0; i < n; i += 1_000) {
-      const results = await store.eventInsertMany({ events: Array.from({ length: 1_000 }, (_, k) => newEvent(i + k)), now });
+    for (let i = 0; i < n; i += insertBatch) {
+      const results = await store.eventInsertMany({ events: Array.from({ length: insertBatch }, (_, k) => newEvent(i + k)), now });
       for (const r of results) created.push(r.event);
     }
   });
@@ -102,7 +108,7 @@ try {
     }
   });
   if (claimed.length !== n) throw new Error(`claimed ${claimed.length} of ${n}`);
-  console.log(JSON.stringify({ n, due: values.due, dropped: values.drop || null, ...phases }));
+  console.log(JSON.stringify({ n, due: values.due, insertBatch, dropped: values.drop || null, ...phases }));
   await store.close();
 } finally {
   rmSync(dir, { recursive: true, force: true });

@@ -144,6 +144,28 @@ export function insertCases(ctx: SuiteContext): void {
     }
   });
 
+  it('settles a batch mixing tenants that use the same ids, some stored already, each under its own tenant', async () => {
+    // 140 events alternating between two tenants, so every multi-row statement holds both
+    // tenants' copies of an id; one id is stored already for one tenant only.
+    const store = ctx.store();
+    const [a, b] = await twoTenants(store);
+    const storedB = await insertOne(store, newEvent(b, 'x7', { requestHash: 'stored' }));
+    const events = Array.from({ length: 140 }, (_, i) => newEvent(i % 2 === 0 ? a : b, `x${i >> 1}`, { requestHash: `h${i}`, payload: `{"i":${i}}` }));
+    const results = await store.eventInsertMany({ events, now: T0 });
+    const expected = events.map((e, i) => (i === 15 ? 'conflict' : 'created'));
+    assert.deepEqual(results.map((r) => r.kind), expected);
+    assert.deepEqual(results[15].event, storedB);
+    for (const [i, r] of results.entries()) {
+      if (r.kind !== 'created') continue;
+      assert.equal(r.event.tenantId, events[i].tenantId);
+      assert.equal(r.event.payload, `{"i":${i}}`);
+      assert.deepEqual(await mustGet(store, r.event.tenantId, r.event.id), r.event);
+    }
+    const seqs = results.filter((r) => r.kind === 'created').map((r) => r.event.seq);
+    assert.equal(new Set(seqs).size, seqs.length);
+    assert.deepEqual([...seqs].sort((x, y) => x - y), seqs, 'seq grows in batch order');
+  });
+
   it('keeps ids apart per tenant', async () => {
     const store = ctx.store();
     const [a, b] = await twoTenants(store);

@@ -75,45 +75,58 @@ export interface InsertRowsResult {
   others: { index: number; result: Exclude<S.EventInsertResult, { kind: 'created' }> }[];
 }
 
-/** The 19 bind values of one VALUES tuple of eventInsertSql for encoded event `i`, appended to `out`. */
-function pushInsertBinds(out: (string | number | null)[], rows: readonly (string | number | null)[], i: number, now: number): void {
+/** The 18 bind values of one VALUES tuple of eventInsertSql for encoded event `i`, appended to `out`. */
+function pushInsertBinds(out: (string | number | null)[], rows: readonly (string | number | null)[], i: number, now: number, pull: number): void {
   const o = i * INSERT_ROW_FIELDS;
   out.push(
     rows[o], rows[o + 1], rows[o + 2], rows[o + 3], rows[o + 3], rows[o + 4], rows[o + 5], rows[o + 6], rows[o + 7], rows[o + 8],
-    rows[o + 9], rows[o + 10], rows[o + 11], now, now, rows[o + 12], rows[o + 13], rows[o], rows[o + 14],
+    rows[o + 9], rows[o + 10], rows[o + 11], now, now, rows[o + 12], rows[o + 13], pull,
   );
 }
 
 /**
  * Inserts each encoded event, or reports the stored one (the first of a batch wins a repeated
  * id). The events go in multi-row statements of EVENT_INSERT_CHUNKS rows while enough are left,
- * then one by one. No transition is written: `created` is read from the row.
+ * then one by one. No transition is written: `created` is read from the row. Runs inside the
+ * caller's write transaction: nothing else inserts meanwhile, which the seqs below rely on.
+ *
+ * A statement answers no rows: one that inserted all its k rows gave them the k seqs up to its
+ * `lastInsertRowid`, in VALUES order (the AUTOINCREMENT rowid, one more than the largest yet, row
+ * by row). A statement that skipped a row (an id stored already, or repeated in the chunk) reads
+ * the chunk's rows back: a row newer than the largest seq before the statement is the one it
+ * inserted, for the first occurrence of its id.
  */
 export function insertRows(q: Queries, rows: readonly (string | number | null)[], now: number): InsertRowsResult {
   const n = rows.length / INSERT_ROW_FIELDS;
   const seqs = new Array<number>(n).fill(0);
   const others: InsertRowsResult['others'] = [];
   const binds: (string | number | null)[] = [];
+  const pullOf = pullLookup(q);
+  let seqMax: number | undefined;
   for (let i = 0; i < n; ) {
     const k = EVENT_INSERT_CHUNKS.find((size) => size <= n - i) ?? 1;
     binds.length = 0;
-    for (let j = i; j < i + k; j++) pushInsertBinds(binds, rows, j, now);
-    if (k === 1) {
-      const r = q.eventInsert.run(binds);
-      if (r.changes === 1) seqs[i] = Number(r.lastInsertRowid);
-    } else {
-      // RETURNING answers the inserted rows in no set order: match them by id. A repeated id in
-      // the chunk was inserted once, for its first occurrence.
-      const seqById = new Map<unknown, number>();
-      for (const [seq, id] of q.eventInsertChunk.get(k as (typeof EVENT_INSERT_CHUNKS)[number])!.all(binds)) seqById.set(id, seq);
+    for (let j = i; j < i + k; j++) {
+      const o = j * INSERT_ROW_FIELDS;
+      pushInsertBinds(binds, rows, j, now, pullOf(rows[o] as string, rows[o + 14] as string | null));
+    }
+    seqMax ??= q.eventSeqMax.get()!.seq;
+    const r = (k === 1 ? q.eventInsert : q.eventInsertChunk.get(k as (typeof EVENT_INSERT_CHUNKS)[number])!).run(binds);
+    const last = Number(r.lastInsertRowid);
+    if (r.changes === k) {
+      for (let j = 0; j < k; j++) seqs[i + j] = last - k + 1 + j;
+    } else if (r.changes > 0) {
+      const seen = new Set<string>();
       for (let j = i; j < i + k; j++) {
-        const id = rows[j * INSERT_ROW_FIELDS + 1];
-        const seq = seqById.get(id);
-        if (seq === undefined) continue;
-        seqById.delete(id);
-        seqs[j] = seq;
+        const o = j * INSERT_ROW_FIELDS;
+        const key = `${rows[o]}\u0000${rows[o + 1]}`;
+        if (seen.has(key)) continue;
+        seen.add(key);
+        const stored = q.eventGet.get(rows[o], rows[o + 1]);
+        if (stored && stored.seq > seqMax) seqs[j] = stored.seq;
       }
     }
+    if (r.changes > 0) seqMax = last;
     for (let j = i; j < i + k; j++) {
       if (seqs[j] !== 0) continue;
       const o = j * INSERT_ROW_FIELDS;
@@ -124,6 +137,21 @@ export function insertRows(q: Queries, rows: readonly (string | number | null)[]
     i += k;
   }
   return { seqs, others };
+}
+
+/** Whether each (tenant, destination name) is a registered pull destination: read once per pair per call. */
+function pullLookup(q: Queries): (tenantId: string, name: string | null) => number {
+  const known = new Map<string, number>();
+  return (tenantId, name) => {
+    if (name === null) return 0;
+    const key = `${tenantId}\u0000${name}`;
+    let pull = known.get(key);
+    if (pull === undefined) {
+      pull = q.destinationIsPull.get(tenantId, name) ? 1 : 0;
+      known.set(key, pull);
+    }
+    return pull;
+  };
 }
 
 /** The results of insertRows as the Store answers them: a created event's record is built from the event sent. */
