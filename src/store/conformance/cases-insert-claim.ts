@@ -17,6 +17,7 @@ import {
   SEC,
   T0,
   twoTenants,
+  uniqueShard,
   type SuiteContext,
 } from './fixtures.ts';
 
@@ -164,6 +165,58 @@ export function insertCases(ctx: SuiteContext): void {
     const seqs = results.filter((r) => r.kind === 'created').map((r) => r.event.seq);
     assert.equal(new Set(seqs).size, seqs.length);
     assert.deepEqual([...seqs].sort((x, y) => x - y), seqs, 'seq grows in batch order');
+  });
+
+  it('settles seeded random batches like a model: first occurrence wins, stored ids answer existing or conflict, pull follows the destination', async () => {
+    // Three tenants, ids from a small pool (repeats in a chunk, across chunks and across batches),
+    // two request hashes, events to a pull destination and to push ones mixed in every chunk.
+    const store = ctx.store();
+    const tenants = [await newTenant(store), await newTenant(store), await newTenant(store)];
+    await store.destinationPut({
+      destination: {
+        tenantId: tenants[0], name: 'inbox', secrets: [], createdAt: T0, updatedAt: T0,
+        config: { kind: 'pull', headers: {}, timeoutMs: 10_000, retry: null, rateLimitPerSecond: null, maxConcurrency: 20 },
+      },
+    });
+    const shard = uniqueShard();
+    let seed = 20261126;
+    const random = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    const model = new Map<string, { hash: string; seq: number }>();
+    let lastSeq = 0;
+    for (let round = 0; round < 3; round++) {
+      const events = Array.from({ length: 157 }, () => {
+        const tenantId = tenants[random(3)];
+        return newEvent(tenantId, `r${random(120)}`, { shard, requestHash: `h${random(2)}`, destination: { name: random(4) === 0 ? 'inbox' : 'orders' } });
+      });
+      const results = await store.eventInsertMany({ events, now: T0 + round });
+      for (const [i, e] of events.entries()) {
+        const key = `${e.tenantId}/${e.id}`;
+        const known = model.get(key);
+        const r = results[i];
+        if (!known) {
+          assert.equal(r.kind, 'created', `${key} (round ${round}, #${i})`);
+          assert.ok(r.event.seq > lastSeq, `${key}: seq grows in batch order`);
+          lastSeq = r.event.seq;
+          model.set(key, { hash: e.requestHash, seq: r.event.seq });
+          assert.deepEqual(await mustGet(store, e.tenantId, e.id), r.event);
+        } else {
+          assert.equal(r.kind, known.hash === e.requestHash ? 'existing' : 'conflict', `${key} (round ${round}, #${i})`);
+          assert.equal(r.event.seq, known.seq);
+        }
+      }
+    }
+    // The read-ahead lists the push events only: a created event to `inbox` of tenants[0] is pull.
+    const due = await store.eventListDue({ shards: [shard], after: null, untilMs: T0 + 3_600 * SEC, limit: 10_000 });
+    const listed = new Set(due.map((d) => `${d.tenantId}/${d.id}`));
+    for (const [key] of model) {
+      const [tenantId, id] = key.split('/');
+      const stored = await mustGet(store, tenantId, id);
+      const pull = tenantId === tenants[0] && 'name' in stored.destination && stored.destination.name === 'inbox';
+      assert.equal(listed.has(key), !pull, `${key}: ${pull ? 'pull, not listed' : 'push, listed'}`);
+    }
   });
 
   it('keeps ids apart per tenant', async () => {

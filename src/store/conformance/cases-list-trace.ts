@@ -52,6 +52,22 @@ export function listCases(ctx: SuiteContext): void {
     assert.deepEqual(one.events[0], await mustGet(store, tenantId, 'n7'));
   });
 
+  it('lists events of every state in one seq order, paging across states', async () => {
+    // Interleaved states, so a page that walks states one by one would come back out of order.
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    const ids = Array.from({ length: 9 }, (_, i) => `s${i}`);
+    const evs = await insertAll(store, ids.map((id) => newEvent(tenantId, id, { fireAt: T0 })));
+    for (const i of [1, 4, 7]) await mustClaim(store, evs[i], T0 + SEC);
+    for (const i of [2, 5]) assert.equal((await store.eventCancel({ tenantId, id: ids[i], now: T0 })).kind, 'ok');
+    const expected = [...ids].reverse();
+    for (const limit of [1, 2, 4, 100]) {
+      const { ids: listed } = await listAll(store, { tenantId, limit });
+      assert.deepEqual(listed, expected, `limit ${limit}`);
+    }
+    assert.deepEqual((await listAll(store, { tenantId, fromMs: T0, limit: 2 })).ids, expected, 'with a residual filter');
+  });
+
   it('filters by state, destination, group and fireAt range', async () => {
     const store = ctx.store();
     const tenantId = await newTenant(store);
