@@ -22,6 +22,11 @@ export function jsonObject(map: Record<string, string>): string {
   return '{}';
 }
 
+/** One string key for an event's (tenant, id), for maps over a batch's events. */
+export function keyOf(tenantId: string, id: string): string {
+  return `${tenantId}\u0000${id}`;
+}
+
 /** The record of `e` as its insert stored it, without reading it back. */
 export function createdRecord(e: NewEvent, seq: number, now: number): EventRecord {
   return {

@@ -9,7 +9,7 @@ import type pg from 'pg';
 import type { EventRecord, EventState } from '../../core/event.ts';
 import { queueOf } from '../../core/queue.ts';
 import * as S from '../store.ts';
-import { checkAttemptTarget, createdRecord, eventEdit, jsonObject, mutateRefusal } from '../core/event-writes.ts';
+import { checkAttemptTarget, createdRecord, eventEdit, jsonObject, keyOf, mutateRefusal } from '../core/event-writes.ts';
 import { dueRefFromRow, eventFromRow, type DueRefRow, type EventRow } from '../core/rows.ts';
 import { inTransaction, run, type Queryable } from './db.ts';
 import { bulkJobFromRow, operationDetail, type BulkJobRow } from '../core/bulk-rows.ts';
@@ -18,10 +18,6 @@ import { TX } from './queries.ts';
 
 /** A mutation re-reads and retries when the row changed between its read and its write; bounded. */
 const MUTATE_ATTEMPTS_MAX = 5;
-
-function keyOf(tenantId: string, id: string): string {
-  return `${tenantId}\u0000${id}`;
-}
 
 /**
  * Inserts the batch in one statement; the first occurrence of a repeated id wins. The events not

@@ -8,7 +8,7 @@
 import type { EventRecord, EventState, TransitionRecord } from '../../core/event.ts';
 import { queueOf } from '../../core/queue.ts';
 import * as S from '../store.ts';
-import { checkAttemptTarget, createdRecord, eventEdit, jsonObject, mutateRefusal } from '../core/event-writes.ts';
+import { checkAttemptTarget, createdRecord, eventEdit, jsonObject, keyOf, mutateRefusal } from '../core/event-writes.ts';
 import { dueRefFromRow, eventFromRow, type EventRow } from '../core/rows.ts';
 import { bulkJobFromRow, operationDetail } from '../core/bulk-rows.ts';
 import type { BulkQueries } from './bulk-queries.ts';
@@ -115,25 +115,25 @@ export function insertRows(q: Queries, rows: readonly (string | number | null)[]
     const last = Number(r.lastInsertRowid);
     if (r.changes === k) {
       for (let j = 0; j < k; j++) seqs[i + j] = last - k + 1 + j;
-    } else if (r.changes > 0) {
-      const seen = new Set<string>();
+    } else {
+      // Each (tenant, id) of the chunk read back once: its first occurrence was inserted when the
+      // row is newer than the statement; every other occurrence answers against the stored row.
+      const stored = new Map<string, EventRow>();
       for (let j = i; j < i + k; j++) {
         const o = j * INSERT_ROW_FIELDS;
-        const key = `${rows[o]}\u0000${rows[o + 1]}`;
-        if (seen.has(key)) continue;
-        seen.add(key);
-        const stored = q.eventGet.get(rows[o], rows[o + 1]);
-        if (stored && stored.seq > seqMax) seqs[j] = stored.seq;
+        const key = keyOf(rows[o] as string, rows[o + 1] as string);
+        let row = stored.get(key);
+        const first = row === undefined;
+        if (row === undefined) {
+          row = q.eventGet.get(rows[o], rows[o + 1]);
+          if (!row) throw new Error(`sqlite: event ${rows[o]}/${rows[o + 1]} neither inserted nor found`);
+          stored.set(key, row);
+        }
+        if (first && row.seq > seqMax) seqs[j] = row.seq;
+        else others.push({ index: j, result: { kind: row.request_hash === rows[o + 11] ? 'existing' : 'conflict', event: eventFromRow(row) } });
       }
     }
     if (r.changes > 0) seqMax = last;
-    for (let j = i; j < i + k; j++) {
-      if (seqs[j] !== 0) continue;
-      const o = j * INSERT_ROW_FIELDS;
-      const stored = q.eventGet.get(rows[o], rows[o + 1]);
-      if (!stored) throw new Error(`sqlite: event ${rows[o]}/${rows[o + 1]} neither inserted nor found`);
-      others.push({ index: j, result: { kind: stored.request_hash === rows[o + 11] ? 'existing' : 'conflict', event: eventFromRow(stored) } });
-    }
     i += k;
   }
   return { seqs, others };
@@ -144,7 +144,7 @@ function pullLookup(q: Queries): (tenantId: string, name: string | null) => numb
   const known = new Map<string, number>();
   return (tenantId, name) => {
     if (name === null) return 0;
-    const key = `${tenantId}\u0000${name}`;
+    const key = keyOf(tenantId, name);
     let pull = known.get(key);
     if (pull === undefined) {
       pull = q.destinationIsPull.get(tenantId, name) ? 1 : 0;
