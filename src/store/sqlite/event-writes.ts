@@ -86,8 +86,8 @@ function pushInsertBinds(out: (string | number | null)[], rows: readonly (string
 
 /**
  * Inserts each encoded event, or reports the stored one (the first of a batch wins a repeated
- * id). The events go in multi-row statements of EVENT_INSERT_CHUNKS rows while enough are left,
- * then one by one. No transition is written: `created` is read from the row. Runs inside the
+ * id). The events go in statements of EVENT_INSERT_CHUNKS rows: multi-row while enough are
+ * left, then one by one. No transition is written: `created` is read from the row. Runs inside the
  * caller's write transaction: nothing else inserts meanwhile, which the seqs below rely on.
  *
  * A statement answers no rows: one that inserted all its k rows gave them the k seqs up to its
@@ -104,14 +104,14 @@ export function insertRows(q: Queries, rows: readonly (string | number | null)[]
   const pullOf = pullLookup(q);
   let seqMax: number | undefined;
   for (let i = 0; i < n; ) {
-    const k = EVENT_INSERT_CHUNKS.find((size) => size <= n - i) ?? 1;
+    const k = EVENT_INSERT_CHUNKS.find((size) => size <= n - i)!;
     binds.length = 0;
     for (let j = i; j < i + k; j++) {
       const o = j * INSERT_ROW_FIELDS;
       pushInsertBinds(binds, rows, j, now, pullOf(rows[o] as string, rows[o + 14] as string | null));
     }
     seqMax ??= q.eventSeqMax.get()!.seq;
-    const r = (k === 1 ? q.eventInsert : q.eventInsertChunk.get(k as (typeof EVENT_INSERT_CHUNKS)[number])!).run(binds);
+    const r = q.eventInsertChunk.get(k)!.run(binds);
     const last = Number(r.lastInsertRowid);
     if (r.changes === k) {
       for (let j = 0; j < k; j++) seqs[i + j] = last - k + 1 + j;
@@ -147,7 +147,7 @@ function pullLookup(q: Queries): (tenantId: string, name: string | null) => numb
     const key = keyOf(tenantId, name);
     let pull = known.get(key);
     if (pull === undefined) {
-      pull = q.destinationIsPull.get(tenantId, name) ? 1 : 0;
+      pull = q.destinationIsPull.get(tenantId, name)!.pull;
       known.set(key, pull);
     }
     return pull;

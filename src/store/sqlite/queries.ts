@@ -164,8 +164,13 @@ export function eventInsertSql(rows: number): string {
     ON CONFLICT (tenant_id, id) DO NOTHING`;
 }
 
-/** Rows per multi-row insert statement, largest first; an insert goes in the largest that fit, the rest one by one. */
-export const EVENT_INSERT_CHUNKS = [64, 16, 4] as const;
+/**
+ * Rows per insert statement, largest first: each chunk of an insert goes in the largest that fits
+ * what is left (the last ones one by one). Each statement's binds, per row, in the order of
+ * event-writes.ts pushInsertBinds: tenantId, id, shard, fireAt, dueAt, destination json, payload,
+ * headers json, group, retry json, expireAt, tags json, requestHash, now, now, queue, type, pull.
+ */
+export const EVENT_INSERT_CHUNKS = [64, 16, 4, 1] as const;
 
 export const SQL = {
   // () → nothing. Creates the migration ledger.
@@ -223,14 +228,9 @@ export const SQL = {
   // (@tenantId, @name) → changes 1 when deleted.
   destinationDelete: `DELETE FROM destinations WHERE tenant_id = @tenantId AND name = @name`,
 
-  // (tenantId, id, shard, fireAt, dueAt, destination json, payload, headers json, group, retry json,
-  //  expireAt, tags json, requestHash, now, now, queue, type, tenantId, destination name|null) → run(): changes 1 and lastInsertRowid = seq when
-  //  inserted, changes 0 when (tenant, id) exists. No RETURNING: run() is ~25% faster than a
-  //  RETURNING get() here (150k vs 120k rows/s, batches of 1000).
-  eventInsert: eventInsertSql(1),
-  // (tenantId, name) → { pull: 1 } when that registered destination is of kind pull, else no row.
+  // (tenantId, name) → { pull: 1 } when that registered destination is of kind pull, else { pull: 0 }.
   // What an insert binds as the event's `pull` (once per destination per insert call).
-  destinationIsPull: `SELECT 1 AS pull FROM destinations WHERE tenant_id = ? AND name = ? AND json_extract(config, '$.kind') = 'pull'`,
+  destinationIsPull: `SELECT ${IS_PULL_DESTINATION('?', '?')} AS pull`,
   // () → { seq }: the largest seq stored (0 when empty): the rowid b-tree's last entry.
   eventSeqMax: `SELECT coalesce(max(seq), 0) AS seq FROM events`,
   // (tenantId, id) → EventRow | undefined.
@@ -515,7 +515,6 @@ export function prepareQueries(db: Database.Database) {
     destinationList: p<DestinationRow>(SQL.destinationList),
     destinationUpsert: p<DestinationRow>(SQL.destinationUpsert),
     destinationDelete: p(SQL.destinationDelete),
-    eventInsert: p(SQL.eventInsert),
     eventInsertChunk: new Map(EVENT_INSERT_CHUNKS.map((k) => [k, p(eventInsertSql(k))] as const)),
     destinationIsPull: p<{ pull: number }>(SQL.destinationIsPull),
     eventSeqMax: p<{ seq: number }>(SQL.eventSeqMax),
