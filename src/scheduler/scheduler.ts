@@ -673,7 +673,7 @@ export class Scheduler {
   private async claim(due: DueRef[], now: number): Promise<void> {
     try {
       const claimed = await this.deps.store.eventClaim({
-        refs: due.map((r) => ({ tenantId: r.tenantId, id: r.id, version: r.version })),
+        refs: due.map((r) => ({ tenantId: r.tenantId, id: r.id, version: r.version, group: r.group })),
         now,
         owner: this.deps.owner,
         leaseUntil: now + this.opts.leaseMs,

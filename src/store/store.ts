@@ -251,6 +251,14 @@ export interface BulkJobRecord {
   finishedAt: number | null;
 }
 
+/** A bulk job's key. */
+export interface BulkJobKey {
+  tenantId: string;
+  id: string;
+}
+/** Jobs a bulkJobClaim may name as `running`, at most. */
+export const BULK_CLAIM_RUNNING_MAX = 64;
+
 /** One event's change in a bulk step, at the version the runner read. */
 export type BulkChange =
   | { id: string; version: number; kind: 'cancel' }
@@ -342,7 +350,11 @@ export interface EventListDueParams {
 export const EVENT_LIST_DUE_SKIP_MAX = 32;
 
 export interface EventClaimParams {
-  refs: { tenantId: string; id: string; version: number }[];
+  /**
+   * The events to claim, each at the version read. `group`, when given, is the event's group (null:
+   * none), as read with the version; a backend may claim refs known to be ungrouped more cheaply.
+   */
+  refs: { tenantId: string; id: string; version: number; group?: string | null }[];
   now: number;
   owner: string;
   leaseUntil: number;
@@ -526,9 +538,12 @@ export interface Store extends ScheduleStore, SourceStore {
   /**
    * Takes the lease of one running bulk job, the oldest first: one whose lease is free or ended
    * at `now`, or already `owner`'s (or, with `takeOver`, any: a single-process store, where no
-   * other owner can be alive). Null when there is none.
+   * other owner can be alive). Null when there is none. `running` (at most BULK_CLAIM_RUNNING_MAX)
+   * names the jobs the caller runs already: those are never returned, and jobs of their tenants
+   * come after every other tenant's, so a runner with room for one more job takes a tenant it does
+   * not serve yet first.
    */
-  bulkJobClaim(params: { owner: string; now: number; leaseUntil: number; takeOver?: boolean }): Promise<BulkJobRecord | null>;
+  bulkJobClaim(params: { owner: string; now: number; leaseUntil: number; takeOver?: boolean; running?: BulkJobKey[] }): Promise<BulkJobRecord | null>;
   /**
    * Stores a new running job, only while the tenant has fewer than `runningMax` running jobs
    * (checked in the same transaction). Returns false when it has that many. Deletes the tenant's

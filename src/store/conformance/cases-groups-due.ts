@@ -107,6 +107,59 @@ export function groupCases(ctx: SuiteContext): void {
     assert.equal(await claimOne(store, evs[2], T0 + 30 * SEC), null);
   });
 
+  it('holds an event created ahead of the executing member until that member is terminal', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    const shard = uniqueShard();
+    const head = await insertOne(store, newEvent(tenantId, 'head', { group: 'ahead', shard, fireAt: T0 + 10 * SEC }));
+    const running = await mustClaim(store, head, T0 + 10 * SEC);
+    // Created with a fireAt in the past: first by (fireAt, seq), but the group is busy.
+    const early = await insertOne(store, newEvent(tenantId, 'early', { group: 'ahead', shard, fireAt: T0 }), T0 + 11 * SEC);
+    assert.equal(await store.eventGroupHead({ tenantId, group: 'ahead' }), null, 'a member executing: nothing may fire');
+    assert.deepEqual(await dueIds(store, shard), [], 'the new member is not listed due while the head executes');
+    assert.equal(await claimOne(store, early, T0 + 12 * SEC), null, 'claim refuses it while the head executes');
+    await mustRecord(store, outcome(running, 'succeeded', { status: 200 }), T0 + 13 * SEC);
+    assert.equal((await store.eventGroupHead({ tenantId, group: 'ahead' }))?.id, 'early');
+    await mustClaim(store, early, T0 + 14 * SEC);
+  });
+
+  it('holds a member an edit moves ahead of the executing member', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    const shard = uniqueShard();
+    const [first] = await insertAll(store, [
+      newEvent(tenantId, 'first', { group: 'edit', shard, fireAt: T0 + 10 * SEC }),
+      newEvent(tenantId, 'second', { group: 'edit', shard, fireAt: T0 + 20 * SEC }),
+    ]);
+    const running = await mustClaim(store, first, T0 + 10 * SEC);
+    const moved = await store.eventUpdate({ tenantId, id: 'second', now: T0 + 11 * SEC, patch: { fireAt: T0 } });
+    assert.equal(moved.kind, 'ok');
+    if (moved.kind !== 'ok') return;
+    assert.equal(await store.eventGroupHead({ tenantId, group: 'edit' }), null);
+    assert.deepEqual(await dueIds(store, shard), []);
+    assert.equal(await claimOne(store, moved.event, T0 + 12 * SEC), null);
+    await mustRecord(store, outcome(running, 'discarded', { status: 400 }), T0 + 13 * SEC);
+    await mustClaim(store, moved.event, T0 + 14 * SEC);
+  });
+
+  it('keeps a started member awaiting retry as the head when an earlier member arrives', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    const shard = uniqueShard();
+    const started = await insertOne(store, newEvent(tenantId, 'started', { group: 'retry', shard, fireAt: T0 + 10 * SEC }));
+    const running = await mustClaim(store, started, T0 + 10 * SEC);
+    const retryAt = T0 + 60 * SEC;
+    const waiting = await mustRecord(store, outcome(running, 'awaiting_retry', { retryAt, status: 503 }), T0 + 11 * SEC);
+    const early = await insertOne(store, newEvent(tenantId, 'early', { group: 'retry', shard, fireAt: T0 }), T0 + 12 * SEC);
+    assert.equal((await store.eventGroupHead({ tenantId, group: 'retry' }))?.id, 'started', 'the started member keeps the group');
+    assert.deepEqual(await dueIds(store, shard, T0 + 30 * SEC), [], 'the earlier member waits behind the retry');
+    assert.deepEqual(await dueIds(store, shard, retryAt), ['started']);
+    assert.equal(await claimOne(store, early, T0 + 30 * SEC), null);
+    const again = await mustClaim(store, waiting, retryAt);
+    await mustRecord(store, outcome(again, 'succeeded', { status: 200 }), retryAt + SEC);
+    assert.equal((await store.eventGroupHead({ tenantId, group: 'retry' }))?.id, 'early');
+  });
+
   it('keeps groups apart per tenant; an empty group has no head', async () => {
     const store = ctx.store();
     const [a, b] = await twoTenants(store);

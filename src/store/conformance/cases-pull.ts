@@ -159,6 +159,45 @@ export function pullCases(ctx: SuiteContext): void {
     assert.deepEqual(ids(await store.eventPullClaim(claimParams(tenantId, { now: T0 + 22 * SEC }))), ['g2']);
   });
 
+  it('holds a member created ahead of the claimed one, and of a member awaiting its retry', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    await pullDestination(store, tenantId);
+    await insertAll(store, [newEvent(tenantId, 'h', { destination: { name: 'jobs' }, group: 'g', fireAt: T0 + 10 * SEC })]);
+    assert.deepEqual(ids(await store.eventPullClaim(claimParams(tenantId, { receipt: 'a' }))), ['h']);
+    await insertAll(store, [newEvent(tenantId, 'early', { destination: { name: 'jobs' }, group: 'g', fireAt: T0 })], T0 + 20 * SEC);
+    assert.deepEqual(await store.eventPullClaim(claimParams(tenantId, { now: T0 + 21 * SEC })), [], 'h is claimed: early waits');
+    await store.eventPullSettle({ tenantId, id: 'h', receipt: 'a', attempts: null, action: 'nack', to: 'awaiting_retry', retryAt: T0 + 40 * SEC, now: T0 + 22 * SEC });
+    assert.deepEqual(await store.eventPullClaim(claimParams(tenantId, { now: T0 + 30 * SEC })), [], 'h awaits its retry: early still waits');
+    assert.deepEqual(ids(await store.eventPullClaim(claimParams(tenantId, { now: T0 + 40 * SEC, leaseUntil: T0 + 90 * SEC, receipt: 'b' }))), ['h']);
+    await store.eventPullSettle({ tenantId, id: 'h', receipt: 'b', attempts: null, action: 'ack', to: 'succeeded', now: T0 + 41 * SEC });
+    assert.deepEqual(ids(await store.eventPullClaim(claimParams(tenantId, { now: T0 + 42 * SEC, leaseUntil: T0 + 90 * SEC }))), ['early']);
+  });
+
+  it('hands at most one member of a group to concurrent claims, while members arrive ahead of it', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    await pullDestination(store, tenantId);
+    for (let round = 0; round < 20; round++) {
+      const group = `race-${round}`;
+      await insertAll(store, [newEvent(tenantId, `${group}-a`, { destination: { name: 'jobs' }, group, fireAt: T0 + 10 * SEC })]);
+      // Two claims race while a member with an earlier fireAt is created in between.
+      const results = await Promise.all([
+        store.eventPullClaim(claimParams(tenantId, { max: 100, receipt: `A${round}` })),
+        store.eventInsertMany({ events: [newEvent(tenantId, `${group}-b`, { destination: { name: 'jobs' }, group, fireAt: T0 })], now: T0 + 20 * SEC }),
+        store.eventPullClaim(claimParams(tenantId, { max: 100, receipt: `B${round}` })),
+      ]);
+      const claimed = [...results[0], ...results[2]].filter((e) => e.group === group);
+      assert.ok(claimed.length <= 1, `round ${round}: ${claimed.length} members of one group claimed at once`);
+      for (const e of [...results[0], ...results[2]]) {
+        await store.eventPullSettle({ tenantId, id: e.id, receipt: e === results[0].find((x) => x.id === e.id) ? `A${round}` : `B${round}`, attempts: null, action: 'ack', to: 'succeeded', now: T0 + 21 * SEC });
+      }
+      const rest = await store.eventPullClaim(claimParams(tenantId, { max: 100, receipt: `C${round}` }));
+      assert.ok(rest.filter((e) => e.group === group).length <= 1);
+      for (const e of rest) await store.eventPullSettle({ tenantId, id: e.id, receipt: `C${round}`, attempts: null, action: 'ack', to: 'succeeded', now: T0 + 22 * SEC });
+    }
+  });
+
   it('hands each event to one of two concurrent claims', async () => {
     const store = ctx.store();
     const tenantId = await newTenant(store);

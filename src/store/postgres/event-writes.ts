@@ -84,7 +84,21 @@ async function settleExisting(db: Queryable, events: S.NewEvent[], missing: numb
   }
 }
 
-export async function claim(db: Queryable, p: S.EventClaimParams): Promise<EventRecord[]> {
+/**
+ * A claim of refs none of which is grouped is one statement. When one may be (its group is not
+ * null, or not given), the claim runs in a transaction that first takes the advisory locks of the
+ * refs' groups (queries.ts IS_GROUP_HEAD: claims of one group run one after another, and each sees
+ * the ones committed before it).
+ */
+export async function claim(pool: pg.Pool, p: S.EventClaimParams): Promise<EventRecord[]> {
+  if (!p.refs.some((r) => r.group !== null)) return claimRefs(pool, p);
+  return inTransaction(pool, TX.begin, async (client) => {
+    await run(client, 'eventGroupLock', [p.refs.map((r) => r.tenantId), p.refs.map((r) => r.id)]);
+    return claimRefs(client, p);
+  });
+}
+
+async function claimRefs(db: Queryable, p: S.EventClaimParams): Promise<EventRecord[]> {
   const res = await run<EventRow>(db, 'eventClaim', [
     p.refs.map((r) => r.tenantId),
     p.refs.map((r) => r.id),
@@ -267,13 +281,23 @@ export async function bulkStep(pool: pg.Pool, p: S.BulkJobStepParams): Promise<S
   });
 }
 
-/** A pull claim (Store.eventPullClaim): one statement, its page a bounded walk per type. */
-export async function pullClaim(db: Queryable, p: S.EventPullClaimParams): Promise<EventRecord[]> {
+/**
+ * A pull claim (Store.eventPullClaim), its page a bounded walk per type: in one transaction, the
+ * advisory locks of the groups of the page's members (see claim), then the claim statement.
+ */
+export async function pullClaim(pool: pg.Pool, p: S.EventPullClaimParams): Promise<EventRecord[]> {
   const examine = Math.max(S.PULL_EXAMINE_MIN, p.max * S.PULL_EXAMINE_FACTOR);
-  const bind = [p.tenantId, p.queue, p.now, examine, p.max, p.leaseUntil, p.receipt, JSON.stringify({ pull: 'claim', visibleUntil: p.leaseUntil })];
-  const res = p.types === null
-    ? await run<EventRow>(db, 'pullClaimAny', bind)
-    : await run<EventRow>(db, 'pullClaimTyped', [...bind, [...new Set(p.types)]]);
+  const page = [p.tenantId, p.queue, p.now, examine];
+  const bind = [...page, p.max, p.leaseUntil, p.receipt, JSON.stringify({ pull: 'claim', visibleUntil: p.leaseUntil })];
+  const types = p.types === null ? null : [...new Set(p.types)];
+  const res = await inTransaction(pool, TX.begin, async (client) => {
+    if (types === null) {
+      await run(client, 'pullGroupLockAny', page);
+      return run<EventRow>(client, 'pullClaimAny', bind);
+    }
+    await run(client, 'pullGroupLockTyped', [...page, types]);
+    return run<EventRow>(client, 'pullClaimTyped', [...bind, types]);
+  });
   return res.rows.map(eventFromRow);
 }
 

@@ -394,6 +394,51 @@ if (unreachable !== null) {
       });
     });
 
+    it('serialises claims of one group: a claim waits for one in flight, then sees its member executing', async () => {
+      await withStore(async (store, schema) => {
+        const tenantId = 'race';
+        await store.tenantCreate({ id: tenantId, name: tenantId, settings: {}, createdAt: T0 });
+        await store.destinationPut({
+          destination: {
+            tenantId, name: 'jobs', secrets: [], createdAt: T0, updatedAt: T0,
+            config: { kind: 'pull', headers: {}, timeoutMs: 10_000, retry: null, rateLimitPerSecond: null, maxConcurrency: 20 },
+          },
+        });
+        for (const kind of ['push', 'pull'] as const) {
+          const group = `g-${kind}`;
+          const destination = { name: kind === 'pull' ? 'jobs' : 'orders' };
+          await insertAll(store, [newEvent(tenantId, `${group}-head`, { group, destination, fireAt: T0 + 10 * SEC })]);
+          // A claim of the head in flight: it holds the group's lock and has not committed.
+          const inFlight = await admin.connect();
+          try {
+            await inFlight.query('BEGIN');
+            await inFlight.query(`SELECT pg_advisory_xact_lock(hashtextextended($1 || chr(10) || $2, 0))`, [tenantId, group]);
+            await inFlight.query(
+              `UPDATE "${schema}".events SET state = 'executing', version = version + 1, attempts = 1, lease_owner = 'pull', receipt = 'r0', lease_until = $3
+                WHERE tenant_id = $1 AND id = $2`,
+              [tenantId, `${group}-head`, T0 + 60 * SEC],
+            );
+            // Meanwhile a member with an earlier fireAt is created, and another claim starts.
+            const [early] = await insertAll(store, [newEvent(tenantId, `${group}-early`, { group, destination, fireAt: T0 })], T0 + 11 * SEC);
+            const claim = kind === 'pull'
+              ? store.eventPullClaim({ tenantId, queue: 'name:jobs', types: null, max: 10, now: T0 + 12 * SEC, leaseUntil: T0 + 60 * SEC, receipt: 'r1' })
+              : store.eventClaim({ refs: [{ tenantId, id: early.id, version: early.version, group }], now: T0 + 12 * SEC, owner: 'node-b', leaseUntil: T0 + 60 * SEC });
+            const deadline = Date.now() + 10_000;
+            for (;;) {
+              const waiting = await admin.query(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`);
+              if (waiting.rows[0].n > 0) break;
+              assert.ok(Date.now() < deadline, `the ${kind} claim never waited for the group's lock`);
+              await new Promise((r) => setImmediate(r));
+            }
+            await inFlight.query('COMMIT');
+            assert.deepEqual((await claim).map((e) => e.id), [], `${kind}: the early member waits while the head executes`);
+          } finally {
+            inFlight.release();
+          }
+        }
+      });
+    });
+
     it('commits the inserts of relaxed tenants with synchronous_commit off, and only theirs', async () => {
       await withStore(async (store) => {
         await store.tenantCreate({ id: 'fast', name: 'fast', settings: { durability: 'relaxed' }, createdAt: T0 });

@@ -21,6 +21,8 @@ const NOW_MS = `floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
 /** The non-terminal states, in the exact spelling of the partial indexes (so the planner uses them). */
 const LIVE = `('scheduled', 'executing', 'awaiting_retry')`;
 const FIREABLE = `('scheduled', 'awaiting_retry')`;
+/** The states of a member that has started delivery and holds its group until it is terminal. */
+const STARTED = `('executing', 'awaiting_retry')`;
 /** The terminal states, in the exact spelling of the partial index events_terminal. */
 const TERMINAL = `('succeeded', 'discarded', 'archived', 'canceled')`;
 
@@ -46,22 +48,29 @@ const TRANSITION_COLUMNS = `tenant_id, event_id, seq, at, kind, from_state, to_s
   duration_ms, lateness_ms, detail`;
 
 /**
- * True when row `e` (a grouped event) has no other live member of its group before it by
- * (fire_at, seq). An index range scan of events_group_live that stops at the first row.
+ * True when row `e` (a fireable grouped event) is its group's head: the one member that may be
+ * claimed. A member that has started delivery (executing, or awaiting_retry after an attempt)
+ * holds its group until it is terminal, whatever the fireAt of members created or edited
+ * meanwhile; when none has started, the head is the first live member by (fire_at, seq). Two
+ * probes: events_group_started (the started members, normally at most one) and events_group_live
+ * (stops at the first row before `e`).
  *
- * Why this is safe for claims from several nodes without locking the head: the predicate can
- * only turn true when every earlier live member has become terminal (or moved later), and a
- * member reaches a terminal state only from executing (outcome, rescue) or by a user cancel —
- * never by a claim. Two claims of one group therefore never both see "I am the head": of any two
- * live members one is before the other, and the later one's probe sees the earlier one live
- * (scheduled or executing) in every snapshot until it is terminal. Two claims of the same row
- * meet at its row lock (FOR UPDATE SKIP LOCKED: the second skips it, or, if the first already
- * committed, its version check fails).
+ * Alone this is not safe for two claims of one group at once: a member created ahead of a head
+ * whose claim has not committed yet sees that head still scheduled and after it. Every claim that
+ * may take a grouped event therefore first takes the group's advisory lock in a statement of its
+ * own (GROUP_LOCKS: claims of one group run one after another), and runs this predicate in a
+ * later statement of the same transaction, whose snapshot sees every claim committed before.
+ * Two claims of the same row meet at its row lock (FOR UPDATE SKIP LOCKED: the second skips it,
+ * or, if the first already committed, its version check fails).
  */
-const IS_GROUP_HEAD = `NOT EXISTS (
-    SELECT 1 FROM events o
-    WHERE o.tenant_id = e.tenant_id AND o.grp = e.grp AND o.state IN ${LIVE}
-      AND (o.fire_at, o.seq) < (e.fire_at, e.seq))`;
+const IS_GROUP_HEAD = `(NOT EXISTS (
+      SELECT 1 FROM events o
+      WHERE o.tenant_id = e.tenant_id AND o.grp = e.grp AND o.state IN ${STARTED} AND o.seq <> e.seq
+        AND (o.state = 'executing' OR e.state <> 'awaiting_retry' OR (o.fire_at, o.seq) < (e.fire_at, e.seq)))
+    AND (e.state = 'awaiting_retry' OR NOT EXISTS (
+      SELECT 1 FROM events o
+      WHERE o.tenant_id = e.tenant_id AND o.grp = e.grp AND o.state IN ${LIVE}
+        AND (o.fire_at, o.seq) < (e.fire_at, e.seq))))`;
 
 /**
  * True when destination `name` of `tenant` is a pull destination (false for an inline URL, a NULL
@@ -100,6 +109,29 @@ const PULL_CLAIM_REST = `claimable AS (
       SELECT tenant_id, id, version, $3, 'state', from_state, 'executing', attempts, $3 - due_at, $8 FROM claimed
     )
     SELECT * FROM claimed ORDER BY due_at, id`;
+
+/** A pull claim's page: the first $4 fireable rows of queue $2 of tenant $1 due by $3, in due order. */
+const PULL_PAGE_ANY = `SELECT tenant_id, id FROM events
+      WHERE tenant_id = $1 AND queue = $2 AND state IN ${FIREABLE} AND due_at <= $3
+      ORDER BY due_at, id LIMIT $4`;
+
+/** As PULL_PAGE_ANY, of the types in `types` (a text[] parameter): the first $4 rows of each type. */
+const PULL_PAGE_TYPED = (types: string) => `SELECT x.tenant_id, x.id FROM unnest(${types}::text[]) AS t(type) CROSS JOIN LATERAL (
+        SELECT tenant_id, id, due_at FROM events
+        WHERE tenant_id = $1 AND queue = $2 AND type = t.type AND state IN ${FIREABLE} AND pull AND due_at <= $3
+        ORDER BY due_at, id LIMIT $4) x
+      ORDER BY x.due_at, x.id`;
+
+/**
+ * Takes the transaction-level advisory lock of each distinct group of `members` (rows of
+ * tenant_id, grp; ungrouped rows are left out), in key order so that two claims never wait on
+ * each other in a cycle. Answers one row, { locked }: how many groups it locked.
+ */
+function groupLocks(members: string): string {
+  return `SELECT count(pg_advisory_xact_lock(k))::int AS locked FROM (
+      SELECT DISTINCT hashtextextended(m.tenant_id || chr(10) || m.grp, 0) AS k FROM (${members}) m
+      WHERE m.grp IS NOT NULL ORDER BY k) g`;
+}
 
 /** The per-shard due scan of eventListDue: the first $6 fireable rows of shard `s.shard` after the cursor. */
 const DUE_IN_SHARD = `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.queue FROM events e
@@ -438,11 +470,23 @@ export const SQL = {
       AND ($7::int[] IS NULL OR (e.shard + 0) = ANY ($7::int[]))
       AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
     ORDER BY e.due_at, e.id LIMIT $6`,
-  // ($1 tenantId, $2 group) → (DueRefRow + state) of the group's first live event by
-  // (fire_at, seq), or no row. One probe of events_group_live.
-  eventGroupFirst: `SELECT tenant_id, id, version, due_at, shard, grp, queue, state, pull FROM events
-    WHERE tenant_id = $1 AND grp = $2 AND state IN ${LIVE}
-    ORDER BY fire_at, seq LIMIT 1`,
+  // ($1 tenantIds text[], $2 ids text[]) → one row: takes, in key order, the advisory lock of the
+  //  group of every grouped event among the refs (see IS_GROUP_HEAD); eventClaim follows in the same
+  //  transaction.
+  eventGroupLock: groupLocks(`SELECT e.tenant_id, e.grp FROM unnest($1::text[], $2::text[]) AS r(tenant_id, id)
+      JOIN events e ON e.tenant_id = r.tenant_id AND e.id = r.id`),
+  // ($1 tenantId, $2 group) → (DueRefRow + state + pull) of the group's head (see IS_GROUP_HEAD):
+  // its executing member, else its first started member, else its first live member by
+  // (fire_at, seq); or no row. One probe of events_group_started, then of events_group_live.
+  eventGroupFirst: `SELECT tenant_id, id, version, due_at, shard, grp, queue, state, pull FROM (
+      (SELECT tenant_id, id, version, due_at, shard, grp, queue, state, pull, 0 AS rank FROM events
+        WHERE tenant_id = $1 AND grp = $2 AND state IN ${STARTED}
+        ORDER BY state = 'executing' DESC, fire_at, seq LIMIT 1)
+      UNION ALL
+      (SELECT tenant_id, id, version, due_at, shard, grp, queue, state, pull, 1 AS rank FROM events
+        WHERE tenant_id = $1 AND grp = $2 AND state IN ${LIVE}
+        ORDER BY fire_at, seq LIMIT 1)) h
+    ORDER BY rank LIMIT 1`,
 
   // ($1 leaseExpiredBefore, $2 notOwnedBy|null, $3 limit, $4 now, $5 heldBy|null) →
   // (DueRefRow + attempts)[] of the executing events made awaiting_retry (due now): those whose
@@ -548,20 +592,18 @@ export const SQL = {
   // Pull delivery (docs/pull.md). pullClaimAny ($1 tenantId, $2 queue, $3 now, $4 examine, $5 max,
   //  $6 leaseUntil, $7 receipt, $8 detail json) → EventRow[] claimed, in due order: of the first $4
   //  fireable rows of the queue due by $3 (a range scan of events_queue_due), see PULL_CLAIM_REST.
-  pullClaimAny: `WITH page AS MATERIALIZED (
-      SELECT tenant_id, id FROM events
-      WHERE tenant_id = $1 AND queue = $2 AND state IN ${FIREABLE} AND due_at <= $3
-      ORDER BY due_at, id LIMIT $4
-    ), ${PULL_CLAIM_REST}`,
+  pullClaimAny: `WITH page AS MATERIALIZED (${PULL_PAGE_ANY}), ${PULL_CLAIM_REST}`,
   // pullClaimTyped: as pullClaimAny, plus $9 types text[]: the page is the first $4 rows of each
   //  type (a range scan of events_pull_type_due per type).
-  pullClaimTyped: `WITH page AS MATERIALIZED (
-      SELECT x.tenant_id, x.id FROM unnest($9::text[]) AS t(type) CROSS JOIN LATERAL (
-        SELECT tenant_id, id, due_at FROM events
-        WHERE tenant_id = $1 AND queue = $2 AND type = t.type AND state IN ${FIREABLE} AND pull AND due_at <= $3
-        ORDER BY due_at, id LIMIT $4) x
-      ORDER BY x.due_at, x.id
-    ), ${PULL_CLAIM_REST}`,
+  pullClaimTyped: `WITH page AS MATERIALIZED (${PULL_PAGE_TYPED('$9')}), ${PULL_CLAIM_REST}`,
+  // ($1 tenantId, $2 queue, $3 now, $4 examine) → one row: takes, in key order, the advisory lock
+  //  of every group with a member in pullClaimAny's page (see IS_GROUP_HEAD); the claim follows in
+  //  the same transaction.
+  pullGroupLockAny: groupLocks(`SELECT e.tenant_id, e.grp FROM (${PULL_PAGE_ANY}) p
+      JOIN events e ON e.tenant_id = p.tenant_id AND e.id = p.id`),
+  // pullGroupLockTyped: as pullGroupLockAny, plus $5 types text[] (pullClaimTyped's page).
+  pullGroupLockTyped: groupLocks(`SELECT e.tenant_id, e.grp FROM (${PULL_PAGE_TYPED('$5')}) p
+      JOIN events e ON e.tenant_id = p.tenant_id AND e.id = p.id`),
   // ($1 tenantId, $2 id, $3 receipt, $4 attempts|null, $5 toState, $6 retryAt|null, $7 error|null,
   //  $8 now, $9 detail json) → EventRow after the ack, nack or expiry, or no row unless the event is
   //  a pull event executing under receipt $3 (at attempt $4); appends the `state` transition.

@@ -41,6 +41,8 @@ export const PRAGMAS = [
 /** The non-terminal states, in the exact spelling of the partial indexes (so the planner uses them). */
 const LIVE = `('scheduled', 'executing', 'awaiting_retry')`;
 const FIREABLE = `('scheduled', 'awaiting_retry')`;
+/** The states of a member that has started delivery and holds its group until it is terminal. */
+const STARTED = `('executing', 'awaiting_retry')`;
 /** The terminal states, in the exact spelling of the partial index events_terminal. */
 const TERMINAL = `('succeeded', 'discarded', 'archived', 'canceled')`;
 
@@ -50,13 +52,21 @@ export const EVENT_COLUMNS = `seq, tenant_id, id, shard, state, version, fire_at
   created_at, updated_at, lease_owner, lease_until, queue, type`;
 
 /**
- * True when row `e` (a grouped event) has no other live member of its group before it by
- * (fire_at, seq). Served by events_group_live.
+ * True when row `e` (a fireable grouped event) is its group's head: the one member that may be
+ * claimed. A member that has started delivery (executing, or awaiting_retry after an attempt)
+ * holds its group until it is terminal, whatever the fireAt of members created or edited
+ * meanwhile; when none has started, the head is the first live member by (fire_at, seq). Served
+ * by events_group_started (the started members, normally at most one) and events_group_live.
+ * Claims run on the one writer, check and update in one transaction, so no two see the same head.
  */
-const IS_GROUP_HEAD = `NOT EXISTS (
-    SELECT 1 FROM events o
-    WHERE o.tenant_id = e.tenant_id AND o.grp = e.grp AND o.state IN ${LIVE}
-      AND (o.fire_at, o.seq) < (e.fire_at, e.seq))`;
+const IS_GROUP_HEAD = `(NOT EXISTS (
+      SELECT 1 FROM events o
+      WHERE o.tenant_id = e.tenant_id AND o.grp = e.grp AND o.state IN ${STARTED} AND o.seq <> e.seq
+        AND (o.state = 'executing' OR e.state <> 'awaiting_retry' OR (o.fire_at, o.seq) < (e.fire_at, e.seq)))
+    AND (e.state = 'awaiting_retry' OR NOT EXISTS (
+      SELECT 1 FROM events o
+      WHERE o.tenant_id = e.tenant_id AND o.grp = e.grp AND o.state IN ${LIVE}
+        AND (o.fire_at, o.seq) < (e.fire_at, e.seq))))`;
 
 /**
  * eventListDue over all shards or those in @shards. With `skip` (@skip: a JSON array of
@@ -285,11 +295,18 @@ export const SQL = {
       AND (@shards IS NULL OR e.shard IN (SELECT value FROM json_each(@shards)))
       AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
     ORDER BY e.due_at, e.id LIMIT @limit`,
-  // (@tenantId, @group) → { tenant_id, id, version, due_at, shard, grp, state } of the group's first
-  // live event by (fire_at, seq), or no row.
-  eventGroupFirst: `SELECT tenant_id, id, version, due_at, shard, grp, queue, state, pull FROM events
-    WHERE tenant_id = @tenantId AND grp = @group AND state IN ${LIVE}
-    ORDER BY fire_at, seq LIMIT 1`,
+  // (@tenantId, @group) → { tenant_id, id, version, due_at, shard, grp, queue, state, pull } of the
+  // group's head (see IS_GROUP_HEAD): its executing member, else its first started member, else its
+  // first live member by (fire_at, seq); or no row.
+  eventGroupFirst: `SELECT tenant_id, id, version, due_at, shard, grp, queue, state, pull FROM (
+      SELECT * FROM (SELECT tenant_id, id, version, due_at, shard, grp, queue, state, pull, 0 AS rank FROM events
+        WHERE tenant_id = @tenantId AND grp = @group AND state IN ${STARTED}
+        ORDER BY state = 'executing' DESC, fire_at, seq LIMIT 1)
+      UNION ALL
+      SELECT * FROM (SELECT tenant_id, id, version, due_at, shard, grp, queue, state, pull, 1 AS rank FROM events
+        WHERE tenant_id = @tenantId AND grp = @group AND state IN ${LIVE}
+        ORDER BY fire_at, seq LIMIT 1))
+    ORDER BY rank LIMIT 1`,
 
   // (@owner, @leaseUntil) → nothing: @owner's claim lease ends at @leaseUntil or later (never earlier).
   claimLeaseRenew: `INSERT INTO claim_leases (owner, lease_until) VALUES (@owner, @leaseUntil)
