@@ -1,7 +1,7 @@
 /** Conformance: bulk jobs (create under a per-tenant bound, lease claims, atomic steps, failure). */
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { BULK_FINISHED_KEPT, type BulkJobRecord, type Store } from '../store.ts';
+import { BULK_CLAIM_RUNNING_MAX, BULK_FINISHED_KEPT, type BulkJobRecord, type Store } from '../store.ts';
 import { archive, insertAll, mustGet, newEvent, newTenant, SEC, T0, type SuiteContext } from './fixtures.ts';
 
 let jobSeq = 0;
@@ -67,6 +67,34 @@ export function bulkCases(ctx: SuiteContext): void {
     assert.equal(later?.leaseOwner, 'node-b', 'an ended lease is');
     const taken = await claimJob(store, j.id, 'node-c', T0 + 31 * SEC, true);
     assert.equal(taken?.leaseOwner, 'node-c', 'takeOver ignores the lease');
+  });
+
+  it('never claims a job named running, and takes a tenant not running yet before another job of one that is', async () => {
+    const store = ctx.store();
+    const [x, y] = [await newTenant(store), await newTenant(store)];
+    const x1 = job(x, { createdAt: T0 - 3 * SEC });
+    const x2 = job(x, { createdAt: T0 - 2 * SEC });
+    const y1 = job(y, { createdAt: T0 - SEC });
+    for (const j of [x1, x2, y1]) assert.equal(await store.bulkJobCreate({ job: j, runningMax: 10 }), true);
+    const ours = new Set([x1.id, x2.id, y1.id]);
+    const running = [{ tenantId: x, id: x1.id }];
+    // Other sections' jobs may come first in a shared store: finish those as they come.
+    const next = async (owner: string, run: { tenantId: string; id: string }[]) => {
+      for (let i = 0; i < 50; i++) {
+        const j = await store.bulkJobClaim({ owner, now: T0, leaseUntil: T0 + 30 * SEC, running: run });
+        if (!j || ours.has(j.id)) return j;
+        await store.bulkJobStep({ tenantId: j.tenantId, id: j.id, owner, now: T0, leaseUntil: T0 + 30 * SEC, operation: 'bulk_test', changes: [], matched: 0, skipped: 0, cursor: null, finished: true });
+      }
+      throw new Error('never reached our jobs');
+    };
+    assert.equal((await claimJob(store, x1.id, 'node-a', T0))?.id, x1.id);
+    assert.equal((await next('node-a', running))?.id, y1.id, 'y has no job running here: its job comes before x2, though younger');
+    running.push({ tenantId: y, id: y1.id });
+    assert.equal((await next('node-a', running))?.id, x2.id);
+    running.push({ tenantId: x, id: x2.id });
+    assert.equal(await next('node-a', running), null, 'every job left is named running');
+    assert.equal((await next('node-a', []))?.id, x1.id, 'without the list, the owner takes its own job back (a restart)');
+    await assert.rejects(store.bulkJobClaim({ owner: 'node-a', now: T0, leaseUntil: T0, running: Array.from({ length: BULK_CLAIM_RUNNING_MAX + 1 }, (_, i) => ({ tenantId: x, id: `j${i}` })) }), RangeError);
   });
 
   it('applies a step atomically: conditional writes naming the operation, skips counted, cursor and counts stored', async () => {

@@ -23,13 +23,16 @@ export const BULK_SQL = {
   bulkTenantLock: `SELECT id FROM tenants WHERE id = $1 FOR UPDATE`,
   // ($1 tenantId, $2 id) → BulkJobRow | no row.
   bulkJobGet: `SELECT ${BULK_JOB_COLUMNS} FROM bulk_jobs WHERE tenant_id = $1 AND id = $2`,
-  // ($1 owner, $2 now, $3 leaseUntil, $4 takeOver) → BulkJobRow after the claim | no row: the oldest
-  // running job whose lease is free, ended, $1's, or ($4) anyone's; a job another node is
-  // claiming at the same moment is skipped (SKIP LOCKED).
+  // ($1 owner, $2 now, $3 leaseUntil, $4 takeOver, $5 running tenant ids text[], $6 running job
+  // ids text[] (pairwise)) → BulkJobRow after the claim | no row: the oldest running job whose
+  // lease is free, ended, $1's, or ($4) anyone's, and not one of ($5, $6); jobs of $5's tenants
+  // after every other tenant's (the running jobs are few: a bound per tenant). A job another node
+  // is claiming at the same moment is skipped (SKIP LOCKED).
   bulkJobClaim: `UPDATE bulk_jobs b SET lease_owner = $1, lease_until = $3::bigint, updated_at = $2::bigint
     FROM (SELECT tenant_id, id FROM bulk_jobs
           WHERE state = 'running' AND ($4::boolean OR lease_owner IS NULL OR lease_until <= $2::bigint OR lease_owner = $1)
-          ORDER BY created_at LIMIT 1 FOR UPDATE SKIP LOCKED) c
+            AND (tenant_id, id) NOT IN (SELECT * FROM unnest($5::text[], $6::text[]))
+          ORDER BY tenant_id = ANY($5::text[]), created_at LIMIT 1 FOR UPDATE SKIP LOCKED) c
     WHERE b.tenant_id = c.tenant_id AND b.id = c.id
     RETURNING ${BULK_JOB_COLUMNS.split(',').map((c) => `b.${c.trim()}`).join(', ')}`,
   // ($1 tenantId, $2 id, $3 owner, $4 now) → { ok } | no row: the job runs and $3 holds its

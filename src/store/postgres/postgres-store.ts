@@ -47,7 +47,7 @@ import { PostgresSchedules } from './schedule-store.ts';
 import { PostgresSources } from './source-store.ts';
 import { delegateToSubStores, type SubStoreMethods } from '../core/sub-stores.ts';
 import { runBulk } from './bulk-queries.ts';
-import { bulkJobFromRow, type BulkJobRow } from '../core/bulk-rows.ts';
+import { bulkJobFromRow, checkClaimRunning, type BulkJobRow } from '../core/bulk-rows.ts';
 
 export const POSTGRES_SCHEMA_DEFAULT = 'belfry';
 /**
@@ -279,8 +279,11 @@ export class PostgresStore implements S.Store {
   }
 
   /** One bounded walk of an index (event-list-plan.ts), in one statement planned as an ordered walk (TX.beginOrderedWalk). */
-  async bulkJobClaim(params: { owner: string; now: number; leaseUntil: number; takeOver?: boolean }): Promise<S.BulkJobRecord | null> {
-    const res = await runBulk<BulkJobRow>(this.pool, 'bulkJobClaim', [params.owner, params.now, params.leaseUntil, params.takeOver === true]);
+  async bulkJobClaim(params: { owner: string; now: number; leaseUntil: number; takeOver?: boolean; running?: S.BulkJobKey[] }): Promise<S.BulkJobRecord | null> {
+    const running = checkClaimRunning(params.running);
+    const res = await runBulk<BulkJobRow>(this.pool, 'bulkJobClaim', [
+      params.owner, params.now, params.leaseUntil, params.takeOver === true, running.map((k) => k.tenantId), running.map((k) => k.id),
+    ]);
     return res.rows[0] ? bulkJobFromRow(res.rows[0]) : null;
   }
 

@@ -17,13 +17,16 @@ export const BULK_SQL = {
   bulkJobRunningCount: `SELECT count(*) AS n FROM bulk_jobs WHERE tenant_id = @tenantId AND state = 'running'`,
   // (@tenantId, @id) → BulkJobRow | undefined.
   bulkJobGet: `SELECT ${BULK_JOB_COLUMNS} FROM bulk_jobs WHERE tenant_id = @tenantId AND id = @id`,
-  // (@owner, @now, @leaseUntil, @takeOver 0|1) → BulkJobRow after the claim | undefined: the oldest
-  // running job whose lease is free, ended, @owner's, or (@takeOver) anyone's.
+  // (@owner, @now, @leaseUntil, @takeOver 0|1, @running json [[tenantId, id], ...]) → BulkJobRow
+  // after the claim | undefined: the oldest running job whose lease is free, ended, @owner's, or
+  // (@takeOver) anyone's, and not in @running; jobs of @running's tenants after every other
+  // tenant's. The running jobs are few (a bound per tenant), so sorting them costs nothing.
   bulkJobClaim: `UPDATE bulk_jobs SET lease_owner = @owner, lease_until = @leaseUntil, updated_at = @now
     WHERE (tenant_id, id) = (
-      SELECT tenant_id, id FROM bulk_jobs INDEXED BY bulk_jobs_running
-      WHERE state = 'running' AND (@takeOver = 1 OR lease_owner IS NULL OR lease_until <= @now OR lease_owner = @owner)
-      ORDER BY created_at LIMIT 1)
+      SELECT b.tenant_id, b.id FROM bulk_jobs b INDEXED BY bulk_jobs_running
+      WHERE b.state = 'running' AND (@takeOver = 1 OR b.lease_owner IS NULL OR b.lease_until <= @now OR b.lease_owner = @owner)
+        AND NOT EXISTS (SELECT 1 FROM json_each(@running) r WHERE json_extract(r.value, '$[0]') = b.tenant_id AND json_extract(r.value, '$[1]') = b.id)
+      ORDER BY EXISTS (SELECT 1 FROM json_each(@running) r WHERE json_extract(r.value, '$[0]') = b.tenant_id), b.created_at LIMIT 1)
     RETURNING ${BULK_JOB_COLUMNS}`,
   // (@tenantId, @id, @owner, @now) → { ok: 1 } | undefined: the job runs and @owner holds its unexpired lease.
   bulkJobLeaseCheck: `SELECT 1 AS ok FROM bulk_jobs

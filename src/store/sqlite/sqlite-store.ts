@@ -37,7 +37,7 @@ import * as writes from './event-writes.ts';
 import { migrate } from './migrate.ts';
 import { PRAGMAS, prepareQueries, READER_SQL, type Queries } from './queries.ts';
 import { prepareBulkQueries, type BulkQueries } from './bulk-queries.ts';
-import { bulkJobFromRow } from '../core/bulk-rows.ts';
+import { bulkJobFromRow, checkClaimRunning } from '../core/bulk-rows.ts';
 import { ReaderThread } from './reader-thread.ts';
 import { SqliteSchedules } from './schedule-store.ts';
 import { SqliteSources } from './source-store.ts';
@@ -165,8 +165,10 @@ export class SqliteStore implements S.Store {
     return this.q.apiKeyRevoke.run({ tenantId, id, now, at: params.at ?? now }).changes === 1;
   }
 
-  async bulkJobClaim(params: { owner: string; now: number; leaseUntil: number; takeOver?: boolean }): Promise<S.BulkJobRecord | null> {
-    const row = this.write(() => this.bq.bulkJobClaim.get({ ...params, takeOver: params.takeOver ? 1 : 0 }));
+  async bulkJobClaim(params: { owner: string; now: number; leaseUntil: number; takeOver?: boolean; running?: S.BulkJobKey[] }): Promise<S.BulkJobRecord | null> {
+    const running = JSON.stringify(checkClaimRunning(params.running).map((k) => [k.tenantId, k.id]));
+    const { owner, now, leaseUntil } = params;
+    const row = this.write(() => this.bq.bulkJobClaim.get({ owner, now, leaseUntil, takeOver: params.takeOver ? 1 : 0, running }));
     return row ? bulkJobFromRow(row) : null;
   }
 
