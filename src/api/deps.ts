@@ -30,6 +30,11 @@ export const DEFAULT_API_LIMITS: ApiLimits = { ...DEFAULT_TENANT_LIMITS, bodyByt
 export interface AppDeps {
   store: Store;
   clock: Clock;
+  /**
+   * The clock of pull visibility timeouts (claim, extend): on a single node one that a step of the
+   * wall clock does not move (SteadyClock), in a cluster the store's. Default: `clock`.
+   */
+  leaseClock?: Clock;
   /** Inserts through group commit. */
   writer: { insert(events: NewEvent[]): Promise<EventInsertResult[]> };
   /** Told after every committed change of events (create, update, cancel, replay), so the scheduler's in-memory timers follow. */

@@ -19,7 +19,7 @@ function abortError(): Error {
   return err;
 }
 
-/** The real clock, with an optional fixed offset (test-only: proves skew tolerance). */
+/** The real clock, with an optional fixed offset (for tests: nodes whose clocks disagree). */
 export class SystemClock implements Clock {
   constructor(private readonly offsetMs = 0) {}
   now(): number {
@@ -46,6 +46,31 @@ export class SystemClock implements Clock {
     const t = setTimeout(fn, Math.max(0, ms));
     t.unref?.();
     return () => clearTimeout(t);
+  }
+}
+
+/**
+ * Wall time that advances with `base`'s monotonic time from one reading of its wall clock, taken
+ * when made: a later step of the wall clock (NTP, a VM resume, an operator) moves nothing. For
+ * the leases of a single node (pull visibility timeouts), whose every reader is this process: a
+ * step forward must not end a consumer's claim early, nor a step back stretch it.
+ */
+export class SteadyClock implements Clock {
+  private readonly wallMinusMonoMs: number;
+  constructor(private readonly base: Clock) {
+    this.wallMinusMonoMs = base.now() - base.monotonicMs();
+  }
+  now(): number {
+    return Math.floor(this.base.monotonicMs() + this.wallMinusMonoMs);
+  }
+  monotonicMs(): number {
+    return this.base.monotonicMs();
+  }
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return this.base.sleep(ms, signal);
+  }
+  setTimer(ms: number, fn: () => void): () => void {
+    return this.base.setTimer(ms, fn);
   }
 }
 

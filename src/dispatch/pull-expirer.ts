@@ -23,6 +23,8 @@ export const PULL_EXPIRE_INTERVAL_MS = 500;
 export interface PullExpirerDeps {
   store: Store;
   clock: Clock;
+  /** The clock the claims' visibility timeouts were set by (see AppDeps.leaseClock). Default: `clock`. */
+  leaseClock?: Clock;
   logger: Logger;
   random?: () => number;
   /** The events it settled (awaiting_retry or archived). */
@@ -43,7 +45,8 @@ export class PullExpirer {
     let total = 0;
     for (;;) {
       const now = this.deps.clock.now();
-      const expired = await this.deps.store.eventPullExpired({ now, limit: PULL_EXPIRE_BATCH_MAX });
+      const leaseNow = (this.deps.leaseClock ?? this.deps.clock).now();
+      const expired = await this.deps.store.eventPullExpired({ now: leaseNow, limit: PULL_EXPIRE_BATCH_MAX });
       // Destinations read once per pass and tenant: a batch is mostly one queue's claims.
       const destinations = new Map<string, DestinationConfig | null>();
       const settled: EventRecord[] = [];

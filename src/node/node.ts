@@ -20,7 +20,7 @@ import { openHttpThreadChannel } from '../channels/http/delivery-threads.ts';
 import type { Channel } from '../channels/channel.ts';
 import { ChannelRegistry } from '../channels/registry.ts';
 import { AddressPolicy } from '../core/address.ts';
-import { SystemClock, type Clock } from '../core/clock.ts';
+import { SteadyClock, SystemClock, type Clock } from '../core/clock.ts';
 import { newSecretToken } from '../core/ids.ts';
 import { Dispatcher } from '../dispatch/dispatcher.ts';
 import { Cleaner, type CleanerOptions } from '../scheduler/cleaner.ts';
@@ -129,15 +129,6 @@ function resolveAdminKey(config: NodeConfig, logger: Logger): string {
   return key;
 }
 
-/**
- * Test-only: shifts this process's wall clock, to prove that a cluster node decides by the store's
- * clock and not its own. Not a configuration setting.
- */
-function localClock(): Clock {
-  const offsetMs = Number(process.env.BELFRY_TEST_CLOCK_OFFSET_MS ?? 0);
-  return new SystemClock(Number.isFinite(offsetMs) ? offsetMs : 0);
-}
-
 export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Promise<BelfryNode> {
   const startedAt = Date.now();
   const owner = config.nodeId ?? `node-${randomBytes(6).toString('hex')}`;
@@ -151,12 +142,15 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
   let scheduler: Scheduler;
   const cluster = store.capabilities.multiNode
     ? new Cluster(
-        { store, localClock: opts.clock ?? localClock(), nodeId: owner, logger, shardCount: config.shardCount, meta: { pid: process.pid }, onShardsChanged: () => scheduler.shardsChanged() },
+        { store, localClock: opts.clock ?? new SystemClock(), nodeId: owner, logger, shardCount: config.shardCount, meta: { pid: process.pid }, onShardsChanged: () => scheduler.shardsChanged() },
         opts.cluster,
       )
     : null;
-  // On a shared store, due times and stored timestamps follow the store's clock.
-  const clock: Clock = cluster ? cluster.clock : (opts.clock ?? localClock());
+  // On a shared store, due times, stored timestamps and leases follow the store's clock. On one
+  // node, leases (pull visibility timeouts) run on monotonic time: a step of the wall clock
+  // neither ends a consumer's claim early nor stretches it.
+  const clock: Clock = cluster ? cluster.clock : (opts.clock ?? new SystemClock());
+  const leaseClock: Clock = cluster ? cluster.clock : new SteadyClock(clock);
   const addressPolicy = new AddressPolicy(config.allowHosts);
   // One channel per destination kind behind the registry; `opts.channel` replaces the webhook one.
   // Webhooks take threads of their own unless told not to, or unless time is simulated (a
@@ -235,7 +229,7 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     }
   };
   const pullExpirer = new PullExpirer({
-    store, clock, logger,
+    store, clock, leaseClock, logger,
     onSettled: (events) => {
       for (const e of events) metrics.pullEnded.inc({ action: 'expire', state: e.state });
       onPullSettled(events);
@@ -353,6 +347,7 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
   const app = await createApp({
     store,
     clock,
+    leaseClock,
     writer,
     metrics,
     counts,

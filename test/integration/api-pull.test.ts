@@ -128,6 +128,22 @@ for (const [backend, make] of TEST_BACKENDS) {
       assert.deepEqual(await trace('x1'), ['created', 'claim', 'extend', 'expire', 'claim', 'expire', 'claim', 'expire']);
     });
 
+    test('times visibility by monotonic time: a step of the wall clock neither expires a claim nor stretches it', async () => {
+      await schedule('step1');
+      const [c1] = (await claim({ visibilityTimeout: '10s' })).json().events;
+      const expirer = new PullExpirer({ store: t.store, clock: t.clock, leaseClock: t.deps.leaseClock, logger: pino({ level: 'silent' }), random: () => 0.5, onSettled: () => {} });
+      t.clock.jump(3_600_000);
+      await expirer.runOnce();
+      assert.equal((await state('step1')).state, 'executing', 'an hour\'s step forward ends no claim');
+      t.clock.jump(-7_200_000);
+      await t.clock.advance(10_001);
+      await expirer.runOnce();
+      assert.equal((await state('step1')).state, 'awaiting_retry', 'a step back stretches no claim: it ends 10 s later');
+      t.clock.jump(3_600_000);
+      assert.equal((await req('POST', '/v1/events/step1/ack', { receipt: c1.receipt })).statusCode, 409);
+      assert.equal((await req('DELETE', '/v1/events/step1')).statusCode, 200, 'canceled: later tests claim nothing of it');
+    });
+
     test('keeps group order: the next event of a group is claimable only after the previous one is terminal', async () => {
       await schedule('g1', { group: 'grp' });
       await t.clock.advance(1);

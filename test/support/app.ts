@@ -10,7 +10,7 @@ import pino from 'pino';
 import { createApp } from '../../src/api/app.ts';
 import { DEFAULT_API_LIMITS, type ApiLimits, type AppDeps } from '../../src/api/deps.ts';
 import { AddressPolicy } from '../../src/core/address.ts';
-import { SimClock } from '../../src/core/clock.ts';
+import { SimClock, SteadyClock } from '../../src/core/clock.ts';
 import type { EventRecord } from '../../src/core/event.ts';
 import { RETENTION_DEFAULTS } from '../../src/core/retention.ts';
 import { Metrics } from '../../src/node/metrics.ts';
@@ -99,6 +99,7 @@ async function makeTestAppOn<S extends Store>(store: S, removeStore: () => Promi
   const deps: AppDeps = {
     store,
     clock,
+    leaseClock: new SteadyClock(clock),
     writer: opts.writer ? opts.writer(store, clock) : new GroupCommitter(store, () => clock.now()),
     onEventsChanged: (events) => changed.push(events),
     onDestinationChanged: (tenantId, name) => destinationsChanged.push([tenantId, name]),

@@ -141,7 +141,8 @@ export function pullRoutes(app: FastifyInstance, deps: AppDeps, pull: PullRouteD
           if (gone.aborted) return { events: [] };
           const now = deps.clock.now();
           const receipt = randomBytes(16).toString('base64url');
-          const events = await deps.store.eventPullClaim({ tenantId, queue, types, max, now, leaseUntil: now + visibleMs, receipt });
+          const leaseUntil = (deps.leaseClock ?? deps.clock).now() + visibleMs;
+          const events = await deps.store.eventPullClaim({ tenantId, queue, types, max, now, leaseUntil, receipt });
           const leftMs = deadlineMs - deps.clock.monotonicMs();
           if (events.length > 0 || watch === null || leftMs <= 0 || gone.aborted || pull.waiters.isClosed) {
             deps.metrics.pullClaimed.inc(events.length);
@@ -233,9 +234,10 @@ export function pullRoutes(app: FastifyInstance, deps: AppDeps, pull: PullRouteD
       const { id } = request.params;
       const ms = visibilityMs('visibilityTimeout', request.body.visibilityTimeout);
       const now = deps.clock.now();
-      const after = await deps.store.eventPullExtend({ tenantId, id, receipt: request.body.receipt, now, leaseUntil: now + ms });
+      const leaseUntil = (deps.leaseClock ?? deps.clock).now() + ms;
+      const after = await deps.store.eventPullExtend({ tenantId, id, receipt: request.body.receipt, now, leaseUntil });
       if (!after) throw receiptConflict(id);
-      return { id, visibleUntil: isoTime(after.leaseUntil ?? now + ms) };
+      return { id, visibleUntil: isoTime(after.leaseUntil ?? leaseUntil) };
     },
   );
 }

@@ -18,6 +18,14 @@ import type { ListKey } from '../event-list-plan.ts';
 /** The database clock in epoch milliseconds, read at the moment of evaluation. */
 const NOW_MS = `floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
 
+/**
+ * When a lease ($1, the caller's now) has ended: only once the database's clock says so too. The
+ * caller's clock follows the database's (StoreClock) and never runs ahead of it, so this changes
+ * nothing in a healthy cluster; it keeps a node whose clock went wrong from expiring live claims
+ * across the cluster.
+ */
+const LEASE_EXPIRY_BOUND = `LEAST($1::bigint, ${NOW_MS})`;
+
 /** The non-terminal states, in the exact spelling of the partial indexes (so the planner uses them). */
 const LIVE = `('scheduled', 'executing', 'awaiting_retry')`;
 const FIREABLE = `('scheduled', 'awaiting_retry')`;
@@ -490,15 +498,16 @@ export const SQL = {
 
   // ($1 leaseExpiredBefore, $2 notOwnedBy|null, $3 limit, $4 now, $5 heldBy|null) →
   // (DueRefRow + attempts)[] of the executing events made awaiting_retry (due now): those whose
-  // lease ended (the event's own, from its claim, and its owner's in claim_leases, if any), or,
+  // lease ended by $1 and by the database clock (LEASE_EXPIRY_BOUND: the event's own, from its
+  // claim, and its owner's in claim_leases, if any), or,
   // when $2 is given, held by another owner, or, when $5 is given, held by $5; oldest lease
   // first, rows locked by others skipped. Each appends its transition naming the reason and the
   // old owner.
-  eventRescue: `WITH candidates AS (
-      SELECT e.ctid AS row_id, e.lease_owner, e.lease_until, (e.lease_until < $1) AS expired FROM events e
+  eventRescue: `WITH bound AS (SELECT ${LEASE_EXPIRY_BOUND} AS t), candidates AS (
+      SELECT e.ctid AS row_id, e.lease_owner, e.lease_until, (e.lease_until < b.t) AS expired FROM events e CROSS JOIN bound b
       WHERE e.state = 'executing' AND NOT e.pull
-        AND ((e.lease_until < $1 AND NOT EXISTS (
-               SELECT 1 FROM claim_leases c WHERE c.owner = e.lease_owner AND c.lease_until >= $1))
+        AND ((e.lease_until < b.t AND NOT EXISTS (
+               SELECT 1 FROM claim_leases c WHERE c.owner = e.lease_owner AND c.lease_until >= b.t))
              OR ($2::text IS NOT NULL AND e.lease_owner IS DISTINCT FROM $2::text)
              OR ($5::text IS NOT NULL AND e.lease_owner = $5::text))
       ORDER BY e.lease_until LIMIT $3
@@ -631,9 +640,9 @@ export const SQL = {
     )
     SELECT * FROM changed`,
   // ($1 now, $2 limit) → (EventRow + receipt)[]: claimed pull events whose visibility timeout ended
-  //  before $1, the oldest first (events_pull_leases).
+  //  before $1 and before the database clock's now (LEASE_EXPIRY_BOUND), the oldest first (events_pull_leases).
   pullExpired: `SELECT ${EVENT_COLUMNS}, receipt FROM events
-    WHERE state = 'executing' AND pull AND lease_until < $1
+    WHERE state = 'executing' AND pull AND lease_until < (SELECT ${LEASE_EXPIRY_BOUND})
     ORDER BY lease_until LIMIT $2`,
   // ($1 tenantId, $2 queue) → { due_at } of the queue's first fireable row, or no row (events_queue_due).
   pullNextDue: `SELECT due_at FROM events WHERE tenant_id = $1 AND queue = $2 AND state IN ${FIREABLE}
