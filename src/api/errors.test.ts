@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { BelfryError } from '../core/errors.ts';
-import { toApiError, validationError, type AjvErrorLike } from './errors.ts';
+import { StoreFullError, StoreUnavailableError } from '../store/store.ts';
+import { errorFromWire } from '../store/sqlite/thread-wire.ts';
+import { STORAGE_FULL_RETRY_AFTER_S, toApiError, validationError, type AjvErrorLike } from './errors.ts';
 
 const e = (instancePath: string, keyword: string, params: Record<string, unknown> = {}, extra: Partial<AjvErrorLike> = {}): AjvErrorLike => ({
   instancePath,
@@ -46,4 +48,24 @@ test('toApiError maps typed, framework and unknown errors', () => {
   assert.equal(toApiError(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }), 1)?.status, 400, 'a client hanging up mid-body is not a 500');
   const limited = toApiError(new BelfryError('rate_limited', 'slow down', [], { 'retry-after': '1' }), 1);
   assert.deepEqual(limited?.headers, { 'retry-after': '1' });
+});
+
+test('a full disk is 503 storage_full with Retry-After and no driver text, whatever the backend said it with', () => {
+  const sqliteFull = errorFromWire({ name: 'SqliteError', message: 'database or disk is full', code: 'SQLITE_FULL', stack: 'SqliteError: database or disk is full\n    at Statement.run' });
+  assert.ok(sqliteFull instanceof StoreFullError, 'the store thread rebuilds SQLITE_FULL as StoreFullError');
+  const cases: unknown[] = [
+    sqliteFull,
+    new StoreFullError('PostgreSQL disk full: could not extend file "base/16384/16385": No space left on device'),
+    Object.assign(new Error('could not extend file'), { code: '53100' }),
+    Object.assign(new Error('database or disk is full'), { code: 'SQLITE_FULL' }),
+  ];
+  for (const err of cases) {
+    const mapped = toApiError(err, 1);
+    assert.equal(mapped?.status, 503, String(err));
+    assert.equal(mapped?.code, 'storage_full');
+    assert.equal(mapped?.headers?.['retry-after'], String(STORAGE_FULL_RETRY_AFTER_S));
+    assert.doesNotMatch(mapped!.message, /SQLITE|extend file|No space|at /);
+  }
+  // A store that is merely away stays `unavailable`.
+  assert.equal(toApiError(new StoreUnavailableError('PostgreSQL unavailable: ECONNREFUSED'), 1)?.code, 'unavailable');
 });

@@ -10,6 +10,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { Logger } from 'pino';
 import { BelfryError, type ErrorDetail } from '../core/errors.ts';
 import { WriteQueueFullError } from '../store/group-commit.ts';
+import { isStoreFull } from '../store/failure-kind.ts';
 import { StoreUnavailableError } from '../store/store.ts';
 
 /** An error response. `code` extends core's ErrorCode with the HTTP-only `unsupported_media_type`. */
@@ -115,6 +116,11 @@ const BY_FASTIFY_CODE: Record<string, (err: FastifyError, bodyBytesMax: number) 
 };
 
 const MESSAGE_CHARS_MAX = 300;
+/**
+ * Retry-After of a full disk: space comes back when an operator (or a cleanup) frees it, not in
+ * a blip; a client waiting a few seconds between tries does not keep a full node busy.
+ */
+export const STORAGE_FULL_RETRY_AFTER_S = 5;
 
 const CODE_BY_STATUS: Record<number, string> = {
   400: 'invalid_request',
@@ -135,6 +141,17 @@ export function toApiError(err: unknown, bodyBytesMax: number): ApiError | null 
     const mapped: ApiError = { status: err.status, code: err.code, message: err.message, details: err.details };
     if (Object.keys(err.headers).length > 0) mapped.headers = err.headers;
     return mapped;
+  }
+  // Before StoreUnavailableError (a StoreFullError is one): the client should know why, and that
+  // it takes longer than a blip. Nothing of the request was written.
+  if (isStoreFull(err)) {
+    return {
+      status: 503,
+      code: 'storage_full',
+      message: 'the server is out of disk space: nothing was written; try again later',
+      details: [],
+      headers: { 'retry-after': String(STORAGE_FULL_RETRY_AFTER_S) },
+    };
   }
   if (err instanceof StoreUnavailableError) {
     return { status: 503, code: 'unavailable', message: 'the store is unreachable; try again shortly', details: [], headers: { 'retry-after': '1' } };

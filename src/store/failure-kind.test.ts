@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { storeFailureKind, type StoreFailureKind } from './failure-kind.ts';
-import { StoreUnavailableError } from './store.ts';
+import { isStoreFull, storeFailureKind, type StoreFailureKind } from './failure-kind.ts';
+import { StoreFullError, StoreUnavailableError } from './store.ts';
 
 function withCode(code: string): Error {
   return Object.assign(new Error(`failed with ${code}`), { code });
@@ -21,6 +21,9 @@ describe('storeFailureKind', () => {
     ['sqlite busy', withCode('SQLITE_BUSY'), 'retryable'],
     ['sqlite busy snapshot (extended)', withCode('SQLITE_BUSY_SNAPSHOT'), 'retryable'],
     ['sqlite locked', withCode('SQLITE_LOCKED'), 'retryable'],
+    ['store full (mapped)', new StoreFullError('sqlite: database or disk is full'), 'unavailable'],
+    ['sqlite full (raw driver error)', withCode('SQLITE_FULL'), 'unavailable'],
+    ['pg disk full (raw driver error)', withCode('53100'), 'unavailable'],
     ['pg unique violation', withCode('23505'), 'permanent'],
     ['pg invalid text representation', withCode('22P02'), 'permanent'],
     ['pg statement timeout (query_canceled)', withCode('57014'), 'permanent'],
@@ -34,4 +37,16 @@ describe('storeFailureKind', () => {
   for (const [name, err, kind] of cases) {
     it(`${name} → ${kind}`, () => assert.equal(storeFailureKind(err), kind));
   }
+});
+
+describe('isStoreFull', () => {
+  it('is true of StoreFullError and of the drivers\' disk-full codes only', () => {
+    assert.equal(isStoreFull(new StoreFullError('full')), true);
+    assert.equal(isStoreFull(withCode('SQLITE_FULL')), true);
+    assert.equal(isStoreFull(withCode('53100')), true);
+    assert.equal(isStoreFull(new StoreUnavailableError('down')), false);
+    assert.equal(isStoreFull(withCode('53300')), false);
+    assert.equal(isStoreFull(withCode('SQLITE_IOERR')), false);
+    assert.equal(isStoreFull(null), false);
+  });
 });

@@ -1,7 +1,8 @@
 /**
  * What a failed store call means for whoever retries it, whatever the backend:
  * - `unavailable`: the store cannot be reached (StoreUnavailableError, or a connection-class
- *   error that did not pass through a backend's mapping); the same call works once it is back.
+ *   error that did not pass through a backend's mapping), or its disk is full (nothing of the call
+ *   was written); the same call works once it is back, or once space is freed.
  * - `retryable`: the call lost a race with another transaction or the server's own housekeeping
  *   (PostgreSQL serialization failure, deadlock, lock timeout, shutdown; SQLite busy or locked);
  *   the same call, made again, normally succeeds.
@@ -10,7 +11,7 @@
  * The codes are checked as strings on the error (pg's SQLSTATE `code`, better-sqlite3's
  * `SQLITE_*` `code`, with extended codes such as SQLITE_BUSY_SNAPSHOT), so no driver is imported.
  */
-import { StoreUnavailableError } from './store.ts';
+import { StoreFullError, StoreUnavailableError } from './store.ts';
 
 export type StoreFailureKind = 'unavailable' | 'retryable' | 'permanent';
 
@@ -28,10 +29,21 @@ const PG_RETRYABLE_CODES: ReadonlySet<string> = new Set([
 /** SQLite primary result codes (better-sqlite3 reports extended ones as `<primary>_<detail>`). */
 const SQLITE_RETRYABLE_CODES: readonly string[] = ['SQLITE_BUSY', 'SQLITE_LOCKED'];
 
+/** Driver codes of a full disk: SQLite's SQLITE_FULL, PostgreSQL's SQLSTATE 53100 disk_full. */
+const FULL_CODES: ReadonlySet<string> = new Set(['SQLITE_FULL', '53100']);
+
+/** The store refused a write for lack of disk space (mapped as StoreFullError, or a driver's own error). */
+export function isStoreFull(err: unknown): boolean {
+  if (err instanceof StoreFullError) return true;
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && FULL_CODES.has(code);
+}
+
 export function storeFailureKind(err: unknown): StoreFailureKind {
   if (err instanceof StoreUnavailableError) return 'unavailable';
   const code = (err as { code?: unknown } | null)?.code;
   if (typeof code !== 'string') return 'permanent';
+  if (FULL_CODES.has(code)) return 'unavailable';
   if (code.startsWith('08')) return 'unavailable'; // connection_exception class
   if (PG_RETRYABLE_CODES.has(code)) return 'retryable';
   if (SQLITE_RETRYABLE_CODES.some((c) => code === c || code.startsWith(`${c}_`))) return 'retryable';

@@ -30,6 +30,15 @@ export class StoreUnavailableError extends Error {
   }
 }
 
+/**
+ * The store has no room left: its disk is full (SQLite SQLITE_FULL, PostgreSQL 53100 disk_full).
+ * Nothing of the call was written (its transaction rolled back), and the same call works once
+ * space is freed: a kind of unavailability, answered `503 storage_full` with Retry-After.
+ */
+export class StoreFullError extends StoreUnavailableError {
+  override name = 'StoreFullError';
+}
+
 /** What a backend can do, named, so callers never branch on a dialect. */
 export interface StoreCapabilities {
   /** Row claims never block another node (FOR UPDATE SKIP LOCKED). */

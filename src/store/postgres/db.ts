@@ -3,7 +3,7 @@
  * queries.ts, on the pool or on a client holding a transaction.
  */
 import pg from 'pg';
-import { StoreUnavailableError } from '../store.ts';
+import { StoreFullError, StoreUnavailableError } from '../store.ts';
 import { SQL, type QueryName } from './queries.ts';
 
 /** A pool, or one client of it inside a transaction. */
@@ -65,11 +65,19 @@ export function run<R extends pg.QueryResultRow = pg.QueryResultRow>(
 /** Socket errors and PostgreSQL's connection-class SQLSTATEs (08xxx, 57P01-03 shutdown, 53300 too many connections). */
 const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '53300']);
 
-/** Rethrows a lost or refused connection as StoreUnavailableError; any other error unchanged. */
+/** SQLSTATE disk_full: the server could not extend a file; the statement's transaction rolled back. */
+const DISK_FULL_CODE = '53100';
+
+/**
+ * Rethrows a lost or refused connection as StoreUnavailableError, and a full disk on the server as
+ * StoreFullError (answered 503 storage_full, retried by whoever retries an unavailable store); any
+ * other error unchanged.
+ */
 export function rethrowUnavailable(err: unknown): never {
   const e = err as { code?: unknown; message?: unknown };
   const code = typeof e?.code === 'string' ? e.code : '';
   const message = typeof e?.message === 'string' ? e.message : String(err);
+  if (code === DISK_FULL_CODE) throw Object.assign(new StoreFullError(`PostgreSQL disk full: ${message}`, { cause: err }), { code });
   if (UNAVAILABLE_CODES.has(code) || code.startsWith('08') || /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(message)) {
     throw new StoreUnavailableError(`PostgreSQL unavailable: ${message}`, { cause: err });
   }

@@ -2,10 +2,11 @@
  * What crosses between the node's event loop and the SQLite store's thread (thread-store.ts):
  * calls in batches, replies in batches, and errors as plain data rebuilt into the classes callers
  * test for (BelfryError for the API, RangeError, StoreUnavailableError, and the driver's `code`,
- * which store/failure-kind.ts reads). Everything else is structured-cloned as it is.
+ * which store/failure-kind.ts reads; SQLITE_FULL becomes StoreFullError). Everything else is
+ * structured-cloned as it is.
  */
 import { BelfryError, type ErrorCode, type ErrorDetail } from '../../core/errors.ts';
-import { StoreUnavailableError } from '../store.ts';
+import { StoreFullError, StoreUnavailableError } from '../store.ts';
 import type { SqliteStore } from './sqlite-store.ts';
 
 export interface Call {
@@ -39,6 +40,8 @@ export function errorFromWire(w: WireError): Error {
   if (w.name === 'BelfryError') err = new BelfryError(w.code as ErrorCode, w.message, w.details, w.headers);
   else if (w.name === 'RangeError') err = new RangeError(w.message);
   else if (w.name === 'StoreUnavailableError') err = new StoreUnavailableError(w.message);
+  // A full disk: the transaction rolled back; callers retry once there is room (answered 503).
+  else if (w.name === 'StoreFullError' || w.code === 'SQLITE_FULL') err = Object.assign(new StoreFullError(`sqlite: ${w.message}`), { code: 'SQLITE_FULL' });
   else {
     err = new Error(w.message);
     err.name = w.name;
