@@ -16,8 +16,17 @@ let last = -1;
 
 setInterval(() => {
   const startMs = performance.now();
-  // PASSIVE: copies what no reader still needs, never waits for a lock, never blocks the writer.
-  const { busy, log, checkpointed } = checkpoint.get();
+  let pass;
+  try {
+    // PASSIVE: copies what no reader still needs, never waits for a lock, never blocks the writer.
+    pass = checkpoint.get();
+  } catch {
+    // A full disk (the database file cannot grow) or an I/O error: the frames stay in the WAL,
+    // where every reader finds them; the next pass tries again, so the WAL shrinks back once
+    // there is room.
+    return;
+  }
+  const { busy, log, checkpointed } = pass;
   if (checkpointed !== last) {
     last = checkpointed;
     parentPort.postMessage({ log, checkpointed, busy, ms: performance.now() - startMs });
