@@ -7,6 +7,8 @@ export type ErrorCode =
   | 'not_found'
   | 'conflict'
   | 'precondition_failed'
+  /** An event made as many changes as its trace holds (edits and replays are refused; a cancel applies). */
+  | 'too_many_changes'
   | 'payload_too_large'
   | 'rate_limited'
   | 'quota_exceeded'
@@ -20,6 +22,7 @@ const STATUS: Record<ErrorCode, number> = {
   not_found: 404,
   conflict: 409,
   precondition_failed: 412,
+  too_many_changes: 409,
   payload_too_large: 413,
   rate_limited: 429,
   /** A tenant quota (pending events, destinations) is used up; waiting a second does not help. */

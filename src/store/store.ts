@@ -183,7 +183,20 @@ export type EventMutateResult =
   | { kind: 'not_found' }
   | { kind: 'version_mismatch'; event: EventRecord }
   /** The event is in a state that does not allow the change; `event.state` says which. */
-  | { kind: 'wrong_state'; event: EventRecord };
+  | { kind: 'wrong_state'; event: EventRecord }
+  /**
+   * The event has made EVENT_CHANGES_MAX changes: an edit or a replay would grow its trace past
+   * its bound (a cancel still applies).
+   */
+  | { kind: 'changes_exhausted'; event: EventRecord };
+
+/**
+ * Bound on an event's trace: edits and replays apply only while its version (the number of
+ * changes it has made, each one transition) is below this. What follows the last of them is
+ * bounded too (a delivery adds at most two transitions per attempt, and attempts are at most 100;
+ * a cancel one), so an event's trace never holds much more than this many rows.
+ */
+export const EVENT_CHANGES_MAX = 1_000;
 
 export interface EventListParams {
   tenantId: string;

@@ -8,7 +8,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { BelfryError, invalid } from '../../core/errors.ts';
 import type { EventRecord } from '../../core/event.ts';
-import type { EventMutateResult } from '../../store/store.ts';
+import { EVENT_CHANGES_MAX, type EventMutateResult } from '../../store/store.ts';
 import { transitionPage } from '../../store/transition-page.ts';
 import type { AppDeps } from '../deps.ts';
 import { toEventPatch } from '../event-input.ts';
@@ -62,6 +62,10 @@ function outcome(result: EventMutateResult, id: string, expected: number | undef
       throw versionMismatch(result.event, expected ?? result.event.version);
     case 'wrong_state':
       throw wrongState(result.event, allowed);
+    case 'changes_exhausted':
+      throw new BelfryError('too_many_changes', `event has made ${EVENT_CHANGES_MAX} changes, the most one event's trace holds; cancel it and schedule a new one`, [
+        { message: `at most ${EVENT_CHANGES_MAX} changes per event`, version: result.event.version },
+      ]);
   }
 }
 

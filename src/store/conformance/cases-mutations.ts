@@ -1,7 +1,7 @@
 /** Conformance: the user's changes to an event — eventCancel, eventUpdate, eventReplay. */
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import type { EventMutateResult } from '../store.ts';
+import { EVENT_CHANGES_MAX, type EventMutateResult } from '../store.ts';
 import {
   archive,
   insertOne,
@@ -35,6 +35,23 @@ export function cancelCases(ctx: SuiteContext): void {
       [1, 'created', null, 'scheduled', T0],
       [2, 'state', 'scheduled', 'canceled', T0 + 5],
     ]);
+  });
+
+  it('bounds an event\'s changes: edits past EVENT_CHANGES_MAX are refused and change nothing, a cancel still applies', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    await insertOne(store, newEvent(tenantId, 'busy'));
+    for (let v = 1; v < EVENT_CHANGES_MAX; v++) {
+      const r = await store.eventUpdate({ tenantId, id: 'busy', now: T0 + v, patch: { fireAt: T0 + 60 * SEC + (v % 2) } });
+      assert.equal(r.kind, 'ok', `edit ${v}`);
+    }
+    const full = await mustGet(store, tenantId, 'busy');
+    assert.equal(full.version, EVENT_CHANGES_MAX);
+    const refused = await store.eventUpdate({ tenantId, id: 'busy', now: T0 + 5 * SEC, patch: { fireAt: T0 + 90 * SEC } });
+    assert.equal(refused.kind, 'changes_exhausted');
+    assert.deepEqual(await mustGet(store, tenantId, 'busy'), full, 'the refused edit changed nothing');
+    const canceled = okEvent(await store.eventCancel({ tenantId, id: 'busy', now: T0 + 6 * SEC }));
+    assert.equal(canceled.version, EVENT_CHANGES_MAX + 1);
   });
 
   it('cancels an event awaiting a retry', async () => {

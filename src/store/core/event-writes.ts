@@ -6,7 +6,7 @@
 import type { EventRecord, EventState } from '../../core/event.ts';
 import { canonicalJson } from '../../core/ids.ts';
 import { queueOf } from '../../core/queue.ts';
-import type { EventMutateParams, EventMutateResult, EventPatch, NewEvent } from '../store.ts';
+import { EVENT_CHANGES_MAX, type EventMutateParams, type EventMutateResult, type EventPatch, type NewEvent } from '../store.ts';
 import { eventFromRow, type EventRow } from './rows.ts';
 
 const ATTEMPT_TARGETS: ReadonlySet<string> = new Set(['succeeded', 'discarded', 'awaiting_retry', 'archived']);
@@ -62,11 +62,18 @@ export function createdRecord(e: NewEvent, seq: number, now: number): EventRecor
  * The checks of cancel, replay and update on the row read (after not_found): the version first (a
  * stale If-Match wins over the state), then the state. Null when the write may go ahead.
  */
-export function mutateRefusal(current: EventRow, p: EventMutateParams, allowed: readonly EventState[]): EventMutateResult | null {
+export function mutateRefusal(
+  current: EventRow,
+  p: EventMutateParams,
+  allowed: readonly EventState[],
+  /** False for a cancel: it ends the event, so it applies whatever the trace holds. */
+  boundedByChanges = true,
+): EventMutateResult | null {
   if (p.expectedVersion !== undefined && current.version !== p.expectedVersion) {
     return { kind: 'version_mismatch', event: eventFromRow(current) };
   }
   if (!allowed.includes(current.state)) return { kind: 'wrong_state', event: eventFromRow(current) };
+  if (boundedByChanges && current.version >= EVENT_CHANGES_MAX) return { kind: 'changes_exhausted', event: eventFromRow(current) };
   return null;
 }
 

@@ -195,11 +195,12 @@ async function mutate(
   p: S.EventMutateParams,
   allowed: readonly EventState[],
   change: (current: EventRow) => Promise<EventRow | undefined>,
+  boundedByChanges = true,
 ): Promise<S.EventMutateResult> {
   for (let attempt = 0; attempt < MUTATE_ATTEMPTS_MAX; attempt++) {
     const current = (await run<EventRow>(db, 'eventGet', [p.tenantId, p.id])).rows[0];
     if (!current) return { kind: 'not_found' };
-    const refusal = mutateRefusal(current, p, allowed);
+    const refusal = mutateRefusal(current, p, allowed, boundedByChanges);
     if (refusal) return refusal;
     const changed = await change(current);
     if (changed) return { kind: 'ok', event: eventFromRow(changed) };
@@ -237,7 +238,7 @@ const REPLAYABLE: readonly EventState[] = ['archived', 'discarded'];
 const EDITABLE: readonly EventState[] = ['scheduled'];
 
 export function cancel(db: Queryable, p: S.EventMutateParams): Promise<S.EventMutateResult> {
-  return mutate(db, p, CANCELABLE, (cur) => cancelAt(db, p, cur));
+  return mutate(db, p, CANCELABLE, (cur) => cancelAt(db, p, cur), false);
 }
 
 export function replay(db: Queryable, p: S.EventMutateParams): Promise<S.EventMutateResult> {
@@ -270,7 +271,7 @@ export async function bulkStep(pool: pg.Pool, p: S.BulkJobStepParams): Promise<S
       const cur = current.get(c.id);
       const base = { tenantId: p.tenantId, id: c.id, expectedVersion: c.version, now: p.now, operation };
       const allowed = c.kind === 'cancel' ? CANCELABLE : c.kind === 'replay' ? REPLAYABLE : EDITABLE;
-      if (!cur || mutateRefusal(cur, base, allowed)) continue;
+      if (!cur || mutateRefusal(cur, base, allowed, c.kind !== 'cancel')) continue;
       const row = c.kind === 'cancel' ? await cancelAt(client, base, cur) : c.kind === 'replay' ? await replayAt(client, base, cur) : await updateAt(client, { ...base, patch: c.patch }, cur);
       if (row && row.version !== c.version) changed.push(eventFromRow(row));
     }

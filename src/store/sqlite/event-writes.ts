@@ -257,10 +257,11 @@ function mutate(
   p: S.EventMutateParams,
   allowed: readonly EventState[],
   change: (current: EventRow) => EventRow,
+  boundedByChanges = true,
 ): S.EventMutateResult {
   const current = q.eventGet.get(p.tenantId, p.id);
   if (!current) return { kind: 'not_found' };
-  return mutateRefusal(current, p, allowed) ?? { kind: 'ok', event: eventFromRow(change(current)) };
+  return mutateRefusal(current, p, allowed, boundedByChanges) ?? { kind: 'ok', event: eventFromRow(change(current)) };
 }
 
 /** The row a conditional UPDATE returned; in one transaction after the checks it cannot be missing. */
@@ -278,7 +279,7 @@ export function cancel(q: Queries, p: S.EventMutateParams): S.EventMutateResult 
       detail: p.operation ? operationDetail({}, p.operation) : null,
     });
     return row;
-  });
+  }, false);
 }
 
 export function replay(q: Queries, p: S.EventMutateParams): S.EventMutateResult {
