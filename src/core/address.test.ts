@@ -68,9 +68,14 @@ describe('the deny-list', () => {
     assert.match(deniedAs(parseIp('::ffff:10.0.0.1')!)!, /private address \(IPv4-mapped 10\.0\.0\.1\)/);
   });
 
-  test('judges the connected address, naming the host it came from', () => {
+  test('judges the connected address, naming the host it came from and never the address a name resolved to', () => {
     const why = guard.checkAddress('10.0.0.7', 'rebind.example.com');
-    assert.match(why!, /10\.0\.0\.7 \(resolved from rebind\.example\.com\) is a private address/);
+    assert.match(why!, /^host rebind\.example\.com resolves to a private address;/);
+    assert.doesNotMatch(why!, /10\.0\.0\.7/);
+    const mapped = guard.checkAddress('::ffff:10.0.0.9', 'mapped.example.com');
+    assert.match(mapped!, /^host mapped\.example\.com resolves to a private address;/);
+    assert.doesNotMatch(mapped!, /10\.0\.0\.9/);
+    assert.match(guard.checkAddress('10.0.0.7', '10.0.0.7')!, /^10\.0\.0\.7 is a private address/, 'an address the user gave is named');
     assert.equal(guard.checkAddress('93.184.216.34', 'example.com'), null);
     assert.match(guard.checkAddress('not-an-ip', 'example.com')!, /not an IP address/);
   });

@@ -313,8 +313,13 @@ export class AddressPolicy {
     if (what === null) return null;
     const inner = embeddedIpv4(ip)?.ip;
     if (this.ranges.some((r) => inRange(ip, r) || (inner !== undefined && inRange(inner, r)))) return null;
+    // A name's resolved address is never shown: it would tell a tenant what the operator's
+    // internal names point to (a map of the private network, one refusal at a time).
     const shown = formatIp(ip);
-    const via = host !== '' && host !== shown && parseIp(host) === null ? ` (resolved from ${host.slice(0, 100)})` : '';
-    return `${shown}${via} is ${what}; ${HOW_TO_ALLOW}`;
+    if (host !== '' && host !== shown && parseIp(host) === null) {
+      const kind = deniedAs(embeddedIpv4(ip)?.ip ?? ip) ?? what;
+      return `host ${host.slice(0, 100)} resolves to ${kind}; ${HOW_TO_ALLOW}`;
+    }
+    return `${shown} is ${what}; ${HOW_TO_ALLOW}`;
   }
 }

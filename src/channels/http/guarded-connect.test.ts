@@ -71,7 +71,7 @@ describe('HttpChannel private-address guard', () => {
       try {
         const outcome = await channel.deliver(dueEvent(`http://hooks.rebind.example:${receiver.port}/x`), signal());
         assert.equal(outcome.kind, 'discard');
-        assert.match(outcome.kind === 'discard' ? outcome.reason : '', /resolved from hooks\.rebind\.example\) is a loopback address/);
+        assert.match(outcome.kind === 'discard' ? outcome.reason : '', /host hooks\.rebind\.example resolves to a loopback address/);
         assert.deepEqual(dns.calls, ['hooks.rebind.example']);
       } finally {
         await channel.close();
