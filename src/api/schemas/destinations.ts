@@ -26,6 +26,12 @@ const commonFields = {
   maxConcurrency: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, description: 'default 20' })),
 };
 
+/** The explicit opt-in to send a broker's credentials over a connection without TLS. */
+const AllowInsecureCredentials = Type.Optional(Type.Boolean({
+  description: 'send the credentials (a password in the URL, a NATS token, SASL PLAIN) even without TLS, where anyone on the network path can read them; ' +
+    'without it, credentials over redis://, amqp://, nats:// or Kafka SASL PLAIN without ssl are refused (400). Default false',
+}));
+
 const BrokerUrl = (what: string) => Type.String({ minLength: 1, maxLength: 2048, description: `${what}; a password in it is write-only` });
 /** Kafka topic names: 1-249 of [A-Za-z0-9._-]. */
 const KafkaTopic = Type.String({ pattern: '^[A-Za-z0-9._-]{1,249}$', description: 'the topic' });
@@ -33,7 +39,7 @@ const KafkaTopic = Type.String({ pattern: '^[A-Za-z0-9._-]{1,249}$', description
 export const HttpDestinationBody = Type.Object(
   {
     kind: Type.Literal('http', { description: 'default: a webhook' }),
-    url: Type.String({ minLength: 1, maxLength: 2048, description: 'http or https URL' }),
+    url: Type.String({ minLength: 1, maxLength: 2048, description: 'http or https URL, without credentials (user:password@ is refused: give them in a header)' }),
     secret: Type.Optional(Type.String({ pattern: SECRET_PATTERN, description: 'write-only; generated and returned once when left out on creation' })),
     ...commonFields,
   },
@@ -47,6 +53,7 @@ export const KafkaDestinationBody = Type.Object(
     topic: KafkaTopic,
     sasl: Type.Optional(KafkaSasl),
     ssl: Type.Optional(Type.Boolean()),
+    allowInsecureCredentials: AllowInsecureCredentials,
     ...commonFields,
   },
   { additionalProperties: false, title: 'kafka' },
@@ -55,9 +62,10 @@ export const KafkaDestinationBody = Type.Object(
 export const NatsDestinationBody = Type.Object(
   {
     kind: Type.Literal('nats'),
-    servers: Type.Array(BrokerUrl('nats://host:port'), { minItems: 1, maxItems: 16 }),
+    servers: Type.Array(BrokerUrl('nats://host:port, or tls://host:port (TLS only); all of one scheme'), { minItems: 1, maxItems: 16 }),
     subject: Type.String({ pattern: '^[^\\s*>]+$', maxLength: 256, description: 'a JetStream subject (no wildcards)' }),
     token: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, description: 'write-only' })),
+    allowInsecureCredentials: AllowInsecureCredentials,
     ...commonFields,
   },
   { additionalProperties: false, title: 'nats' },
@@ -69,6 +77,7 @@ export const AmqpDestinationBody = Type.Object(
     url: BrokerUrl('amqp://user:password@host:port/vhost'),
     exchange: Type.String({ maxLength: 255, description: 'the exchange ("" is the default exchange, routing by queue name)' }),
     routingKey: Type.Optional(Type.String({ maxLength: 255 })),
+    allowInsecureCredentials: AllowInsecureCredentials,
     ...commonFields,
   },
   { additionalProperties: false, title: 'amqp' },
@@ -80,6 +89,7 @@ export const RedisDestinationBody = Type.Object(
     url: BrokerUrl('redis://[user:password@]host:port[/db]'),
     stream: Type.String({ minLength: 1, maxLength: 512, description: 'the stream key' }),
     maxLen: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000_000, description: 'approximate cap on the stream length (XADD MAXLEN ~)' })),
+    allowInsecureCredentials: AllowInsecureCredentials,
     ...commonFields,
   },
   { additionalProperties: false, title: 'redis' },
@@ -114,7 +124,7 @@ export type DestinationNameParamsInput = Static<typeof DestinationNameParams>;
 export const DestinationJson = Type.Object({
   name: Type.String(),
   kind: Type.String({ description: 'http, kafka, nats, amqp, redis or pull' }),
-  url: Type.Optional(Type.String({ description: 'http, amqp, redis: the URL, its password shown as ***' })),
+  url: Type.Optional(Type.String({ description: 'http, amqp, redis: the URL, its password (or a user name given alone) shown as ***' })),
   brokers: Type.Optional(Type.Array(Type.String())),
   topic: Type.Optional(Type.String()),
   ssl: Type.Optional(Type.Boolean()),
@@ -125,6 +135,7 @@ export const DestinationJson = Type.Object({
   routingKey: Type.Optional(Type.String()),
   stream: Type.Optional(Type.String()),
   maxLen: Type.Optional(Nullable(Type.Integer())),
+  allowInsecureCredentials: Type.Optional(Type.Boolean({ description: 'present (true) only when the destination sends its credentials without TLS by choice' })),
   headers: StringMap,
   timeout: Type.String(),
   retry: Nullable(RetryOutput),

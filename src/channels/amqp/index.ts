@@ -9,7 +9,11 @@
  *
  * One connection and one confirm channel per destination (ConnectionPool). A channel error (the
  * broker closes the channel, as it does on a missing exchange) fails the publishes in flight on
- * it with the broker's reason and drops the connection; the next delivery opens a new one.
+ * it with the broker's reason and drops the connection; the next delivery opens a new one. A
+ * connection whose publish got no confirm in time is destroyed (its socket, with what it still
+ * buffered): amqplib's close() waits for the broker's Close-Ok, which a silent broker never sends.
+ *
+ * `amqps://` is TLS or nothing; credentials in an `amqp://` URL need `allowInsecureCredentials`.
  */
 import amqp from 'amqplib';
 import type { AddressPolicy } from '../../core/address.ts';
@@ -19,14 +23,26 @@ import type { Channel, DeliveryOutcome, DueEvent } from '../channel.ts';
 import { brokerAttempt } from '../broker/attempt.ts';
 import { guardedAddress } from '../broker/guard.ts';
 import { messageBody, messageHeaders } from '../broker/message.ts';
-import { checkBrokerUrl, redactUrl, type KindSpec } from '../broker/config.ts';
+import {
+  assertCredentialsTls,
+  checkBrokerUrl,
+  checkCredentialsTls,
+  optInJson,
+  urlForDisplay,
+  urlHasCredentials,
+  type ClearCredentials,
+  type InsecureCredentialsOptIn,
+  type KindSpec,
+} from '../broker/config.ts';
 import { ConnectionPool } from '../broker/pool.ts';
 
 export interface AmqpChannelOptions {
   policy: AddressPolicy;
   clock?: Clock;
   idleMs?: number;
+  /** Bound on connecting, handshake included. */
   connectTimeoutMs?: number;
+  connectionsMax?: number;
 }
 
 const PERMANENT = /NOT[_-]FOUND|ACCESS[_-]REFUSED/;
@@ -34,6 +50,8 @@ const PERMANENT = /NOT[_-]FOUND|ACCESS[_-]REFUSED/;
 /** A pooled connection: its confirm channel and the publishes waiting for a confirm. */
 interface Link {
   conn: amqp.ChannelModel;
+  /** Destroys the socket (the pool's close, or an open given up). */
+  kill: AbortController;
   ch: amqp.ConfirmChannel;
   /** Message ids the broker returned as unroutable, until their confirm arrives. */
   returned: Set<string>;
@@ -50,14 +68,20 @@ export class AmqpChannel implements Channel {
 
   constructor(private readonly opts: AmqpChannelOptions) {
     this.clock = opts.clock ?? new SystemClock();
-    this.pool = new ConnectionPool<Link>({ clock: this.clock, idleMs: opts.idleMs, close: (l) => l.conn.close().catch(() => {}) });
+    this.pool = new ConnectionPool<Link>({
+      clock: this.clock,
+      idleMs: opts.idleMs,
+      connectionsMax: opts.connectionsMax,
+      openTimeoutMs: opts.connectTimeoutMs,
+      close: (l) => l.kill.abort(),
+    });
   }
 
   async deliver(event: DueEvent, signal: AbortSignal): Promise<DeliveryOutcome> {
     const target = event.broker!.target as AmqpTarget;
     const key = event.broker!.poolKey;
-    return brokerAttempt(event, signal, this.clock, 'amqp', async () => {
-      await this.pool.with(key, JSON.stringify(target), () => this.open(key, target), (link) => publish(link, target, event));
+    return brokerAttempt(event, signal, this.clock, 'amqp', async (ended) => {
+      await this.pool.with(key, JSON.stringify(target), (opening) => this.open(key, target, opening), (link) => publish(link, target, event), ended);
     }, (err) => PERMANENT.test(String((err as Error)?.message ?? '')));
   }
 
@@ -65,21 +89,27 @@ export class AmqpChannel implements Channel {
     this.pool.drop(poolKey);
   }
 
-  private async open(key: string, target: AmqpTarget): Promise<Link> {
+  private async open(key: string, target: AmqpTarget, signal: AbortSignal): Promise<Link> {
+    assertCredentialsTls(clearCredentials(target), target as InsecureCredentialsOptIn);
     const url = new URL(target.url);
     const servername = url.hostname;
     const address = await guardedAddress(this.opts.policy, url.hostname);
+    signal.throwIfAborted();
     url.hostname = address.includes(':') ? `[${address}]` : address;
-    const conn = await amqp.connect(url.toString(), { servername, timeout: this.opts.connectTimeoutMs ?? 10_000 });
+    // The socket dies with `kill` (amqplib hands the options to net / tls.connect): at once, in
+    // the handshake or after it, whatever the broker says or does not say.
+    const kill = new AbortController();
+    signal.addEventListener('abort', () => kill.abort(), { once: true });
+    const conn = await amqp.connect(url.toString(), { servername, timeout: this.opts.connectTimeoutMs ?? 10_000, signal: kill.signal });
     conn.on('error', () => {});
     let ch: amqp.ConfirmChannel;
     try {
       ch = await conn.createConfirmChannel();
     } catch (err) {
-      await conn.close().catch(() => {});
+      kill.abort();
       throw err;
     }
-    const link: Link = { conn, ch, returned: new Set(), waiting: new Set(), failure: null };
+    const link: Link = { conn, kill, ch, returned: new Set(), waiting: new Set(), failure: null };
     ch.on('return', (msg: amqp.Message) => {
       const id = msg.properties.messageId;
       if (typeof id === 'string') link.returned.add(id);
@@ -133,11 +163,22 @@ function publish(link: Link, target: AmqpTarget, event: DueEvent): Promise<void>
   });
 }
 
+/**
+ * The credentials of an `amqp://` URL (AMQP's PLAIN login sends them as they are); null for
+ * amqps:// or a URL without any (the client then logs in as guest, which is no secret).
+ */
+function clearCredentials(target: AmqpTarget): ClearCredentials | null {
+  const url = new URL(target.url);
+  return url.protocol === 'amqp:' && urlHasCredentials(url) ? { field: 'url', what: 'the credentials in an amqp:// URL' } : null;
+}
+
 /** Registration of an `amqp` destination: `url` (amqp:// or amqps://), `exchange`, `routingKey`. */
-export const amqpSpec: KindSpec<AmqpTarget, { url: string; exchange: string; routingKey?: string }> = {
+export const amqpSpec: KindSpec<AmqpTarget, { url: string; exchange: string; routingKey?: string } & InsecureCredentialsOptIn> = {
   parse(body, policy) {
     checkBrokerUrl('url', body.url, ['amqp:', 'amqps:'], policy);
-    return { kind: 'amqp', url: body.url, exchange: body.exchange, routingKey: body.routingKey ?? '' };
+    const target: AmqpTarget & InsecureCredentialsOptIn = { kind: 'amqp', url: body.url, exchange: body.exchange, routingKey: body.routingKey ?? '', ...optInJson(body) };
+    checkCredentialsTls(clearCredentials(target), target);
+    return target;
   },
-  json: (t) => ({ url: redactUrl(t.url), exchange: t.exchange, routingKey: t.routingKey }),
+  json: (t) => ({ url: urlForDisplay(t.url), exchange: t.exchange, routingKey: t.routingKey, ...optInJson(t as InsecureCredentialsOptIn) }),
 };

@@ -5,6 +5,7 @@
  */
 import type { Clock } from '../../core/clock.ts';
 import type { DeliveryOutcome, DueEvent } from '../channel.ts';
+import { InsecureCredentialsError } from './config.ts';
 import { isAddressDenied } from './guard.ts';
 import { onSharedAbort } from '../shared-abort.ts';
 
@@ -30,13 +31,17 @@ export function errorText(err: unknown): string {
 /**
  * Runs `send` racing the timeout and the signal. `permanent(err)` names the broker's refusals:
  * those discard; a denied address discards; everything else (network, no ack, timeout) retries.
+ *
+ * `send` gets `ended`, which rejects when the attempt gives up (a TimeoutError, or the signal's
+ * reason): the connection pool stops waiting with it, so nothing of a finished attempt stays
+ * queued behind a broker that does not answer, and closes a connection whose send timed out.
  */
 export async function brokerAttempt(
   event: DueEvent,
   signal: AbortSignal,
   clock: Clock,
   kind: string,
-  send: () => Promise<void>,
+  send: (ended: Promise<never>) => Promise<void>,
   permanent: (err: unknown) => boolean,
 ): Promise<DeliveryOutcome> {
   const startMs = clock.monotonicMs();
@@ -56,10 +61,11 @@ export async function brokerAttempt(
   // while firing to a broker.
   const untrack = onSharedAbort(signal, end);
   try {
-    await Promise.race([send(), stop]);
+    await Promise.race([send(stop), stop]);
     return { kind: 'delivered', durationMs: durationMs() };
   } catch (err) {
     if (isAddressDenied(err)) return { kind: 'discard', reason: `address denied: ${errorText(err)}`, durationMs: durationMs() };
+    if (err instanceof InsecureCredentialsError) return { kind: 'discard', reason: `${kind}: ${errorText(err)}`, durationMs: durationMs() };
     if (err instanceof TimeoutError) return { kind: 'retry', reason: `${kind}: ${err.message}`, durationMs: durationMs() };
     if (signal.aborted) return { kind: 'retry', reason: 'aborted', durationMs: durationMs() };
     if (permanent(err)) return { kind: 'discard', reason: `${kind} refused: ${errorText(err)}`, durationMs: durationMs() };

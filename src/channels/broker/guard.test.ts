@@ -22,7 +22,7 @@ const fields = (target: BrokerTarget) => ({ target: '', broker: { poolKey: `guar
 const TARGETS: [string, (policy: AddressPolicy) => Channel, (host: string) => BrokerTarget][] = [
   ['redis', (policy) => new RedisChannel({ policy }), (host) => ({ kind: 'redis', url: `redis://${host}:6379`, stream: 'belfry-guard-test', maxLen: null })],
   ['nats', (policy) => new NatsChannel({ policy }), (host) => ({ kind: 'nats', servers: [`nats://${host}:4222`], subject: 'belfry.guard.test', token: null })],
-  ['amqp', (policy) => new AmqpChannel({ policy }), (host) => ({ kind: 'amqp', url: `amqp://guest:guest@${host}:5672`, exchange: 'belfry-guard-test', routingKey: 'x' })],
+  ['amqp', (policy) => new AmqpChannel({ policy }), (host) => ({ kind: 'amqp', url: `amqp://${host}:5672`, exchange: 'belfry-guard-test', routingKey: 'x' })],
   ['kafka', (policy) => new KafkaChannel({ policy }), (host) => ({ kind: 'kafka', brokers: [`${host}:9092`], topic: 'belfry-guard-test', sasl: null, ssl: false })],
 ];
 

@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { SimClock } from '../../core/clock.ts';
-import { ConnectionPool } from './pool.ts';
+import { TimeoutError } from './attempt.ts';
+import { ConnectionPool, PoolFullError } from './pool.ts';
 
 function makePool(clock: SimClock, connectionsMax = 10) {
   const opened: string[] = [];
@@ -19,6 +20,14 @@ function makePool(clock: SimClock, connectionsMax = 10) {
 }
 
 const settle = () => new Promise((r) => setImmediate(r));
+const never = () => new Promise<never>(() => {});
+/** An attempt's end, as brokerAttempt makes it: rejects when `end` is called. */
+function attemptEnd(): { ended: Promise<never>; end(err: Error): void } {
+  let end!: (err: Error) => void;
+  const ended = new Promise<never>((_, reject) => (end = reject));
+  ended.catch(() => {});
+  return { ended, end };
+}
 
 describe('ConnectionPool', () => {
   it('opens one connection per destination and shares it, even between deliveries that start together', async () => {
@@ -105,6 +114,102 @@ describe('ConnectionPool', () => {
     await use('c');
     await settle();
     assert.deepEqual(closed, ['b#2']);
+    assert.equal(pool.size, 2);
+    await pool.closeAll();
+  });
+
+  it('lets a delivery go when its attempt times out, though the broker never answers, and closes that connection', async () => {
+    const clock = new SimClock();
+    const { pool, closed, open } = makePool(clock);
+    const { ended, end } = attemptEnd();
+    const hung = pool.with('a', 'v1', open('a'), never, ended);
+    await settle();
+    end(new TimeoutError(100));
+    await assert.rejects(hung, TimeoutError);
+    await settle();
+    assert.deepEqual(closed, ['a#1'], 'a connection whose send timed out is closed');
+    assert.equal(pool.size, 0);
+    assert.equal(await pool.with('a', 'v1', open('a'), async (c) => c), 'a#2', 'the next delivery opens anew');
+    await pool.closeAll();
+  });
+
+  it('keeps the connection when an attempt is aborted (shutdown), not timed out', async () => {
+    const { pool, closed, open } = makePool(new SimClock());
+    const { ended, end } = attemptEnd();
+    const hung = pool.with('a', 'v1', open('a'), never, ended);
+    await settle();
+    end(new Error('aborted'));
+    await assert.rejects(hung, /aborted/);
+    await settle();
+    assert.deepEqual(closed, []);
+    assert.equal(pool.size, 1);
+    await pool.closeAll();
+  });
+
+  it('lets deliveries waiting for an open go at their end, and gives the open up after openTimeoutMs, aborting it', async () => {
+    const pool = new ConnectionPool<string>({ clock: new SimClock(), openTimeoutMs: 50, close: async () => {} });
+    let signal!: AbortSignal;
+    const opening = (s: AbortSignal) => {
+      signal = s;
+      return never();
+    };
+    const waits = [attemptEnd(), attemptEnd(), attemptEnd()];
+    const deliveries = waits.map((w) => pool.with('a', 'v1', opening, async (c) => c, w.ended));
+    for (const w of waits) w.end(new TimeoutError(10));
+    for (const d of deliveries) await assert.rejects(d, TimeoutError);
+    assert.equal(pool.size, 1, 'the open goes on for the next deliveries');
+    const late = pool.with('a', 'v1', opening, async (c) => c);
+    await assert.rejects(late, /longer than 50ms/);
+    assert.equal(signal.aborted, true, 'the open was told to give up (its socket destroyed)');
+    assert.equal(pool.size, 0);
+    await pool.closeAll();
+  });
+
+  it('aborts an open still running when its destination is dropped, and closes a connection that opened too late', async () => {
+    const closed: string[] = [];
+    const pool = new ConnectionPool<string>({ clock: new SimClock(), close: async (c) => void closed.push(c) });
+    let signal!: AbortSignal;
+    let finish!: (c: string) => void;
+    const d = pool.with('a', 'v1', (s) => {
+      signal = s;
+      return new Promise<string>((r) => (finish = r));
+    }, async (c) => c);
+    await settle();
+    pool.drop('a');
+    await assert.rejects(d, /connection closed/);
+    assert.equal(signal.aborted, true);
+    finish('a#late');
+    await settle();
+    assert.deepEqual(closed, ['a#late']);
+    await pool.closeAll();
+  });
+
+  it('sees a connection whose sends hung as idle once their attempts ended: the sweep closes it', async () => {
+    const clock = new SimClock();
+    const { pool, closed, open } = makePool(clock);
+    const { ended, end } = attemptEnd();
+    const hung = pool.with('a', 'v1', open('a'), never, ended);
+    await settle();
+    end(new Error('aborted'));
+    await assert.rejects(hung);
+    await clock.advance(60_000);
+    pool.sweep();
+    await settle();
+    assert.deepEqual(closed, ['a#1']);
+    await pool.closeAll();
+  });
+
+  it('at connectionsMax with every connection in use, refuses a new destination instead of opening past the bound', async () => {
+    const clock = new SimClock();
+    const { pool, opened, open } = makePool(clock, 2);
+    const ends = [attemptEnd(), attemptEnd()];
+    const busy = ['a', 'b'].map((k, i) => pool.with(k, 'v1', open(k), never, ends[i].ended));
+    await settle();
+    await assert.rejects(pool.with('c', 'v1', open('c'), async (c) => c), PoolFullError);
+    assert.deepEqual(opened, ['a#1', 'b#2']);
+    for (const e of ends) e.end(new Error('aborted'));
+    await Promise.allSettled(busy);
+    assert.equal(await pool.with('c', 'v1', open('c'), async (c) => c), 'c#3', 'idle again: the least recent one makes room');
     assert.equal(pool.size, 2);
     await pool.closeAll();
   });

@@ -2,7 +2,7 @@
 import type { AddressPolicy } from '../../core/address.ts';
 import type { HttpTarget } from '../../core/destination.ts';
 import { invalid } from '../../core/errors.ts';
-import type { KindSpec } from '../broker/config.ts';
+import { urlForDisplay, urlHasCredentials, type KindSpec } from '../broker/config.ts';
 
 export { HttpChannel, type HttpChannelOptions } from './http-channel.ts';
 
@@ -20,6 +20,9 @@ export function checkWebhookUrl(field: string, url: string, policy: AddressPolic
     throw invalid(field, 'must be an absolute http or https URL');
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw invalid(field, 'must be an http or https URL');
+  if (urlHasCredentials(parsed)) {
+    throw invalid(field, 'must not carry credentials (user:password@): Belfry would not send them, and a URL is shown back; receivers verify a delivery by its signature (webhook-signature)');
+  }
   const denied = policy.checkHost(parsed.hostname);
   if (denied) throw invalid(field, `host not allowed: ${denied}`);
   return url;
@@ -28,5 +31,6 @@ export function checkWebhookUrl(field: string, url: string, policy: AddressPolic
 /** Registration of an `http` destination: `url`. */
 export const httpSpec: KindSpec<HttpTarget, { url: string }> = {
   parse: (body, policy) => ({ kind: 'http', url: checkWebhookUrl('url', body.url, policy) }),
-  json: (t) => ({ url: t.url }),
+  // A URL stored before credentials were refused in it shows them as ***.
+  json: (t) => ({ url: urlForDisplay(t.url) }),
 };

@@ -11,7 +11,12 @@
  * One client and producer per destination (ConnectionPool), not idempotent (KafkaJS's idempotent
  * producer needs a controller some clusters, such as librdkafka's mock, do not name; consumers drop
  * duplicates by `belfry-event-id`). Every socket, to the bootstrap servers and to the brokers the
- * cluster's metadata names, passes the private-address guard.
+ * cluster's metadata names, passes the private-address guard, and dies with its producer: a
+ * connection whose produce got no ack in time is destroyed (KafkaJS's disconnect only half-closes
+ * its sockets, after waiting for the requests in flight, which a silent broker never answers).
+ *
+ * `ssl: true` is TLS or nothing (every socket is a TLS one). SASL PLAIN without it sends the
+ * password as it is: it needs `allowInsecureCredentials` (SCRAM never sends the password).
  */
 import net from 'node:net';
 import tls from 'node:tls';
@@ -22,7 +27,15 @@ import type { KafkaTarget } from '../../core/destination.ts';
 import type { Channel, DeliveryOutcome, DueEvent } from '../channel.ts';
 import { brokerAttempt } from '../broker/attempt.ts';
 import { invalid } from '../../core/errors.ts';
-import { checkHostPort, type KindSpec } from '../broker/config.ts';
+import {
+  assertCredentialsTls,
+  checkCredentialsTls,
+  checkHostPort,
+  optInJson,
+  type ClearCredentials,
+  type InsecureCredentialsOptIn,
+  type KindSpec,
+} from '../broker/config.ts';
 import { AddressDeniedError, isAddressDenied } from '../broker/guard.ts';
 import { messageBody, messageHeaders, messageKey } from '../broker/message.ts';
 import { ConnectionPool } from '../broker/pool.ts';
@@ -33,7 +46,9 @@ export interface KafkaChannelOptions {
   policy: AddressPolicy;
   clock?: Clock;
   idleMs?: number;
+  /** Bound on connecting, handshake (and SASL) included. */
   connectTimeoutMs?: number;
+  connectionsMax?: number;
 }
 
 /** Kafka error types no retry can fix. */
@@ -54,8 +69,11 @@ export function kafkaPermanent(err: unknown): boolean {
   return false;
 }
 
-/** A socket factory that applies the address policy to every broker KafkaJS connects to. */
-export function guardedSocketFactory(policy: AddressPolicy): ISocketFactory {
+/**
+ * A socket factory that applies the address policy to every broker KafkaJS connects to; every
+ * socket it makes is destroyed when `signal` aborts (the client is closed or given up).
+ */
+export function guardedSocketFactory(policy: AddressPolicy, signal?: AbortSignal): ISocketFactory {
   const lookup = guardedLookup(policy);
   return ({ host, port, ssl, onConnect }) => {
     const h = normalizeHost(host);
@@ -68,8 +86,8 @@ export function guardedSocketFactory(policy: AddressPolicy): ISocketFactory {
       }
     }
     const socket = ssl
-      ? tls.connect({ host, port, servername: host, lookup, ...(typeof ssl === 'object' ? ssl : {}) }, onConnect)
-      : net.connect({ host, port, lookup }, onConnect);
+      ? tls.connect({ host, port, servername: host, lookup, signal, ...(typeof ssl === 'object' ? ssl : {}) } as tls.ConnectionOptions, onConnect)
+      : net.connect({ host, port, lookup, signal }, onConnect);
     socket.setKeepAlive(true, 30_000);
     return socket;
   };
@@ -79,6 +97,14 @@ export function guardedSocketFactory(policy: AddressPolicy): ISocketFactory {
 interface Link {
   producer: Producer;
   batcher: ProduceBatcher;
+  /** Destroys every socket of the producer. */
+  kill: AbortController;
+}
+
+/** Closes a producer at once: its sockets first, then KafkaJS's own state (not waited for). */
+function destroy(link: Link): void {
+  link.kill.abort();
+  link.producer.disconnect().catch(() => {});
 }
 
 export class KafkaChannel implements Channel {
@@ -87,16 +113,22 @@ export class KafkaChannel implements Channel {
 
   constructor(private readonly opts: KafkaChannelOptions) {
     this.clock = opts.clock ?? new SystemClock();
-    this.pool = new ConnectionPool<Link>({ clock: this.clock, idleMs: opts.idleMs, close: (l) => l.producer.disconnect() });
+    this.pool = new ConnectionPool<Link>({
+      clock: this.clock,
+      idleMs: opts.idleMs,
+      connectionsMax: opts.connectionsMax,
+      openTimeoutMs: opts.connectTimeoutMs,
+      close: destroy,
+    });
   }
 
   async deliver(event: DueEvent, signal: AbortSignal): Promise<DeliveryOutcome> {
     const target = event.broker!.target as KafkaTarget;
     const key = event.broker!.poolKey;
-    return brokerAttempt(event, signal, this.clock, 'kafka', async () => {
-      await this.pool.with(key, JSON.stringify(target), () => this.open(key, target, event.timeoutMs), (link) =>
+    return brokerAttempt(event, signal, this.clock, 'kafka', async (ended) => {
+      await this.pool.with(key, JSON.stringify(target), (opening) => this.open(key, target, event.timeoutMs, opening), (link) =>
         link.batcher.add({ key: messageKey(event), value: messageBody(event), headers: messageHeaders(event) }),
-      );
+      ended);
     }, (err) => kafkaPermanent(err) && !isAddressDenied(err));
   }
 
@@ -104,7 +136,10 @@ export class KafkaChannel implements Channel {
     this.pool.drop(poolKey);
   }
 
-  private async open(key: string, target: KafkaTarget, timeoutMs: number): Promise<Link> {
+  private async open(key: string, target: KafkaTarget, timeoutMs: number, signal: AbortSignal): Promise<Link> {
+    assertCredentialsTls(clearCredentials(target), target as InsecureCredentialsOptIn);
+    const kill = new AbortController();
+    signal.addEventListener('abort', () => kill.abort(), { once: true });
     const kafka = new Kafka({
       clientId: 'belfry',
       brokers: target.brokers,
@@ -114,7 +149,7 @@ export class KafkaChannel implements Channel {
       requestTimeout: 30_000,
       // Retries are Belfry's (with backoff, in the trace), not hidden inside the client.
       retry: { retries: 0 },
-      socketFactory: guardedSocketFactory(this.opts.policy),
+      socketFactory: guardedSocketFactory(this.opts.policy, kill.signal),
       // KafkaJS's own logs would carry broker addresses and SASL errors: Belfry reports outcomes.
       logLevel: logLevel.NOTHING,
     });
@@ -122,11 +157,13 @@ export class KafkaChannel implements Channel {
     try {
       await producer.connect();
     } catch (err) {
+      kill.abort();
       await producer.disconnect().catch(() => {});
       throw err;
     }
     const link: Link = {
       producer,
+      kill,
       batcher: new ProduceBatcher(async (messages) => {
         try {
           await producer.send({ topic: target.topic, acks: -1, timeout: timeoutMs, messages });
@@ -145,15 +182,31 @@ export class KafkaChannel implements Channel {
   }
 }
 
+/**
+ * SASL PLAIN without TLS: the password crosses the network as it is. SCRAM proves the password
+ * without sending it, so it is not refused.
+ */
+export function clearCredentials(target: Pick<KafkaTarget, 'sasl' | 'ssl'>): ClearCredentials | null {
+  return target.sasl?.mechanism === 'plain' && !target.ssl ? { field: 'sasl.mechanism', what: 'the password of SASL PLAIN (without "ssl": true)' } : null;
+}
+
 /** Registration of a `kafka` destination: `brokers` (host:port), `topic`, optional `sasl`, `ssl`. */
-export const kafkaSpec: KindSpec<KafkaTarget, { brokers: string[]; topic: string; sasl?: KafkaTarget['sasl']; ssl?: boolean }> = {
+export const kafkaSpec: KindSpec<KafkaTarget, { brokers: string[]; topic: string; sasl?: KafkaTarget['sasl']; ssl?: boolean } & InsecureCredentialsOptIn> = {
   parse(body, policy) {
     body.brokers.forEach((b, i) => {
       // KafkaJS splits a broker at its first colon: an IPv6 literal cannot be reached by address.
       if (b.startsWith('[')) throw invalid(`brokers.${i}`, 'an IPv6 address is not supported here: give a host name');
       checkHostPort(`brokers.${i}`, b, policy);
     });
-    return { kind: 'kafka', brokers: body.brokers, topic: body.topic, sasl: body.sasl ?? null, ssl: body.ssl ?? false };
+    const target: KafkaTarget & InsecureCredentialsOptIn = { kind: 'kafka', brokers: body.brokers, topic: body.topic, sasl: body.sasl ?? null, ssl: body.ssl ?? false, ...optInJson(body) };
+    checkCredentialsTls(clearCredentials(target), target);
+    return target;
   },
-  json: (t) => ({ brokers: t.brokers, topic: t.topic, ssl: t.ssl, sasl: t.sasl ? { mechanism: t.sasl.mechanism, username: t.sasl.username } : null }),
+  json: (t) => ({
+    brokers: t.brokers,
+    topic: t.topic,
+    ssl: t.ssl,
+    sasl: t.sasl ? { mechanism: t.sasl.mechanism, username: t.sasl.username } : null,
+    ...optInJson(t as InsecureCredentialsOptIn),
+  }),
 };

@@ -3,93 +3,129 @@
  * stored the message) is the acknowledgement.
  *
  * Outcomes: a PubAck → delivered · no stream listens on the subject (503 no responders), a
- * permissions or authorisation violation → discard · a denied address → discard · anything else
- * (connection refused, reconnecting, no ack in time) → retry.
+ * permissions or authorisation violation, a message larger than the server's max_payload →
+ * discard · a denied address → discard · anything else (connection refused or lost, a JetStream
+ * error, no ack in time) → retry.
  *
- * One connection per destination (ConnectionPool). While a server is away the client reconnects
- * by itself to the addresses that passed the guard (cluster gossip is ignored: a server cannot
- * point Belfry at other hosts); publishes meanwhile time out and are retried.
+ * One connection per destination (ConnectionPool), through Belfry's own small client
+ * (client.ts), which owns its socket: the servers are tried in order, each at the address that
+ * passed the guard (cluster gossip is ignored: a server cannot point Belfry at other hosts). It
+ * does not reconnect by itself: a broken connection is dropped and the next delivery opens a new
+ * one. A connection whose publish got no ack in time is destroyed, with what it still buffered.
+ *
+ * `tls://` servers are spoken to over TLS only (a server that does not offer TLS is refused
+ * before a byte is sent); credentials (a user and password in a URL, a lone user name, which NATS
+ * reads as a token, or `token`) over `nats://` need `allowInsecureCredentials`.
  */
-import { connect, headers as natsHeaders, type JetStreamClient, type NatsConnection } from 'nats';
+import type tls from 'node:tls';
 import type { AddressPolicy } from '../../core/address.ts';
 import { SystemClock, type Clock } from '../../core/clock.ts';
 import type { NatsTarget } from '../../core/destination.ts';
+import { invalid } from '../../core/errors.ts';
 import type { Channel, DeliveryOutcome, DueEvent } from '../channel.ts';
 import { brokerAttempt } from '../broker/attempt.ts';
 import { guardedAddress } from '../broker/guard.ts';
 import { messageBody, messageHeaders } from '../broker/message.ts';
-import { checkBrokerUrl, redactUrl, type KindSpec } from '../broker/config.ts';
+import {
+  assertCredentialsTls,
+  checkBrokerUrl,
+  checkCredentialsTls,
+  optInJson,
+  urlForDisplay,
+  urlHasCredentials,
+  type ClearCredentials,
+  type InsecureCredentialsOptIn,
+  type KindSpec,
+} from '../broker/config.ts';
 import { ConnectionPool } from '../broker/pool.ts';
+import { NatsError, NatsLink } from './client.ts';
 
 export interface NatsChannelOptions {
   policy: AddressPolicy;
   clock?: Clock;
   idleMs?: number;
+  /** Bound on connecting, handshake included, over all the servers. */
   connectTimeoutMs?: number;
+  connectionsMax?: number;
+  /** Tests: extra TLS options (a CA to trust). */
+  tlsOptions?: tls.ConnectionOptions;
 }
 
-/** A pooled connection and its JetStream client. */
-interface Link {
-  nc: NatsConnection;
-  js: JetStreamClient;
+const PERMANENT_CODES = new Set(['NO_RESPONDERS', 'PERMISSIONS_VIOLATION', 'AUTHORIZATION_VIOLATION', 'MAX_PAYLOAD', 'NO_HEADERS']);
+const NATS_PORT_DEFAULT = 4222;
+
+/** How a target logs in: a user and password, or a token (`token`, or a lone user name in a URL). */
+function credentialsOf(target: NatsTarget): { user?: string; pass?: string; token?: string } {
+  for (const server of target.servers) {
+    const url = new URL(server);
+    if (url.username === '') continue;
+    if (url.password === '') return { token: target.token ?? decodeURIComponent(url.username) };
+    return { user: decodeURIComponent(url.username), pass: decodeURIComponent(url.password), ...(target.token !== null ? { token: target.token } : {}) };
+  }
+  return target.token !== null ? { token: target.token } : {};
 }
 
-const PERMANENT_CODES = new Set(['503', 'PERMISSIONS_VIOLATION', 'AUTHORIZATION_VIOLATION']);
-const RECONNECT_WAIT_MS = 500;
+/** True when the target's servers are tls:// (registration refuses a mix). */
+function wantsTls(target: NatsTarget): boolean {
+  return target.servers.some((s) => s.startsWith('tls:'));
+}
 
 export class NatsChannel implements Channel {
   private readonly clock: Clock;
-  private readonly pool: ConnectionPool<Link>;
+  private readonly pool: ConnectionPool<NatsLink>;
 
   constructor(private readonly opts: NatsChannelOptions) {
     this.clock = opts.clock ?? new SystemClock();
-    this.pool = new ConnectionPool<Link>({ clock: this.clock, idleMs: opts.idleMs, close: (l) => l.nc.close() });
+    this.pool = new ConnectionPool<NatsLink>({
+      clock: this.clock,
+      idleMs: opts.idleMs,
+      connectionsMax: opts.connectionsMax,
+      openTimeoutMs: opts.connectTimeoutMs,
+      close: (l) => l.close(),
+    });
   }
 
   async deliver(event: DueEvent, signal: AbortSignal): Promise<DeliveryOutcome> {
     const target = event.broker!.target as NatsTarget;
     const key = event.broker!.poolKey;
-    return brokerAttempt(event, signal, this.clock, 'nats', async () => {
-      await this.pool.with(key, JSON.stringify(target), () => this.open(key, target), async ({ js }) => {
-        const h = natsHeaders();
-        for (const [k, v] of Object.entries(messageHeaders(event))) h.set(k, v);
-        await js.publish(target.subject, messageBody(event), { headers: h, timeout: event.timeoutMs });
-      });
-    }, (err) => PERMANENT_CODES.has(String((err as { code?: unknown })?.code)));
+    return brokerAttempt(event, signal, this.clock, 'nats', async (ended) => {
+      await this.pool.with(key, JSON.stringify(target), (opening) => this.open(key, target, opening), (link) =>
+        link.publish(target.subject, messageHeaders(event), messageBody(event)), ended);
+    }, (err) => err instanceof NatsError && PERMANENT_CODES.has(err.code));
   }
 
   forget(poolKey: string): void {
     this.pool.drop(poolKey);
   }
 
-  private async open(key: string, target: NatsTarget): Promise<Link> {
-    let user: string | undefined;
-    let pass: string | undefined;
-    const servers: string[] = [];
+  /** Connects to the first server that answers, in the order the destination lists them. */
+  private async open(key: string, target: NatsTarget, signal: AbortSignal): Promise<NatsLink> {
+    assertCredentialsTls(clearCredentials(target), target as InsecureCredentialsOptIn);
+    const credentials = credentialsOf(target);
+    const secure = wantsTls(target);
+    let lastError: unknown = new Error('no server');
     for (const server of target.servers) {
+      signal.throwIfAborted();
       const url = new URL(server);
-      if (url.username !== '' && user === undefined) {
-        user = decodeURIComponent(url.username);
-        pass = decodeURIComponent(url.password);
+      try {
+        const address = await guardedAddress(this.opts.policy, url.hostname);
+        const link = await NatsLink.connect({
+          server: { address, port: url.port === '' ? NATS_PORT_DEFAULT : Number(url.port), hostname: url.hostname.replace(/^\[|\]$/g, '') },
+          tls: secure,
+          ...credentials,
+          name: 'belfry',
+          signal,
+          tlsOptions: this.opts.tlsOptions,
+        });
+        link.onClose(() => this.pool.dropIf(key, link));
+        return link;
+      } catch (err) {
+        // A refusal for good (a denied address, bad credentials) is the answer; else try the next.
+        if (signal.aborted || (err instanceof NatsError && PERMANENT_CODES.has(err.code))) throw err;
+        lastError = err;
       }
-      const address = await guardedAddress(this.opts.policy, url.hostname);
-      servers.push(`${address.includes(':') ? `[${address}]` : address}:${url.port === '' ? 4222 : url.port}`);
     }
-    const nc = await connect({
-      servers,
-      user,
-      pass,
-      token: target.token ?? undefined,
-      timeout: this.opts.connectTimeoutMs ?? 10_000,
-      reconnect: true,
-      maxReconnectAttempts: -1,
-      reconnectTimeWait: RECONNECT_WAIT_MS,
-      ignoreClusterUpdates: true,
-      name: 'belfry',
-    });
-    const link: Link = { nc, js: nc.jetstream() };
-    void nc.closed().then(() => this.pool.dropIf(key, link));
-    return link;
+    throw lastError;
   }
 
   async close(): Promise<void> {
@@ -97,11 +133,24 @@ export class NatsChannel implements Channel {
   }
 }
 
-/** Registration of a `nats` destination: `servers` (nats:// or tls:// URLs), `subject`, optional `token`. */
-export const natsSpec: KindSpec<NatsTarget, { servers: string[]; subject: string; token?: string }> = {
+/** A credential that would cross the network unencrypted: over nats:// servers. */
+function clearCredentials(target: NatsTarget): ClearCredentials | null {
+  if (wantsTls(target)) return null;
+  const i = target.servers.findIndex((s) => urlHasCredentials(new URL(s)));
+  if (i >= 0) return { field: `servers.${i}`, what: 'the credentials in a nats:// URL' };
+  if (target.token !== null) return { field: 'token', what: 'the token, to nats:// servers,' };
+  return null;
+}
+
+/** Registration of a `nats` destination: `servers` (all nats:// or all tls:// URLs), `subject`, optional `token`. */
+export const natsSpec: KindSpec<NatsTarget, { servers: string[]; subject: string; token?: string } & InsecureCredentialsOptIn> = {
   parse(body, policy) {
-    body.servers.forEach((s, i) => checkBrokerUrl(`servers.${i}`, s, ['nats:', 'tls:'], policy));
-    return { kind: 'nats', servers: body.servers, subject: body.subject, token: body.token ?? null };
+    const schemes = body.servers.map((s, i) => checkBrokerUrl(`servers.${i}`, s, ['nats:', 'tls:'], policy).protocol);
+    const mixed = schemes.findIndex((p) => p !== schemes[0]);
+    if (mixed >= 0) throw invalid(`servers.${mixed}`, `is ${schemes[mixed]}// where servers.0 is ${schemes[0]}//: list only tls:// servers (TLS for all) or only nats:// servers`);
+    const target: NatsTarget & InsecureCredentialsOptIn = { kind: 'nats', servers: body.servers, subject: body.subject, token: body.token ?? null, ...optInJson(body) };
+    checkCredentialsTls(clearCredentials(target), target);
+    return target;
   },
-  json: (t) => ({ servers: t.servers.map(redactUrl), subject: t.subject }),
+  json: (t) => ({ servers: t.servers.map(urlForDisplay), subject: t.subject, ...optInJson(t as InsecureCredentialsOptIn) }),
 };

@@ -7,7 +7,11 @@
  * refused or lost, LOADING, READONLY, OOM, timeout) → retry.
  *
  * One connection per destination (ConnectionPool). It does not reconnect by itself and queues
- * nothing while down: a broken connection is dropped and the next delivery opens a new one.
+ * nothing while down: a broken connection is dropped and the next delivery opens a new one. A
+ * connection whose XADD timed out is destroyed (Redis answers in order: the commands queued behind
+ * the unanswered one, with their payloads, would wait on it forever).
+ *
+ * `rediss://` is TLS or nothing; credentials in a `redis://` URL need `allowInsecureCredentials`.
  */
 import { Redis } from 'ioredis';
 import type { AddressPolicy } from '../../core/address.ts';
@@ -17,15 +21,26 @@ import type { Channel, DeliveryOutcome, DueEvent } from '../channel.ts';
 import { brokerAttempt } from '../broker/attempt.ts';
 import { guardedAddress } from '../broker/guard.ts';
 import { messageBody, messageHeaders } from '../broker/message.ts';
-import { checkBrokerUrl, redactUrl, type KindSpec } from '../broker/config.ts';
+import {
+  assertCredentialsTls,
+  checkBrokerUrl,
+  checkCredentialsTls,
+  optInJson,
+  urlForDisplay,
+  urlHasCredentials,
+  type ClearCredentials,
+  type InsecureCredentialsOptIn,
+  type KindSpec,
+} from '../broker/config.ts';
 import { ConnectionPool } from '../broker/pool.ts';
 
 export interface RedisChannelOptions {
   policy: AddressPolicy;
   clock?: Clock;
   idleMs?: number;
-  /** Bound on connecting (each delivery is also bounded by its own timeout). */
+  /** Bound on connecting, handshake included (each delivery is also bounded by its own timeout). */
   connectTimeoutMs?: number;
+  connectionsMax?: number;
 }
 
 const PERMANENT_REPLIES = /^(WRONGTYPE|NOAUTH|WRONGPASS|NOPERM|ERR unknown command)/;
@@ -39,21 +54,23 @@ export class RedisChannel implements Channel {
     this.pool = new ConnectionPool<Redis>({
       clock: this.clock,
       idleMs: opts.idleMs,
-      close: async (r) => void r.disconnect(),
+      connectionsMax: opts.connectionsMax,
+      openTimeoutMs: opts.connectTimeoutMs,
+      close: destroy,
     });
   }
 
   async deliver(event: DueEvent, signal: AbortSignal): Promise<DeliveryOutcome> {
     const target = event.broker!.target as RedisTarget;
     const key = event.broker!.poolKey;
-    return brokerAttempt(event, signal, this.clock, 'redis', async () => {
-      await this.pool.with(key, JSON.stringify(target), () => this.open(key, target), async (redis) => {
+    return brokerAttempt(event, signal, this.clock, 'redis', async (ended) => {
+      await this.pool.with(key, JSON.stringify(target), (opening) => this.open(key, target, opening), async (redis) => {
         const args: (string | Buffer | number)[] = [target.stream];
         if (target.maxLen !== null) args.push('MAXLEN', '~', target.maxLen);
         args.push('*', 'payload', messageBody(event));
         for (const [k, v] of Object.entries(messageHeaders(event))) args.push(k, v);
         await redis.xadd(...(args as [string, ...string[]]));
-      });
+      }, ended);
     }, (err) => PERMANENT_REPLIES.test(String((err as Error)?.message ?? '')));
   }
 
@@ -62,9 +79,11 @@ export class RedisChannel implements Channel {
     this.pool.drop(poolKey);
   }
 
-  private async open(key: string, target: RedisTarget): Promise<Redis> {
+  private async open(key: string, target: RedisTarget, signal: AbortSignal): Promise<Redis> {
+    assertCredentialsTls(clearCredentials(target), target as InsecureCredentialsOptIn);
     const url = new URL(target.url);
     const host = await guardedAddress(this.opts.policy, url.hostname);
+    signal.throwIfAborted();
     const db = url.pathname.length > 1 ? Number(url.pathname.slice(1)) : 0;
     const redis = new Redis({
       host,
@@ -86,10 +105,12 @@ export class RedisChannel implements Channel {
     // Errors reach the delivery that meets them; the event only keeps ioredis from printing them.
     redis.on('error', () => {});
     redis.on('end', () => this.pool.dropIf(key, redis));
+    // Given up (too slow, dropped) or closed: the socket goes at once, whatever the handshake's state.
+    signal.addEventListener('abort', () => destroy(redis), { once: true });
     try {
       await redis.connect();
     } catch (err) {
-      redis.disconnect();
+      destroy(redis);
       throw err;
     }
     return redis;
@@ -100,11 +121,28 @@ export class RedisChannel implements Channel {
   }
 }
 
+/**
+ * Closes a connection at once. ioredis's disconnect() only half-closes (FIN) and waits for the
+ * server's: a server that never answers would keep the socket, and every command queued on it.
+ */
+function destroy(redis: Redis): void {
+  redis.disconnect();
+  redis.stream?.destroy();
+}
+
+/** The credentials of a `redis://` URL (they would go unencrypted); null for rediss:// or none. */
+function clearCredentials(target: RedisTarget): ClearCredentials | null {
+  const url = new URL(target.url);
+  return url.protocol === 'redis:' && urlHasCredentials(url) ? { field: 'url', what: 'the credentials in a redis:// URL' } : null;
+}
+
 /** Registration of a `redis` destination: `url` (redis:// or rediss://), `stream`, optional `maxLen`. */
-export const redisSpec: KindSpec<RedisTarget, { url: string; stream: string; maxLen?: number }> = {
+export const redisSpec: KindSpec<RedisTarget, { url: string; stream: string; maxLen?: number } & InsecureCredentialsOptIn> = {
   parse(body, policy) {
     checkBrokerUrl('url', body.url, ['redis:', 'rediss:'], policy);
-    return { kind: 'redis', url: body.url, stream: body.stream, maxLen: body.maxLen ?? null };
+    const target: RedisTarget & InsecureCredentialsOptIn = { kind: 'redis', url: body.url, stream: body.stream, maxLen: body.maxLen ?? null, ...optInJson(body) };
+    checkCredentialsTls(clearCredentials(target), target);
+    return target;
   },
-  json: (t) => ({ url: redactUrl(t.url), stream: t.stream, maxLen: t.maxLen }),
+  json: (t) => ({ url: urlForDisplay(t.url), stream: t.stream, maxLen: t.maxLen, ...optInJson(t as InsecureCredentialsOptIn) }),
 };
