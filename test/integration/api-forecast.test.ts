@@ -2,7 +2,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ADMIN_KEY, bearer, TEST_BACKENDS, type TestApp } from '../support/app.ts';
+import { FORECASTS_IN_FLIGHT_PER_TENANT, FORECASTS_WAITING_PER_TENANT_MAX } from '../../src/api/routes/forecast.ts';
 import type { Store } from '../../src/store/store.ts';
+import { waitUntil } from '../support/node.ts';
 
 const MIN = 60_000;
 
@@ -100,6 +102,45 @@ for (const [backend, make] of TEST_BACKENDS) {
       assert.equal(unaligned.statusCode, 200, unaligned.body);
       assert.equal(unaligned.json().buckets.length, 1441);
       assert.equal((await t.app.inject({ method: 'GET', url: '/v1/forecast' })).statusCode, 401);
+    });
+
+    test(`runs a tenant's forecasts ${FORECASTS_IN_FLIGHT_PER_TENANT} at a time, lines up ${FORECASTS_WAITING_PER_TENANT_MAX} more, answers 429 past that; another tenant's goes ahead`, async () => {
+      // The store's forecast of tenant A held until released: a forecast slow for as long as the test says.
+      const real = t.deps.store;
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let atStore = 0;
+      t.deps.store = Object.create(real, {
+        eventForecast: {
+          value: async (p: Parameters<Store['eventForecast']>[0]) => {
+            if (p.tenantId === t.tenantId) {
+              atStore += 1;
+              await held;
+            }
+            return real.eventForecast(p);
+          },
+        },
+      });
+      try {
+        const lined = Array.from({ length: FORECASTS_IN_FLIGHT_PER_TENANT + FORECASTS_WAITING_PER_TENANT_MAX }, () => Promise.resolve(get('?to=30m')));
+        await waitUntil('the first forecast at the store', () => atStore === FORECASTS_IN_FLIGHT_PER_TENANT, 5_000, 5);
+        const over = await get('?to=30m');
+        assert.equal(over.statusCode, 429, over.body);
+        assert.equal(over.headers['retry-after'], '1');
+        assert.equal(over.json().error.code, 'rate_limited');
+        const other = await get('?to=30m', t.tenantKeyB);
+        assert.equal(other.statusCode, 200, 'tenant B is not behind A');
+        assert.equal((await get('?to=30m&by=tenant', ADMIN_KEY)).statusCode, 200, 'nor is the admin');
+        assert.equal(atStore, FORECASTS_IN_FLIGHT_PER_TENANT, "A's others wait their turn before the store");
+        release();
+        const answers = await Promise.all(lined);
+        assert.deepEqual(answers.map((r) => r.statusCode), lined.map(() => 200));
+        assert.equal(atStore, lined.length);
+        assert.equal((await get('?to=30m')).statusCode, 200, 'room again');
+      } finally {
+        release();
+        t.deps.store = real;
+      }
     });
   });
 }

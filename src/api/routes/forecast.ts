@@ -3,10 +3,15 @@
  * destination if asked); the admin key sees every tenant's (by tenant if asked). Counts come
  * from the store's forecast index (Store.eventForecast), never from the rows; the window is
  * bounded by its bucket count (core/forecast.ts), and spikes follow the rule written there.
+ *
+ * A forecast's time follows the events in its window (seconds at 10,000,000), so a tenant's
+ * forecasts run one at a time on a node (the admin's too), the next few waiting their turn and
+ * the rest answered 429 (tenant-gate.ts): one tenant's forecasts never take every reader (the
+ * PostgreSQL store's read pool, the SQLite store's reader thread) from another tenant's.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { formatDuration, parseDurationMs, parseTimeMs, TIME_MS_MAX } from '../../core/duration.ts';
-import { invalid } from '../../core/errors.ts';
+import { BelfryError, invalid } from '../../core/errors.ts';
 import { FORECAST_BUCKETS_MAX, forecastGrid, spikes } from '../../core/forecast.ts';
 import type { ForecastBy, ForecastCount } from '../../store/store.ts';
 import type { Authenticator } from '../auth.ts';
@@ -14,6 +19,7 @@ import type { AppDeps } from '../deps.ts';
 import { isoTime } from '../event-json.ts';
 import { BEARER_SECURITY, errorResponses } from '../schemas/common.ts';
 import { ForecastQuery, ForecastResponse, type ForecastOutput, type ForecastQueryInput } from '../schemas/forecast.ts';
+import { TenantGate } from '../tenant-gate.ts';
 
 export const FORECAST_TO_DEFAULT = '1h';
 export const FORECAST_BUCKET_DEFAULT = '1m';
@@ -22,6 +28,12 @@ const BUCKET_MS_MAX = 86_400_000;
 /** Keys (destinations or tenants) a forecast names; the others are summed under OTHER_KEY. */
 export const FORECAST_KEYS_MAX = 50;
 export const OTHER_KEY = '(other)';
+/** Forecasts of one tenant (or of the admin) running at once on a node. */
+export const FORECASTS_IN_FLIGHT_PER_TENANT = 1;
+/** Forecasts of one tenant waiting for their turn on a node, at most; more are answered 429. */
+export const FORECASTS_WAITING_PER_TENANT_MAX = 4;
+/** Retry-After of that 429, in seconds. */
+const FORECAST_RETRY_AFTER_S = 1;
 
 /** A time, epoch ms, or (relative to `base`) a duration; null when it is none of those. */
 function timeOrOffset(value: string, base: number): number | null {
@@ -91,6 +103,7 @@ export function forecastJson(rows: ForecastCount[], grid: { startMs: number; buc
 }
 
 export function forecastRoutes(app: FastifyInstance, deps: AppDeps, auth: Authenticator): void {
+  const gate = new TenantGate(FORECASTS_IN_FLIGHT_PER_TENANT, FORECASTS_WAITING_PER_TENANT_MAX);
   // A tenant key or the admin key: the admin's request keeps tenantId '' (every tenant).
   app.addHook('onRequest', async (request: FastifyRequest) => {
     const who = await auth.identify(request.headers.authorization);
@@ -102,10 +115,10 @@ export function forecastRoutes(app: FastifyInstance, deps: AppDeps, auth: Authen
       schema: {
         tags: ['events'],
         summary: 'The due-load forecast: scheduled events per bucket ahead',
-        description: `Scheduled events per bucket of due time over [from, to), at most ${FORECAST_BUCKETS_MAX} buckets (400 naming \`bucket\` beyond). A tenant key sees its own (by=destination splits them); the admin key sees every tenant's (by=tenant splits them). Buckets start at whole multiples of the bucket size. A bucket is a spike when it holds at least 10 events and at least 4 times the median of the 5 buckets on either side.`,
+        description: `Scheduled events per bucket of due time over [from, to), at most ${FORECAST_BUCKETS_MAX} buckets (400 naming \`bucket\` beyond). A tenant key sees its own (by=destination splits them); the admin key sees every tenant's (by=tenant splits them). Buckets start at whole multiples of the bucket size. A bucket is a spike when it holds at least 10 events and at least 4 times the median of the 5 buckets on either side. A node runs ${FORECASTS_IN_FLIGHT_PER_TENANT} forecast of a tenant at a time and lines up ${FORECASTS_WAITING_PER_TENANT_MAX} more; beyond, 429 with Retry-After. On PostgreSQL a forecast that runs past its time bound answers 503 (ask for a shorter window).`,
         security: BEARER_SECURITY,
         querystring: ForecastQuery,
-        response: { 200: ForecastResponse, ...errorResponses(400, 401, 403) },
+        response: { 200: ForecastResponse, ...errorResponses(400, 401, 403, 429, 503) },
       },
     },
     async (request) => {
@@ -120,14 +133,28 @@ export function forecastRoutes(app: FastifyInstance, deps: AppDeps, auth: Authen
         const n = Math.ceil((window.toMs - window.fromMs) / window.bucketMs);
         throw invalid('bucket', `the window holds about ${n} buckets of this size; at most ${FORECAST_BUCKETS_MAX}: take larger buckets or a shorter window`);
       }
-      const rows = await deps.store.eventForecast({
-        tenantId: admin ? null : request.tenantId,
-        fromMs: grid.startMs,
-        toMs: window.toMs,
-        bucketMs: grid.bucketMs,
-        by,
-      });
-      return forecastJson(rows, grid, window, by);
+      const turn = gate.enter(request.tenantId);
+      if (!turn) {
+        throw new BelfryError(
+          'rate_limited',
+          `${FORECASTS_IN_FLIGHT_PER_TENANT + FORECASTS_WAITING_PER_TENANT_MAX} forecasts of this ${admin ? 'key' : 'tenant'} are running or waiting on this node; wait for them`,
+          [{ field: 'forecast', message: 'too many forecasts in flight', limit: 'forecastsInFlightMax', max: FORECASTS_IN_FLIGHT_PER_TENANT + FORECASTS_WAITING_PER_TENANT_MAX }],
+          { 'retry-after': String(FORECAST_RETRY_AFTER_S) },
+        );
+      }
+      const leave = await turn;
+      try {
+        const rows = await deps.store.eventForecast({
+          tenantId: admin ? null : request.tenantId,
+          fromMs: grid.startMs,
+          toMs: window.toMs,
+          bucketMs: grid.bucketMs,
+          by,
+        });
+        return forecastJson(rows, grid, window, by);
+      } finally {
+        leave();
+      }
     },
   );
 }

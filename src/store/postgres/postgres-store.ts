@@ -12,8 +12,12 @@
  *   synchronous_commit = off (see docs/postgres.md for what a crash can lose then). Claims run
  *   on a small pool of their own whose connections are set so (no extra round trip): a claim lost
  *   in a crash of the server leaves its event scheduled, to be claimed and delivered again.
+ * - Reads whose time follows the data (forecasts, the background counts) run on a read pool of
+ *   their own (POSTGRES_READ_POOL_SIZE), so any number of them never holds a connection the API's
+ *   writes need.
  */
 import type pg from 'pg';
+import { BelfryError } from '../../core/errors.ts';
 import { EVENT_STATES, type EventRecord, type EventState, type TransitionRecord } from '../../core/event.ts';
 import { listPage, listPlan, type ListKey } from '../event-list-plan.ts';
 import { checkLeaseMs, checkShardAssignments } from '../shard-map.ts';
@@ -61,6 +65,22 @@ export const POSTGRES_POOL_SIZE_DEFAULT = 10;
  * claims in flight at once (CLAIMS_IN_FLIGHT_MAX) plus its spare one.
  */
 export const POSTGRES_CLAIM_POOL_SIZE = 5;
+/**
+ * Connections of the read pool, besides poolSize and the claim pool: the reads whose time grows
+ * with the data rather than with a page (forecasts, the background counts). On their own few
+ * connections, any number of them in flight waits for these rather than for the connections the
+ * API's writes and the scheduler's batches need; the API lets each tenant run one forecast at a
+ * time per node (api/routes/forecast.ts), so one tenant's forecasts leave room for another's.
+ */
+export const POSTGRES_READ_POOL_SIZE = 2;
+/**
+ * Bound on one statement of the read pool. A forecast over 10,000,000 events took 2.1 s; past
+ * this one answers 503 and gives its connection back, so slow forecasts cannot hold the read
+ * pool for the main pool's 30 s. The background counts set their own (TX.beginLongRead).
+ */
+export const POSTGRES_READ_STATEMENT_TIMEOUT_MS = 10_000;
+/** PostgreSQL's SQLSTATE for a statement canceled by statement_timeout. */
+const QUERY_CANCELED = '57014';
 /** eventCountByState counts exactly up to this many rows (a scan of ~100 ms), and estimates above. */
 export const EXACT_COUNT_ROWS_MAX = 250_000;
 
@@ -83,7 +103,8 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
   const onError = opts.onPoolError ?? (() => {});
   const pool = createPool({ url: opts.url, schema, size, onError });
   const claimPool = createPool({ url: opts.url, schema, size: POSTGRES_CLAIM_POOL_SIZE, onError, asyncCommit: true });
-  const store = new PostgresStore(pool, schema, opts.url, claimPool);
+  const readPool = createPool({ url: opts.url, schema, size: POSTGRES_READ_POOL_SIZE, onError, statementTimeoutMs: POSTGRES_READ_STATEMENT_TIMEOUT_MS });
+  const store = new PostgresStore(pool, schema, opts.url, claimPool, readPool);
   try {
     await store.migrate();
   } catch (err) {
@@ -117,6 +138,8 @@ export class PostgresStore implements S.Store {
     url: string,
     /** Claims' pool: commits that do not wait for the WAL flush (see the header); for tests. */
     readonly claimPool: pg.Pool = pool,
+    /** Long reads' pool (POSTGRES_READ_POOL_SIZE); for tests. */
+    readonly readPool: pg.Pool = pool,
   ) {
     this.dueWakeups = new PostgresDueWakeups(pool, url, schema);
     this.schedules = new PostgresSchedules(pool);
@@ -139,7 +162,7 @@ export class PostgresStore implements S.Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    await Promise.all([this.pool.end(), this.claimPool === this.pool ? null : this.claimPool.end()]);
+    await Promise.all([this.pool.end(), ...[this.claimPool, this.readPool].filter((p) => p !== this.pool).map((p) => p.end())]);
   }
 
   async apiKeyCreate(key: S.ApiKeyRecord): Promise<void> {
@@ -193,7 +216,7 @@ export class PostgresStore implements S.Store {
   }
 
   async eventCountByTenantState(): Promise<S.TenantStateCount[]> {
-    const res = await inTransaction(this.pool, TX.beginLongRead, (client) =>
+    const res = await inTransaction(this.readPool, TX.beginLongRead, (client) =>
       run<{ tenant_id: string; state: EventState; n: number }>(client, 'eventCountByTenantState'),
     );
     return res.rows.map((r) => ({ tenantId: r.tenant_id, state: r.state, n: r.n }));
@@ -312,12 +335,20 @@ export class PostgresStore implements S.Store {
     return writes.bulkStep(this.pool, params);
   }
 
+  /** On the read pool: its time follows the events in the window. */
   async eventForecast(params: S.EventForecastParams): Promise<S.ForecastCount[]> {
     const { tenantId, fromMs, toMs, bucketMs, by } = checkForecast(params);
-    const res = tenantId === null
-      ? await run<S.ForecastCount>(this.pool, 'eventForecastAll', [fromMs, toMs, bucketMs, by])
-      : await run<S.ForecastCount>(this.pool, 'eventForecastTenant', [tenantId, fromMs, toMs, bucketMs, by]);
-    return res.rows;
+    try {
+      const res = tenantId === null
+        ? await run<S.ForecastCount>(this.readPool, 'eventForecastAll', [fromMs, toMs, bucketMs, by])
+        : await run<S.ForecastCount>(this.readPool, 'eventForecastTenant', [tenantId, fromMs, toMs, bucketMs, by]);
+      return res.rows;
+    } catch (err) {
+      if ((err as { code?: unknown }).code !== QUERY_CANCELED) throw err;
+      throw new BelfryError('unavailable', `the forecast took longer than ${POSTGRES_READ_STATEMENT_TIMEOUT_MS} ms and was stopped: ask for a shorter window (its cost follows the events due in it)`, [
+        { field: 'to', message: 'the window holds too many events to count in time', timeoutMs: POSTGRES_READ_STATEMENT_TIMEOUT_MS },
+      ], { 'retry-after': '10' });
+    }
   }
 
   async eventList(params: S.EventListParams): Promise<S.EventListPage> {
