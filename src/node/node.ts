@@ -2,13 +2,18 @@
  * One Belfry node: opens the store, starts the scheduler, dispatcher, rescuer and (as leader) the
  * retention cleaner, serves the API.
  *
+ * Start: data dir made private ─▶ store opened (SQLite: the file checked, the lock taken) ─▶ the
+ * API listens ─▶ only then the loops that fire and deliver start. A node that cannot listen (the
+ * port is taken) fires nothing: it closes what it opened (releasing the data-dir lock) and its
+ * start fails, so the process exits non-zero. A failure at any step of the start does the same.
+ *
  * Shutdown (SIGTERM or stop()):
  *   not ready ─▶ stop accepting requests (in-flight requests finish) ─▶ stop firing
  *   ─▶ deliveries in flight finish until the deadline (then are aborted and recorded as retries)
  *   ─▶ events claimed but not sent are released, due now ─▶ store closed
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -38,13 +43,16 @@ import { ForecastSampler } from '../store/forecast-sampler.ts';
 import { BulkRunner, type BulkRunnerOptions } from '../scheduler/bulk-runner.ts';
 import { GroupCommitter } from '../store/group-commit.ts';
 import { openPostgresStore } from '../store/postgres/postgres-store.ts';
+import { QUICK_CHECK_MS_MAX } from '../store/sqlite/integrity-check.ts';
 import { openSqliteThreadStore } from '../store/sqlite/thread-store.ts';
 import { dueRefOf, type DueRef, type Store } from '../store/store.ts';
 import { FIREABLE_STATES, type EventRecord } from '../core/event.ts';
 import { Cluster, type ClusterOptions } from './cluster.ts';
 import type { NodeConfig } from './config.ts';
+import { makePrivateDir, PRIVATE_FILE_MODE, tightenDataDir } from './data-dir.ts';
 import { createLogger } from './logger.ts';
 import { Metrics } from './metrics.ts';
+import { StorageWatch } from './storage-watch.ts';
 import { busyThreadsOf, eventLoopThread } from './thread-busy.ts';
 
 /** Shards listed in GET /v1/cluster's lag, the latest first. */
@@ -97,8 +105,18 @@ export interface BelfryNode {
  * `sqlite`, or a `postgres://` URL; a `schema` query parameter picks the PostgreSQL schema
  * (default `belfry`), so several clusters or test runs can share one database.
  */
-async function openStore(config: NodeConfig, logger: Logger): Promise<Store> {
-  if (config.store === 'sqlite') return openSqliteThreadStore({ dataDir: config.dataDir });
+async function openStore(config: NodeConfig, logger: Logger, storage: StorageWatch | null): Promise<Store> {
+  if (config.store === 'sqlite') {
+    const store = await openSqliteThreadStore({ dataDir: config.dataDir, integrityCheckMsMax: QUICK_CHECK_MS_MAX });
+    if (storage) store.onCallError = (err) => storage.observe(err);
+    const check = store.integrity;
+    const file = { file: store.filePath, bytes: check?.bytes, ms: check?.ms };
+    if (check?.status === 'ok') logger.info(file, 'database file checked (PRAGMA quick_check: ok)');
+    else if (check?.status === 'timed_out') {
+      logger.warn(file, `the database file's quick_check did not finish within ${QUICK_CHECK_MS_MAX} ms; started without it (SQLite still refuses a damaged page when it reads one)`);
+    } else if (check?.status === 'not_run') logger.warn({ ...file, error: check.error }, "the database file's quick_check could not run; started without it");
+    return store;
+  }
   const url = new URL(config.store);
   const schema = url.searchParams.get('schema') ?? undefined;
   url.searchParams.delete('schema');
@@ -110,16 +128,29 @@ async function openStore(config: NodeConfig, logger: Logger): Promise<Store> {
 }
 
 /**
+ * The data dir (when this node uses one: SQLite, or to keep a generated admin key) is made 0700
+ * with every file in it 0600: created so, and an existing one tightened, saying so in the log.
+ */
+function prepareDataDir(config: NodeConfig, logger: Logger): void {
+  if (config.store !== 'sqlite' && config.adminKey) return;
+  makePrivateDir(config.dataDir);
+  const { tightened, failed } = tightenDataDir(config.dataDir);
+  for (const t of tightened) logger.warn(t, 'tightened the mode of a data-dir entry (it holds secrets: the dir is 0700, its files 0600)');
+  for (const f of failed) logger.warn(f, 'could not tighten the mode of a data-dir entry; make it readable by this user only');
+}
+
+/**
  * The admin key: from config, else the one saved in the data dir, else a new one, saved there
  * (mode 0600) and printed once to stderr.
  */
 function resolveAdminKey(config: NodeConfig, logger: Logger): string {
   if (config.adminKey) return config.adminKey;
-  mkdirSync(config.dataDir, { recursive: true });
   const file = join(config.dataDir, 'admin.key');
   if (existsSync(file)) return readFileSync(file, 'utf8').trim();
   const key = newSecretToken('bk_admin_');
-  writeFileSync(file, key + '\n', { mode: 0o600, flag: 'wx' });
+  writeFileSync(file, key + '\n', { mode: PRIVATE_FILE_MODE, flag: 'wx' });
+  // The mode given at creation is cut by the umask; this one is not.
+  chmodSync(file, PRIVATE_FILE_MODE);
   process.stderr.write(
     `\nBelfry generated an admin key (shown once; it is saved in ${file}):\n\n  ${key}\n\n` +
       `Create a tenant:  curl -s -X POST -H "Authorization: Bearer ${key}" -H 'content-type: application/json' \\\n` +
@@ -129,12 +160,50 @@ function resolveAdminKey(config: NodeConfig, logger: Logger): string {
   return key;
 }
 
+/** What a start has opened, closed in reverse when a later step of it fails. */
+class Startup {
+  private readonly undo: (() => Promise<unknown>)[] = [];
+
+  made(undo: () => Promise<unknown>): void {
+    this.undo.push(undo);
+  }
+
+  /** Closes everything made so far, newest first; a failure to close one does not keep the others open. */
+  async unwind(logger: Logger): Promise<void> {
+    for (const undo of this.undo.reverse()) await undo().catch((err: unknown) => logger.warn({ err }, 'closing after a failed start failed'));
+    this.undo.length = 0;
+  }
+}
+
 export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Promise<BelfryNode> {
-  const startedAt = Date.now();
   const owner = config.nodeId ?? `node-${randomBytes(6).toString('hex')}`;
   const logger = opts.logger ?? createLogger(config.logLevel, owner);
+  const startup = new Startup();
+  try {
+    return await startNodeOnce(config, opts, owner, logger, startup);
+  } catch (err) {
+    // Nothing half started is left running: no timer, no thread, no lock on the data dir.
+    await startup.unwind(logger);
+    logger.error({ err: (err as Error).message }, 'start failed; closed everything it had opened');
+    throw err;
+  }
+}
+
+async function startNodeOnce(config: NodeConfig, opts: NodeOptions, owner: string, logger: Logger, startup: Startup): Promise<BelfryNode> {
+  const startedAt = Date.now();
+  prepareDataDir(config, logger);
   const adminKey = resolveAdminKey(config, logger);
-  const store = await openStore(config, logger);
+  const storage = config.store === 'sqlite'
+    ? new StorageWatch({
+        dataDir: config.dataDir,
+        onChange: (full, { freeBytes }) => {
+          if (full) logger.error({ dataDir: config.dataDir }, 'the disk is full: writes are refused (503 storage_full) and /readyz says storage_full until there is room');
+          else logger.info({ dataDir: config.dataDir, freeBytes }, 'the disk has room again: ready');
+        },
+      })
+    : null;
+  const store = await openStore(config, logger, storage);
+  startup.made(() => store.close());
   await store.migrate();
   const metrics = new Metrics({ defaultMetrics: true });
 
@@ -161,9 +230,14 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
       ? await openHttpThreadChannel(config.deliveryThreads, { allowHosts: config.allowHosts })
       : new HttpChannel({ clock, policy: addressPolicy }));
   const channel = new ChannelRegistry({ http, policy: addressPolicy, clock });
+  startup.made(() => channel.close());
   metrics.watchThreads(() => [eventLoopThread(), ...busyThreadsOf(store), ...busyThreadsOf(http)]);
 
   let stopping = false;
+  /** Set once every loop runs: until then /readyz says `starting`. */
+  let started = false;
+  /** The store's ping failed last time /readyz asked (its error is logged once, not answered). */
+  let storeDown = false;
   const dispatcher = new Dispatcher({
     store,
     clock,
@@ -370,18 +444,27 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     onTenantSecretsChanged: (tenantId) => dispatcher.tenantSecretsChanged(tenantId),
     clusterStatus: () => clusterView(),
     destinationHealth: (tenantId, name) => ({ nodeId: owner, queue: dispatcher.queueHealth(tenantId, name) }),
+    // Stable reason codes only: /readyz is unauthenticated, and a store's error text names hosts,
+    // files and users. The errors themselves go to the log.
     ready: async () => {
       const reasons: string[] = [];
-      if (stopping) reasons.push('shutting down');
-      if (cluster && cluster.ownership.shards().length === 0) reasons.push('owns no shards');
+      if (stopping) reasons.push('shutting_down');
+      else if (!started) reasons.push('starting');
+      if (cluster && cluster.ownership.shards().length === 0) reasons.push('no_shards');
       try {
         await store.ping();
+        if (storeDown) logger.info('readiness: the store answers again');
+        storeDown = false;
       } catch (err) {
-        reasons.push(`store unreachable: ${(err as Error).message}`);
+        if (!storeDown) logger.warn({ err: (err as Error).message }, 'readiness: the store does not answer');
+        storeDown = true;
+        reasons.push('store_unreachable');
       }
+      if (storage) reasons.push(...(await storage.reasons()));
       return { ok: reasons.length === 0, reasons };
     },
   });
+  startup.made(() => app.close());
 
   /**
    * Cluster: events this node committed that are due within the look-ahead and belong to another
@@ -400,15 +483,28 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
     if (refs.length > 0) announcer.announce(refs).catch((err) => logger.warn({ err: (err as Error).message, count: refs.length }, 'announcing events due soon failed; their owners find them by the sweep'));
   }
 
-  if (cluster) await cluster.start();
+  // Listen before anything fires: a node that cannot serve its API must not fire, deliver or
+  // join a cluster (its start fails, undoing what it opened). Requests served before the loops
+  // start are safe: the scheduler ignores notifications until it runs, then reads what is due.
+  await app.listen({ port: config.port, host: config.host }).catch((err: Error) => {
+    throw new Error(`cannot listen on ${config.host}:${config.port}: ${err.message}`, { cause: err });
+  });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.port;
+  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+
+  if (cluster) {
+    await cluster.start();
+    startup.made(() => cluster.stop());
+  }
   // Before the scheduler claims anything: events executing under this node's id belong to a
   // previous run (a fixed --node-id), and on a single-node store every executing event does.
   // On a shared store, other nodes' claims are rescued when their leases expire. The rescued
   // events are due now; the scheduler's first read-ahead starts from the oldest due.
   const rescued = await rescuer.rescuePreviousRuns(cluster === null);
-  scheduler.start();
-  materialiser.start();
   // Cluster: events due soon that other nodes wrote come into this node's timer when announced.
+  // Subscribed before the scheduler starts (the last step that can fail); what is announced before
+  // it runs, its first read-ahead reads from the store.
   const wakeups =
     cluster && store.dueWakeups
       ? await store.dueWakeups.subscribe(
@@ -416,6 +512,8 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
           (err) => logger.warn({ err: err.message }, 'due wake-ups: the LISTEN connection failed; reconnecting (the sweep finds what is missed)'),
         )
       : null;
+  scheduler.start();
+  materialiser.start();
   if (cluster) rescuer.start();
   pullExpirer.start();
   cleaner.start();
@@ -424,10 +522,7 @@ export async function startNode(config: NodeConfig, opts: NodeOptions = {}): Pro
   forecast.start();
   bulk.start();
   sources.start();
-  await app.listen({ port: config.port, host: config.host });
-  const address = app.server.address();
-  const port = typeof address === 'object' && address ? address.port : config.port;
-  const url = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  started = true;
   logger.info({ port, host: config.host, url, owner, store: config.store === 'sqlite' ? `sqlite:${config.dataDir}` : 'postgres', rescued }, 'listening');
 
   let stopped: Promise<void> | null = null;

@@ -21,6 +21,7 @@
 import { unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { createPrivateFile } from '../../node/data-dir.ts';
 
 export const LOCK_FILE_NAME = 'belfry.lock.db';
 /** The pid file of the lock this one replaces (left behind by a kill -9); removed once the lock is ours. */
@@ -35,6 +36,8 @@ export interface DataDirLock {
 /** Takes the lock of `dataDir` at once, or throws `data dir <dir> is in use by another process`. */
 export function acquireDataDirLock(dataDir: string): DataDirLock {
   const path = join(dataDir, LOCK_FILE_NAME);
+  // Created 0600 here when new (SQLite would make it 0644 & ~umask); never opened here otherwise.
+  createPrivateFile(path);
   // timeout 0: a held lock fails the first try, instead of waiting out better-sqlite3's 5 s.
   const db = new Database(path, { timeout: 0 });
   try {

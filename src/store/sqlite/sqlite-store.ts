@@ -14,7 +14,6 @@
  * whose cost grows with the table, run on a reader thread with a connection of their own
  * (reader-thread.ts).
  */
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Checkpointer } from './checkpointer.ts';
@@ -33,6 +32,8 @@ import {
   transitionFromRow,
 } from '../core/rows.ts';
 import { acquireDataDirLock, type DataDirLock } from './data-dir-lock.ts';
+import { checkIntegrity, DamagedDatabaseError, isDamageCode, type IntegrityCheck } from './integrity-check.ts';
+import { createPrivateFile, makePrivateDir } from '../../node/data-dir.ts';
 import * as writes from './event-writes.ts';
 import { migrate } from './migrate.ts';
 import { PRAGMAS, prepareQueries, READER_SQL, type Queries } from './queries.ts';
@@ -51,24 +52,39 @@ export interface SqliteStoreOptions {
   dataDir: string;
   /** Default `belfry.db`. */
   fileName?: string;
+  /**
+   * Checks the file with PRAGMA quick_check before opening it, for at most this long
+   * (integrity-check.ts); a damaged file fails the open with DamagedDatabaseError. Absent or 0:
+   * no check.
+   */
+  integrityCheckMsMax?: number;
 }
 
-/** Opens (creating and migrating as needed) the store of `dataDir`; takes the data dir's lock. */
+/**
+ * Opens (creating and migrating as needed) the store of `dataDir`; takes the data dir's lock. The
+ * dir is created 0700 and the files 0600 (node/data-dir.ts).
+ */
 export async function openSqliteStore(opts: SqliteStoreOptions): Promise<SqliteStore> {
-  mkdirSync(opts.dataDir, { recursive: true });
+  makePrivateDir(opts.dataDir);
   const lock = acquireDataDirLock(opts.dataDir);
   let db: Database.Database | undefined;
+  const filePath = join(opts.dataDir, opts.fileName ?? SQLITE_FILE_NAME_DEFAULT);
   try {
-    const filePath = join(opts.dataDir, opts.fileName ?? SQLITE_FILE_NAME_DEFAULT);
+    const integrity = opts.integrityCheckMsMax ? await checkIntegrity(filePath, opts.integrityCheckMsMax) : null;
+    createPrivateFile(filePath);
     db = new Database(filePath);
     for (const pragma of PRAGMAS) db.pragma(pragma);
     const mode = db.pragma('journal_mode', { simple: true });
     if (mode !== 'wal') throw new Error(`sqlite: ${filePath} refused WAL mode (journal_mode=${String(mode)})`);
     migrate(db, Date.now());
-    return new SqliteStore(db, lock, filePath);
+    const store = new SqliteStore(db, lock, filePath);
+    store.integrity = integrity;
+    return store;
   } catch (err) {
     db?.close();
     lock.release();
+    // Damage the check did not run long enough to find, or found by the open itself.
+    if (isDamageCode((err as { code?: unknown }).code)) throw new DamagedDatabaseError(filePath, [`${(err as { code: string }).code}: ${(err as Error).message}`]);
     throw err;
   }
 }
@@ -88,6 +104,8 @@ export class SqliteStore implements S.Store {
   /** The source methods (source-store.ts), in this store's transactions. */
   private readonly sources: SqliteSources;
   private closed = false;
+  /** What the check at open found (openSqliteStore's integrityCheckMsMax), null when not asked. */
+  integrity: IntegrityCheck | null = null;
 
   constructor(
     private readonly db: Database.Database,

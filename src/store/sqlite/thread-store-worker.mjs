@@ -4,7 +4,7 @@
 // registers.
 //
 // workerData: { options: SqliteStoreOptions }.
-// First message out: { ready: true, capabilities, filePath } or { ready: false, error }.
+// First message out: { ready: true, capabilities, filePath, integrity } or { ready: false, error }.
 // Then messages in: Call[]; out: Reply[]. Besides the Store methods, INSERT_ROWS (thread-wire.ts).
 import { parentPort, workerData } from 'node:worker_threads';
 import { register } from 'tsx/esm/api';
@@ -20,7 +20,7 @@ try {
   parentPort.postMessage({ ready: false, error: errorToWire(err) });
   process.exit(0);
 }
-parentPort.postMessage({ ready: true, capabilities: store.capabilities, filePath: store.filePath });
+parentPort.postMessage({ ready: true, capabilities: store.capabilities, filePath: store.filePath, integrity: store.integrity });
 
 parentPort.on('message', async (calls) => {
   const replies = [];

@@ -21,6 +21,7 @@ import { workerThread, type BusyThread } from '../../node/thread-busy.ts';
 import { encodeInsertRows, insertResults, type InsertRowsResult } from './event-writes.ts';
 import type { EventInsertManyParams, EventInsertResult, Store, StoreCapabilities } from '../store.ts';
 import { StoreUnavailableError } from '../store.ts';
+import type { IntegrityCheck } from './integrity-check.ts';
 import type { SqliteStoreOptions } from './sqlite-store.ts';
 import { errorFromWire, INSERT_ROWS, type Call, type Reply, type WireError } from './thread-wire.ts';
 
@@ -29,7 +30,7 @@ export const CALLS_IN_FLIGHT_MAX = 100_000;
 const START_MS_MAX = 60_000;
 
 type Pending = { resolve(value: unknown): void; reject(err: Error): void };
-type Ready = { ready: true; capabilities: StoreCapabilities; filePath: string } | { ready: false; error: WireError };
+type Ready = { ready: true; capabilities: StoreCapabilities; filePath: string; integrity: IntegrityCheck | null } | { ready: false; error: WireError };
 
 /** The Store methods, forwarded as they are (all but `close`, which ends the thread too, and `eventInsertMany`, sent encoded). */
 type Method = { [K in keyof Store]-?: Store[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof Store];
@@ -72,7 +73,7 @@ export async function openSqliteThreadStore(opts: SqliteStoreOptions): Promise<S
     await worker.terminate();
     throw errorFromWire(ready.error);
   }
-  return new SqliteThreadStore(worker, ready.capabilities, ready.filePath);
+  return new SqliteThreadStore(worker, ready.capabilities, ready.filePath, ready.integrity);
 }
 
 export interface SqliteThreadStore extends Omit<Store, 'capabilities' | 'close'> {}
@@ -85,20 +86,27 @@ export class SqliteThreadStore {
   /** Set once the thread is gone: every call fails with it. */
   private dead: Error | null = null;
   private closing: Promise<void> | null = null;
+  /** Sees every error a call fails with (the node's storage watch: a full disk, a damaged file). */
+  onCallError: ((err: Error) => void) | null = null;
 
   constructor(
     private readonly worker: Worker,
     readonly capabilities: StoreCapabilities,
     /** The database file. */
     readonly filePath: string,
+    /** What the check of the file at open found (null when none was asked for). */
+    readonly integrity: IntegrityCheck | null = null,
   ) {
     worker.on('message', (replies: Reply[]) => {
       for (const reply of replies) {
         const p = this.pending.get(reply.id);
         if (!p) continue;
         this.pending.delete(reply.id);
-        if ('error' in reply) p.reject(errorFromWire(reply.error));
-        else p.resolve(reply.result);
+        if ('error' in reply) {
+          const err = errorFromWire(reply.error);
+          this.onCallError?.(err);
+          p.reject(err);
+        } else p.resolve(reply.result);
       }
     });
     worker.on('error', (err) => this.fail(new StoreUnavailableError(`sqlite store thread failed: ${err.message}`, { cause: err })));
