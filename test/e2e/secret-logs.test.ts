@@ -116,11 +116,13 @@ describe('logs of a full run hold no secret', { timeout: 120_000 }, () => {
     const [redisPw, amqpPw, natsPw, natsToken, saslPw, badPw] = [pw(), pw(), pw(), pw(), pw(), pw()];
     for (const p of [redisPw, amqpPw, natsPw, natsToken, saslPw, badPw]) secrets.add(p);
     const closed = await closedPort();
+    // Without TLS on these servers, credentials go in clear only because each says so.
+    const insecure = { allowInsecureCredentials: true };
     const brokers: [string, Record<string, unknown>][] = [
-      ['b-redis', { kind: 'redis', url: `redis://belfry:${redisPw}@127.0.0.1:6379`, stream: `belfry-logs-${process.pid}` }],
-      ['b-amqp', { kind: 'amqp', url: `amqp://guest:${amqpPw}@127.0.0.1:5672`, exchange: 'belfry-logs', routingKey: 'x' }],
-      ['b-nats', { kind: 'nats', servers: [`nats://belfry:${natsPw}@127.0.0.1:${closed}`], subject: 'belfry.logs', token: natsToken }],
-      ['b-kafka', { kind: 'kafka', brokers: [`127.0.0.1:${closed}`], topic: 'belfry-logs', sasl: { mechanism: 'plain', username: 'belfry', password: saslPw } }],
+      ['b-redis', { kind: 'redis', url: `redis://belfry:${redisPw}@127.0.0.1:6379`, stream: `belfry-logs-${process.pid}`, ...insecure }],
+      ['b-amqp', { kind: 'amqp', url: `amqp://guest:${amqpPw}@127.0.0.1:5672`, exchange: 'belfry-logs', routingKey: 'x', ...insecure }],
+      ['b-nats', { kind: 'nats', servers: [`nats://belfry:${natsPw}@127.0.0.1:${closed}`], subject: 'belfry.logs', token: natsToken, ...insecure }],
+      ['b-kafka', { kind: 'kafka', brokers: [`127.0.0.1:${closed}`], topic: 'belfry-logs', sasl: { mechanism: 'plain', username: 'belfry', password: saslPw }, ...insecure }],
     ];
     for (const [name, body] of brokers) {
       assert.equal((await api('PUT', `/v1/destinations/${name}`, key, { ...body, timeout: '1s' })).status, 201);
@@ -128,6 +130,8 @@ describe('logs of a full run hold no secret', { timeout: 120_000 }, () => {
       assert.equal((await api('POST', '/v1/events', key, { id: `log-${name}`, destination: name, payload: {}, retry: { maxAttempts: 2, minBackoff: '100ms', maxBackoff: '200ms' } })).status, 201);
     }
     assert.equal((await api('PUT', '/v1/destinations/bad-broker', key, { kind: 'amqp', url: `amqp://guest:${badPw}@127.0.0.1:5672`, exchange: 'x', bogus: true })).status, 400);
+    // Refused for sending a credential without TLS: the refusal does not carry it either.
+    assert.equal((await api('PUT', '/v1/destinations/bad-broker', key, { kind: 'redis', url: `redis://belfry:${badPw}@127.0.0.1:6379`, stream: 's' })).status, 400);
     await waitUntil(
       'broker deliveries to end',
       async () => {

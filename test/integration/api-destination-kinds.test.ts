@@ -10,9 +10,10 @@ import { startTestNode, type TestNode } from '../support/node.ts';
 const common = { headers: { 'x-team': 'checkout' }, timeout: '5s', maxConcurrency: 4 };
 const BODIES: Record<string, Record<string, unknown>> = {
   kafka: { kind: 'kafka', brokers: ['127.0.0.1:9092'], topic: 'due-events', sasl: { mechanism: 'scram-sha-512', username: 'belfry', password: 'kafka-pw-77' }, ...common },
-  nats: { kind: 'nats', servers: ['nats://natsuser:nats-pw-77@127.0.0.1:4222'], subject: 'belfry.due', token: 'nats-token-77', ...common },
-  amqp: { kind: 'amqp', url: 'amqp://guest:amqp-pw-77@127.0.0.1:5672', exchange: 'belfry', routingKey: 'due', ...common },
-  redis: { kind: 'redis', url: 'redis://:redis-pw-77@127.0.0.1:6379/0', stream: 'belfry:due', maxLen: 1000000, ...common },
+  // Credentials without TLS: allowed here explicitly (docs/channels.md, "Credentials and TLS").
+  nats: { kind: 'nats', servers: ['nats://natsuser:nats-pw-77@127.0.0.1:4222'], subject: 'belfry.due', token: 'nats-token-77', allowInsecureCredentials: true, ...common },
+  amqp: { kind: 'amqp', url: 'amqp://guest:amqp-pw-77@127.0.0.1:5672', exchange: 'belfry', routingKey: 'due', allowInsecureCredentials: true, ...common },
+  redis: { kind: 'redis', url: 'redis://:redis-pw-77@127.0.0.1:6379/0', stream: 'belfry:due', maxLen: 1000000, allowInsecureCredentials: true, ...common },
 };
 
 describe('destination kinds', () => {

@@ -1,13 +1,15 @@
 /**
  * /v1/sources: schedule requests read from a Kafka topic (DESIGN.md, "Sources"). PUT creates or
  * replaces (idempotent; a replace restarts the readers on the new spec, the consumer group keeps
- * its offsets). The SASL password is write-only. The nodes find new, changed and deleted sources
+ * its offsets). The SASL password is write-only, and SASL PLAIN goes only over TLS unless the body
+ * says `allowInsecureCredentials`. Each source has its own consumer group unless it names one. The nodes find new, changed and deleted sources
  * in the store (sources/manager.ts) and report their counts, errors and lag there.
  */
 import type { FastifyInstance } from 'fastify';
 import type { AddressPolicy } from '../../core/address.ts';
 import { BelfryError } from '../../core/errors.ts';
 import { kafkaSpec } from '../../channels/kafka/index.ts';
+import { optInJson, type InsecureCredentialsOptIn } from '../../channels/broker/config.ts';
 import type { SourceRecord, SourceSpec } from '../../store/sources.ts';
 import type { AppDeps } from '../deps.ts';
 import { isoTime } from '../event-json.ts';
@@ -25,25 +27,40 @@ import {
 } from '../schemas/sources.ts';
 
 export const SOURCES_PER_TENANT_MAX = 100;
-export const SOURCE_GROUP_ID_DEFAULT = 'belfry';
 const LIST_LIMIT_DEFAULT = 100;
+
+/**
+ * A source's consumer group when the body names none: its own, `belfry/<tenant id>/<name>`. Two
+ * sources sharing a group split their topics' partitions, and a member may be handed a partition
+ * of a topic it never subscribed to (the group's leader assigns over every member's topics), so
+ * no group is shared by default. The `/` appears in no tenant id or source name, so no two sources
+ * derive the same group, and no body can name it (`groupId` allows no `/`). The same name and
+ * tenant give the same group: a replace keeps its offsets.
+ */
+export function defaultSourceGroupId(tenantId: string, name: string): string {
+  return `belfry/${tenantId}/${name}`;
+}
 
 function sourceNotFound(name: string): BelfryError {
   return new BelfryError('not_found', `no source named "${name}"`, [{ field: 'name', message: 'not found' }]);
 }
 
-/** The body as a stored spec; broker hosts pass the private-address guard (400 naming `brokers.N`). */
-export function toSourceSpec(body: SourcePutInput, policy: AddressPolicy): SourceSpec {
-  const target = kafkaSpec.parse({ brokers: body.brokers, topic: body.topic, sasl: body.sasl, ssl: body.ssl }, policy);
+/**
+ * The body as a stored spec; broker hosts pass the private-address guard (400 naming `brokers.N`),
+ * and SASL PLAIN without `ssl` needs `allowInsecureCredentials` (400 naming `sasl.mechanism`).
+ */
+export function toSourceSpec(body: SourcePutInput, policy: AddressPolicy, tenantId: string, name: string): SourceSpec & InsecureCredentialsOptIn {
+  const target = kafkaSpec.parse({ brokers: body.brokers, topic: body.topic, sasl: body.sasl, ssl: body.ssl, allowInsecureCredentials: body.allowInsecureCredentials }, policy);
   return {
     kind: 'kafka',
     brokers: target.brokers,
     topic: body.topic,
-    groupId: body.groupId ?? SOURCE_GROUP_ID_DEFAULT,
+    groupId: body.groupId ?? defaultSourceGroupId(tenantId, name),
     deadLetterTopic: body.deadLetterTopic ?? null,
     start: body.start ?? 'earliest',
     sasl: body.sasl ?? null,
     ssl: body.ssl ?? false,
+    ...optInJson(body),
   };
 }
 
@@ -59,6 +76,7 @@ export function toSourceJson(s: SourceRecord): SourceJsonOutput {
     start: s.spec.start,
     ssl: s.spec.ssl,
     sasl: s.spec.sasl ? { mechanism: s.spec.sasl.mechanism, username: s.spec.sasl.username } : null,
+    ...optInJson(s.spec as InsecureCredentialsOptIn),
     version: s.version,
     state: s.state,
     lag: lags.length === 0 ? null : lags.reduce((a, b) => a + b, 0),
@@ -88,8 +106,8 @@ export function sourceRoutes(app: FastifyInstance, deps: AppDeps): void {
       },
     },
     async (request, reply) => {
-      const spec = toSourceSpec(request.body, deps.addressPolicy);
       const { tenantId } = request;
+      const spec = toSourceSpec(request.body, deps.addressPolicy, tenantId, request.params.name);
       const result = await deps.store.sourcePut({ tenantId, name: request.params.name, spec, perTenantMax: SOURCES_PER_TENANT_MAX, now: deps.clock.now() });
       if (result.kind === 'limit') {
         throw new BelfryError('quota_exceeded', `the tenant has ${SOURCES_PER_TENANT_MAX} sources, the most it may have; delete one first`, [

@@ -19,12 +19,17 @@
  * backoff, recording the error.
  *
  * Every broker connection, bootstrap or named by the cluster's metadata, passes the
- * private-address guard (the Kafka channel's socket factory).
+ * private-address guard (the Kafka channel's socket factory), and is destroyed when the reader
+ * stops (after leaving the group, which is waited for at most STOP_MS_MAX: KafkaJS's disconnect
+ * only half-closes its sockets, which a broker that stopped answering would keep open).
+ * `ssl: true` is TLS or nothing; SASL PLAIN without it is refused unless the source says
+ * `allowInsecureCredentials` (a source stored before the rule fails with the reason, and sends nothing).
  */
 import { Kafka, logLevel, type Consumer, type IHeaders, type KafkaMessage, type Producer, type SASLOptions } from 'kafkajs';
 import type { AddressPolicy } from '../../core/address.ts';
 import { SystemClock } from '../../core/clock.ts';
-import { guardedSocketFactory } from '../../channels/kafka/index.ts';
+import { clearCredentials, guardedSocketFactory } from '../../channels/kafka/index.ts';
+import { assertCredentialsTls, type InsecureCredentialsOptIn } from '../../channels/broker/config.ts';
 import type { SourceError, SourceRecord, SourceState } from '../../store/sources.ts';
 
 export const CHUNK_MESSAGES_MAX = 500;
@@ -81,6 +86,8 @@ export interface KafkaSourceReaderOptions {
 
 /** The longest wait for the tenant's rate between two heartbeats. */
 const RATE_WAIT_MS_MAX = 1_000;
+/** The longest wait for the consumer to leave its group (and the producer to close) on stop. */
+export const STOP_MS_MAX = 10_000;
 const systemClock = new SystemClock();
 const systemSleep = (ms: number, signal: AbortSignal) => systemClock.sleep(ms, signal);
 
@@ -96,6 +103,8 @@ export class KafkaSourceReader {
   private stopped = false;
   /** Aborted by stop(): ends a wait for the tenant's rate at once. */
   private readonly abort = new AbortController();
+  /** Aborted at the end of stop(): destroys every socket of the consumer and the producer. */
+  private readonly sockets = new AbortController();
 
   constructor(
     private readonly deps: KafkaSourceReaderDeps,
@@ -110,6 +119,7 @@ export class KafkaSourceReader {
   /** Connects and starts reading; rejects when the broker cannot be reached. */
   async start(): Promise<void> {
     const { spec, name } = this.deps.source;
+    assertCredentialsTls(clearCredentials(spec), spec as InsecureCredentialsOptIn);
     const kafka = new Kafka({
       clientId: `belfry-source-${name}`,
       brokers: spec.brokers,
@@ -117,7 +127,7 @@ export class KafkaSourceReader {
       sasl: spec.sasl ? ({ mechanism: spec.sasl.mechanism, username: spec.sasl.username, password: spec.sasl.password } as SASLOptions) : undefined,
       connectionTimeout: this.opts.connectTimeoutMs,
       retry: { retries: 3, initialRetryTime: 300, maxRetryTime: 5_000 },
-      socketFactory: guardedSocketFactory(this.deps.policy),
+      socketFactory: guardedSocketFactory(this.deps.policy, this.sockets.signal),
       logLevel: logLevel.NOTHING,
     });
     const consumer = kafka.consumer({
@@ -200,7 +210,16 @@ export class KafkaSourceReader {
   async stop(): Promise<void> {
     this.stopped = true;
     this.abort.abort();
-    await this.consumer?.disconnect().catch(() => {});
-    await this.producer?.disconnect().catch(() => {});
+    await bounded(this.consumer?.disconnect());
+    await bounded(this.producer?.disconnect());
+    this.sockets.abort();
   }
+}
+
+/** Waits for `p` (its failure ignored), at most STOP_MS_MAX. */
+async function bounded(p: Promise<void> | undefined): Promise<void> {
+  if (!p) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([p.catch(() => {}), new Promise<void>((r) => (timer = setTimeout(r, STOP_MS_MAX)))]);
+  clearTimeout(timer);
 }
