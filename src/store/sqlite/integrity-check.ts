@@ -6,8 +6,9 @@
  *
  * Bounded in time: the check runs in a child process (integrity-check-child.mjs), killed at the
  * deadline, since a statement cannot be interrupted from JavaScript. Measured on this project's
- * VM, an 813 MB file of 2,000,000 events: 1.4 s with the file in the page cache, 8.3 s from a cold
- * cache (about 100 MB/s, the disk's read rate); integrity_check took 13.6 s warm. The deadline,
+ * VM (measure-quick-check.ts), an 813 MB file of 2,000,000 events: 1.4-1.7 s with the file in the
+ * page cache, 8.0-8.3 s from a cold cache (about 100 MB/s, the disk's read rate); integrity_check
+ * took 13.6 s warm. The child's start is about 0.1 s of that. The deadline,
  * QUICK_CHECK_MS_MAX, covers a file of about 2 GB read cold and 10 GB warm; a larger file whose
  * check does not finish in time is started without it (the caller logs a warning naming the file's
  * size): damage there is still refused call by call, as SQLite finds it (SQLITE_CORRUPT).
