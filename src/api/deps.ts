@@ -31,6 +31,11 @@ export interface AppDeps {
   store: Store;
   clock: Clock;
   /**
+   * How far ahead a schedule's occurrences are made (the materialiser's horizon): a schedule
+   * created, edited or resumed makes those within it at once. Default 10 s.
+   */
+  scheduleHorizonMs?: number;
+  /**
    * The clock of pull visibility timeouts (claim, extend): on a single node one that a step of the
    * wall clock does not move (SteadyClock), in a cluster the store's. Default: `clock`.
    */

@@ -9,6 +9,7 @@
 import { formatDuration, parseDurationMs, parseTimeMs, TIME_MS_MAX } from '../core/duration.ts';
 import { invalid } from '../core/errors.ts';
 import { CronSyntaxError, nextOccurrence, nextOccurrences, parseCron, type ScheduleTiming } from '../core/occurrences.ts';
+import { MISSED_AFTER_MS_DEFAULT, MISSED_AFTER_MS_MIN } from '../core/missed.ts';
 import { isTimeZone, wallOf } from '../core/zone.ts';
 import { timingOf } from '../scheduler/materialiser.ts';
 import { occurrenceId, type MissedPolicy, type ScheduleRecord, type ScheduleSpec } from '../store/schedules.ts';
@@ -20,6 +21,8 @@ import type { ScheduleJsonOutput } from './schemas/schedules.ts';
 /** `every` below this is refused: a schedule is not a busy loop. */
 export const EVERY_MS_MIN = 1_000;
 export const CATCH_UP_MAX_DEFAULT = 100;
+/** The largest `missedAfter`: a day late is missed whatever the schedule says. */
+export const MISSED_AFTER_MS_MAX = 86_400_000;
 /** Occurrences shown in a schedule's `next`. */
 export const NEXT_SHOWN = 5;
 
@@ -32,6 +35,7 @@ export interface ScheduleInput {
   endAt?: string | number | null;
   missed?: MissedPolicy;
   catchUpMax?: number;
+  missedAfter?: string | number;
   destination?: string | { url: string };
   payload?: unknown;
   headers?: Record<string, string>;
@@ -42,7 +46,7 @@ export interface ScheduleInput {
   type?: string;
 }
 
-type Timing = Pick<ScheduleSpec, 'cron' | 'everyMs' | 'timezone' | 'startAt' | 'endAt' | 'missed' | 'catchUpMax'>;
+type Timing = Pick<ScheduleSpec, 'cron' | 'everyMs' | 'timezone' | 'startAt' | 'endAt' | 'missed' | 'catchUpMax' | 'missedAfterMs'>;
 
 /** The timing of a body, checked; `now` is the default startAt. */
 export function checkTiming(input: ScheduleInput, now: number): Timing {
@@ -73,7 +77,14 @@ export function checkTiming(input: ScheduleInput, now: number): Timing {
     if (endAt === null) throw invalid('endAt', 'must be an RFC 3339 time with a zone or epoch milliseconds, in years 2000 to 9999');
     if (endAt <= startAt) throw invalid('endAt', 'must be after startAt');
   }
-  return { cron, everyMs, timezone, startAt, endAt, missed: input.missed ?? 'skip', catchUpMax: input.catchUpMax ?? CATCH_UP_MAX_DEFAULT };
+  let missedAfterMs = MISSED_AFTER_MS_DEFAULT;
+  if (input.missedAfter !== undefined) {
+    const ms = parseDurationMs(input.missedAfter);
+    if (ms === null) throw invalid('missedAfter', 'must be a duration such as "1s", "30s", "5m" or milliseconds');
+    if (ms < MISSED_AFTER_MS_MIN || ms > MISSED_AFTER_MS_MAX) throw invalid('missedAfter', `must be between ${formatDuration(MISSED_AFTER_MS_MIN)} and ${formatDuration(MISSED_AFTER_MS_MAX)}`);
+    missedAfterMs = ms;
+  }
+  return { cron, everyMs, timezone, startAt, endAt, missed: input.missed ?? 'skip', catchUpMax: input.catchUpMax ?? CATCH_UP_MAX_DEFAULT, missedAfterMs };
 }
 
 /** The schedule's first occurrence at or after max(startAt, now): where a new (or re-timed) schedule's cursor starts. */
@@ -150,6 +161,7 @@ export function toScheduleJson(s: ScheduleRecord, now: number, nextCount = NEXT_
     endAt: spec.endAt === null ? null : iso(spec.endAt),
     missed: spec.missed,
     catchUpMax: spec.catchUpMax,
+    missedAfter: formatDuration(spec.missedAfterMs ?? MISSED_AFTER_MS_DEFAULT),
     paused: s.paused,
     destination: 'name' in t.destination ? t.destination.name : { url: t.destination.url },
     payload: parsePayload(t.payload),

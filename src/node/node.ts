@@ -30,6 +30,7 @@ import { newSecretToken } from '../core/ids.ts';
 import { Dispatcher } from '../dispatch/dispatcher.ts';
 import { Cleaner, type CleanerOptions } from '../scheduler/cleaner.ts';
 import { Materialiser, type MaterialiserOptions } from '../scheduler/materialiser.ts';
+import { OccurrenceGate } from '../scheduler/occurrence-gate.ts';
 import { SourceManager, type SourceManagerOptions } from '../sources/manager.ts';
 import { KafkaSourceReader } from '../sources/kafka/reader.ts';
 import { SourceIngest } from '../api/source-ingest.ts';
@@ -251,6 +252,16 @@ async function startNodeOnce(config: NodeConfig, opts: NodeOptions, owner: strin
     },
     onRoom: () => scheduler.roomFreed(),
   });
+  // Occurrences made ahead that reach their fire late follow their schedule's `missed` then.
+  const occurrences = new OccurrenceGate({
+    store, clock, logger,
+    onEventsChanged: (events) => {
+      scheduler.notifyEvents(events);
+      pullWaiters.wakeEvents(events);
+      announceDue(events);
+    },
+    onMissed: (n) => metrics.scheduleOccurrences.inc({ outcome: 'missed' }, n),
+  });
   scheduler = new Scheduler(
     {
       store,
@@ -258,6 +269,7 @@ async function startNodeOnce(config: NodeConfig, opts: NodeOptions, owner: strin
       owner,
       metrics,
       logger,
+      occurrences,
       onClaimed: (events) => dispatcher.submit(events),
       onDueSoon: (queues) => dispatcher.prepare(queues),
       dispatchBacklog: () => dispatcher.backlog,
@@ -428,6 +440,7 @@ async function startNodeOnce(config: NodeConfig, opts: NodeOptions, owner: strin
     logger,
     adminKey,
     shardCount: config.shardCount,
+    scheduleHorizonMs: materialiser.opts.horizonMs,
     limits: apiLimits,
     retention: cleaner.opts.defaults,
     addressPolicy,
@@ -547,6 +560,7 @@ async function startNodeOnce(config: NodeConfig, opts: NodeOptions, owner: strin
       await wakeups?.close();
       await materialiser.stop();
       await scheduler.stop();
+      await occurrences.flush();
       await rescuer.stop();
       await pullExpirer.stop();
       await cleaner.stop();

@@ -1,56 +1,57 @@
 /**
  * The schedule materialiser: turns each recurring schedule's occurrences into ordinary events a
- * short horizon ahead, on the node that owns the schedule's shard (every shard on SQLite).
+ * short horizon ahead, on the node that owns the schedule's shard (every shard on SQLite). Making
+ * ahead is invisible: an occurrence behaves as if computed at its own time.
  *
- *   runOnce: schedules whose cursor (nextAt) ≤ now + horizon, of owned shards
- *     └─ per schedule: walk occurrences from the cursor up to the horizon (at most
- *        OCCURRENCES_PER_ADVANCE_MAX), each one either made into an event or counted missed,
+ *   runOnce: 1. on time first: schedules whose cursor (nextAt) is within [now - 1s, now + horizon]
+ *            2. then catch-ups (cursor further back: a node down, a shard moving, a resume), a
+ *               tenant at a time, round robin, at most CATCH_UP_ADVANCES_PER_PASS per pass
+ *     └─ per schedule, advanceSchedule: core/missed.ts planAdvance (the late stretch in closed
+ *        form: counted, only the occurrences `missed` fires made; then those due by the horizon),
  *        then scheduleAdvance: compare-and-swap of (version, cursor) + insert of the events, in
  *        one transaction. Losing the swap (another node, an edit, a pause) writes nothing.
  *
  * Exactly once per occurrence: an occurrence's event id is `<schedule id>@<UTC time with ms>`
- * and its insert is idempotent; the cursor moves only with the insert. A restart, a second
- * node or a race recomputes the same ids from the same cursor.
- *
- * Missed occurrences: one whose time is more than `missedAfterMs` before now when the walk
- * reaches it (node down, shard moving, schedule paused) follows the schedule's `missed`:
- *   skip       counted, not made;
- *   fire-once  only the latest missed one is made (it fires at once), the others counted;
- *   fire-all   made, oldest first, up to catchUpMax per catch-up (catchUpLeft, kept in the row
- *              and reset once an occurrence is on time again); beyond it, counted.
+ * and its insert is idempotent; the cursor moves only with the insert. A restart, a second node
+ * or a race recomputes the same ids from the same cursor. Occurrences made ahead that reach their
+ * fire late are judged then, by the same rule (occurrence-gate.ts).
  *
  * Time: the cursor is stored, so a wall clock that goes back makes nothing twice (the cursor is
  * ahead of it; nothing is due until the clock catches up), and one that jumps forward makes the
- * skipped occurrences missed.
+ * skipped occurrences a late stretch.
  */
-import { runEvery } from '../core/loop.ts';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import { TIME_MS_MAX } from '../core/duration.ts';
 import type { EventRecord } from '../core/event.ts';
 import { canonicalJson, sha256Hex } from '../core/ids.ts';
-import { nextOccurrence, type ScheduleTiming } from '../core/occurrences.ts';
+import { MISSED_AFTER_MS_DEFAULT, MISSED_AFTER_MS_MIN, planAdvance, type MissedRule } from '../core/missed.ts';
+import type { ScheduleTiming } from '../core/occurrences.ts';
 import { shardOf } from '../core/shard.ts';
 import { occurrenceId, type ScheduleRecord, type ScheduleSpec } from '../store/schedules.ts';
 import type { NewEvent, Store } from '../store/store.ts';
 
 /** Schedules read per batch of the due list. */
 export const SCHEDULES_PER_BATCH_MAX = 100;
-/** Occurrences walked per schedule per advance (made or counted missed); a long catch-up takes several. */
+/** On-time occurrences made per schedule per advance; a horizon holding more takes several. */
 export const OCCURRENCES_PER_ADVANCE_MAX = 500;
-/** Rounds of one pass (each a batch of the due list). */
+/** Rounds of the on-time part of one pass (each a batch of the due list). */
 const ROUNDS_PER_PASS_MAX = 100;
+/** Catch-up advances per pass, over all tenants: each is bounded work (a count, at most catchUpMax made). */
+export const CATCH_UP_ADVANCES_PER_PASS = 50;
+/** Catch-up advances of one tenant per turn of the round robin. */
+export const CATCH_UP_PER_TENANT_TURN = 5;
+/** Pause between passes while catch-ups are left (instead of intervalMs). */
+const CATCH_UP_PAUSE_MS = 50;
 
 export interface MaterialiserOptions {
   /** Occurrences due within this much of now are made into events. */
   horizonMs: number;
   /** Pause between passes. */
   intervalMs: number;
-  /** An occurrence reached more than this late is missed (follows `missed`). */
-  missedAfterMs: number;
 }
 
-export const MATERIALISER_DEFAULTS: MaterialiserOptions = { horizonMs: 10_000, intervalMs: 1_000, missedAfterMs: 1_000 };
+export const MATERIALISER_DEFAULTS: MaterialiserOptions = { horizonMs: 10_000, intervalMs: 1_000 };
 
 export interface MaterialiserDeps {
   store: Store;
@@ -71,12 +72,64 @@ export interface PassResult {
   missed: number;
   /** Advances that lost their compare-and-swap (an edit, a pause, another node). */
   lost: number;
+  /** Schedules with a late stretch were left for the next pass (the pass's catch-up budget ran out). */
+  catchUpLeft: boolean;
 }
 
 /** The timing part of a spec. */
 export function timingOf(spec: Pick<ScheduleSpec, 'cron' | 'everyMs' | 'timezone' | 'startAt' | 'endAt'>): ScheduleTiming {
   if (spec.everyMs !== null) return { kind: 'every', everyMs: spec.everyMs, startAt: spec.startAt, endAt: spec.endAt };
   return { kind: 'cron', cron: spec.cron ?? '', zone: spec.timezone, startAt: spec.startAt, endAt: spec.endAt };
+}
+
+/** The `missed` rule of a spec. */
+export function missedRuleOf(spec: Pick<ScheduleSpec, 'missed' | 'catchUpMax' | 'missedAfterMs'>): MissedRule {
+  return { missed: spec.missed, catchUpMax: spec.catchUpMax, missedAfterMs: spec.missedAfterMs ?? MISSED_AFTER_MS_DEFAULT };
+}
+
+export interface AdvanceResult {
+  /** The events it created (or made again). */
+  created: EventRecord[];
+  missed: number;
+  /** The compare-and-swap was lost: nothing written. */
+  lost: boolean;
+}
+
+/**
+ * Advances schedule `s` from its cursor at `now` (planAdvance), making its occurrences due by
+ * `now + horizonMs` (and the late ones `missed` fires) in the transaction that moves the cursor.
+ * Any node may call it for any schedule: the compare-and-swap makes a second caller write nothing.
+ */
+export async function advanceSchedule(
+  deps: Pick<MaterialiserDeps, 'store' | 'logger' | 'shardCount'>,
+  s: ScheduleRecord,
+  now: number,
+  horizonMs: number,
+): Promise<AdvanceResult> {
+  if (s.paused || s.nextAt === null) return { created: [], missed: 0, lost: false };
+  const plan = planAdvance(timingOf(s.spec), missedRuleOf(s.spec), s.nextAt, now, horizonMs, OCCURRENCES_PER_ADVANCE_MAX);
+  if (plan.make.length === 0 && plan.missed === 0 && plan.nextAt === s.nextAt) return { created: [], missed: 0, lost: false };
+  const events = plan.make.map((at) => occurrenceEvent(s, at, deps.shardCount));
+  const result = await deps.store.scheduleAdvance({
+    tenantId: s.tenantId,
+    id: s.id,
+    version: s.version,
+    fromNextAt: s.nextAt,
+    nextAt: plan.nextAt,
+    catchUpLeft: s.spec.catchUpMax,
+    // `fired` counts deliveries started (occurrence-gate.ts), not occurrences made.
+    firedAdd: 0,
+    missedAdd: plan.missed,
+    lastOccurrenceAt: plan.make.length > 0 ? plan.make[plan.make.length - 1] : null,
+    events,
+    now,
+  });
+  if (!result.applied) return { created: [], missed: 0, lost: true };
+  const created = result.results.filter((r) => r.kind === 'created').map((r) => r.event);
+  const conflicts = result.results.filter((r) => r.kind === 'conflict').length;
+  if (conflicts > 0) deps.logger.warn({ schedule: s.id, tenantId: s.tenantId, conflicts }, 'occurrences already stored with another body were kept as stored');
+  if (plan.missed > 0) deps.logger.info({ schedule: s.id, tenantId: s.tenantId, missed: plan.missed, late: plan.lateMade }, 'schedule occurrences missed');
+  return { created, missed: plan.missed, lost: false };
 }
 
 /**
@@ -107,6 +160,8 @@ export class Materialiser {
   readonly opts: MaterialiserOptions;
   private abort = new AbortController();
   private loop: Promise<void> | null = null;
+  /** The round robin's place among tenants with catch-ups: the last tenant served. */
+  private catchUpAfter = '';
 
   constructor(
     private readonly deps: MaterialiserDeps,
@@ -115,110 +170,89 @@ export class Materialiser {
     this.opts = { ...MATERIALISER_DEFAULTS, ...opts };
   }
 
-  /**
-   * One pass: every due schedule of owned shards, in batches, again while a batch came back full
-   * or a schedule's walk stopped at its bound (a long catch-up), and something moved. Bounded.
-   */
+  /** One pass: the on-time schedules of owned shards, then catch-ups within the pass's budget. Bounded. */
   async runOnce(): Promise<PassResult> {
-    const total: PassResult = { schedules: 0, made: 0, missed: 0, lost: 0 };
+    const total: PassResult = { schedules: 0, made: 0, missed: 0, lost: 0, catchUpLeft: false };
     const shards = this.deps.shards();
     if (shards !== null && shards.length === 0) return total;
     for (let round = 0; round < ROUNDS_PER_PASS_MAX; round++) {
       const now = this.deps.clock.now();
-      const due = await this.deps.store.scheduleListDue({ shards, untilMs: now + this.opts.horizonMs, limit: SCHEDULES_PER_BATCH_MAX });
-      let moved = 0;
-      let more = due.length === SCHEDULES_PER_BATCH_MAX;
-      for (const s of due) {
-        const r = await this.advance(s, now).catch((err: unknown) => {
-          // One schedule that cannot advance (its row unreadable, a bug) must not stop the others;
-          // a store that is down fails them all, and the next pass tries again.
-          this.deps.logger.error({ err, schedule: s.id, tenantId: s.tenantId }, 'advancing a schedule failed');
-          return { made: 0, missed: 0, lost: true, more: false };
-        });
-        total.schedules += 1;
-        total.made += r.made;
-        total.missed += r.missed;
-        if (r.lost) total.lost += 1;
-        else moved += 1;
-        more ||= r.more;
-      }
-      if (!more || moved === 0) break;
+      const due = await this.deps.store.scheduleListDue({
+        shards, fromMs: now - MISSED_AFTER_MS_MIN, untilMs: now + this.opts.horizonMs, limit: SCHEDULES_PER_BATCH_MAX,
+      });
+      const moved = await this.advanceAll(due, now, total);
+      if (due.length < SCHEDULES_PER_BATCH_MAX || moved === 0) break;
     }
+    total.catchUpLeft = await this.catchUp(shards, total);
     return total;
   }
 
-  /** Walks one schedule's occurrences from its cursor and advances it; returns what it did. */
-  private async advance(s: ScheduleRecord, now: number): Promise<{ made: number; missed: number; lost: boolean; more: boolean }> {
-    const spec = s.spec;
-    const timing = timingOf(spec);
-    const cutoff = now - this.opts.missedAfterMs;
-    const horizon = now + this.opts.horizonMs;
-    const events: NewEvent[] = [];
-    let at: number | null = s.nextAt;
-    let catchUpLeft = s.catchUpLeft;
-    let missed = 0;
-    let last: number | null = null;
-    let steps = 0;
-    const make = (t: number) => {
-      events.push(occurrenceEvent(s, t, this.deps.shardCount));
-      last = t;
-    };
-    while (at !== null && at <= horizon && steps < OCCURRENCES_PER_ADVANCE_MAX) {
-      steps += 1;
-      if (at >= cutoff) {
-        make(at);
-        catchUpLeft = spec.catchUpMax; // on time again: the next outage gets a full catch-up
-        at = nextOccurrence(timing, at);
+  /**
+   * Catch-ups, a tenant at a time after the last one served (wrapping once), at most
+   * CATCH_UP_PER_TENANT_TURN of a tenant per turn and CATCH_UP_ADVANCES_PER_PASS in all. True
+   * when the budget ran out with catch-ups left.
+   */
+  private async catchUp(shards: number[] | null, total: PassResult): Promise<boolean> {
+    let budget = CATCH_UP_ADVANCES_PER_PASS;
+    let wrapped = this.catchUpAfter === '';
+    while (budget > 0) {
+      const now = this.deps.clock.now();
+      const page = await this.deps.store.scheduleListCatchUp({
+        shards, beforeMs: now - MISSED_AFTER_MS_MIN, afterTenantId: this.catchUpAfter, limit: CATCH_UP_PER_TENANT_TURN,
+      });
+      if (page.length === 0) {
+        if (wrapped) return false;
+        wrapped = true;
+        this.catchUpAfter = '';
         continue;
       }
-      if (timing.kind === 'every' && !(spec.missed === 'fire-all' && catchUpLeft > 0)) {
-        // Elapsed time: count the missed run in one step, leaving its last one to the rules below.
-        const end = timing.endAt === null ? cutoff : Math.min(cutoff, timing.endAt);
-        const before = Math.ceil((end - at) / timing.everyMs) - 1;
-        if (before > 0) {
-          missed += before;
-          at += before * timing.everyMs;
-        }
-      }
-      const next = nextOccurrence(timing, at);
-      if (spec.missed === 'fire-all' && catchUpLeft > 0) {
-        catchUpLeft -= 1;
-        make(at);
-      } else if (spec.missed === 'fire-once' && (next === null || next >= cutoff)) {
-        make(at);
-      } else {
-        missed += 1;
-      }
-      at = next;
+      const tenantId = page[0].tenantId;
+      const turn = page.filter((s) => s.tenantId === tenantId).slice(0, budget);
+      const moved = await this.advanceAll(turn, now, total);
+      budget -= turn.length;
+      this.catchUpAfter = tenantId;
+      if (moved === 0 && wrapped) return false; // nothing moves (lost swaps): the next pass
     }
-    const result = await this.deps.store.scheduleAdvance({
-      tenantId: s.tenantId,
-      id: s.id,
-      version: s.version,
-      fromNextAt: s.nextAt as number,
-      nextAt: at,
-      catchUpLeft,
-      firedAdd: events.length,
-      missedAdd: missed,
-      lastOccurrenceAt: last,
-      events,
-      now,
-    });
-    if (!result.applied) return { made: 0, missed: 0, lost: true, more: false };
-    const created = result.results.filter((r) => r.kind === 'created').map((r) => r.event);
-    if (created.length > 0) this.deps.onEventsCreated(created);
-    const conflicts = result.results.filter((r) => r.kind === 'conflict').length;
-    if (conflicts > 0) this.deps.logger.warn({ schedule: s.id, tenantId: s.tenantId, conflicts }, 'occurrences already stored with another body were kept as stored');
-    if (missed > 0) this.deps.logger.info({ schedule: s.id, tenantId: s.tenantId, missed, made: events.length }, 'schedule occurrences missed');
-    this.deps.onAdvanced?.({ made: created.length, missed });
-    return { made: created.length, missed, lost: false, more: steps >= OCCURRENCES_PER_ADVANCE_MAX };
+    return true;
+  }
+
+  /** Advances each schedule; returns how many moved (did not lose their swap). */
+  private async advanceAll(schedules: ScheduleRecord[], now: number, total: PassResult): Promise<number> {
+    let moved = 0;
+    for (const s of schedules) {
+      const r = await advanceSchedule(this.deps, s, now, this.opts.horizonMs).catch((err: unknown): AdvanceResult => {
+        // One schedule that cannot advance (its row unreadable, a bug) must not stop the others;
+        // a store that is down fails them all, and the next pass tries again.
+        this.deps.logger.error({ err, schedule: s.id, tenantId: s.tenantId }, 'advancing a schedule failed');
+        return { created: [], missed: 0, lost: true };
+      });
+      total.schedules += 1;
+      total.made += r.created.length;
+      total.missed += r.missed;
+      if (r.lost) total.lost += 1;
+      else moved += 1;
+      if (r.created.length > 0) this.deps.onEventsCreated(r.created);
+      if (!r.lost) this.deps.onAdvanced?.({ made: r.created.length, missed: r.missed });
+    }
+    return moved;
   }
 
   start(): void {
     this.abort = new AbortController();
-    this.loop = runEvery(this.deps.clock, this.opts.intervalMs, this.abort.signal, () =>
-      this.runOnce().catch((err) => this.deps.logger.error({ err }, 'materialising schedules failed')),
-    );
+    const signal = this.abort.signal;
+    this.loop = (async () => {
+      for (;;) {
+        const r = await this.runOnce().catch((err: unknown) => {
+          this.deps.logger.error({ err }, 'materialising schedules failed');
+          return null;
+        });
+        try {
+          await this.deps.clock.sleep(r?.catchUpLeft ? CATCH_UP_PAUSE_MS : this.opts.intervalMs, signal);
+        } catch {
+          return;
+        }
+      }
+    })();
   }
 
   async stop(): Promise<void> {

@@ -109,6 +109,14 @@ export interface SchedulerDeps {
   logger: Logger;
   /** Shards this node may fire; null means all (single node). */
   shards(): number[] | null;
+  /**
+   * Schedule occurrences (occurrence-gate.ts): late ones their schedule does not fire are left out
+   * of a claim (beforeClaim), and claimed first attempts are counted (afterClaim).
+   */
+  occurrences?: {
+    beforeClaim(due: DueRef[], now: number): Promise<DueRef[]>;
+    afterClaim(claimed: EventRecord[]): void;
+  };
 }
 
 /**
@@ -672,14 +680,16 @@ export class Scheduler {
 
   private async claim(due: DueRef[], now: number): Promise<void> {
     try {
+      const refs = this.deps.occurrences ? await this.deps.occurrences.beforeClaim(due, now) : due;
       const claimed = await this.deps.store.eventClaim({
-        refs: due.map((r) => ({ tenantId: r.tenantId, id: r.id, version: r.version, group: r.group })),
+        refs: refs.map((r) => ({ tenantId: r.tenantId, id: r.id, version: r.version, group: r.group })),
         now,
         owner: this.deps.owner,
         leaseUntil: now + this.opts.leaseMs,
         fenceByShardOwner: this.opts.fenceClaims,
       });
       this.deps.metrics.eventsFired.inc(claimed.length);
+      this.deps.occurrences?.afterClaim(claimed);
       if (claimed.length > 0) this.deps.onClaimed(claimed);
     } catch (err) {
       // The store is unreachable: keep the entries and try again shortly (holding this claim's

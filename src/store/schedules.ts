@@ -12,7 +12,9 @@ import type { RetryPolicy } from '../core/backoff.ts';
 import type { DestinationRef, EventRecord } from '../core/event.ts';
 import type { EventInsertResult, NewEvent } from './store.ts';
 
-export type MissedPolicy = 'skip' | 'fire-once' | 'fire-all';
+import type { MissedPolicy } from '../core/missed.ts';
+
+export type { MissedPolicy };
 
 /** What each occurrence's event is made of (resolved and checked when the schedule was written). */
 export interface ScheduleTemplate {
@@ -37,6 +39,8 @@ export interface ScheduleSpec {
   endAt: number | null;
   missed: MissedPolicy;
   catchUpMax: number;
+  /** An occurrence that reaches its fire later than this after its time is missed; absent in rows written before it (1s). */
+  missedAfterMs?: number;
   template: ScheduleTemplate;
   /** The body as the client sent it (its fields after validation), to show back. */
   input: Record<string, unknown>;
@@ -91,10 +95,41 @@ export type ScheduleMutateResult =
 export interface ScheduleListDueParams {
   /** Only these shards; null: all. */
   shards: number[] | null;
-  /** Schedules not paused with nextAt ≤ untilMs, earliest first. */
+  /** Schedules not paused with nextAt ≤ untilMs (and ≥ fromMs when given), earliest first. */
   untilMs: number;
+  fromMs?: number;
   limit: number;
 }
+
+export interface ScheduleListCatchUpParams {
+  /** Only these shards; null: all. */
+  shards: number[] | null;
+  /** Schedules not paused whose cursor is before this (they have a late stretch to catch up). */
+  beforeMs: number;
+  /** Only tenants after this one (by id): the round robin's place; '' for the first. */
+  afterTenantId: string;
+  limit: number;
+}
+
+/** What to add to a schedule's counts (fired: deliveries started; missed). */
+export interface ScheduleCountsDelta {
+  tenantId: string;
+  id: string;
+  firedAdd: number;
+  missedAdd: number;
+}
+
+/**
+ * The `lastError` of an occurrence canceled by a change of its schedule (pause, new timing,
+ * delete). Only such an occurrence, never attempted, is made again (scheduled anew, the schedule's
+ * template as it is then) when the schedule has it again: on resume, a timing that includes it
+ * again, or the schedule created anew under its id. One the user canceled stays canceled.
+ */
+export const OCCURRENCE_CANCEL_REASONS = {
+  paused: 'schedule paused',
+  retimed: 'no longer an occurrence of its schedule',
+  deleted: 'schedule deleted',
+} as const;
 
 export interface ScheduleAdvanceParams {
   tenantId: string;
@@ -143,7 +178,21 @@ export interface ScheduleStore {
   scheduleUpdate(params: ScheduleUpdateParams): Promise<ScheduleMutateResult>;
   scheduleDelete(params: { tenantId: string; id: string; expectedVersion?: number }): Promise<ScheduleMutateResult>;
   scheduleListDue(params: ScheduleListDueParams): Promise<ScheduleRecord[]>;
-  /** Moves the cursor and inserts the occurrences, in one transaction, only if (version, fromNextAt) still hold. */
+  /**
+   * Schedules with a late stretch (cursor before `beforeMs`, not paused) of the tenants after
+   * `afterTenantId`, by (tenant, cursor): the materialiser serves them a tenant at a time, round
+   * robin, after the on-time ones. Served by schedules_tenant_due.
+   */
+  scheduleListCatchUp(params: ScheduleListCatchUpParams): Promise<ScheduleRecord[]>;
+  /** Adds to schedules' counts (a schedule gone meanwhile is left out). */
+  scheduleCountsAdd(params: { deltas: ScheduleCountsDelta[] }): Promise<void>;
+  /**
+   * Moves the cursor and inserts the occurrences, in one transaction, only if (version, fromNextAt)
+   * still hold. An occurrence whose id is taken by an event canceled by a change of the schedule
+   * (OCCURRENCE_CANCEL_REASONS, never attempted, same group and shard) is made again in place:
+   * scheduled at its time with the new template, a `state` transition canceled → scheduled; its
+   * result is `created`.
+   */
   scheduleAdvance(params: ScheduleAdvanceParams): Promise<ScheduleAdvanceResult>;
   /** The schedule's occurrences (events with ids in its range), newest first; one walk of the events' (tenant, id) key. */
   scheduleOccurrenceList(params: ScheduleOccurrenceListParams): Promise<EventRecord[]>;

@@ -170,6 +170,8 @@ export interface EventMutateParams {
    * `operationId`): a bulk job's writes say `bulk_cancel` and the job's id. Absent for a single call.
    */
   operation?: { name: string; id: string };
+  /** A cancel's reason, kept as the event's lastError and in its transition's detail (`reason`). */
+  reason?: string;
   /**
    * If given, the change applies only when the stored version equals it (If-Match). Checked
    * before the state: a stale version answers version_mismatch whatever the state.

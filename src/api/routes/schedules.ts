@@ -10,8 +10,8 @@ import { BelfryError, invalid } from '../../core/errors.ts';
 import type { EventRecord } from '../../core/event.ts';
 import { nextOccurrence, nextOccurrences } from '../../core/occurrences.ts';
 import { shardOf } from '../../core/shard.ts';
-import { occurrenceEvent, timingOf } from '../../scheduler/materialiser.ts';
-import type { ScheduleMutateResult, ScheduleRecord, ScheduleSpec } from '../../store/schedules.ts';
+import { advanceSchedule, MATERIALISER_DEFAULTS, occurrenceEvent, timingOf } from '../../scheduler/materialiser.ts';
+import { OCCURRENCE_CANCEL_REASONS, type ScheduleMutateResult, type ScheduleRecord, type ScheduleSpec } from '../../store/schedules.ts';
 import type { AppDeps } from '../deps.ts';
 import { etag, toEventJson } from '../event-json.ts';
 import { checkTiming, firstOccurrence, occurrencesJson, toScheduleJson, toScheduleSpec, type ScheduleInput } from '../schedule-input.ts';
@@ -78,9 +78,11 @@ function occurrenceAt(scheduleId: string, eventId: string): number | null {
 /**
  * Brings the occurrences already made and not yet fired (state scheduled) in line with the
  * schedule after an edit (`after`) or a delete (`after` null): canceled when the schedule is gone
- * or paused or no longer has that occurrence; their payload, headers and destination updated when
- * those changed. Each is the event API's conditional write (at the version read), so an occurrence
- * that fired meanwhile is left as it is. Returns how many changed.
+ * or paused or no longer has that occurrence, with the reason as their lastError (so the schedule
+ * makes them again when it has them again: a resume, a timing that includes them again, the same id
+ * created anew); their payload, headers and destination updated when those changed. Each is the
+ * event API's conditional write (at the version read), so an occurrence that fired meanwhile is
+ * left as it is. Returns how many changed.
  */
 async function reconcile(deps: AppDeps, tenantId: string, before: ScheduleRecord, after: ScheduleRecord | null, now: number): Promise<number> {
   const timingChanged = after !== null && timingKey(before.spec) !== timingKey(after.spec);
@@ -93,13 +95,16 @@ async function reconcile(deps: AppDeps, tenantId: string, before: ScheduleRecord
   for (const e of events) {
     if (e.state !== 'scheduled') continue;
     const at = occurrenceAt(before.id, e.id);
-    const drop = after === null || after.paused || (timingChanged && (at === null || nextOccurrence(timingOf(after.spec), at - 1) !== at));
-    if (drop) {
-      const r = await deps.store.eventCancel({ tenantId, id: e.id, expectedVersion: e.version, now });
+    const reason = after === null ? OCCURRENCE_CANCEL_REASONS.deleted
+      : after.paused ? OCCURRENCE_CANCEL_REASONS.paused
+        : timingChanged && (at === null || nextOccurrence(timingOf(after.spec), at - 1) !== at) ? OCCURRENCE_CANCEL_REASONS.retimed
+          : null;
+    if (reason !== null) {
+      const r = await deps.store.eventCancel({ tenantId, id: e.id, expectedVersion: e.version, now, reason });
       if (r.kind === 'ok') changed.push(r.event);
     } else if (templateChanged) {
-      const t = after.spec.template;
-      const fresh = occurrenceEvent(after, at ?? e.fireAt, deps.shardCount);
+      const t = after!.spec.template;
+      const fresh = occurrenceEvent(after!, at ?? e.fireAt, deps.shardCount);
       const patch = { payload: t.payload, headers: t.headers, destination: t.destination, type: t.type ?? null, requestHash: fresh.requestHash };
       const r = await deps.store.eventUpdate({ tenantId, id: e.id, expectedVersion: e.version, now, patch });
       if (r.kind === 'ok') changed.push(r.event);
@@ -107,6 +112,28 @@ async function reconcile(deps: AppDeps, tenantId: string, before: ScheduleRecord
   }
   if (changed.length > 0) deps.onEventsChanged(changed);
   return changed.length;
+}
+
+/** The earliest occurrence made and not yet fired (state scheduled), or null: where a pause puts the cursor back to. */
+async function earliestPending(deps: AppDeps, tenantId: string, id: string): Promise<number | null> {
+  const events = await deps.store.scheduleOccurrenceList({ tenantId, scheduleId: id, limit: PENDING_OCCURRENCES_MAX });
+  let earliest: number | null = null;
+  for (const e of events) {
+    const at = e.state === 'scheduled' ? occurrenceAt(id, e.id) : null;
+    if (at !== null && (earliest === null || at < earliest)) earliest = at;
+  }
+  return earliest;
+}
+
+/**
+ * Makes the occurrences of an active schedule due within the horizon now, so the first one after a
+ * create, an edit or a resume fires on time (the materialiser would make them at its next pass).
+ * Losing the cursor's compare-and-swap to the materialiser is fine: it made them.
+ */
+async function makeDueOccurrences(deps: AppDeps, s: ScheduleRecord, now: number): Promise<void> {
+  if (s.paused) return;
+  const r = await advanceSchedule({ store: deps.store, logger: deps.logger, shardCount: deps.shardCount }, s, now, deps.scheduleHorizonMs ?? MATERIALISER_DEFAULTS.horizonMs);
+  if (r.created.length > 0) deps.onEventsChanged(r.created);
 }
 
 /**
@@ -156,7 +183,8 @@ async function createSchedule(deps: AppDeps, request: FastifyRequest<{ Body: Sch
     if (!same) throw new BelfryError('conflict', `a schedule with id "${id}" already exists with a different body`, [{ field: 'id', message: 'already used by a schedule with a different body', version: result.schedule.version }]);
     return { status: 200, schedule: result.schedule };
   }
-  return { status: 201, schedule: result.schedule };
+  await makeDueOccurrences(deps, result.schedule, ctx.now);
+  return { status: 201, schedule: (await deps.store.scheduleGet({ tenantId: request.tenantId, id })) ?? result.schedule };
 }
 
 async function patchSchedule(deps: AppDeps, request: FastifyRequest<{ Params: ScheduleIdParamsInput; Body: SchedulePatchInput; Headers: { 'if-match'?: string } }>) {
@@ -170,23 +198,30 @@ async function patchSchedule(deps: AppDeps, request: FastifyRequest<{ Params: Sc
   const body = request.body;
   const onlyPause = Object.keys(body).every((k) => k === 'paused');
   const spec = onlyPause ? current.spec : await toScheduleSpec(ctx, id, mergedInput(current.spec, body));
-  // A new timing starts its cursor afresh from now; otherwise the cursor stays, so occurrences
-  // missed while paused follow `missed` on resume.
+  // A new timing starts its cursor afresh from now. A pause puts it back to the earliest
+  // occurrence made ahead (the pause cancels those), so a resume makes again the ones not yet
+  // due and the ones that passed meanwhile follow `missed`. Otherwise the cursor stays.
   const retimed = timingKey(spec) !== timingKey(current.spec);
-  const nextAt = retimed ? firstOccurrence(timingOf(spec), ctx.now) : current.nextAt;
+  const paused = body.paused ?? current.paused;
+  let nextAt = retimed ? firstOccurrence(timingOf(spec), ctx.now) : current.nextAt;
   if (retimed && nextAt === null) throw noOccurrence(spec);
+  if (paused && !current.paused && !retimed) {
+    const earliest = await earliestPending(deps, tenantId, id);
+    if (earliest !== null && (nextAt === null || earliest < nextAt)) nextAt = earliest;
+  }
   const result = await deps.store.scheduleUpdate({
     tenantId,
     id,
     expectedVersion: expected,
     spec,
-    paused: body.paused ?? current.paused,
-    ...(retimed ? { nextAt, catchUpLeft: spec.catchUpMax } : {}),
+    paused,
+    ...(nextAt !== current.nextAt || retimed ? { nextAt, catchUpLeft: spec.catchUpMax } : {}),
     now: ctx.now,
   });
   const updated = outcome(result, id, expected);
   await reconcile(deps, tenantId, current, updated, ctx.now);
-  return updated;
+  await makeDueOccurrences(deps, updated, ctx.now);
+  return (await deps.store.scheduleGet({ tenantId, id })) ?? updated;
 }
 
 export function scheduleRoutes(app: FastifyInstance, deps: AppDeps): void {

@@ -23,7 +23,8 @@ const timingFields = {
   startAt: Type.Optional(TimeInput),
   endAt: Type.Optional(Nullable(TimeInput)),
   missed: Type.Optional(MissedInput),
-  catchUpMax: Type.Optional(Type.Integer({ minimum: 0, maximum: CATCH_UP_MAX_CAP, description: 'fire-all makes at most this many missed occurrences per catch-up (default 100)' })),
+  catchUpMax: Type.Optional(Type.Integer({ minimum: 0, maximum: CATCH_UP_MAX_CAP, description: 'fire-all fires at most this many of the missed occurrences of one stretch, the latest (default 100)' })),
+  missedAfter: Type.Optional(DurationInput),
 };
 
 const templateFields = {
@@ -89,6 +90,7 @@ export const ScheduleJson = Type.Object({
   endAt: Nullable(TimeOutput),
   missed: Type.String(),
   catchUpMax: Type.Integer(),
+  missedAfter: Type.String({ description: 'an occurrence that cannot fire within this of its time is missed (follows `missed`)' }),
   paused: Type.Boolean(),
   destination: Type.Union([Type.String(), Type.Object({ url: Type.String() })]),
   payload: Type.Unknown(),
@@ -99,8 +101,8 @@ export const ScheduleJson = Type.Object({
   tags: StringMap,
   type: Nullable(Type.String({ description: 'the kind of each occurrence’s event' })),
   version: Type.Integer({ description: 'grows with every edit, pause and resume; also the ETag' }),
-  fired: Type.Integer({ description: 'occurrences made into events' }),
-  missedCount: Type.Integer({ description: 'occurrences missed and not made (policy skip, fire-once, or past catchUpMax)' }),
+  fired: Type.Integer({ description: 'occurrences whose delivery started' }),
+  missedCount: Type.Integer({ description: 'occurrences that did not fire because they were missed (see `missed`), or were refused by a tenant limit' }),
   lastOccurrenceAt: Nullable(TimeOutput),
   next: Type.Array(OccurrenceJson, { description: 'the next occurrences from now (none left: empty)' }),
   createdAt: TimeOutput,

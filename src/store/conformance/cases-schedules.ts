@@ -1,9 +1,9 @@
 /** Conformance: recurring schedules: create with a per-tenant bound, edit, delete, the due list, the cursor's compare-and-swap with its occurrences, and the occurrence list. */
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { occurrenceId, type ScheduleRecord } from '../schedules.ts';
+import { OCCURRENCE_CANCEL_REASONS, occurrenceId, type ScheduleRecord } from '../schedules.ts';
 import type { Store } from '../store.ts';
-import { newEvent, newTenant, SEC, T0, twoTenants, uniqueShard, type SuiteContext } from './fixtures.ts';
+import { mustGet, newEvent, newTenant, SEC, T0, twoTenants, uniqueShard, type SuiteContext } from './fixtures.ts';
 
 function newSchedule(tenantId: string, id: string, o: Partial<ScheduleRecord> = {}): ScheduleRecord {
   return {
@@ -122,6 +122,62 @@ export function scheduleCases(ctx: SuiteContext): void {
     await store.scheduleUpdate({ tenantId: t, id: 'tick', paused: true, now: T0 });
     assert.deepEqual(await store.scheduleAdvance({ ...params, version: 2, fromNextAt: T0 + 5 * SEC, events: [] }), { applied: false }, 'paused');
     assert.deepEqual(await store.scheduleAdvance({ ...params, version: 1, fromNextAt: T0 + 5 * SEC, events: [] }), { applied: false }, 'old version');
+  });
+
+  it('lists only schedules from fromMs on as due, and catch-ups a tenant at a time, by (tenant, cursor)', async () => {
+    const store = ctx.store();
+    const [a, b] = await twoTenants(store);
+    const shard = uniqueShard();
+    await mustCreate(store, newSchedule(a, 'a-behind', { shard, nextAt: T0 - 60 * SEC }));
+    await mustCreate(store, newSchedule(a, 'a-far-behind', { shard, nextAt: T0 - 3_600 * SEC }));
+    await mustCreate(store, newSchedule(a, 'a-on-time', { shard, nextAt: T0 + SEC }));
+    await mustCreate(store, newSchedule(b, 'b-behind', { shard, nextAt: T0 - 5 * SEC }));
+    await mustCreate(store, newSchedule(b, 'b-paused', { shard, nextAt: T0 - 5 * SEC, paused: true }));
+    const onTime = await store.scheduleListDue({ shards: [shard], fromMs: T0 - SEC, untilMs: T0 + 10 * SEC, limit: 100 });
+    assert.deepEqual(onTime.map((s) => s.id), ['a-on-time']);
+    const first = await store.scheduleListCatchUp({ shards: [shard], beforeMs: T0 - SEC, afterTenantId: '', limit: 100 });
+    const [lo, hi]: ('a' | 'b')[] = a < b ? ['a', 'b'] : ['b', 'a'];
+    const byTenant = { a: ['a-far-behind', 'a-behind'], b: ['b-behind'] };
+    assert.deepEqual(first.map((s) => s.id), [...byTenant[lo], ...byTenant[hi]], 'by tenant, then cursor; paused and on-time left out');
+    const next = await store.scheduleListCatchUp({ shards: [shard], beforeMs: T0 - SEC, afterTenantId: lo === 'a' ? a : b, limit: 100 });
+    assert.deepEqual(next.map((s) => s.id), byTenant[hi], 'the tenants after the one given');
+    assert.deepEqual(await store.scheduleListCatchUp({ shards: [uniqueShard()], beforeMs: T0, afterTenantId: '', limit: 100 }), []);
+  });
+
+  it('adds to schedules’ counts, leaving out schedules that are gone', async () => {
+    const store = ctx.store();
+    const t = await newTenant(store);
+    await mustCreate(store, newSchedule(t, 'counted'));
+    await store.scheduleCountsAdd({ deltas: [{ tenantId: t, id: 'counted', firedAdd: 3, missedAdd: 1 }, { tenantId: t, id: 'gone', firedAdd: 1, missedAdd: 1 }] });
+    await store.scheduleCountsAdd({ deltas: [{ tenantId: t, id: 'counted', firedAdd: 1, missedAdd: 0 }] });
+    const s = await store.scheduleGet({ tenantId: t, id: 'counted' });
+    assert.deepEqual([s?.firedCount, s?.missedCount, s?.version], [4, 1, 1], 'counts are not edits: the version stays');
+  });
+
+  it('makes an occurrence its schedule canceled again in place; one the user canceled, or that was attempted, stays', async () => {
+    const store = ctx.store();
+    const t = await newTenant(store);
+    await mustCreate(store, newSchedule(t, 'rev', { nextAt: T0 }));
+    const ev = (at: number, payload = '{"n":1}') => newEvent(t, occurrenceId('rev', at), { fireAt: at, requestHash: `h-${at}-${payload}`, payload });
+    const made = await store.scheduleAdvance({
+      tenantId: t, id: 'rev', version: 1, fromNextAt: T0, nextAt: T0 + 3 * SEC, catchUpLeft: 100, firedAdd: 0, missedAdd: 0,
+      lastOccurrenceAt: T0 + 2 * SEC, events: [ev(T0), ev(T0 + SEC), ev(T0 + 2 * SEC)], now: T0,
+    });
+    assert.equal(made.applied, true);
+    const paused = await store.eventCancel({ tenantId: t, id: occurrenceId('rev', T0), now: T0 + 1, reason: OCCURRENCE_CANCEL_REASONS.paused });
+    assert.equal(paused.kind === 'ok' && paused.event.lastError, OCCURRENCE_CANCEL_REASONS.paused, 'the reason is kept as lastError');
+    await store.eventCancel({ tenantId: t, id: occurrenceId('rev', T0 + SEC), now: T0 + 1 });
+    const again = await store.scheduleAdvance({
+      tenantId: t, id: 'rev', version: 1, fromNextAt: T0 + 3 * SEC, nextAt: T0 + 4 * SEC, catchUpLeft: 100, firedAdd: 0, missedAdd: 0,
+      lastOccurrenceAt: T0 + 3 * SEC, events: [ev(T0, '{"n":2}'), ev(T0 + SEC, '{"n":2}'), ev(T0 + 3 * SEC)], now: T0 + 2,
+    });
+    assert.deepEqual(again.applied && again.results.map((r) => r.kind), ['created', 'conflict', 'created']);
+    const revived = await mustGet(store, t, occurrenceId('rev', T0));
+    assert.deepEqual([revived.state, revived.payload, revived.lastError, revived.dueAt], ['scheduled', '{"n":2}', null, T0], 'scheduled again, with the template as it is now');
+    assert.equal((await mustGet(store, t, occurrenceId('rev', T0 + SEC))).state, 'canceled', 'the user canceled it: it stays canceled');
+    const trace = await store.transitionList({ tenantId: t, eventId: occurrenceId('rev', T0), limit: 10 });
+    assert.deepEqual(trace.map((x) => [x.fromState, x.toState]), [[null, 'scheduled'], ['scheduled', 'canceled'], ['canceled', 'scheduled']]);
+    assert.deepEqual(trace[1].detail, { reason: OCCURRENCE_CANCEL_REASONS.paused });
   });
 
   it('lists a schedule’s occurrences newest first, paged, and nothing of other schedules or tenants', async () => {

@@ -7,6 +7,7 @@ import type { EventRecord, EventState } from '../../core/event.ts';
 import { canonicalJson } from '../../core/ids.ts';
 import { queueOf } from '../../core/queue.ts';
 import { EVENT_CHANGES_MAX, type EventMutateParams, type EventMutateResult, type EventPatch, type NewEvent } from '../store.ts';
+import { operationDetail } from './bulk-rows.ts';
 import { eventFromRow, type EventRow } from './rows.ts';
 
 const ATTEMPT_TARGETS: ReadonlySet<string> = new Set(['succeeded', 'discarded', 'awaiting_retry', 'archived']);
@@ -139,4 +140,11 @@ export function eventEdit(cur: EventRow, patch: EventPatch): EventEdit | null {
     requestHash,
     detail: { fields, fireAtBefore: cur.fire_at, fireAtAfter: fireAt },
   };
+}
+
+/** A cancel's transition detail: the operation that made it (bulk) and its reason, or null. */
+export function cancelDetail(p: Pick<EventMutateParams, 'operation' | 'reason'>): Record<string, unknown> | null {
+  const detail: Record<string, unknown> = p.reason === undefined ? {} : { reason: p.reason };
+  const withOperation = p.operation ? operationDetail(detail, p.operation) : detail;
+  return Object.keys(withOperation).length === 0 ? null : withOperation;
 }

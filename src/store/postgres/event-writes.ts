@@ -9,7 +9,7 @@ import type pg from 'pg';
 import type { EventRecord, EventState } from '../../core/event.ts';
 import { queueOf } from '../../core/queue.ts';
 import * as S from '../store.ts';
-import { checkAttemptTarget, createdRecord, eventEdit, jsonObject, keyOf, mutateRefusal } from '../core/event-writes.ts';
+import { cancelDetail, checkAttemptTarget, createdRecord, eventEdit, jsonObject, keyOf, mutateRefusal } from '../core/event-writes.ts';
 import { dueRefFromRow, eventFromRow, type DueRefRow, type EventRow } from '../core/rows.ts';
 import { inTransaction, run, type Queryable } from './db.ts';
 import { bulkJobFromRow, operationDetail, type BulkJobRow } from '../core/bulk-rows.ts';
@@ -214,7 +214,8 @@ async function first(res: Promise<pg.QueryResult<EventRow>>): Promise<EventRow |
 
 /** The conditional writes of cancel, replay and update at the version of `cur` (no row when it moved on). */
 function cancelAt(db: Queryable, p: S.EventMutateParams, cur: EventRow): Promise<EventRow | undefined> {
-  return first(run<EventRow>(db, 'eventCancel', [p.now, p.tenantId, p.id, cur.version, cur.state, p.operation ? JSON.stringify(operationDetail({}, p.operation)) : null]));
+  const detail = cancelDetail(p);
+  return first(run<EventRow>(db, 'eventCancel', [p.now, p.tenantId, p.id, cur.version, cur.state, detail === null ? null : JSON.stringify(detail), p.reason ?? null]));
 }
 
 function replayAt(db: Queryable, p: S.EventMutateParams, cur: EventRow): Promise<EventRow | undefined> {

@@ -52,7 +52,7 @@ export const EVENT_COLUMNS = `seq, tenant_id, id, shard, state, version, fire_at
   created_at, updated_at, lease_owner, lease_until, queue, type`;
 const EVENT_COLUMNS_E = EVENT_COLUMNS.split(',').map((c) => `e.${c.trim()}`).join(', ');
 
-const TRANSITION_COLUMNS = `tenant_id, event_id, seq, at, kind, from_state, to_state, attempt, status, error,
+export const TRANSITION_COLUMNS = `tenant_id, event_id, seq, at, kind, from_state, to_state, attempt, status, error,
   duration_ms, lateness_ms, detail`;
 
 /**
@@ -84,7 +84,7 @@ const IS_GROUP_HEAD = `(NOT EXISTS (
  * True when destination `name` of `tenant` is a pull destination (false for an inline URL, a NULL
  * name, or no such destination): one primary-key probe of destinations.
  */
-const IS_PULL_DESTINATION = (tenant: string, name: string) => `EXISTS (SELECT 1 FROM destinations d
+export const IS_PULL_DESTINATION = (tenant: string, name: string) => `EXISTS (SELECT 1 FROM destinations d
       WHERE d.tenant_id = ${tenant} AND d.name = ${name} AND d.config ->> 'kind' = 'pull')`;
 
 /**
@@ -557,10 +557,12 @@ export const SQL = {
     )
     SELECT tenant_id, id, version, due_at, shard, grp, queue FROM rescued ORDER BY old_lease_until, tenant_id, id`,
 
-  // ($1 now, $2 tenantId, $3 id, $4 version, $5 fromState, $6 detail json|null) → EventRow after the
-  // cancel, or no row when not cancelable at that version; appends the `state` transition.
+  // ($1 now, $2 tenantId, $3 id, $4 version, $5 fromState, $6 detail json|null, $7 reason|null) →
+  // EventRow after the cancel (lastError = $7 when given), or no row when not cancelable at that
+  // version; appends the `state` transition.
   eventCancel: `WITH changed AS (
-      UPDATE events SET state = 'canceled', version = version + 1, updated_at = $1, lease_owner = NULL, lease_until = NULL
+      UPDATE events SET state = 'canceled', version = version + 1, updated_at = $1, lease_owner = NULL, lease_until = NULL,
+          last_error = coalesce($7::text, last_error)
       WHERE tenant_id = $2 AND id = $3 AND version = $4 AND ${stateIn('events', FIREABLE)}
       RETURNING ${EVENT_COLUMNS}
     ), traced AS (

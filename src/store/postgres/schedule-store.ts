@@ -10,12 +10,18 @@
  * edit (scheduleUpdate) takes the same lock, so it lands wholly before or after an advance.
  */
 import type pg from 'pg';
+import { queueOf } from '../../core/queue.ts';
+import { jsonObject } from '../core/event-writes.ts';
 import { eventFromRow, type EventRow } from '../core/rows.ts';
 import { checkSchedulePage, SCHEDULE_COLUMNS, scheduleFromRow, scheduleRefusal, scheduleUpdated, type ScheduleRow } from '../core/schedule-rows.ts';
 import * as Sch from '../schedules.ts';
 import { inTransaction, rethrowUnavailable, type Queryable } from './db.ts';
 import * as writes from './event-writes.ts';
-import { EVENT_COLUMNS, TX } from './queries.ts';
+import type { NewEvent } from '../store.ts';
+import { EVENT_COLUMNS, IS_PULL_DESTINATION, TRANSITION_COLUMNS, TX } from './queries.ts';
+
+/** The reasons of cancels that a schedule may undo (Sch.OCCURRENCE_CANCEL_REASONS), as SQL literals. */
+const REVIVABLE = Object.values(Sch.OCCURRENCE_CANCEL_REASONS).map((r) => `'${r}'`).join(', ');
 
 const SQL = {
   // ($1 tenantId) → one row when the tenant exists, locking it against other schedule creates of
@@ -38,8 +44,34 @@ const SQL = {
   scheduleDelete: `DELETE FROM schedules WHERE tenant_id = $1 AND id = $2`,
   // ($1 untilMs, $2 limit, $3 shards int[] | null) → ScheduleRow[], earliest cursor first (index schedules_due).
   scheduleListDue: `SELECT ${SCHEDULE_COLUMNS} FROM schedules
-    WHERE NOT paused AND next_at IS NOT NULL AND next_at <= $1 AND ($3::int[] IS NULL OR shard = ANY ($3::int[]))
+    WHERE NOT paused AND next_at IS NOT NULL AND next_at <= $1 AND next_at >= $4 AND ($3::int[] IS NULL OR shard = ANY ($3::int[]))
     ORDER BY next_at LIMIT $2`,
+  // ($1 beforeMs, $2 afterTenantId, $3 limit, $4 shards int[] | null) → ScheduleRow[] with a cursor
+  // before $1, of tenants after $2, by (tenant, cursor) (index schedules_tenant_due).
+  scheduleListCatchUp: `SELECT ${SCHEDULE_COLUMNS} FROM schedules
+    WHERE NOT paused AND next_at IS NOT NULL AND tenant_id > $2 AND next_at < $1 AND ($4::int[] IS NULL OR shard = ANY ($4::int[]))
+    ORDER BY tenant_id, next_at LIMIT $3`,
+  // ($1 tenantIds text[], $2 ids text[], $3 firedAdds int[], $4 missedAdds int[]) → nothing.
+  scheduleCountsAdd: `UPDATE schedules s SET fired_count = s.fired_count + d.fired, missed_count = s.missed_count + d.missed
+    FROM unnest($1::text[], $2::text[], $3::int[], $4::int[]) AS d(tenant_id, id, fired, missed)
+    WHERE s.tenant_id = d.tenant_id AND s.id = d.id`,
+  // ($1 tenantId, $2 id, $3 shard, $4 grp, $5 fireAt, $6 destination, $7 destinationName, $8 payload, $9 headers,
+  //  $10 retry, $11 expireAt, $12 tags, $13 requestHash, $14 queue, $15 type, $16 now) → EventRow when
+  // the event was an occurrence canceled by a change of its schedule, never attempted, of the same
+  // shard and group: scheduled again at $5 with this template, and its transition appended;
+  // otherwise no row.
+  occurrenceRevive: `WITH changed AS (
+      UPDATE events SET state = 'scheduled', version = version + 1, fire_at = $5, due_at = $5, destination = $6, payload = $8,
+          headers = $9, retry = $10, expire_at = $11, tags = $12, request_hash = $13, queue = $14, type = $15,
+          last_error = NULL, updated_at = $16, pull = ${IS_PULL_DESTINATION('events.tenant_id', '$7::text')}
+      WHERE tenant_id = $1 AND id = $2 AND state = 'canceled' AND attempts = 0 AND last_error IN (${REVIVABLE})
+        AND shard = $3 AND grp IS NOT DISTINCT FROM $4::text
+      RETURNING ${EVENT_COLUMNS}
+    ), traced AS (
+      INSERT INTO transitions (${TRANSITION_COLUMNS})
+      SELECT tenant_id, id, version, $16, 'state', 'canceled', 'scheduled', 0, NULL, NULL, NULL, NULL, '{"schedule":"made again"}' FROM changed
+    )
+    SELECT * FROM changed`,
   // ($1 tenantId, $2 id, $3 version, $4 fromNextAt, $5 nextAt, $6 catchUpLeft, $7 firedAdd, $8 missedAdd,
   //  $9 lastOccurrenceAt, $10 now) → one row when the schedule was still at (version, fromNextAt), not paused.
   scheduleAdvance: `UPDATE schedules SET next_at = $5, catch_up_left = $6, fired_count = fired_count + $7,
@@ -107,7 +139,18 @@ export class PostgresSchedules implements Sch.ScheduleStore {
 
   async scheduleListDue(p: Sch.ScheduleListDueParams): Promise<Sch.ScheduleRecord[]> {
     checkSchedulePage(p.limit, 'scheduleListDue');
-    return (await q<ScheduleRow>(this.pool, 'scheduleListDue', [p.untilMs, p.limit, p.shards])).rows.map(scheduleFromRow);
+    return (await q<ScheduleRow>(this.pool, 'scheduleListDue', [p.untilMs, p.limit, p.shards, p.fromMs ?? -1])).rows.map(scheduleFromRow);
+  }
+
+  async scheduleListCatchUp(p: Sch.ScheduleListCatchUpParams): Promise<Sch.ScheduleRecord[]> {
+    checkSchedulePage(p.limit, 'scheduleListCatchUp');
+    return (await q<ScheduleRow>(this.pool, 'scheduleListCatchUp', [p.beforeMs, p.afterTenantId, p.limit, p.shards])).rows.map(scheduleFromRow);
+  }
+
+  async scheduleCountsAdd(p: { deltas: Sch.ScheduleCountsDelta[] }): Promise<void> {
+    checkSchedulePage(p.deltas.length, 'scheduleCountsAdd');
+    const d = p.deltas;
+    await q(this.pool, 'scheduleCountsAdd', [d.map((x) => x.tenantId), d.map((x) => x.id), d.map((x) => x.firedAdd), d.map((x) => x.missedAdd)]);
   }
 
   async scheduleAdvance(p: Sch.ScheduleAdvanceParams): Promise<Sch.ScheduleAdvanceResult> {
@@ -116,6 +159,11 @@ export class PostgresSchedules implements Sch.ScheduleStore {
         p.firedAdd, p.missedAdd, p.lastOccurrenceAt, p.now]);
       if (swapped.rowCount !== 1) return { applied: false as const };
       const results = p.events.length > 0 ? await writes.insertMany(client, { events: p.events, now: p.now }) : [];
+      for (let i = 0; i < results.length; i++) {
+        if (results[i].kind === 'created') continue;
+        const row = await revive(client, p.events[i], p.now);
+        if (row) results[i] = { kind: 'created', event: eventFromRow(row) };
+      }
       return { applied: true as const, results };
     });
   }
@@ -126,4 +174,14 @@ export class PostgresSchedules implements Sch.ScheduleStore {
     const upper = p.beforeId !== undefined && p.beforeId < hi ? p.beforeId : hi;
     return (await q<EventRow>(this.pool, 'occurrenceList', [p.tenantId, lo, upper, p.limit])).rows.map(eventFromRow);
   }
+}
+
+/** Makes occurrence `e` again in place when its id is taken by an occurrence its schedule canceled (see ScheduleStore.scheduleAdvance). */
+async function revive(db: Queryable, e: NewEvent, now: number): Promise<EventRow | undefined> {
+  const res = await q<EventRow>(db, 'occurrenceRevive', [
+    e.tenantId, e.id, e.shard, e.group, e.fireAt, JSON.stringify(e.destination), 'name' in e.destination ? e.destination.name : null,
+    e.payload, jsonObject(e.headers), e.retry === null ? null : JSON.stringify(e.retry), e.expireAt, jsonObject(e.tags),
+    e.requestHash, queueOf(e.destination), e.type ?? null, now,
+  ]);
+  return res.rows[0];
 }

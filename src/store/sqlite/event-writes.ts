@@ -8,7 +8,7 @@
 import type { EventRecord, EventState, TransitionRecord } from '../../core/event.ts';
 import { queueOf } from '../../core/queue.ts';
 import * as S from '../store.ts';
-import { checkAttemptTarget, createdRecord, eventEdit, jsonObject, keyOf, mutateRefusal } from '../core/event-writes.ts';
+import { cancelDetail, checkAttemptTarget, createdRecord, eventEdit, jsonObject, keyOf, mutateRefusal } from '../core/event-writes.ts';
 import { dueRefFromRow, eventFromRow, type EventRow } from '../core/rows.ts';
 import { bulkJobFromRow, operationDetail } from '../core/bulk-rows.ts';
 import type { BulkQueries } from './bulk-queries.ts';
@@ -272,11 +272,11 @@ function mustChange(row: EventRow | undefined, what: string, current: EventRow):
 
 export function cancel(q: Queries, p: S.EventMutateParams): S.EventMutateResult {
   return mutate(q, p, ['scheduled', 'awaiting_retry'], (cur) => {
-    const row = mustChange(q.eventCancel.get({ now: p.now, tenantId: p.tenantId, id: p.id, version: cur.version }), 'cancel', cur);
+    const row = mustChange(q.eventCancel.get({ now: p.now, tenantId: p.tenantId, id: p.id, version: cur.version, reason: p.reason ?? null }), 'cancel', cur);
     appendTransition(q, {
       tenantId: p.tenantId, eventId: p.id, seq: row.version, at: p.now, kind: 'state', fromState: cur.state,
       toState: 'canceled', attempt: row.attempts, status: null, error: null, durationMs: null, latenessMs: null,
-      detail: p.operation ? operationDetail({}, p.operation) : null,
+      detail: cancelDetail(p),
     });
     return row;
   }, false);

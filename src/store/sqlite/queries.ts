@@ -96,7 +96,7 @@ function dueList(shards: boolean, skip: boolean): string {
  * 1 when destination `name` of `tenant` is a pull destination, else 0 (an inline URL, a name
  * NULL, or no such destination): one primary-key probe of destinations.
  */
-const IS_PULL_DESTINATION = (tenant: string, name: string) => `coalesce((SELECT 1 FROM destinations d
+export const IS_PULL_DESTINATION = (tenant: string, name: string) => `coalesce((SELECT 1 FROM destinations d
       WHERE d.tenant_id = ${tenant} AND d.name = ${name} AND json_extract(d.config, '$.kind') = 'pull'), 0)`;
 
 /** One page of a pull claim (see SQL.pullClaimPage): a bounded walk of `index`, then the residual filters. */
@@ -344,9 +344,10 @@ export const SQL = {
     WHERE tenant_id = ? AND id = ? AND version = ? AND state = 'executing'
     RETURNING tenant_id, id, version, due_at, shard, grp, queue, attempts`,
 
-  // (@now, @tenantId, @id, @version) → EventRow after cancel, or no row when not cancelable at that version.
+  // (@now, @tenantId, @id, @version, @reason|null) → EventRow after cancel (last_error = @reason when
+  // given), or no row when not cancelable at that version.
   eventCancel: `UPDATE events SET state = 'canceled', version = version + 1, updated_at = @now,
-      lease_owner = NULL, lease_until = NULL
+      lease_owner = NULL, lease_until = NULL, last_error = coalesce(@reason, last_error)
     WHERE tenant_id = @tenantId AND id = @id AND version = @version AND state IN ${FIREABLE}
     RETURNING ${EVENT_COLUMNS}`,
   // (@now, @tenantId, @id, @version) → EventRow after replay (scheduled, due now, attempts 0, last

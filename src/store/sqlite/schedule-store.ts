@@ -4,11 +4,16 @@
  * parameters and what it returns.
  */
 import type Database from 'better-sqlite3';
+import { queueOf } from '../../core/queue.ts';
+import { jsonObject } from '../core/event-writes.ts';
 import { eventFromRow, type EventRow } from '../core/rows.ts';
 import { checkSchedulePage, SCHEDULE_COLUMNS, scheduleFromRow, scheduleRefusal, scheduleUpdated, type ScheduleRow } from '../core/schedule-rows.ts';
 import * as Sch from '../schedules.ts';
-import type { EventInsertManyParams, EventInsertResult } from '../store.ts';
-import { EVENT_COLUMNS } from './queries.ts';
+import type { EventInsertManyParams, EventInsertResult, NewEvent } from '../store.ts';
+import { EVENT_COLUMNS, IS_PULL_DESTINATION, SQL as EVENT_SQL } from './queries.ts';
+
+/** The reasons of cancels that a schedule may undo (Sch.OCCURRENCE_CANCEL_REASONS), as SQL literals. */
+const REVIVABLE = Object.values(Sch.OCCURRENCE_CANCEL_REASONS).map((r) => `'${r}'`).join(', ');
 
 const SQL = {
   // (@tenantId) → { n }: the tenant's schedules (a range of the primary key).
@@ -27,7 +32,27 @@ const SQL = {
   scheduleDelete: `DELETE FROM schedules WHERE tenant_id = @tenantId AND id = @id`,
   // (@untilMs, @limit) → ScheduleRow[], earliest cursor first (index schedules_due).
   scheduleListDue: `SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE paused = 0 AND next_at IS NOT NULL AND next_at <= @untilMs
+      AND next_at >= @fromMs
     ORDER BY next_at LIMIT @limit`,
+  // (@beforeMs, @afterTenantId, @limit) → ScheduleRow[] with a cursor before @beforeMs, of tenants
+  // after @afterTenantId, by (tenant, cursor) (index schedules_tenant_due).
+  scheduleListCatchUp: `SELECT ${SCHEDULE_COLUMNS} FROM schedules INDEXED BY schedules_tenant_due
+    WHERE paused = 0 AND next_at IS NOT NULL AND tenant_id > @afterTenantId AND next_at < @beforeMs
+    ORDER BY tenant_id, next_at LIMIT @limit`,
+  // (@tenantId, @id, @firedAdd, @missedAdd) → changes.
+  scheduleCountsAdd: `UPDATE schedules SET fired_count = fired_count + @firedAdd, missed_count = missed_count + @missedAdd
+    WHERE tenant_id = @tenantId AND id = @id`,
+  // (@tenantId, @id, @shard, @grp, @fireAt, @destination, @destinationName, @payload, @headers, @retry, @expireAt, @tags,
+  //  @requestHash, @queue, @type, @now) → EventRow when the event was an occurrence canceled by a
+  // change of its schedule, never attempted, of the same shard and group: scheduled again at
+  // @fireAt with this template; otherwise no row.
+  occurrenceRevive: `UPDATE events SET state = 'scheduled', version = version + 1, fire_at = @fireAt, due_at = @fireAt,
+      destination = @destination, payload = @payload, headers = @headers, retry = @retry, expire_at = @expireAt, tags = @tags,
+      request_hash = @requestHash, queue = @queue, type = @type, last_error = NULL, updated_at = @now,
+      pull = ${IS_PULL_DESTINATION('events.tenant_id', '@destinationName')}
+    WHERE tenant_id = @tenantId AND id = @id AND state = 'canceled' AND attempts = 0 AND last_error IN (${REVIVABLE})
+      AND shard = @shard AND grp IS @grp
+    RETURNING ${EVENT_COLUMNS}`,
   // (@tenantId, @id, @version, @fromNextAt, @nextAt, @catchUpLeft, @firedAdd, @missedAdd, @lastOccurrenceAt, @now)
   // → changes 1 when the schedule was still at (version, fromNextAt) and not paused.
   scheduleAdvance: `UPDATE schedules SET next_at = @nextAt, catch_up_left = @catchUpLeft, fired_count = fired_count + @firedAdd,
@@ -58,6 +83,10 @@ export class SqliteSchedules implements Sch.ScheduleStore {
       update: p(SQL.scheduleUpdate),
       delete: p(SQL.scheduleDelete),
       listDue: p<ScheduleRow>(SQL.scheduleListDue),
+      listCatchUp: p<ScheduleRow>(SQL.scheduleListCatchUp),
+      countsAdd: p(SQL.scheduleCountsAdd),
+      revive: p<EventRow>(SQL.occurrenceRevive),
+      transitionInsert: p(EVENT_SQL.transitionInsert),
       advance: p(SQL.scheduleAdvance),
       occurrences: p<EventRow>(SQL.occurrenceList),
     };
@@ -110,17 +139,49 @@ export class SqliteSchedules implements Sch.ScheduleStore {
 
   async scheduleListDue(p: Sch.ScheduleListDueParams): Promise<Sch.ScheduleRecord[]> {
     checkSchedulePage(p.limit, 'scheduleListDue');
-    if (p.shards === null) return this.q.listDue.all({ untilMs: p.untilMs, limit: p.limit }).map(scheduleFromRow);
+    const rows = this.q.listDue.all({ untilMs: p.untilMs, fromMs: p.fromMs ?? -1, limit: p.limit }).map(scheduleFromRow);
     // One node owns every shard on SQLite; a subset is filtered here (a test's, or a future split).
-    const owned = new Set(p.shards);
-    return this.q.listDue.all({ untilMs: p.untilMs, limit: p.limit }).map(scheduleFromRow).filter((s) => owned.has(s.shard));
+    return ownedOnly(rows, p.shards);
+  }
+
+  async scheduleListCatchUp(p: Sch.ScheduleListCatchUpParams): Promise<Sch.ScheduleRecord[]> {
+    checkSchedulePage(p.limit, 'scheduleListCatchUp');
+    const rows = this.q.listCatchUp.all({ beforeMs: p.beforeMs, afterTenantId: p.afterTenantId, limit: p.limit }).map(scheduleFromRow);
+    return ownedOnly(rows, p.shards);
+  }
+
+  async scheduleCountsAdd(p: { deltas: Sch.ScheduleCountsDelta[] }): Promise<void> {
+    checkSchedulePage(p.deltas.length, 'scheduleCountsAdd');
+    this.write(() => {
+      for (const d of p.deltas) this.q.countsAdd.run(d);
+    });
+  }
+
+  /** Makes occurrence `e` again in place when its id is taken by an occurrence its schedule canceled (see ScheduleStore.scheduleAdvance). */
+  private revive(e: NewEvent, now: number): EventRow | undefined {
+    const row = this.q.revive.get({
+      tenantId: e.tenantId, id: e.id, shard: e.shard, grp: e.group, fireAt: e.fireAt, destination: JSON.stringify(e.destination),
+      destinationName: 'name' in e.destination ? e.destination.name : null, payload: e.payload, headers: jsonObject(e.headers),
+      retry: e.retry === null ? null : JSON.stringify(e.retry), expireAt: e.expireAt, tags: jsonObject(e.tags),
+      requestHash: e.requestHash, queue: queueOf(e.destination), type: e.type ?? null, now,
+    });
+    if (!row) return undefined;
+    this.q.transitionInsert.run(e.tenantId, e.id, row.version, now, 'state', 'canceled', 'scheduled', 0, null, null, null, null,
+      JSON.stringify({ schedule: 'made again' }));
+    return row;
   }
 
   async scheduleAdvance(p: Sch.ScheduleAdvanceParams): Promise<Sch.ScheduleAdvanceResult> {
     return this.write(() => {
       const { events, ...rest } = p;
       if (this.q.advance.run(rest).changes !== 1) return { applied: false };
-      return { applied: true, results: events.length > 0 ? this.insertMany({ events, now: p.now }) : [] };
+      const results = events.length > 0 ? this.insertMany({ events, now: p.now }) : [];
+      for (let i = 0; i < results.length; i++) {
+        if (results[i].kind === 'created') continue;
+        const row = this.revive(events[i], p.now);
+        if (row) results[i] = { kind: 'created', event: eventFromRow(row) };
+      }
+      return { applied: true, results };
     });
   }
 
@@ -130,4 +191,11 @@ export class SqliteSchedules implements Sch.ScheduleStore {
     const upper = p.beforeId !== undefined && p.beforeId < hi ? p.beforeId : hi;
     return this.q.occurrences.all({ tenantId: p.tenantId, lo, hi: upper, limit: p.limit }).map(eventFromRow);
   }
+}
+
+/** The schedules of `shards` (all when null). */
+function ownedOnly(rows: Sch.ScheduleRecord[], shards: number[] | null): Sch.ScheduleRecord[] {
+  if (shards === null) return rows;
+  const owned = new Set(shards);
+  return rows.filter((s) => owned.has(s.shard));
 }

@@ -1,0 +1,154 @@
+/**
+ * The occurrence gate: the scheduler asks it about the refs it is about to claim. A schedule's
+ * occurrence made ahead that reaches its first fire later than its schedule's `missedAfter`
+ * follows the schedule's `missed` (core/missed.ts) as if it had been computed at that moment: the
+ * ones the rule does not fire are canceled (their trace says why) and counted missed. Every other
+ * ref goes on to the claim unchanged.
+ *
+ *   due refs ──late first fire of an occurrence?──▶ schedule (cached) ──occurrenceFires?──▶ claim
+ *                                                                          └── no ──▶ cancel, missed + 1
+ *
+ * It also counts `fired` (deliveries started): an occurrence claimed for its first attempt. Counts
+ * are added up in memory (at most COUNTS_PENDING_MAX schedules) and written every
+ * COUNTS_FLUSH_MS, or at once when that many are pending; a crash loses at most those.
+ *
+ * An occurrence is recognised by its id, `<schedule id>@<UTC time>`, whose schedule exists in its
+ * tenant, and by its due time: its first fire is due at that time (a retry is not judged). An
+ * ordinary event whose id looks like one and whose schedule does not exist is left alone.
+ */
+import type { Logger } from 'pino';
+import type { Clock } from '../core/clock.ts';
+import type { EventRecord } from '../core/event.ts';
+import { MISSED_AFTER_MS_DEFAULT, MISSED_AFTER_MS_MIN, occurrenceFires } from '../core/missed.ts';
+import type { ScheduleCountsDelta, ScheduleRecord } from '../store/schedules.ts';
+import type { DueRef, Store } from '../store/store.ts';
+import { timingOf } from './materialiser.ts';
+
+/** How long a schedule read for the gate is used before it is read again. */
+const SCHEDULE_CACHE_MS = 1_000;
+/** Schedules kept in the cache at most (the cache is cleared when full). */
+const SCHEDULE_CACHE_MAX = 10_000;
+/** Schedules with counts not yet written, at most; one more flushes first. */
+export const COUNTS_PENDING_MAX = 1_000;
+export const COUNTS_FLUSH_MS = 1_000;
+
+export interface OccurrenceGateDeps {
+  store: Pick<Store, 'scheduleGet' | 'scheduleCountsAdd' | 'eventCancel'>;
+  clock: Clock;
+  logger: Logger;
+  /** Told of the occurrences it canceled as missed (timers, group order, pull waiters). */
+  onEventsChanged(events: EventRecord[]): void;
+  /** Told of each occurrence missed at its fire (metrics). */
+  onMissed?(count: number): void;
+}
+
+/** The schedule id and time of an occurrence id, or null when `id` is not shaped like one. */
+export function parseOccurrenceId(id: string): { scheduleId: string; at: number } | null {
+  const sep = id.lastIndexOf('@');
+  // `<id>@YYYY-MM-DDTHH:MM:SS.mmmZ`: 24 characters after the '@'.
+  if (sep <= 0 || id.length - sep - 1 !== 24 || id.charCodeAt(id.length - 1) !== 90 /* Z */) return null;
+  const at = Date.parse(id.slice(sep + 1));
+  return Number.isFinite(at) ? { scheduleId: id.slice(0, sep), at } : null;
+}
+
+export class OccurrenceGate {
+  private readonly cache = new Map<string, { schedule: ScheduleRecord | null; readAtMs: number }>();
+  private readonly pending = new Map<string, ScheduleCountsDelta>();
+  private flushing: Promise<void> | null = null;
+  private lastFlushMs: number;
+
+  constructor(private readonly deps: OccurrenceGateDeps) {
+    this.lastFlushMs = deps.clock.monotonicMs();
+  }
+
+  /**
+   * Of `due`, about to be claimed at `now`: the refs to claim. Late first fires of occurrences
+   * that their schedule's `missed` does not fire are canceled here (reason in the trace) and left
+   * out. Without a late occurrence among them, `due` itself, with no store read.
+   */
+  async beforeClaim(due: DueRef[], now: number): Promise<DueRef[]> {
+    let late: { ref: DueRef; scheduleId: string; at: number }[] | null = null;
+    for (const ref of due) {
+      if (now - ref.dueAt <= MISSED_AFTER_MS_MIN) continue;
+      const occ = parseOccurrenceId(ref.id);
+      if (occ === null || occ.at !== ref.dueAt) continue;
+      (late ??= []).push({ ref, ...occ });
+    }
+    if (late === null) return due;
+    const skipped = new Set<DueRef>();
+    const canceled: EventRecord[] = [];
+    for (const { ref, scheduleId, at } of late) {
+      const schedule = await this.schedule(ref.tenantId, scheduleId).catch(() => null);
+      if (schedule === null) continue;
+      const spec = schedule.spec;
+      const rule = { missed: spec.missed, catchUpMax: spec.catchUpMax, missedAfterMs: spec.missedAfterMs ?? MISSED_AFTER_MS_DEFAULT };
+      if (occurrenceFires(timingOf(spec), rule, at, now)) continue;
+      const reason = `missed: ${now - at} ms late, more than missedAfter (${rule.missedAfterMs} ms); the schedule's missed is ${rule.missed}`;
+      const r = await this.deps.store.eventCancel({ tenantId: ref.tenantId, id: ref.id, expectedVersion: ref.version, now, reason });
+      skipped.add(ref);
+      if (r.kind !== 'ok') continue; // changed meanwhile: the claim would have skipped it too
+      canceled.push(r.event);
+      this.count(ref.tenantId, scheduleId, 0, 1);
+    }
+    if (canceled.length > 0) {
+      this.deps.onMissed?.(canceled.length);
+      this.deps.onEventsChanged(canceled);
+    }
+    return skipped.size === 0 ? due : due.filter((r) => !skipped.has(r));
+  }
+
+  /** Claimed events: an occurrence's first attempt counts as fired (a delivery started). */
+  afterClaim(claimed: EventRecord[]): void {
+    for (const e of claimed) {
+      if (e.attempts !== 1) continue;
+      const occ = parseOccurrenceId(e.id);
+      if (occ !== null && occ.at === e.fireAt) this.count(e.tenantId, occ.scheduleId, 1, 0);
+    }
+  }
+
+  private count(tenantId: string, id: string, firedAdd: number, missedAdd: number): void {
+    const key = `${tenantId}\u0000${id}`;
+    const d = this.pending.get(key);
+    if (d) {
+      d.firedAdd += firedAdd;
+      d.missedAdd += missedAdd;
+    } else if (this.pending.size < 2 * COUNTS_PENDING_MAX) {
+      this.pending.set(key, { tenantId, id, firedAdd, missedAdd });
+    } else {
+      // The store has been refusing writes for long: counts are for display, memory is bounded.
+      this.deps.logger.warn({ tenantId, schedule: id }, 'schedule counts dropped: too many waiting to be written');
+    }
+    const dueToFlush = this.deps.clock.monotonicMs() - this.lastFlushMs >= COUNTS_FLUSH_MS;
+    if (this.pending.size >= COUNTS_PENDING_MAX || dueToFlush) void this.flush();
+  }
+
+  /** Writes the pending counts (one write at a time; a failed write keeps them for the next). */
+  flush(): Promise<void> {
+    if (this.flushing) return this.flushing;
+    if (this.pending.size === 0) return Promise.resolve();
+    const deltas = [...this.pending.values()];
+    this.pending.clear();
+    this.lastFlushMs = this.deps.clock.monotonicMs();
+    this.flushing = this.deps.store
+      .scheduleCountsAdd({ deltas })
+      .catch((err: unknown) => {
+        this.deps.logger.warn({ err, schedules: deltas.length }, 'writing schedule counts failed; kept for the next write');
+        for (const d of deltas) this.count(d.tenantId, d.id, d.firedAdd, d.missedAdd);
+      })
+      .finally(() => {
+        this.flushing = null;
+      });
+    return this.flushing;
+  }
+
+  private async schedule(tenantId: string, id: string): Promise<ScheduleRecord | null> {
+    const key = `${tenantId}\u0000${id}`;
+    const nowMs = this.deps.clock.monotonicMs();
+    const hit = this.cache.get(key);
+    if (hit && nowMs - hit.readAtMs < SCHEDULE_CACHE_MS) return hit.schedule;
+    const schedule = await this.deps.store.scheduleGet({ tenantId, id });
+    if (this.cache.size >= SCHEDULE_CACHE_MAX) this.cache.clear();
+    this.cache.set(key, { schedule, readAtMs: nowMs });
+    return schedule;
+  }
+}
