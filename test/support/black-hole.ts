@@ -30,8 +30,11 @@ export interface BlackHole {
   close(): Promise<void>;
 }
 
-/** A loopback server that accepts connections and never answers. */
-export async function blackHole(): Promise<BlackHole> {
+/**
+ * A loopback server that accepts connections and never answers; with `greeting`, it sends that
+ * on each connection first and then nothing more (a server that speaks first, as NATS does).
+ */
+export async function blackHole(greeting?: string): Promise<BlackHole> {
   const sockets = new Set<net.Socket>();
   const firstBytes: Buffer[] = [];
   let accepted = 0;
@@ -45,6 +48,7 @@ export async function blackHole(): Promise<BlackHole> {
     });
     s.on('error', () => {});
     s.on('close', () => sockets.delete(s));
+    if (greeting !== undefined) s.write(greeting);
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return {

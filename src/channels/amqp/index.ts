@@ -15,6 +15,7 @@
  *
  * `amqps://` is TLS or nothing; credentials in an `amqp://` URL need `allowInsecureCredentials`.
  */
+import net from 'node:net';
 import amqp from 'amqplib';
 import type { AddressPolicy } from '../../core/address.ts';
 import { SystemClock, type Clock } from '../../core/clock.ts';
@@ -35,6 +36,7 @@ import {
   type KindSpec,
 } from '../broker/config.ts';
 import { ConnectionPool } from '../broker/pool.ts';
+import { dieWith } from '../broker/sockets.ts';
 
 export interface AmqpChannelOptions {
   policy: AddressPolicy;
@@ -46,6 +48,19 @@ export interface AmqpChannelOptions {
 }
 
 const PERMANENT = /NOT[_-]FOUND|ACCESS[_-]REFUSED/;
+const AMQPS_PORT = 5671;
+
+/** A TCP connection to `address`, destroyed when `signal` aborts (before or after it connected). */
+function connectTcp(address: string, port: number, signal: AbortSignal): Promise<net.Socket> {
+  return new Promise<net.Socket>((resolve, reject) => {
+    const socket = net.connect({ host: address, port });
+    dieWith(socket, signal);
+    // Errors after the connect reach amqplib through the TLS socket over this one.
+    socket.on('error', (err) => reject(err));
+    socket.once('close', () => reject(new Error('connection closed')));
+    socket.once('connect', () => resolve(socket));
+  });
+}
 
 /** A pooled connection: its confirm channel and the publishes waiting for a confirm. */
 interface Link {
@@ -96,11 +111,15 @@ export class AmqpChannel implements Channel {
     const address = await guardedAddress(this.opts.policy, url.hostname);
     signal.throwIfAborted();
     url.hostname = address.includes(':') ? `[${address}]` : address;
-    // The socket dies with `kill` (amqplib hands the options to net / tls.connect): at once, in
-    // the handshake or after it, whatever the broker says or does not say.
+    // The socket dies with `kill`: at once, in the handshake or after it, whatever the broker says
+    // or does not say. amqplib hands its socket options to net.connect (amqp://, which takes the
+    // signal) or to tls.connect (amqps://, which gets a TCP socket Belfry opened and holds).
     const kill = new AbortController();
     signal.addEventListener('abort', () => kill.abort(), { once: true });
-    const conn = await amqp.connect(url.toString(), { servername, timeout: this.opts.connectTimeoutMs ?? 10_000, signal: kill.signal });
+    const socketOptions: Record<string, unknown> = { servername, timeout: this.opts.connectTimeoutMs ?? 10_000 };
+    if (url.protocol === 'amqps:') socketOptions.socket = await connectTcp(address, url.port === '' ? AMQPS_PORT : Number(url.port), kill.signal);
+    else socketOptions.signal = kill.signal;
+    const conn = await amqp.connect(url.toString(), socketOptions);
     conn.on('error', () => {});
     let ch: amqp.ConfirmChannel;
     try {

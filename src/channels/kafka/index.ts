@@ -41,6 +41,7 @@ import { messageBody, messageHeaders, messageKey } from '../broker/message.ts';
 import { ConnectionPool } from '../broker/pool.ts';
 import { ProduceBatcher } from './batcher.ts';
 import { guardedLookup } from '../http/guarded-connect.ts';
+import { dieWith } from '../broker/sockets.ts';
 
 export interface KafkaChannelOptions {
   policy: AddressPolicy;
@@ -86,9 +87,10 @@ export function guardedSocketFactory(policy: AddressPolicy, signal?: AbortSignal
       }
     }
     const socket = ssl
-      ? tls.connect({ host, port, servername: host, lookup, signal, ...(typeof ssl === 'object' ? ssl : {}) } as tls.ConnectionOptions, onConnect)
-      : net.connect({ host, port, lookup, signal }, onConnect);
+      ? tls.connect({ host, port, ...(parseIp(h) ? {} : { servername: host }), lookup, ...(typeof ssl === 'object' ? ssl : {}) }, onConnect)
+      : net.connect({ host, port, lookup }, onConnect);
     socket.setKeepAlive(true, 30_000);
+    dieWith(socket, signal);
     return socket;
   };
 }

@@ -16,6 +16,7 @@
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import tls from 'node:tls';
+import { dieWith } from '../broker/sockets.ts';
 
 /** Longest control line (INFO included) and reply payload read from a server. */
 const LINE_BYTES_MAX = 64 * 1024;
@@ -168,6 +169,8 @@ export class NatsLink {
 
   private constructor(
     private readonly socket: net.Socket,
+    /** The TCP socket under `socket` when that is TLS (the same socket otherwise). */
+    private readonly raw: net.Socket,
     private readonly inbox: string,
     private readonly info: ServerInfo,
   ) {}
@@ -176,7 +179,8 @@ export class NatsLink {
   static async connect(opts: NatsConnectOptions): Promise<NatsLink> {
     const { server, signal } = opts;
     signal.throwIfAborted();
-    const raw = net.connect({ host: server.address, port: server.port, signal });
+    const raw = net.connect({ host: server.address, port: server.port });
+    dieWith(raw, signal);
     raw.setNoDelay(true);
     raw.on('error', () => {});
     let socket: net.Socket = raw;
@@ -205,7 +209,7 @@ export class NatsLink {
       socket.write(`CONNECT ${JSON.stringify(connect)}\r\nPING\r\n`);
       await readPong(socket);
       socket.write(`SUB ${inbox}.* 1\r\n`);
-      const link = new NatsLink(socket, inbox, info);
+      const link = new NatsLink(socket, raw, inbox, info);
       link.listen();
       return link;
     } catch (err) {
@@ -252,6 +256,7 @@ export class NatsLink {
   /** Destroys the socket: every publish waiting fails. */
   close(): void {
     this.socket.destroy();
+    this.raw.destroy();
     this.closed(new NatsError('CLOSED', 'connection closed'));
   }
 
@@ -405,15 +410,15 @@ function readPong(socket: net.Socket): Promise<true> {
 /** Upgrades the connection to TLS, checking the certificate against the destination's host name. */
 async function startTls(raw: net.Socket, server: NatsServerAddress, signal: AbortSignal, extra?: tls.ConnectionOptions): Promise<tls.TLSSocket> {
   const byName = net.isIP(server.hostname) === 0;
-  const options: tls.ConnectionOptions & { signal: AbortSignal } = {
+  const secure = tls.connect({
     socket: raw,
     // SNI carries a name, never an address; the certificate is checked against either.
     ...(byName ? { servername: server.hostname } : { host: server.hostname }),
     rejectUnauthorized: true,
-    signal,
     ...extra,
-  };
-  const secure = tls.connect(options);
+  });
+  // The raw socket dies with the signal already; the TLS one over it goes with it.
+  dieWith(secure, signal);
   secure.on('error', () => {});
   await once(secure, 'secureConnect');
   return secure;
