@@ -55,4 +55,49 @@ describe('a schedule on a running node', () => {
     const all = rx.requests.map((r) => String(r.headers['webhook-id']));
     assert.equal(new Set(all).size, all.length, 'still each occurrence once');
   });
+
+  it('fires a new schedule\'s first occurrence on time, and after a resume its next one', { timeout: 60_000 }, async () => {
+    assert.equal((await node.api('PUT', '/v1/destinations/rx2', { url: rx.url })).status, 201);
+    const atOf = (r: { headers: Record<string, unknown> }) => Date.parse(String(r.headers['webhook-id']).split('@')[1]);
+    const of = (id: string) => rx.requests.filter((r) => String(r.headers['webhook-id']).startsWith(`${id}@`));
+    // No startAt: the first occurrence is the creation instant, made by the create itself.
+    const firsts: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const id = `first-${i}`;
+      assert.equal((await node.api('POST', '/v1/schedules', { id, every: '1s', destination: 'rx2', missed: 'skip' })).status, 201);
+      await rx.waitFor(() => of(id).length >= 1, 5_000);
+      const [first] = of(id);
+      firsts.push(first.receivedAt - atOf(first));
+      assert.equal((await node.api('DELETE', `/v1/schedules/${id}`)).status, 200);
+    }
+    console.log(`# first occurrence lateness: ${firsts.join(', ')} ms`);
+    assert.ok(firsts.every((l) => l >= 0 && l < 300), `first occurrences on time: ${firsts.join(', ')} ms`);
+
+    // Pauses shorter and longer than the horizon (3 s here): the next occurrence after the
+    // resume fires on time, every later one arrives, and the paused stretch is counted missed.
+    const startAt = Math.ceil((Date.now() + 500) / SEC) * SEC;
+    assert.equal((await node.api('POST', '/v1/schedules', { id: 'pz', every: '1s', startAt, destination: 'rx2', missed: 'skip' })).status, 201);
+    await rx.waitFor(() => of('pz').length >= 2, 10_000);
+    for (const pauseMs of [1_500, 5_000]) {
+      assert.equal((await node.api('PATCH', '/v1/schedules/pz', { paused: true })).status, 200);
+      await delay(pauseMs); // the pause itself is the condition under test
+      const resumed = await node.api('PATCH', '/v1/schedules/pz', { paused: false });
+      assert.equal(resumed.status, 200);
+      const resumedAt = Date.now();
+      await rx.waitFor(() => of('pz').filter((r) => atOf(r) > resumedAt).length >= 3, 10_000);
+      const after = of('pz').filter((r) => atOf(r) > resumedAt).sort((a, b) => atOf(a) - atOf(b));
+      const next = after[0];
+      console.log(`# pause ${pauseMs} ms: next occurrence after the resume ${next.receivedAt - atOf(next)} ms late`);
+      assert.ok(next.receivedAt - atOf(next) < 300, `the next occurrence after a ${pauseMs} ms pause fires on time (${next.receivedAt - atOf(next)} ms late)`);
+      assert.deepEqual(after.slice(0, 3).map(atOf), [0, 1, 2].map((k) => atOf(next) + k * SEC), 'and each one after it');
+    }
+    const delivered = new Set(of('pz').map(atOf));
+    const last = Math.max(...delivered);
+    const grid = (last - startAt) / SEC + 1;
+    await waitUntil('every occurrence of pz delivered or counted missed', async () => {
+      const missed = (await node.api('GET', '/v1/schedules/pz')).body.missedCount as number;
+      return new Set(of('pz').map(atOf).filter((at) => at <= last)).size + missed === grid;
+    }, 10_000, 100);
+    assert.equal(of('pz').length, delivered.size, 'each occurrence once');
+  });
 });
