@@ -3,11 +3,12 @@
  * memory and no sockets behind, for each broker kind.
  *
  * Two silent brokers per kind: a black hole (accepts TCP and never says a word, so no handshake
- * completes), and, for Redis, RabbitMQ and NATS, a proxy to the machine's real broker that lets the
- * handshake through and swallows everything from the first publish on (the connection is up, the
- * send never gets an answer: the case that kept every payload queued). Kafka's brokers are named
- * by the cluster's metadata, so a proxy in front of the bootstrap server would be bypassed: Kafka
- * gets the black hole only.
+ * completes), and a broker whose connection is up but whose sends never get an answer (the case
+ * that kept every payload queued): for Redis, RabbitMQ and NATS, a proxy to the machine's real
+ * broker that lets the handshake through and swallows everything from the first publish on; for
+ * Kafka (whose brokers are named by the cluster's metadata, so a proxy in front of the bootstrap
+ * server would be bypassed), the mock cluster's broker told to answer every request 60 s late,
+ * once the pooled connections are up.
  *
  * Each run sends waves of concurrent attempts (short timeouts, 64 KiB payloads, one string each)
  * to four destinations through a pool bounded to two connections, 500 to warm up, then
@@ -28,6 +29,7 @@ import { KafkaChannel } from '../../src/channels/kafka/index.ts';
 import { NatsChannel } from '../../src/channels/nats/index.ts';
 import { RedisChannel } from '../../src/channels/redis/index.ts';
 import { blackHole, memorySnapshot, MIB, openSockets, stallingProxy, type BlackHole, type MemorySnapshot } from '../support/black-hole.ts';
+import { startMockKafka } from '../support/kafka/mock-cluster.ts';
 import { waitUntil } from '../support/node.ts';
 
 const ATTEMPTS = Number(process.env.BELFRY_BLACK_HOLE_ATTEMPTS ?? 1_000);
@@ -95,7 +97,7 @@ const KINDS: Kind[] = [
 
 let seq = 0;
 
-function event(target: BrokerTarget, destination: number): DueEvent {
+function event(target: BrokerTarget, destination: number, timeoutMs = TIMEOUT_MS): DueEvent {
   const n = ++seq;
   return {
     tenantId: 'tenant-black-hole',
@@ -106,7 +108,7 @@ function event(target: BrokerTarget, destination: number): DueEvent {
     headers: {},
     target: '',
     secrets: [],
-    timeoutMs: TIMEOUT_MS,
+    timeoutMs,
     dueAt: Date.now(),
     broker: { poolKey: `black-hole-${destination}`, target },
   };
@@ -136,19 +138,24 @@ function report(name: string, before: MemorySnapshot, after: MemorySnapshot): st
     ` · after ${ATTEMPTS} more rss ${mib(after.rssBytes)}, heap ${mib(after.heapUsedBytes)}, external ${mib(after.externalBytes)}, sockets ${after.sockets}`;
 }
 
-async function run(kind: Kind, server: BlackHole, what: string): Promise<void> {
+/**
+ * Warm-up, snapshot, the attempts, snapshot, then the checks. `server` counts the connections
+ * when the silent broker is this process's (null for the Kafka mock cluster: the process's own
+ * sockets are counted then). `prepare` runs first (the Kafka case opens its connections).
+ */
+async function run(kind: Kind, what: string, target: BrokerTarget, server: BlackHole | null, prepare?: (channel: Channel) => Promise<void>): Promise<Map<string, number>> {
   const channel = kind.channel();
-  const target = kind.target(server.port);
   const outcomes = new Map<string, number>();
   try {
     const baselineSockets = (await memorySnapshot()).sockets;
+    await prepare?.(channel);
     await send(channel, target, WARM_UP_ATTEMPTS, outcomes);
     const before = await memorySnapshot();
     await send(channel, target, ATTEMPTS, outcomes);
     // Sockets destroyed by the client close on the server's side a moment later.
-    await waitUntil(`${kind.name}: at most ${CONNECTIONS_MAX} connections open at the ${what}`, () => server.open <= CONNECTIONS_MAX, 5_000);
+    if (server) await waitUntil(`${kind.name}: at most ${CONNECTIONS_MAX} connections open at the ${what}`, () => server.open <= CONNECTIONS_MAX, 5_000);
     const after = await memorySnapshot();
-    console.log(`${report(`${kind.name} (${what})`, before, after)} · ${server.accepted} connections made · outcomes ${JSON.stringify(Object.fromEntries(outcomes))}`);
+    console.log(`${report(`${kind.name} (${what})`, before, after)} · ${server ? `${server.accepted} connections made · ` : ''}outcomes ${JSON.stringify(Object.fromEntries(outcomes))}`);
 
     const total = [...outcomes.values()].reduce((a, b) => a + b, 0);
     assert.equal(total, WARM_UP_ATTEMPTS + ATTEMPTS);
@@ -160,8 +167,9 @@ async function run(kind: Kind, server: BlackHole, what: string): Promise<void> {
       assert.ok(after.sockets - before.sockets <= SOCKETS_GROWTH_MAX, `${kind.name}: ${after.sockets - before.sockets} more sockets open`);
     }
     // Idle connections close: nothing of the silent broker is left open a moment after the last attempt.
-    await waitUntil(`${kind.name}: every connection to the ${what} closed when idle`, () => server.open === 0, 5 * IDLE_MS + 5_000);
+    if (server) await waitUntil(`${kind.name}: every connection to the ${what} closed when idle`, () => server.open === 0, 5 * IDLE_MS + 5_000);
     if (baselineSockets !== null) await waitUntil(`${kind.name}: the process's sockets back to where they were`, () => (openSockets() ?? 0) <= baselineSockets, 5_000);
+    return outcomes;
   } finally {
     await channel.close();
   }
@@ -179,7 +187,7 @@ describe('broker channels: thousands of attempts to a broker that never answers 
       });
 
       it(`black hole (accepts, never answers): ${WARM_UP_ATTEMPTS} + ${ATTEMPTS} attempts, memory and sockets flat, idle connections closed`, async () => {
-        await run(kind, hole, 'black hole');
+        await run(kind, 'black hole', kind.target(hole.port), hole);
       });
 
       if (kind.stall) {
@@ -187,11 +195,34 @@ describe('broker channels: thousands of attempts to a broker that never answers 
         it(`handshake done, publishes never answered: each connection whose sends time out is closed and rebuilt, memory and sockets flat`, async () => {
           const proxy = await stallingProxy(stall.port, stall.isPublish);
           try {
-            await run(kind, proxy, 'stalling proxy');
+            await run(kind, 'stalling proxy', kind.target(proxy.port), proxy);
             assert.ok(proxy.stalled >= 2, `${kind.name}: publishes reached the broker's connection and stalled (${proxy.stalled} connections)`);
             assert.ok(proxy.accepted >= 2, `${kind.name}: a connection whose sends timed out was rebuilt (${proxy.accepted} connections made)`);
           } finally {
             await proxy.close();
+          }
+        });
+      }
+
+      if (kind.name === 'kafka') {
+        it('connections up, then every request answered 60 s late: each connection whose sends time out is closed and rebuilt, memory and sockets flat', async () => {
+          const mock = await startMockKafka(1);
+          try {
+            const topic = `belfry-black-hole-${process.pid}`;
+            await mock.createTopic(topic, 1);
+            const target: BrokerTarget = { kind: 'kafka', brokers: mock.bootstrap.split(','), topic, sasl: null, ssl: false };
+            const outcomes = await run(kind, 'slow broker', target, null, async (channel) => {
+              const signal = new AbortController().signal;
+              for (let d = 0; d < CONNECTIONS_MAX; d++) {
+                const first = await channel.deliver(event(target, d, 10_000), signal);
+                assert.equal(first.kind, 'delivered', JSON.stringify(first));
+              }
+              await mock.brokerRtt(1, 60_000);
+            });
+            // The sends still waiting on a connection that was closed for a timed-out one failed at once.
+            assert.ok([...outcomes.keys()].some((k) => k.includes('connection closed by Belfry')), JSON.stringify(Object.fromEntries(outcomes)));
+          } finally {
+            await mock.stop();
           }
         });
       }

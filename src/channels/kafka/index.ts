@@ -90,7 +90,8 @@ export function guardedSocketFactory(policy: AddressPolicy, signal?: AbortSignal
       ? tls.connect({ host, port, ...(parseIp(h) ? {} : { servername: host }), lookup, ...(typeof ssl === 'object' ? ssl : {}) }, onConnect)
       : net.connect({ host, port, lookup }, onConnect);
     socket.setKeepAlive(true, 30_000);
-    dieWith(socket, signal);
+    // KafkaJS puts its 'error' listener on the socket as soon as this returns.
+    dieWith(socket, signal, true);
     return socket;
   };
 }

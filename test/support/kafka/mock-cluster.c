@@ -9,6 +9,7 @@
  *   down <broker id>           the broker closes its connections and refuses new ones
  *   up <broker id>             it accepts them again
  *   error <topic> <code>       metadata of the topic answers this Kafka error code (29: not authorised)
+ *   rtt <broker id> <ms>       the broker answers every request that much later (0: at once)
  */
 #include <librdkafka/rdkafka.h>
 #include <librdkafka/rdkafka_mock.h>
@@ -32,7 +33,7 @@ int main(int argc, char **argv) {
   char line[1024];
   while (fgets(line, sizeof line, stdin)) {
     char cmd[32], name[512];
-    int n = 0;
+    int n = 0, ms = 0;
     rd_kafka_resp_err_t err = RD_KAFKA_RESP_ERR_NO_ERROR;
     if (sscanf(line, "topic %511s %d", name, &n) == 2) {
       err = rd_kafka_mock_topic_create(mc, name, n, brokers);
@@ -40,6 +41,8 @@ int main(int argc, char **argv) {
       err = rd_kafka_mock_broker_set_down(mc, n);
     } else if (sscanf(line, "up %d", &n) == 1) {
       err = rd_kafka_mock_broker_set_up(mc, n);
+    } else if (sscanf(line, "rtt %d %d", &n, &ms) == 2) {
+      err = rd_kafka_mock_broker_set_rtt(mc, n, ms);
     } else if (sscanf(line, "error %511s %d", name, &n) == 2) {
       rd_kafka_mock_topic_set_error(mc, name, (rd_kafka_resp_err_t)n);
     } else if (sscanf(line, "%31s", cmd) == 1) {

@@ -35,6 +35,8 @@ export interface MockKafka {
   brokerUp(id: number): Promise<void>;
   /** Metadata of the topic answers this Kafka error code (29: topic authorisation failed). */
   topicError(name: string, code: number): Promise<void>;
+  /** The broker answers every request `ms` later (0: at once): a broker that stops answering in time. */
+  brokerRtt(id: number, ms: number): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -73,6 +75,7 @@ export async function startMockKafka(brokers = 1): Promise<MockKafka> {
     brokerDown: (id) => command(`down ${id}`),
     brokerUp: (id) => command(`up ${id}`),
     topicError: (name, code) => command(`error ${name} ${code}`),
+    brokerRtt: (id, ms) => command(`rtt ${id} ${ms}`),
     async stop() {
       child.stdin!.end();
       const timer = setTimeout(() => child.kill('SIGKILL'), 5_000);
