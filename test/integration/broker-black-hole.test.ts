@@ -103,8 +103,9 @@ function event(target: BrokerTarget, destination: number, timeoutMs = TIMEOUT_MS
     tenantId: 'tenant-black-hole',
     id: `evt-${n}`,
     attempt: 1,
-    // One string per event: a delivery that stays held keeps its 64 KiB.
-    payload: `{"n":${n},"pad":"${PAYLOAD_PAD}"}`,
+    // A flat string of its own per event (JSON.stringify builds one; a template literal would make
+    // a rope sharing the pad): a delivery that stays held keeps its 64 KiB.
+    payload: JSON.stringify({ n, pad: PAYLOAD_PAD }),
     headers: {},
     target: '',
     secrets: [],

@@ -13,6 +13,7 @@
  *
  * `rediss://` is TLS or nothing; credentials in a `redis://` URL need `allowInsecureCredentials`.
  */
+import { isIP } from 'node:net';
 import { Redis } from 'ioredis';
 import type { AddressPolicy } from '../../core/address.ts';
 import { SystemClock, type Clock } from '../../core/clock.ts';
@@ -91,7 +92,8 @@ export class RedisChannel implements Channel {
       username: url.username === '' ? undefined : decodeURIComponent(url.username),
       password: url.password === '' ? undefined : decodeURIComponent(url.password),
       db: Number.isInteger(db) ? db : 0,
-      tls: url.protocol === 'rediss:' ? { servername: url.hostname } : undefined,
+      // TLS or nothing; SNI carries a name, never an address (the certificate is checked against either).
+      tls: url.protocol === 'rediss:' ? (isIP(hostOf(url)) ? {} : { servername: url.hostname }) : undefined,
       // Operators (and the tests) see Belfry's connections by name in CLIENT LIST.
       connectionName: 'belfry',
       lazyConnect: true,
@@ -120,6 +122,9 @@ export class RedisChannel implements Channel {
     await this.pool.closeAll();
   }
 }
+
+/** A URL's host without the brackets of an IPv6 literal. */
+const hostOf = (url: URL) => url.hostname.replace(/^\[|\]$/g, '');
 
 /**
  * Closes a connection at once. ioredis's disconnect() only half-closes (FIN) and waits for the
