@@ -31,10 +31,10 @@ export interface AppDeps {
   store: Store;
   clock: Clock;
   /**
-   * How far ahead a schedule's occurrences are made (the materialiser's horizon): a schedule
-   * created, edited or resumed makes those within it at once. Default 10 s.
+   * How far ahead a schedule's occurrences are made (the materialiser's horizon and refill): a
+   * schedule created, edited or resumed makes those within it at once. Default 20 s.
    */
-  scheduleHorizonMs?: number;
+  scheduleAheadMs?: number;
   /**
    * The clock of pull visibility timeouts (claim, extend): on a single node one that a step of the
    * wall clock does not move (SteadyClock), in a cluster the store's. Default: `clock`.

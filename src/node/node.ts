@@ -29,7 +29,7 @@ import { SteadyClock, SystemClock, type Clock } from '../core/clock.ts';
 import { newSecretToken } from '../core/ids.ts';
 import { Dispatcher } from '../dispatch/dispatcher.ts';
 import { Cleaner, type CleanerOptions } from '../scheduler/cleaner.ts';
-import { Materialiser, type MaterialiserOptions } from '../scheduler/materialiser.ts';
+import { madeAheadMs, Materialiser, type MaterialiserOptions } from '../scheduler/materialiser.ts';
 import { OccurrenceGate } from '../scheduler/occurrence-gate.ts';
 import { SourceManager, type SourceManagerOptions } from '../sources/manager.ts';
 import { KafkaSourceReader } from '../sources/kafka/reader.ts';
@@ -300,7 +300,7 @@ async function startNodeOnce(config: NodeConfig, opts: NodeOptions, owner: strin
         if (missed > 0) metrics.scheduleOccurrences.inc({ outcome: 'missed' }, missed);
       },
     },
-    { horizonMs: Math.max(config.scheduleHorizonMs, config.lookaheadMs), ...opts.materialiser },
+    { horizonMs: Math.max(config.scheduleHorizonMs, config.lookaheadMs), refillMs: Math.max(config.scheduleHorizonMs, config.lookaheadMs), ...opts.materialiser },
   );
   // Pull destinations: parked claims (woken by writes of their queues) and the expiry of claims
   // whose visibility timeout ended. A settled grouped event lets its group's next event go, pushed
@@ -440,7 +440,7 @@ async function startNodeOnce(config: NodeConfig, opts: NodeOptions, owner: strin
     logger,
     adminKey,
     shardCount: config.shardCount,
-    scheduleHorizonMs: materialiser.opts.horizonMs,
+    scheduleAheadMs: madeAheadMs(materialiser.opts),
     limits: apiLimits,
     retention: cleaner.opts.defaults,
     addressPolicy,

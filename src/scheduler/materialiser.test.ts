@@ -56,7 +56,8 @@ async function createSchedule(id: string, o: { everyMs?: number; cron?: string; 
 function materialiser(clock: SimClock, created: EventRecord[] = [], horizonMs = 10 * SEC): Materialiser {
   return new Materialiser(
     { store, clock, logger, shardCount: 16, shards: () => null, onEventsCreated: (events) => created.push(...events) },
-    { horizonMs },
+    // No refill: each pass makes exactly what its horizon reaches, so the counts below are exact.
+    { horizonMs, refillMs: 0 },
   );
 }
 
@@ -83,6 +84,23 @@ describe('materialiser', () => {
     assert.deepEqual([e.id, e.fireAt, e.state, e.payload], [occurrenceId('tick', T0), T0, 'scheduled', '{"n":1}']);
     const s = await store.scheduleGet({ tenantId: TENANT, id: 'tick' });
     assert.deepEqual([s?.firedCount, s?.missedCount, s?.nextAt, s?.lastOccurrenceAt], [0, 0, T0 + 16 * SEC, T0 + 15 * SEC], 'fired counts deliveries started, not occurrences made');
+  });
+
+  it('advances a schedule once per refill, not once per occurrence', async () => {
+    const clock = new SimClock(T0);
+    await createSchedule('refill');
+    const m = new Materialiser(
+      { store, clock, logger, shardCount: 16, shards: () => null, onEventsCreated: () => {} },
+      { horizonMs: 10 * SEC, refillMs: 10 * SEC },
+    );
+    assert.equal((await m.runOnce()).made, 21, 'T0 .. T0+20s: the horizon and the refill');
+    let advances = 0;
+    for (let s = 1; s <= 11; s++) {
+      await clock.advance(SEC);
+      advances += (await m.runOnce()).schedules;
+    }
+    assert.equal(advances, 1, 'touched again only when its cursor came within the horizon (at T0+11s)');
+    assert.deepEqual(await occurrences('refill'), ids('refill', T0, 32), 'T0 .. T0+31s, each once');
   });
 
   it('two materialisers racing (a second node) and a restart make each occurrence once', async () => {
@@ -201,7 +219,7 @@ describe('materialiser on PostgreSQL', () => {
         () =>
           new Materialiser(
             { store: pgStore, clock, logger, shardCount: 16, shards: () => null, onEventsCreated: (events) => made.push(...events.map((e) => e.id)) },
-            { horizonMs: 10 * SEC },
+            { horizonMs: 10 * SEC, refillMs: 0 },
           ),
       );
       let lost = 0;

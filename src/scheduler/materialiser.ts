@@ -47,11 +47,22 @@ const CATCH_UP_PAUSE_MS = 50;
 export interface MaterialiserOptions {
   /** Occurrences due within this much of now are made into events. */
   horizonMs: number;
+  /**
+   * A schedule whose cursor comes within the horizon is advanced this much further: it is then
+   * left alone for about this long (one transaction per schedule per refill, not per occurrence:
+   * 1,000 every-second schedules cost 100 advances a second, not 1,000).
+   */
+  refillMs: number;
   /** Pause between passes. */
   intervalMs: number;
 }
 
-export const MATERIALISER_DEFAULTS: MaterialiserOptions = { horizonMs: 10_000, intervalMs: 1_000 };
+export const MATERIALISER_DEFAULTS: MaterialiserOptions = { horizonMs: 10_000, refillMs: 10_000, intervalMs: 1_000 };
+
+/** How far ahead an advance makes occurrences: the horizon and the refill. */
+export function madeAheadMs(opts: Pick<MaterialiserOptions, 'horizonMs' | 'refillMs'>): number {
+  return opts.horizonMs + opts.refillMs;
+}
 
 export interface MaterialiserDeps {
   store: Store;
@@ -97,17 +108,17 @@ export interface AdvanceResult {
 
 /**
  * Advances schedule `s` from its cursor at `now` (planAdvance), making its occurrences due by
- * `now + horizonMs` (and the late ones `missed` fires) in the transaction that moves the cursor.
+ * `now + aheadMs` (and the late ones `missed` fires) in the transaction that moves the cursor.
  * Any node may call it for any schedule: the compare-and-swap makes a second caller write nothing.
  */
 export async function advanceSchedule(
   deps: Pick<MaterialiserDeps, 'store' | 'logger' | 'shardCount'>,
   s: ScheduleRecord,
   now: number,
-  horizonMs: number,
+  aheadMs: number,
 ): Promise<AdvanceResult> {
   if (s.paused || s.nextAt === null) return { created: [], missed: 0, lost: false };
-  const plan = planAdvance(timingOf(s.spec), missedRuleOf(s.spec), s.nextAt, now, horizonMs, OCCURRENCES_PER_ADVANCE_MAX);
+  const plan = planAdvance(timingOf(s.spec), missedRuleOf(s.spec), s.nextAt, now, aheadMs, OCCURRENCES_PER_ADVANCE_MAX);
   if (plan.make.length === 0 && plan.missed === 0 && plan.nextAt === s.nextAt) return { created: [], missed: 0, lost: false };
   const events = plan.make.map((at) => occurrenceEvent(s, at, deps.shardCount));
   const result = await deps.store.scheduleAdvance({
@@ -194,24 +205,26 @@ export class Materialiser {
    */
   private async catchUp(shards: number[] | null, total: PassResult): Promise<boolean> {
     let budget = CATCH_UP_ADVANCES_PER_PASS;
-    let wrapped = this.catchUpAfter === '';
+    // Moves since the round robin last wrapped to the first tenant: none in a whole round (every
+    // swap lost: another node, edits) ends the pass.
+    let movedThisRound = 0;
     while (budget > 0) {
       const now = this.deps.clock.now();
       const page = await this.deps.store.scheduleListCatchUp({
         shards, beforeMs: now - MISSED_AFTER_MS_MIN, afterTenantId: this.catchUpAfter, limit: CATCH_UP_PER_TENANT_TURN,
       });
       if (page.length === 0) {
-        if (wrapped) return false;
-        wrapped = true;
+        if (this.catchUpAfter === '') return false; // none at all
         this.catchUpAfter = '';
+        if (movedThisRound === 0) return false;
+        movedThisRound = 0;
         continue;
       }
       const tenantId = page[0].tenantId;
       const turn = page.filter((s) => s.tenantId === tenantId).slice(0, budget);
-      const moved = await this.advanceAll(turn, now, total);
+      movedThisRound += await this.advanceAll(turn, now, total);
       budget -= turn.length;
       this.catchUpAfter = tenantId;
-      if (moved === 0 && wrapped) return false; // nothing moves (lost swaps): the next pass
     }
     return true;
   }
@@ -220,7 +233,7 @@ export class Materialiser {
   private async advanceAll(schedules: ScheduleRecord[], now: number, total: PassResult): Promise<number> {
     let moved = 0;
     for (const s of schedules) {
-      const r = await advanceSchedule(this.deps, s, now, this.opts.horizonMs).catch((err: unknown): AdvanceResult => {
+      const r = await advanceSchedule(this.deps, s, now, madeAheadMs(this.opts)).catch((err: unknown): AdvanceResult => {
         // One schedule that cannot advance (its row unreadable, a bug) must not stop the others;
         // a store that is down fails them all, and the next pass tries again.
         this.deps.logger.error({ err, schedule: s.id, tenantId: s.tenantId }, 'advancing a schedule failed');

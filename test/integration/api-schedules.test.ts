@@ -19,8 +19,9 @@ before(async () => {
   t = await makeTestApp();
   materialiser = new Materialiser(
     { store: t.store, clock: t.clock, logger: pino({ level: 'silent' }), shardCount: 16, shards: () => null, onEventsCreated: () => {} },
-    { horizonMs: 10 * SEC },
+    { horizonMs: 10 * SEC, refillMs: 0 },
   );
+  t.deps.scheduleAheadMs = 10 * SEC;
 });
 after(async () => {
   await t.cleanup();

@@ -10,7 +10,7 @@ import { BelfryError, invalid } from '../../core/errors.ts';
 import type { EventRecord } from '../../core/event.ts';
 import { nextOccurrence, nextOccurrences } from '../../core/occurrences.ts';
 import { shardOf } from '../../core/shard.ts';
-import { advanceSchedule, MATERIALISER_DEFAULTS, occurrenceEvent, timingOf } from '../../scheduler/materialiser.ts';
+import { advanceSchedule, MATERIALISER_DEFAULTS, madeAheadMs, occurrenceEvent, timingOf } from '../../scheduler/materialiser.ts';
 import { OCCURRENCE_CANCEL_REASONS, type ScheduleMutateResult, type ScheduleRecord, type ScheduleSpec } from '../../store/schedules.ts';
 import type { AppDeps } from '../deps.ts';
 import { etag, toEventJson } from '../event-json.ts';
@@ -132,7 +132,7 @@ async function earliestPending(deps: AppDeps, tenantId: string, id: string): Pro
  */
 async function makeDueOccurrences(deps: AppDeps, s: ScheduleRecord, now: number): Promise<void> {
   if (s.paused) return;
-  const r = await advanceSchedule({ store: deps.store, logger: deps.logger, shardCount: deps.shardCount }, s, now, deps.scheduleHorizonMs ?? MATERIALISER_DEFAULTS.horizonMs);
+  const r = await advanceSchedule({ store: deps.store, logger: deps.logger, shardCount: deps.shardCount }, s, now, deps.scheduleAheadMs ?? madeAheadMs(MATERIALISER_DEFAULTS));
   if (r.created.length > 0) deps.onEventsChanged(r.created);
 }
 
