@@ -1,7 +1,8 @@
 /**
  * The HTTP API: createApp(deps) builds a Fastify instance, ready to listen() or inject().
  *
- * Request path: onRequest (auth, before the body is read) → JSON parse (bounded) → schema
+ * Request path: onRequest (auth, before the body is read) → preParsing (body limits of the route
+ * and the node, body-limits.ts) → JSON parse (in slices, json-slices.ts) → schema
  * validation (ajv: no coercion, no defaults, no removal, first error only, so the body the
  * handler sees is exactly the body received and hashed for idempotency) → handler → response
  * schema serialisation. Every failure goes through errors.ts.
@@ -12,7 +13,10 @@ import { Authenticator } from './auth.ts';
 import type { AppDeps } from './deps.ts';
 import { KnownDestinations } from './known-destinations.ts';
 import { PAYLOAD_DEPTH_MAX } from './event-input.ts';
-import { formatLimit, LIMIT_SPECS, limitBounds, type TenantLimits } from './limits.ts';
+import { DEFAULT_TENANT_LIMITS, formatLimit, LIMIT_SPECS, limitBounds, overLimit, type TenantLimits } from './limits.ts';
+import { BATCH_EVENT_BYTES, bodyBytesMaxOf, bodyKindOf, bodyLimitHook, BodyBudget, BODY_BYTES_IN_FLIGHT_MAX_DEFAULT, EVENT_FIELDS_BYTES_MAX, SMALL_BODY_BYTES_MAX } from './body-limits.ts';
+import { JsonBodyError, NATIVE_PARSE_CHARS_MAX, parseJsonSliced, pieceParser } from './json-slices.ts';
+import { BelfryError } from '../core/errors.ts';
 import { KEYS_LIVE_MAX } from './routes/keys.ts';
 import { TRANSITIONS_MAX } from './routes/event-actions.ts';
 import { LIST_EXAMINED_ROWS_MAX } from '../store/event-list-plan.ts';
@@ -42,9 +46,14 @@ const PARAM_LENGTH_MAX = 1_000;
 export const API_VERSION = '0.1.0';
 
 /** Bounds that are the same for every tenant, for the OpenAPI document. */
-function fixedLimits(bodyBytesMax: number): [string, string][] {
+function fixedLimits(bodyBytesMax: number, inFlightBytesMax: number): [string, string][] {
+  const batchDefault = bodyBytesMaxOf('batch', DEFAULT_TENANT_LIMITS, bodyBytesMax);
   return [
-    ['request body', `${bodyBytesMax} bytes, refused with 413 before parsing`],
+    [
+      'request body',
+      `${SMALL_BODY_BYTES_MAX} bytes; a body with one event or schedule: payloadBytesMax + ${EVENT_FIELDS_BYTES_MAX} bytes, at least ${SMALL_BODY_BYTES_MAX}; POST /v1/events/batch: batchEventsMax × ${BATCH_EVENT_BYTES} + payloadBytesMax bytes (${batchDefault} with the default limits), at least ${SMALL_BODY_BYTES_MAX}; never above ${bodyBytesMax}. Refused with 413 before parsing (at once when Content-Length says so, else when the bytes read pass it), and the connection is closed`,
+    ],
+    ['request bodies in flight', `${inFlightBytesMax} bytes per node (bodyBytesInFlightMax), from a body's first byte until its answer; past it 503 unavailable with Retry-After, before the body is read`],
     ['payload nesting', `${PAYLOAD_DEPTH_MAX} levels of objects and arrays`],
     ['ids and groups', `1-${ID_LENGTH_MAX} characters of [A-Za-z0-9._:@~=+-] (idLengthMax may lower it)`],
     ['destination names', '1-100 characters of [A-Za-z0-9._-]'],
@@ -60,9 +69,9 @@ function fixedLimits(bodyBytesMax: number): [string, string][] {
 }
 
 /** The document's description: what Belfry is, and every limit with its default. */
-function openApiDescription(bodyBytesMax: number): string {
+function openApiDescription(bodyBytesMax: number, inFlightBytesMax: number): string {
   const perTenant = LIMIT_SPECS.map((s) => `| \`${s.name}\` | ${formatLimit(s, s.default)} | ${limitBounds(s)} | ${s.protects} |`);
-  const fixed = fixedLimits(bodyBytesMax).map(([what, bound]) => `| ${what} | ${bound} |`);
+  const fixed = fixedLimits(bodyBytesMax, inFlightBytesMax).map(([what, bound]) => `| ${what} | ${bound} |`);
   return [
     'Durable, multi-tenant time-based event scheduler with reliable delivery.',
     '',
@@ -82,14 +91,14 @@ function openApiDescription(bodyBytesMax: number): string {
   ].join('\n');
 }
 
-async function registerOpenApi(app: FastifyInstance, bodyBytesMax: number): Promise<void> {
+async function registerOpenApi(app: FastifyInstance, bodyBytesMax: number, inFlightBytesMax: number): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
       info: {
         title: 'Belfry',
         version: API_VERSION,
-        description: openApiDescription(bodyBytesMax),
+        description: openApiDescription(bodyBytesMax, inFlightBytesMax),
       },
       components: {
         securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'a tenant API key (bk_...) or, for admin routes, the admin key' } },
@@ -110,14 +119,32 @@ async function registerOpenApi(app: FastifyInstance, bodyBytesMax: number): Prom
 /**
  * JSON only: text/plain (Fastify's other default) is refused with 415. An empty body is
  * `undefined`, so a bodiless POST that sends a JSON content type is not an error by itself.
+ *
+ * A body longer than NATIVE_PARSE_CHARS_MAX is parsed in slices (json-slices.ts); a batch's
+ * events are counted as they are read, so one with more than the tenant's batchEventsMax is
+ * refused before the rest is parsed.
  */
 function registerJsonParser(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('error', 'error');
+  const parsePiece = pieceParser(parseJson);
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if (body.length === 0) return done(null, undefined);
-    parseJson(request, body as string, done);
+    const text = body as string;
+    if (text.length === 0) return done(null, undefined);
+    if (text.length <= NATIVE_PARSE_CHARS_MAX) return parseJson(request, text, done);
+    const batchMax = bodyKindOf(request.method, request.routeOptions.url) === 'batch' && request.limits ? request.limits.batchEventsMax : undefined;
+    const topArrayMax =
+      batchMax === undefined ? undefined : { key: 'events', max: batchMax, over: () => overLimit('batchEventsMax', batchMax, 'events', `more than ${batchMax} events in one batch`) };
+    parseJsonSliced(text, parsePiece, { topArrayMax }).then(
+      (value) => done(null, value),
+      (err: unknown) => done(err instanceof JsonBodyError ? invalidJson(err) : (err as Error)),
+    );
   });
+}
+
+function invalidJson(err: JsonBodyError): BelfryError {
+  const message = err.message === 'not valid JSON' ? 'is not valid JSON' : `is not valid JSON: ${err.message}`;
+  return new BelfryError('invalid_request', `body ${message}`, [{ field: 'body', message }]);
 }
 
 export async function createApp(appDeps: AppDeps): Promise<FastifyInstance> {
@@ -155,7 +182,11 @@ export async function createApp(appDeps: AppDeps): Promise<FastifyInstance> {
   app.decorateRequest('limits', null as unknown as TenantLimits);
   registerJsonParser(app);
   registerErrorHandling(app, deps.logger, deps.limits.bodyBytesMax);
-  await registerOpenApi(app, deps.limits.bodyBytesMax);
+  const budget = new BodyBudget(deps.limits.bodyBytesInFlightMax ?? BODY_BYTES_IN_FLIGHT_MAX_DEFAULT);
+  app.decorate('bodyBudget', budget);
+  // On the root, so it runs for every route, after the scopes' onRequest hooks (auth, rate).
+  app.addHook('preParsing', bodyLimitHook({ budget, nodeLimits: deps.limits }));
+  await registerOpenApi(app, deps.limits.bodyBytesMax, budget.bytesMax);
 
   const auth = new Authenticator(deps.store, deps.clock, deps.adminKey);
   const quotas = deps.quotas ?? new TenantQuotas(deps.store, deps.clock, deps.limits, deps.counts);

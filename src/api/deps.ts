@@ -19,8 +19,10 @@ import type { DestinationHealthOutput } from './schemas/destinations.ts';
  * have its own, see limits.ts) and the bound on any request body, checked before parsing.
  */
 export interface ApiLimits extends TenantLimits {
-  /** Request bodies larger than this are refused with 413 before parsing. */
+  /** Request bodies larger than this are refused with 413 before parsing (each route has its own limit below it, body-limits.ts). */
   bodyBytesMax: number;
+  /** Bytes of request bodies in flight on the node at once (body-limits.ts); absent: BODY_BYTES_IN_FLIGHT_MAX_DEFAULT. */
+  bodyBytesInFlightMax?: number;
 }
 
 export const BODY_BYTES_MAX_DEFAULT = 64 * 1024 * 1024;

@@ -16,6 +16,7 @@
  * | --node-id          | BELFRY_NODE_ID            | nodeId            | random per run |
  * | --delivery-threads | BELFRY_DELIVERY_THREADS   | deliveryThreads   | 1 (0 on 1 core)|
  * | --schedule-horizon | BELFRY_SCHEDULE_HORIZON   | scheduleHorizon   | 10s            |
+ * | --body-bytes-in-flight-max | BELFRY_BODY_BYTES_IN_FLIGHT_MAX | bodyBytesInFlightMax | 33554432 (32 MiB) |
  *
  * Plus the default of every per-tenant limit (src/api/limits.ts), each overridable per tenant
  * through the admin API: flag `--<kebab-name>`, env `BELFRY_<SNAKE_NAME>`, file key `<name>`:
@@ -39,6 +40,7 @@ import { parseRetentionMs, RETENTION_DEFAULTS, RETENTION_STATES, type RetentionP
 import { CLEANER_BATCH_SIZE_MAX, CLEANER_DELETES_PER_SECOND_MAX, DEFAULT_CLEANER_OPTIONS } from '../scheduler/cleaner.ts';
 import { SHARD_COUNT_DEFAULT } from '../core/shard.ts';
 import { DELIVERY_THREADS_MAX } from '../channels/http/delivery-threads.ts';
+import { BODY_BYTES_IN_FLIGHT_MAX_DEFAULT, BODY_BYTES_IN_FLIGHT_MAX_MIN } from '../api/body-limits.ts';
 
 export interface NodeConfig {
   port: number;
@@ -61,6 +63,8 @@ export interface NodeConfig {
   deliveryThreads: number;
   /** How far ahead recurring schedules' occurrences are made into events (scheduler/materialiser.ts). */
   scheduleHorizonMs: number;
+  /** Bytes of request bodies being received and handled at once on this node (api/body-limits.ts); past it 503. */
+  bodyBytesInFlightMax: number;
   /** Default per-tenant limits. */
   limits: TenantLimits;
   /** Default retention periods per terminal state (a tenant may have its own). */
@@ -86,6 +90,7 @@ export const DEFAULT_CONFIG: NodeConfig = {
   // A thread of its own only where there is a second core to run it.
   deliveryThreads: availableParallelism() > 1 ? 1 : 0,
   scheduleHorizonMs: 10_000,
+  bodyBytesInFlightMax: BODY_BYTES_IN_FLIGHT_MAX_DEFAULT,
   limits: DEFAULT_TENANT_LIMITS,
   retention: RETENTION_DEFAULTS,
   retentionIntervalMs: DEFAULT_CLEANER_OPTIONS.intervalMs,
@@ -158,6 +163,7 @@ const SETTINGS: Setting[] = [
   { key: 'nodeId', flag: 'node-id', env: 'BELFRY_NODE_ID', parse: asString },
   { key: 'deliveryThreads', flag: 'delivery-threads', env: 'BELFRY_DELIVERY_THREADS', parse: asInt(0, DELIVERY_THREADS_MAX) },
   { key: 'scheduleHorizonMs', flag: 'schedule-horizon', env: 'BELFRY_SCHEDULE_HORIZON', parse: asDurationFrom1s },
+  { key: 'bodyBytesInFlightMax', flag: 'body-bytes-in-flight-max', env: 'BELFRY_BODY_BYTES_IN_FLIGHT_MAX', parse: asInt(BODY_BYTES_IN_FLIGHT_MAX_MIN, Number.MAX_SAFE_INTEGER) },
   ...LIMIT_SPECS.map(
     (spec): Setting => ({
       key: 'limits',

@@ -395,7 +395,7 @@ async function startNodeOnce(config: NodeConfig, opts: NodeOptions, owner: strin
     };
   };
 
-  const apiLimits = { ...DEFAULT_API_LIMITS, ...config.limits, ...opts.limits };
+  const apiLimits = { ...DEFAULT_API_LIMITS, ...config.limits, bodyBytesInFlightMax: config.bodyBytesInFlightMax, ...opts.limits };
   // Kafka sources: their events are checked and stored as POST /v1/events's are (source-ingest.ts).
   // One TenantQuotas for the API and the sources: a tenant's rate and pending estimate cover both.
   const quotas = new TenantQuotas(store, clock, apiLimits, counts);
