@@ -175,6 +175,7 @@ export function toScheduleJson(s: ScheduleRecord, now: number, nextCount = NEXT_
     fired: s.firedCount,
     missedCount: s.missedCount,
     lastOccurrenceAt: s.lastOccurrenceAt === null ? null : iso(s.lastOccurrenceAt),
+    lastMissed: s.lastMissed ? { at: iso(s.lastMissed.at), count: s.lastMissed.count, reason: s.lastMissed.reason } : null,
     next: occurrencesJson(spec, nextOccurrences(timingOf(spec), now, nextCount)),
     createdAt: iso(s.createdAt),
     updatedAt: iso(s.updatedAt),

@@ -31,6 +31,7 @@ import { Dispatcher } from '../dispatch/dispatcher.ts';
 import { Cleaner, type CleanerOptions } from '../scheduler/cleaner.ts';
 import { madeAheadMs, Materialiser, type MaterialiserOptions } from '../scheduler/materialiser.ts';
 import { OccurrenceGate } from '../scheduler/occurrence-gate.ts';
+import { occurrenceLimits, type OccurrenceLimits } from '../api/occurrence-limits.ts';
 import { SourceManager, type SourceManagerOptions } from '../sources/manager.ts';
 import { KafkaSourceReader } from '../sources/kafka/reader.ts';
 import { SourceIngest } from '../api/source-ingest.ts';
@@ -252,7 +253,10 @@ async function startNodeOnce(config: NodeConfig, opts: NodeOptions, owner: strin
     },
     onRoom: () => scheduler.roomFreed(),
   });
-  // Occurrences made ahead that reach their fire late follow their schedule's `missed` then.
+  // Occurrences made ahead that reach their fire late follow their schedule's `missed` then; each
+  // that fires is a scheduling request of its tenant, and each made a pending event (set below,
+  // once the tenant quotas exist).
+  let occurrenceQuota: OccurrenceLimits | undefined;
   const occurrences = new OccurrenceGate({
     store, clock, logger,
     onEventsChanged: (events) => {
@@ -261,6 +265,7 @@ async function startNodeOnce(config: NodeConfig, opts: NodeOptions, owner: strin
       announceDue(events);
     },
     onMissed: (n) => metrics.scheduleOccurrences.inc({ outcome: 'missed' }, n),
+    admitFire: async (tenantId) => (occurrenceQuota ? occurrenceQuota.admitFire(tenantId) : null),
   });
   scheduler = new Scheduler(
     {
@@ -298,6 +303,10 @@ async function startNodeOnce(config: NodeConfig, opts: NodeOptions, owner: strin
       onAdvanced: ({ made, missed }) => {
         if (made > 0) metrics.scheduleOccurrences.inc({ outcome: 'made' }, made);
         if (missed > 0) metrics.scheduleOccurrences.inc({ outcome: 'missed' }, missed);
+      },
+      limits: {
+        admitMade: async (tenantId, n) => (occurrenceQuota ? occurrenceQuota.admitMade(tenantId, n) : null),
+        made: (tenantId, n) => occurrenceQuota?.made(tenantId, n),
       },
     },
     { horizonMs: Math.max(config.scheduleHorizonMs, config.lookaheadMs), refillMs: Math.max(config.scheduleHorizonMs, config.lookaheadMs), ...opts.materialiser },
@@ -399,6 +408,7 @@ async function startNodeOnce(config: NodeConfig, opts: NodeOptions, owner: strin
   // Kafka sources: their events are checked and stored as POST /v1/events's are (source-ingest.ts).
   // One TenantQuotas for the API and the sources: a tenant's rate and pending estimate cover both.
   const quotas = new TenantQuotas(store, clock, apiLimits, counts);
+  occurrenceQuota = occurrenceLimits(quotas);
   const sourceIngest = new SourceIngest({
     store,
     clock,

@@ -47,7 +47,7 @@ async function createSchedule(id: string, o: { everyMs?: number; cron?: string; 
   };
   const s: ScheduleRecord = {
     tenantId: TENANT, id, shard: 0, version: 1, spec, paused: false, nextAt: nextOccurrence(timingOf(spec), spec.startAt - 1),
-    catchUpLeft: spec.catchUpMax, firedCount: 0, missedCount: 0, lastOccurrenceAt: null, createdAt: T0, updatedAt: T0,
+    catchUpLeft: spec.catchUpMax, firedCount: 0, missedCount: 0, lastOccurrenceAt: null, lastMissed: null, createdAt: T0, updatedAt: T0,
   };
   assert.equal((await store.scheduleCreate({ schedule: s, perTenantMax: 10 })).kind, 'created');
   return s;
@@ -208,7 +208,7 @@ describe('materialiser on PostgreSQL', () => {
       for (const [k, id] of scheduleIds.entries()) {
         const s = spec((k + 1) * SEC);
         const r = await pgStore.scheduleCreate({
-          schedule: { tenantId: TENANT, id, shard: k, version: 1, spec: s, paused: false, nextAt: T0, catchUpLeft: 100, firedCount: 0, missedCount: 0, lastOccurrenceAt: null, createdAt: T0, updatedAt: T0 },
+          schedule: { tenantId: TENANT, id, shard: k, version: 1, spec: s, paused: false, nextAt: T0, catchUpLeft: 100, firedCount: 0, missedCount: 0, lastOccurrenceAt: null, lastMissed: null, createdAt: T0, updatedAt: T0 },
           perTenantMax: 10,
         });
         assert.equal(r.kind, 'created');

@@ -28,7 +28,7 @@ import { canonicalJson, sha256Hex } from '../core/ids.ts';
 import { MISSED_AFTER_MS_DEFAULT, MISSED_AFTER_MS_MIN, planAdvance, type MissedRule } from '../core/missed.ts';
 import type { ScheduleTiming } from '../core/occurrences.ts';
 import { shardOf } from '../core/shard.ts';
-import { occurrenceId, type ScheduleRecord, type ScheduleSpec } from '../store/schedules.ts';
+import { occurrenceId, type ScheduleMissed, type ScheduleRecord, type ScheduleSpec } from '../store/schedules.ts';
 import type { NewEvent, Store } from '../store/store.ts';
 
 /** Schedules read per batch of the due list. */
@@ -75,6 +75,14 @@ export interface MaterialiserDeps {
   onEventsCreated(events: EventRecord[]): void;
   /** Told of each advance's counts (metrics). */
   onAdvanced?(counts: { made: number; missed: number }): void;
+  /**
+   * The tenant's pending-events quota (api/occurrence-limits.ts): occurrences it refuses are counted
+   * missed with its reason. Absent: none.
+   */
+  limits?: {
+    admitMade(tenantId: string, n: number): Promise<string | null>;
+    made(tenantId: string, n: number): void;
+  };
 }
 
 export interface PassResult {
@@ -91,6 +99,22 @@ export interface PassResult {
 export function timingOf(spec: Pick<ScheduleSpec, 'cron' | 'everyMs' | 'timezone' | 'startAt' | 'endAt'>): ScheduleTiming {
   if (spec.everyMs !== null) return { kind: 'every', everyMs: spec.everyMs, startAt: spec.startAt, endAt: spec.endAt };
   return { kind: 'cron', cron: spec.cron ?? '', zone: spec.timezone, startAt: spec.startAt, endAt: spec.endAt };
+}
+
+/** The most of `n` occurrences the tenant's limits admit now (n, then halves, down to 0), and why not more. */
+async function admitCount(limits: NonNullable<MaterialiserDeps['limits']>, tenantId: string, n: number): Promise<{ admitted: number; reason: string | null }> {
+  let reason: string | null = null;
+  for (let k = n; k > 0; k = Math.floor(k / 2)) {
+    const refused = await limits.admitMade(tenantId, k);
+    if (refused === null) return { admitted: k, reason };
+    reason ??= refused;
+  }
+  return { admitted: 0, reason };
+}
+
+/** Why occurrences a late stretch held were missed. */
+function lateReason(spec: ScheduleSpec): string {
+  return `late: they could not fire within missedAfter (${spec.missedAfterMs ?? MISSED_AFTER_MS_DEFAULT} ms) of their time (the node stopped, their shard moved, or the schedule was paused); missed is ${spec.missed}`;
 }
 
 /** The `missed` rule of a spec. */
@@ -112,7 +136,7 @@ export interface AdvanceResult {
  * Any node may call it for any schedule: the compare-and-swap makes a second caller write nothing.
  */
 export async function advanceSchedule(
-  deps: Pick<MaterialiserDeps, 'store' | 'logger' | 'shardCount'>,
+  deps: Pick<MaterialiserDeps, 'store' | 'logger' | 'shardCount' | 'limits'>,
   s: ScheduleRecord,
   now: number,
   aheadMs: number,
@@ -120,27 +144,50 @@ export async function advanceSchedule(
   if (s.paused || s.nextAt === null) return { created: [], missed: 0, lost: false };
   const plan = planAdvance(timingOf(s.spec), missedRuleOf(s.spec), s.nextAt, now, aheadMs, OCCURRENCES_PER_ADVANCE_MAX);
   if (plan.make.length === 0 && plan.missed === 0 && plan.nextAt === s.nextAt) return { created: [], missed: 0, lost: false };
-  const events = plan.make.map((at) => occurrenceEvent(s, at, deps.shardCount));
+  let make = plan.make;
+  let nextAt = plan.nextAt;
+  let missed = plan.missed;
+  let lastMissed: ScheduleMissed | null = missed > 0 ? { at: now, count: missed, reason: lateReason(s.spec) } : null;
+  if (deps.limits && make.length > 0) {
+    // The tenant's pending-events quota: as many as it admits are made. Of the others, those
+    // whose time has come can wait no longer (missed, with the quota as the reason); the cursor
+    // stops at the first that can, and a later pass asks again.
+    const { admitted, reason } = await admitCount(deps.limits, s.tenantId, make.length);
+    if (admitted < make.length) {
+      const rest = make.slice(admitted);
+      const waiting = rest.findIndex((at) => at > now);
+      const refusedNow = waiting === -1 ? rest.length : waiting;
+      if (refusedNow > 0) {
+        missed += refusedNow;
+        lastMissed = { at: now, count: refusedNow, reason: reason ?? 'refused by a tenant limit' };
+      }
+      if (waiting !== -1) nextAt = rest[waiting];
+      make = make.slice(0, admitted);
+    }
+  }
+  const events = make.map((at) => occurrenceEvent(s, at, deps.shardCount));
   const result = await deps.store.scheduleAdvance({
     tenantId: s.tenantId,
     id: s.id,
     version: s.version,
     fromNextAt: s.nextAt,
-    nextAt: plan.nextAt,
+    nextAt,
     catchUpLeft: s.spec.catchUpMax,
     // `fired` counts deliveries started (occurrence-gate.ts), not occurrences made.
     firedAdd: 0,
-    missedAdd: plan.missed,
-    lastOccurrenceAt: plan.make.length > 0 ? plan.make[plan.make.length - 1] : null,
+    missedAdd: missed,
+    lastMissed,
+    lastOccurrenceAt: make.length > 0 ? make[make.length - 1] : null,
     events,
     now,
   });
   if (!result.applied) return { created: [], missed: 0, lost: true };
   const created = result.results.filter((r) => r.kind === 'created').map((r) => r.event);
+  if (created.length > 0) deps.limits?.made(s.tenantId, created.length);
   const conflicts = result.results.filter((r) => r.kind === 'conflict').length;
   if (conflicts > 0) deps.logger.warn({ schedule: s.id, tenantId: s.tenantId, conflicts }, 'occurrences already stored with another body were kept as stored');
-  if (plan.missed > 0) deps.logger.info({ schedule: s.id, tenantId: s.tenantId, missed: plan.missed, late: plan.lateMade }, 'schedule occurrences missed');
-  return { created, missed: plan.missed, lost: false };
+  if (missed > 0) deps.logger.info({ schedule: s.id, tenantId: s.tenantId, missed, reason: lastMissed?.reason }, 'schedule occurrences missed');
+  return { created, missed, lost: false };
 }
 
 /**

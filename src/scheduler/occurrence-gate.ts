@@ -20,12 +20,12 @@ import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import type { EventRecord } from '../core/event.ts';
 import { MISSED_AFTER_MS_DEFAULT, MISSED_AFTER_MS_MIN, occurrenceFires } from '../core/missed.ts';
-import type { ScheduleCountsDelta, ScheduleRecord } from '../store/schedules.ts';
+import type { ScheduleCountsDelta, ScheduleMissed, ScheduleRecord } from '../store/schedules.ts';
 import type { DueRef, Store } from '../store/store.ts';
 import { timingOf } from './materialiser.ts';
 
-/** How long a schedule read for the gate is used before it is read again. */
-const SCHEDULE_CACHE_MS = 1_000;
+/** How long a schedule read for the gate is used before it is read again (its `missed` rule may be that stale). */
+const SCHEDULE_CACHE_MS = 5_000;
 /** Schedules kept in the cache at most (the cache is cleared when full). */
 const SCHEDULE_CACHE_MAX = 10_000;
 /** Schedules with counts not yet written, at most; one more flushes first. */
@@ -40,6 +40,11 @@ export interface OccurrenceGateDeps {
   onEventsChanged(events: EventRecord[]): void;
   /** Told of each occurrence missed at its fire (metrics). */
   onMissed?(count: number): void;
+  /**
+   * The tenant's scheduling rate (api/occurrence-limits.ts): null when one more occurrence may
+   * fire now, else why not (it is then canceled and counted missed). Absent: none.
+   */
+  admitFire?(tenantId: string): Promise<string | null>;
 }
 
 /** The schedule id and time of an occurrence id, or null when `id` is not shaped like one. */
@@ -67,34 +72,43 @@ export class OccurrenceGate {
    * out. Without a late occurrence among them, `due` itself, with no store read.
    */
   async beforeClaim(due: DueRef[], now: number): Promise<DueRef[]> {
-    let late: { ref: DueRef; scheduleId: string; at: number }[] | null = null;
+    let judged: { ref: DueRef; scheduleId: string; at: number }[] | null = null;
     for (const ref of due) {
-      if (now - ref.dueAt <= MISSED_AFTER_MS_MIN) continue;
+      // Only late first fires are judged by the missed rule; every first fire by the rate, if any.
+      if (now - ref.dueAt <= MISSED_AFTER_MS_MIN && !this.deps.admitFire) continue;
       const occ = parseOccurrenceId(ref.id);
       if (occ === null || occ.at !== ref.dueAt) continue;
-      (late ??= []).push({ ref, ...occ });
+      (judged ??= []).push({ ref, ...occ });
     }
-    if (late === null) return due;
+    if (judged === null) return due;
     const skipped = new Set<DueRef>();
     const canceled: EventRecord[] = [];
-    for (const { ref, scheduleId, at } of late) {
+    for (const { ref, scheduleId, at } of judged) {
       const schedule = await this.schedule(ref.tenantId, scheduleId).catch(() => null);
       if (schedule === null) continue;
-      const spec = schedule.spec;
-      const rule = { missed: spec.missed, catchUpMax: spec.catchUpMax, missedAfterMs: spec.missedAfterMs ?? MISSED_AFTER_MS_DEFAULT };
-      if (occurrenceFires(timingOf(spec), rule, at, now)) continue;
-      const reason = `missed: ${now - at} ms late, more than missedAfter (${rule.missedAfterMs} ms); the schedule's missed is ${rule.missed}`;
+      const reason = await this.refusal(schedule, ref, at, now);
+      if (reason === null) continue;
       const r = await this.deps.store.eventCancel({ tenantId: ref.tenantId, id: ref.id, expectedVersion: ref.version, now, reason });
       skipped.add(ref);
       if (r.kind !== 'ok') continue; // changed meanwhile: the claim would have skipped it too
       canceled.push(r.event);
-      this.count(ref.tenantId, scheduleId, 0, 1);
+      this.count(ref.tenantId, scheduleId, 0, 1, { at: now, count: 1, reason });
     }
     if (canceled.length > 0) {
       this.deps.onMissed?.(canceled.length);
       this.deps.onEventsChanged(canceled);
     }
     return skipped.size === 0 ? due : due.filter((r) => !skipped.has(r));
+  }
+
+  /** Why occurrence `at` of `schedule` may not fire at `now` (its schedule's missed rule, the tenant's rate), or null. */
+  private async refusal(schedule: ScheduleRecord, ref: DueRef, at: number, now: number): Promise<string | null> {
+    const spec = schedule.spec;
+    const rule = { missed: spec.missed, catchUpMax: spec.catchUpMax, missedAfterMs: spec.missedAfterMs ?? MISSED_AFTER_MS_DEFAULT };
+    if (now - at > rule.missedAfterMs && !occurrenceFires(timingOf(spec), rule, at, now)) {
+      return `missed: ${now - at} ms late, more than missedAfter (${rule.missedAfterMs} ms); the schedule's missed is ${rule.missed}`;
+    }
+    return this.deps.admitFire ? this.deps.admitFire(ref.tenantId) : null;
   }
 
   /** Claimed events: an occurrence's first attempt counts as fired (a delivery started). */
@@ -106,14 +120,15 @@ export class OccurrenceGate {
     }
   }
 
-  private count(tenantId: string, id: string, firedAdd: number, missedAdd: number): void {
+  private count(tenantId: string, id: string, firedAdd: number, missedAdd: number, lastMissed: ScheduleMissed | null = null): void {
     const key = `${tenantId}\u0000${id}`;
     const d = this.pending.get(key);
     if (d) {
       d.firedAdd += firedAdd;
       d.missedAdd += missedAdd;
+      if (lastMissed) d.lastMissed = d.lastMissed ? { ...lastMissed, count: d.lastMissed.count + lastMissed.count } : lastMissed;
     } else if (this.pending.size < 2 * COUNTS_PENDING_MAX) {
-      this.pending.set(key, { tenantId, id, firedAdd, missedAdd });
+      this.pending.set(key, { tenantId, id, firedAdd, missedAdd, lastMissed });
     } else {
       // The store has been refusing writes for long: counts are for display, memory is bounded.
       this.deps.logger.warn({ tenantId, schedule: id }, 'schedule counts dropped: too many waiting to be written');
@@ -133,7 +148,7 @@ export class OccurrenceGate {
       .scheduleCountsAdd({ deltas })
       .catch((err: unknown) => {
         this.deps.logger.warn({ err, schedules: deltas.length }, 'writing schedule counts failed; kept for the next write');
-        for (const d of deltas) this.count(d.tenantId, d.id, d.firedAdd, d.missedAdd);
+        for (const d of deltas) this.count(d.tenantId, d.id, d.firedAdd, d.missedAdd, d.lastMissed ?? null);
       })
       .finally(() => {
         this.flushing = null;

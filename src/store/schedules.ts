@@ -64,8 +64,18 @@ export interface ScheduleRecord {
   missedCount: number;
   /** The latest occurrence made into an event. */
   lastOccurrenceAt: number | null;
+  /** Why the latest missed occurrences were missed; null when none was. */
+  lastMissed: ScheduleMissed | null;
   createdAt: number;
   updatedAt: number;
+}
+
+/** Occurrences counted missed together, and why. */
+export interface ScheduleMissed {
+  /** When they were counted. */
+  at: number;
+  count: number;
+  reason: string;
 }
 
 export type ScheduleCreateResult =
@@ -117,6 +127,8 @@ export interface ScheduleCountsDelta {
   id: string;
   firedAdd: number;
   missedAdd: number;
+  /** Why the latest of `missedAdd` was missed; null keeps the one stored. */
+  lastMissed?: ScheduleMissed | null;
 }
 
 /**
@@ -141,6 +153,8 @@ export interface ScheduleAdvanceParams {
   catchUpLeft: number;
   firedAdd: number;
   missedAdd: number;
+  /** Why `missedAdd` were missed (kept as the schedule's lastMissed); null keeps the one stored. */
+  lastMissed?: ScheduleMissed | null;
   lastOccurrenceAt: number | null;
   /** The occurrences' events, inserted in the same transaction (idempotent by id). */
   events: NewEvent[];

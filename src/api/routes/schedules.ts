@@ -13,6 +13,7 @@ import { shardOf } from '../../core/shard.ts';
 import { advanceSchedule, MATERIALISER_DEFAULTS, madeAheadMs, occurrenceEvent, timingOf } from '../../scheduler/materialiser.ts';
 import { OCCURRENCE_CANCEL_REASONS, type ScheduleMutateResult, type ScheduleRecord, type ScheduleSpec } from '../../store/schedules.ts';
 import type { AppDeps } from '../deps.ts';
+import { occurrenceLimits } from '../occurrence-limits.ts';
 import { etag, toEventJson } from '../event-json.ts';
 import { checkTiming, firstOccurrence, occurrencesJson, toScheduleJson, toScheduleSpec, type ScheduleInput } from '../schedule-input.ts';
 import { BEARER_SECURITY, errorResponses, IfMatchHeaders } from '../schemas/common.ts';
@@ -132,7 +133,8 @@ async function earliestPending(deps: AppDeps, tenantId: string, id: string): Pro
  */
 async function makeDueOccurrences(deps: AppDeps, s: ScheduleRecord, now: number): Promise<void> {
   if (s.paused) return;
-  const r = await advanceSchedule({ store: deps.store, logger: deps.logger, shardCount: deps.shardCount }, s, now, deps.scheduleAheadMs ?? madeAheadMs(MATERIALISER_DEFAULTS));
+  const limits = deps.quotas ? occurrenceLimits(deps.quotas) : undefined;
+  const r = await advanceSchedule({ store: deps.store, logger: deps.logger, shardCount: deps.shardCount, limits }, s, now, deps.scheduleAheadMs ?? madeAheadMs(MATERIALISER_DEFAULTS));
   if (r.created.length > 0) deps.onEventsChanged(r.created);
 }
 
@@ -169,6 +171,7 @@ async function createSchedule(deps: AppDeps, request: FastifyRequest<{ Body: Sch
     firedCount: 0,
     missedCount: 0,
     lastOccurrenceAt: null,
+    lastMissed: null,
     createdAt: ctx.now,
     updatedAt: ctx.now,
   };

@@ -104,6 +104,11 @@ export const ScheduleJson = Type.Object({
   fired: Type.Integer({ description: 'occurrences whose delivery started' }),
   missedCount: Type.Integer({ description: 'occurrences that did not fire because they were missed (see `missed`), or were refused by a tenant limit' }),
   lastOccurrenceAt: Nullable(TimeOutput),
+  lastMissed: Nullable(Type.Object({
+    at: TimeOutput,
+    count: Type.Integer({ description: 'how many were missed then' }),
+    reason: Type.String({ description: 'why: late (missedAfter), or the tenant limit that refused them' }),
+  }, { description: 'the latest occurrences counted missed, and why' })),
   next: Type.Array(OccurrenceJson, { description: 'the next occurrences from now (none left: empty)' }),
   createdAt: TimeOutput,
   updatedAt: TimeOutput,

@@ -28,6 +28,7 @@ function newSchedule(tenantId: string, id: string, o: Partial<ScheduleRecord> = 
     firedCount: 0,
     missedCount: 0,
     lastOccurrenceAt: null,
+    lastMissed: null,
     createdAt: T0,
     updatedAt: T0,
     ...o,

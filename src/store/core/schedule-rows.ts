@@ -1,5 +1,5 @@
 /** Schedule rows as both backends return them, and their mapping to records. */
-import type { ScheduleMutateResult, ScheduleRecord, ScheduleSpec, ScheduleUpdateParams } from '../schedules.ts';
+import type { ScheduleMissed, ScheduleMutateResult, ScheduleRecord, ScheduleSpec, ScheduleUpdateParams } from '../schedules.ts';
 
 export interface ScheduleRow {
   tenant_id: string;
@@ -14,12 +14,13 @@ export interface ScheduleRow {
   fired_count: number;
   missed_count: number;
   last_occurrence_at: number | null;
+  last_missed: string | null;
   created_at: number;
   updated_at: number;
 }
 
 export const SCHEDULE_COLUMNS = `tenant_id, id, shard, version, spec, paused, next_at, catch_up_left, fired_count,
-  missed_count, last_occurrence_at, created_at, updated_at`;
+  missed_count, last_occurrence_at, created_at, updated_at, last_missed`;
 
 export function scheduleFromRow(r: ScheduleRow): ScheduleRecord {
   return {
@@ -34,6 +35,7 @@ export function scheduleFromRow(r: ScheduleRow): ScheduleRecord {
     firedCount: Number(r.fired_count),
     missedCount: Number(r.missed_count),
     lastOccurrenceAt: r.last_occurrence_at,
+    lastMissed: r.last_missed === null ? null : (JSON.parse(r.last_missed) as ScheduleMissed),
     createdAt: r.created_at,
     updatedAt: r.updated_at,
   };

@@ -34,7 +34,7 @@ const SQL = {
   // ($1 tenantId, $2 id) → ScheduleRow | none, row-locked until the transaction ends.
   scheduleGetForUpdate: `SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE tenant_id = $1 AND id = $2 FOR UPDATE`,
   // ($1..$13 every column in SCHEDULE_COLUMNS order) → nothing.
-  scheduleInsert: `INSERT INTO schedules (${SCHEDULE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+  scheduleInsert: `INSERT INTO schedules (${SCHEDULE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
   // ($1 tenantId, $2 afterId, $3 limit) → ScheduleRow[] by id.
   scheduleList: `SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE tenant_id = $1 AND id > $2 ORDER BY id LIMIT $3`,
   // ($1 tenantId, $2 id, $3 version, $4 spec, $5 paused, $6 nextAt, $7 catchUpLeft, $8 updatedAt) → nothing.
@@ -52,8 +52,9 @@ const SQL = {
     WHERE NOT paused AND next_at IS NOT NULL AND tenant_id > $2 AND next_at < $1 AND ($4::int[] IS NULL OR shard = ANY ($4::int[]))
     ORDER BY tenant_id, next_at LIMIT $3`,
   // ($1 tenantIds text[], $2 ids text[], $3 firedAdds int[], $4 missedAdds int[]) → nothing.
-  scheduleCountsAdd: `UPDATE schedules s SET fired_count = s.fired_count + d.fired, missed_count = s.missed_count + d.missed
-    FROM unnest($1::text[], $2::text[], $3::int[], $4::int[]) AS d(tenant_id, id, fired, missed)
+  scheduleCountsAdd: `UPDATE schedules s SET fired_count = s.fired_count + d.fired, missed_count = s.missed_count + d.missed,
+      last_missed = coalesce(d.last_missed, s.last_missed)
+    FROM unnest($1::text[], $2::text[], $3::int[], $4::int[], $5::text[]) AS d(tenant_id, id, fired, missed, last_missed)
     WHERE s.tenant_id = d.tenant_id AND s.id = d.id`,
   // ($1 tenantId, $2 id, $3 shard, $4 grp, $5 fireAt, $6 destination, $7 destinationName, $8 payload, $9 headers,
   //  $10 retry, $11 expireAt, $12 tags, $13 requestHash, $14 queue, $15 type, $16 now) → EventRow when
@@ -75,7 +76,8 @@ const SQL = {
   // ($1 tenantId, $2 id, $3 version, $4 fromNextAt, $5 nextAt, $6 catchUpLeft, $7 firedAdd, $8 missedAdd,
   //  $9 lastOccurrenceAt, $10 now) → one row when the schedule was still at (version, fromNextAt), not paused.
   scheduleAdvance: `UPDATE schedules SET next_at = $5, catch_up_left = $6, fired_count = fired_count + $7,
-    missed_count = missed_count + $8, last_occurrence_at = coalesce($9, last_occurrence_at), updated_at = $10
+    missed_count = missed_count + $8, last_occurrence_at = coalesce($9, last_occurrence_at), updated_at = $10,
+    last_missed = coalesce($11::text, last_missed)
     WHERE tenant_id = $1 AND id = $2 AND version = $3 AND next_at = $4 AND NOT paused RETURNING 1 AS ok`,
   // ($1 tenantId, $2 lo, $3 hi, $4 limit) → EventRow[]: events with lo ≤ id < hi, newest id first (primary key, collation C).
   occurrenceList: `SELECT ${EVENT_COLUMNS} FROM events WHERE tenant_id = $1 AND id >= $2 AND id < $3 ORDER BY id DESC LIMIT $4`,
@@ -87,7 +89,7 @@ function q<R extends pg.QueryResultRow>(db: Queryable, name: keyof typeof SQL, v
 
 function columns(s: Sch.ScheduleRecord): unknown[] {
   return [s.tenantId, s.id, s.shard, s.version, JSON.stringify(s.spec), s.paused, s.nextAt, s.catchUpLeft, s.firedCount,
-    s.missedCount, s.lastOccurrenceAt, s.createdAt, s.updatedAt];
+    s.missedCount, s.lastOccurrenceAt, s.createdAt, s.updatedAt, s.lastMissed ? JSON.stringify(s.lastMissed) : null];
 }
 
 export class PostgresSchedules implements Sch.ScheduleStore {
@@ -150,13 +152,14 @@ export class PostgresSchedules implements Sch.ScheduleStore {
   async scheduleCountsAdd(p: { deltas: Sch.ScheduleCountsDelta[] }): Promise<void> {
     checkSchedulePage(p.deltas.length, 'scheduleCountsAdd');
     const d = p.deltas;
-    await q(this.pool, 'scheduleCountsAdd', [d.map((x) => x.tenantId), d.map((x) => x.id), d.map((x) => x.firedAdd), d.map((x) => x.missedAdd)]);
+    await q(this.pool, 'scheduleCountsAdd', [d.map((x) => x.tenantId), d.map((x) => x.id), d.map((x) => x.firedAdd), d.map((x) => x.missedAdd),
+      d.map((x) => (x.lastMissed ? JSON.stringify(x.lastMissed) : null))]);
   }
 
   async scheduleAdvance(p: Sch.ScheduleAdvanceParams): Promise<Sch.ScheduleAdvanceResult> {
     return inTransaction(this.pool, TX.begin, async (client) => {
       const swapped = await q(client, 'scheduleAdvance', [p.tenantId, p.id, p.version, p.fromNextAt, p.nextAt, p.catchUpLeft,
-        p.firedAdd, p.missedAdd, p.lastOccurrenceAt, p.now]);
+        p.firedAdd, p.missedAdd, p.lastOccurrenceAt, p.now, p.lastMissed ? JSON.stringify(p.lastMissed) : null]);
       if (swapped.rowCount !== 1) return { applied: false as const };
       const results = p.events.length > 0 ? await writes.insertMany(client, { events: p.events, now: p.now }) : [];
       for (let i = 0; i < results.length; i++) {

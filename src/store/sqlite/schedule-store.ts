@@ -22,7 +22,7 @@ const SQL = {
   scheduleGet: `SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE tenant_id = @tenantId AND id = @id`,
   // (every column) → changes 1.
   scheduleInsert: `INSERT INTO schedules (${SCHEDULE_COLUMNS}) VALUES (@tenantId, @id, @shard, @version, @spec, @paused,
-    @nextAt, @catchUpLeft, @firedCount, @missedCount, @lastOccurrenceAt, @createdAt, @updatedAt)`,
+    @nextAt, @catchUpLeft, @firedCount, @missedCount, @lastOccurrenceAt, @createdAt, @updatedAt, @lastMissed)`,
   // (@tenantId, @afterId, @limit) → ScheduleRow[] by id.
   scheduleList: `SELECT ${SCHEDULE_COLUMNS} FROM schedules WHERE tenant_id = @tenantId AND id > @afterId ORDER BY id LIMIT @limit`,
   // (@tenantId, @id, @version, @spec, @paused, @nextAt, @catchUpLeft, @updatedAt) → changes.
@@ -40,7 +40,8 @@ const SQL = {
     WHERE paused = 0 AND next_at IS NOT NULL AND tenant_id > @afterTenantId AND next_at < @beforeMs
     ORDER BY tenant_id, next_at LIMIT @limit`,
   // (@tenantId, @id, @firedAdd, @missedAdd) → changes.
-  scheduleCountsAdd: `UPDATE schedules SET fired_count = fired_count + @firedAdd, missed_count = missed_count + @missedAdd
+  scheduleCountsAdd: `UPDATE schedules SET fired_count = fired_count + @firedAdd, missed_count = missed_count + @missedAdd,
+      last_missed = coalesce(@lastMissed, last_missed)
     WHERE tenant_id = @tenantId AND id = @id`,
   // (@tenantId, @id, @shard, @grp, @fireAt, @destination, @destinationName, @payload, @headers, @retry, @expireAt, @tags,
   //  @requestHash, @queue, @type, @now) → EventRow when the event was an occurrence canceled by a
@@ -56,7 +57,8 @@ const SQL = {
   // (@tenantId, @id, @version, @fromNextAt, @nextAt, @catchUpLeft, @firedAdd, @missedAdd, @lastOccurrenceAt, @now)
   // → changes 1 when the schedule was still at (version, fromNextAt) and not paused.
   scheduleAdvance: `UPDATE schedules SET next_at = @nextAt, catch_up_left = @catchUpLeft, fired_count = fired_count + @firedAdd,
-    missed_count = missed_count + @missedAdd, last_occurrence_at = coalesce(@lastOccurrenceAt, last_occurrence_at), updated_at = @now
+    missed_count = missed_count + @missedAdd, last_occurrence_at = coalesce(@lastOccurrenceAt, last_occurrence_at),
+    last_missed = coalesce(@lastMissed, last_missed), updated_at = @now
     WHERE tenant_id = @tenantId AND id = @id AND version = @version AND next_at = @fromNextAt AND paused = 0`,
   // (@tenantId, @lo, @hi, @limit) → EventRow[]: events with lo ≤ id < hi, newest id first (the events' unique (tenant_id, id) index).
   occurrenceList: `SELECT ${EVENT_COLUMNS} FROM events WHERE tenant_id = @tenantId AND id >= @lo AND id < @hi ORDER BY id DESC LIMIT @limit`,
@@ -102,7 +104,7 @@ export class SqliteSchedules implements Sch.ScheduleStore {
       const existing = this.getNow(s.tenantId, s.id);
       if (existing) return { kind: 'exists', schedule: existing };
       if ((this.q.count.get({ tenantId: s.tenantId })?.n ?? 0) >= perTenantMax) return { kind: 'limit' };
-      this.q.insert.run({ ...s, spec: JSON.stringify(s.spec), paused: s.paused ? 1 : 0 });
+      this.q.insert.run({ ...s, spec: JSON.stringify(s.spec), paused: s.paused ? 1 : 0, lastMissed: s.lastMissed ? JSON.stringify(s.lastMissed) : null });
       return { kind: 'created', schedule: s };
     });
   }
@@ -153,7 +155,7 @@ export class SqliteSchedules implements Sch.ScheduleStore {
   async scheduleCountsAdd(p: { deltas: Sch.ScheduleCountsDelta[] }): Promise<void> {
     checkSchedulePage(p.deltas.length, 'scheduleCountsAdd');
     this.write(() => {
-      for (const d of p.deltas) this.q.countsAdd.run(d);
+      for (const d of p.deltas) this.q.countsAdd.run({ ...d, lastMissed: d.lastMissed ? JSON.stringify(d.lastMissed) : null });
     });
   }
 
@@ -173,8 +175,8 @@ export class SqliteSchedules implements Sch.ScheduleStore {
 
   async scheduleAdvance(p: Sch.ScheduleAdvanceParams): Promise<Sch.ScheduleAdvanceResult> {
     return this.write(() => {
-      const { events, ...rest } = p;
-      if (this.q.advance.run(rest).changes !== 1) return { applied: false };
+      const { events, lastMissed, ...rest } = p;
+      if (this.q.advance.run({ ...rest, lastMissed: lastMissed ? JSON.stringify(lastMissed) : null }).changes !== 1) return { applied: false };
       const results = events.length > 0 ? this.insertMany({ events, now: p.now }) : [];
       for (let i = 0; i < results.length; i++) {
         if (results[i].kind === 'created') continue;

@@ -1,0 +1,42 @@
+/**
+ * The tenant limits a schedule's occurrences count against, as API creates do: each occurrence
+ * made is a pending event (pendingEventsMax, checked when it is made), and each that fires is one
+ * scheduling request (scheduleRequestsPerSecond, taken when it fires: as if the occurrence were
+ * created at its own time, so a schedule made ahead is not charged a horizon's worth at once). An
+ * occurrence a limit refuses is counted missed, with the limit as the reason.
+ */
+import { BelfryError } from '../core/errors.ts';
+import type { TenantQuotas } from './tenant-quotas.ts';
+
+export interface OccurrenceLimits {
+  /** Null when `n` more occurrences of the tenant may be made pending now; otherwise why not. */
+  admitMade(tenantId: string, n: number): Promise<string | null>;
+  /** Tells what was made (the tenant's pending estimate). */
+  made(tenantId: string, n: number): void;
+  /** Null when one occurrence of the tenant may fire now; otherwise why not. */
+  admitFire(tenantId: string): Promise<string | null>;
+}
+
+export function occurrenceLimits(quotas: TenantQuotas): OccurrenceLimits {
+  return {
+    async admitMade(tenantId, n) {
+      if (n <= 0) return null;
+      const limits = await quotas.limits(tenantId);
+      try {
+        await quotas.checkPending(tenantId, n, limits.pendingEventsMax);
+        return null;
+      } catch (err) {
+        if (!(err instanceof BelfryError)) throw err;
+        return `refused by the tenant's pendingEventsMax (${limits.pendingEventsMax}): ${err.message}`;
+      }
+    },
+    made(tenantId, n) {
+      quotas.pendingAdded(tenantId, n);
+    },
+    async admitFire(tenantId) {
+      const limits = await quotas.limits(tenantId);
+      const { granted } = quotas.takeScheduleRequestsUpTo(tenantId, limits.scheduleRequestsPerSecond, 1);
+      return granted === 1 ? null : `refused by the tenant's scheduleRequestsPerSecond (${limits.scheduleRequestsPerSecond} per second)`;
+    },
+  };
+}
