@@ -155,8 +155,9 @@ test('4 MiB of the costliest JSON (empty objects, nested arrays, many keys) neve
     });
     assert.deepEqual(got, want);
     console.log(`${name}: ${(text.length / 1048576).toFixed(2)} MiB; one JSON.parse ${nativeMs.toFixed(0)} ms; sliced ${totalMs.toFixed(0)} ms in all, event loop held at most ${blockMs.toFixed(1)} ms`);
-    // Generous, for a shared machine: slices are 4 ms, a piece parses in about 1 ms, and the
-    // garbage collector's pauses come on top (10-40 ms here); one JSON.parse took 300-600 ms.
-    assert.ok(blockMs < 150, `${name}: event loop held ${blockMs.toFixed(1)} ms`);
+    // Slices are 4 ms and a piece parses in about 1 ms, but the garbage collector's pauses come on
+    // top (10-40 ms here, more when other tests share the cores); one JSON.parse took 260-620 ms.
+    // So: well under one JSON.parse of the same text measured just before, whatever the load.
+    assert.ok(blockMs < Math.max(100, nativeMs / 2), `${name}: event loop held ${blockMs.toFixed(1)} ms (one JSON.parse: ${nativeMs.toFixed(0)} ms)`);
   }
 });
