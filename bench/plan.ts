@@ -8,6 +8,7 @@ import { limits } from './scenarios/limits.ts';
 import { precision } from './scenarios/precision.ts';
 import { pull } from './scenarios/pull.ts';
 import { readsMeasure } from './scenarios/reads.ts';
+import { schedules } from './scenarios/schedules.ts';
 import type { Scenario } from './scenarios/scenario.ts';
 import { SYSTEM_KEYS, type SystemKey } from './systems/system.ts';
 
@@ -95,6 +96,10 @@ function pullSteps(p: PlanOptions): Step[] {
   return belfryStores(p).map((store): Step => ({ kind: 'custom', title: `pull · belfry-${store}`, run: async () => [await pull(store, p.opts)] }));
 }
 
+function schedulesSteps(p: PlanOptions): Step[] {
+  return belfryStores(p).map((store): Step => ({ kind: 'custom', title: `schedules · belfry-${store}`, run: async () => [await schedules(store, p.opts)] }));
+}
+
 function limitsStep(): Step {
   return { kind: 'custom', title: 'limits', run: () => limits() };
 }
@@ -116,6 +121,8 @@ export function planSteps(name: string, p: PlanOptions): Step[] {
       return [limitsStep()];
     case 'pull':
       return pullSteps(p);
+    case 'schedules':
+      return schedulesSteps(p);
     case 'all':
       if (p.opts.n !== undefined || p.opts.rate !== undefined) throw new Error('--n and --rate do not apply to "all" (each scenario has its own size; precision runs at 1,000/s and 5,000/s)');
       return [
@@ -124,9 +131,10 @@ export function planSteps(name: string, p: PlanOptions): Step[] {
         ...sideBySide('fire', p, systems),
         ...sideBySide('precision', p, systems),
         ...burstSteps(p),
+        ...schedulesSteps(p),
         ...backlogSteps(p),
       ];
     default:
-      throw new Error(`unknown scenario "${name}" (ingest, fire, precision, burst, backlog, reads, limits, pull, all)`);
+      throw new Error(`unknown scenario "${name}" (ingest, fire, precision, burst, backlog, reads, limits, pull, schedules, all)`);
   }
 }

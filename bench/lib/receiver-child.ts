@@ -50,7 +50,8 @@ function record(id: string, receivedAt: number, json: unknown): void {
   }
   seen.add(id);
   stats.distinct++;
-  const fireAt = (json as { fireAt?: unknown } | null)?.fireAt;
+  // A schedule's occurrence carries its time in its id (`<schedule>@<UTC time>`), not its payload.
+  const fireAt = (json as { fireAt?: unknown } | null)?.fireAt ?? occurrenceAt(id);
   if (typeof fireAt !== 'number') {
     stats.unparsed++;
     return;
@@ -58,6 +59,12 @@ function record(id: string, receivedAt: number, json: unknown): void {
   if (receivedAt < fireAt) stats.early++;
   stats.fireAtMs.push(fireAt);
   stats.latenessMs.push(receivedAt - fireAt);
+}
+
+/** The time of an occurrence id `<schedule>@<UTC time>`, or undefined. */
+function occurrenceAt(id: string): number | undefined {
+  const at = Date.parse(id.slice(id.lastIndexOf('@') + 1));
+  return id.includes('@') && Number.isFinite(at) ? at : undefined;
 }
 
 function parseJson(body: Buffer): unknown {
