@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { GroupCommitter, WriteQueueFullError } from './group-commit.ts';
+import { GROUP_COMMIT_PAYLOAD_BYTES_MAX, GroupCommitter, WriteQueueFullError } from './group-commit.ts';
 import { openSqliteStore } from './sqlite/sqlite-store.ts';
 import { newEvent, newTenant } from './conformance/fixtures.ts';
 import type { EventInsertManyParams, EventInsertResult, NewEvent, Store } from './store.ts';
@@ -53,6 +53,45 @@ describe('GroupCommitter', async () => {
     await Promise.all(Array.from({ length: 10 }, (_, i) => gc.insert(Array.from({ length: 100 }, (_, j) => newEvent(tenant, `b-${i}-${j}`)))));
     assert.ok(calls.every((n) => n <= 250 && n % 100 === 0), `batches ${calls}`);
     assert.equal(calls.reduce((a, b) => a + b, 0), 1_000);
+  });
+
+  it('bounds a transaction in payload bytes (UTF-8, not characters); a request larger than the bound goes alone', async () => {
+    const tenant = await newTenant(store);
+    const calls: { ids: string[]; payloadBytes: number }[] = [];
+    const recording = {
+      eventInsertMany: (p: EventInsertManyParams) => {
+        calls.push({ ids: p.events.map((e) => e.id), payloadBytes: p.events.reduce((sum, e) => sum + Buffer.byteLength(e.payload), 0) });
+        return store.eventInsertMany(p);
+      },
+    };
+    const gc = new GroupCommitter(recording, () => Date.now(), { transactionPayloadBytesMax: 1_000 });
+    // All in the same turn: without the bound in bytes they would share one transaction.
+    const answers = await Promise.all([
+      gc.insert(events(tenant, 'a', 2, 300)), // 600 bytes
+      gc.insert(events(tenant, 'b', 1, 300)), // 900 with a
+      gc.insert(events(tenant, 'c', 1, 300)), // 1,200 with a and b: the next transaction
+      gc.insert(events(tenant, 'd', 3, 1_000)), // 3,000 bytes, more than the bound: alone
+      gc.insert(eventsOf(tenant, 'e', 1, 'é'.repeat(200))), // 200 characters, 402 bytes
+      gc.insert(eventsOf(tenant, 'f', 1, 'é'.repeat(200))), // 804 bytes with e: together
+      gc.insert(eventsOf(tenant, 'g', 1, 'é'.repeat(200))), // 1,206 with e and f: the next one
+    ]);
+    assert.deepEqual(
+      calls.map((c) => c.ids),
+      [['a-0', 'a-1', 'b-0'], ['c-0'], ['d-0', 'd-1', 'd-2'], ['e-0', 'f-0'], ['g-0']],
+    );
+    assert.deepEqual(calls.map((c) => c.payloadBytes), [900, 300, 3_000, 804, 402]);
+    assert.ok(answers.flat().every((r) => r.kind === 'created'));
+    assert.deepEqual(answers.map((r) => r.length), [2, 1, 1, 3, 1, 1, 1]);
+  });
+
+  it('by default merges up to 4 MiB of payloads in one transaction', async () => {
+    assert.equal(GROUP_COMMIT_PAYLOAD_BYTES_MAX, 4 * 1024 * 1024);
+    const tenant = await newTenant(store);
+    const calls: number[] = [];
+    const gc = new GroupCommitter({ eventInsertMany: (p) => (calls.push(p.events.length), store.eventInsertMany(p)) }, () => Date.now());
+    // Ten requests of 1 MiB of payloads (four events of 256 KiB each): four per transaction.
+    await Promise.all(Array.from({ length: 10 }, (_, i) => gc.insert(events(tenant, `m${i}`, 4, 256 * 1024))));
+    assert.deepEqual(calls, [16, 16, 8]);
   });
 
   it('rejects every caller of a failed transaction', async () => {
@@ -121,6 +160,11 @@ describe('GroupCommitter', async () => {
 /** `n` events with ids `<prefix>-<i>` and payloads of `payloadChars` characters. */
 function events(tenant: string, prefix: string, n: number, payloadChars = 2): NewEvent[] {
   return Array.from({ length: n }, (_, i) => ({ ...newEvent(tenant, `${prefix}-${i}`), payload: JSON.stringify('x'.repeat(payloadChars - 2)) }));
+}
+
+/** `n` events with ids `<prefix>-<i>` whose payload is the JSON string `text`. */
+function eventsOf(tenant: string, prefix: string, n: number, text: string): NewEvent[] {
+  return Array.from({ length: n }, (_, i) => ({ ...newEvent(tenant, `${prefix}-${i}`), payload: JSON.stringify(text) }));
 }
 
 /** A store whose inserts wait until `open()`: a disk or a primary that has fallen behind. */
