@@ -1,9 +1,17 @@
-/** SourceIngest over a real SQLite store: derived ids, batches, a message accepted or refused whole, the tenant's limits, idempotent redelivery, conflicts. */
+/**
+ * SourceIngest over a real SQLite store: derived ids, batches, a message accepted or refused whole,
+ * the tenant's limits, idempotent redelivery, conflicts; messages bounded by the batch route's
+ * limit and large ones parsed in slices.
+ */
 import assert from 'node:assert/strict';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
 import { SystemClock } from '../core/clock.ts';
 import type { SourceRecord } from '../store/sources.ts';
-import { bearer, makeTestApp, type TestApp } from '../../test/support/app.ts';
+import { ADMIN_KEY, bearer, makeTestApp, type TestApp } from '../../test/support/app.ts';
+import { bodyBytesMaxOf } from './body-limits.ts';
+import { DEFAULT_API_LIMITS } from './deps.ts';
+import { NATIVE_PARSE_CHARS_MAX } from './json-slices.ts';
 import { SourceIngest } from './source-ingest.ts';
 import { TenantQuotas } from './tenant-quotas.ts';
 
@@ -77,3 +85,101 @@ describe('SourceIngest', () => {
     assert.deepEqual(out[1], { kind: 'accepted', created: 1 });
   });
 });
+
+describe('SourceIngest: large messages (a tenant with the default limits, the node\'s 64 MiB bodyBytesMax)', () => {
+  const BATCH_LIMIT = bodyBytesMaxOf('batch', DEFAULT_API_LIMITS, Infinity);
+  let big: SourceIngest;
+  let bigSource: SourceRecord;
+
+  before(async () => {
+    // Tenant B back to the default limits (this file's node has batchEventsMax 3, payloadBytesMax 100).
+    const patch = await t.app.inject({
+      method: 'PATCH', url: `/v1/tenants/${t.tenantIdB}`, headers: bearer(ADMIN_KEY),
+      payload: { limits: { batchEventsMax: DEFAULT_API_LIMITS.batchEventsMax, payloadBytesMax: DEFAULT_API_LIMITS.payloadBytesMax } },
+    });
+    assert.equal(patch.statusCode, 200, patch.body);
+    const dest = await t.app.inject({ method: 'PUT', url: '/v1/destinations/hooks', headers: bearer(t.tenantKeyB), payload: { url: 'http://127.0.0.1:9/hook' } });
+    assert.equal(dest.statusCode, 201);
+    const clock = new SystemClock();
+    big = new SourceIngest({
+      store: t.store, clock, writer: t.deps.writer, quotas: new TenantQuotas(t.store, clock, t.deps.limits, t.deps.counts),
+      shardCount: 16, addressPolicy: t.deps.addressPolicy, messageBytesMax: DEFAULT_API_LIMITS.bodyBytesMax, onEventsCreated: () => {},
+    });
+    const put = await t.store.sourcePut({
+      tenantId: t.tenantIdB, name: 'big', perTenantMax: 10, now: 0,
+      spec: { kind: 'kafka', brokers: ['127.0.0.1:9092'], topic: 't', groupId: 'g', deadLetterTopic: null, start: 'earliest', sasl: null, ssl: false },
+    });
+    bigSource = put.kind === 'created' ? put.source : assert.fail('source not created');
+  });
+
+  it('refuses a message one byte over the batch route\'s limit (not the node\'s 64 MiB), naming it; accepts one at the limit', async () => {
+    assert.equal(BATCH_LIMIT, 4_358_144);
+    const over = Buffer.from(JSON.stringify({ destination: 'hooks', payload: 1 }).padEnd(BATCH_LIMIT + 1, ' '));
+    const atLimit = Buffer.from(JSON.stringify({ destination: 'hooks', payload: 2 }).padEnd(BATCH_LIMIT, ' '));
+    const [refused, accepted] = await big.ingest(bigSource, [
+      { partition: 0, offset: '1', value: over },
+      { partition: 0, offset: '2', value: atLimit },
+    ]);
+    assert.equal(refused.kind, 'rejected');
+    assert.match(refused.kind === 'rejected' ? refused.reason : '', /^payload_too_large: a message of 4358145 bytes: over the limit of 4358144 bytes .*batchEventsMax × 4096 \+ payloadBytesMax/);
+    assert.deepEqual(accepted, { kind: 'accepted', created: 1 });
+    assert.equal(await t.store.eventGet({ tenantId: t.tenantIdB, id: 'big:0:1:0' }), null);
+    assert.ok(await t.store.eventGet({ tenantId: t.tenantIdB, id: 'big:0:2:0' }));
+  });
+
+  it('parses a large message in slices: the same events as one JSON.parse, and a flood of items refused without holding the event loop', async () => {
+    // 1,000 events of object payloads, about 4 MiB: the value of each is what JSON.parse gives.
+    const items = Array.from({ length: 1_000 }, (_, i) => ({ id: `sliced-${i}`, destination: 'hooks', delay: '1h', payload: { i, rows: Array.from({ length: 170 }, (_, k) => ({ k, v: 'abcdef' })) } }));
+    const large = JSON.stringify({ events: items });
+    assert.ok(large.length > NATIVE_PARSE_CHARS_MAX && large.length <= BATCH_LIMIT, `${large.length} characters`);
+    const [outcome] = await big.ingest(bigSource, [{ partition: 0, offset: '10', value: Buffer.from(large) }]);
+    assert.deepEqual(outcome, { kind: 'accepted', created: 1_000 });
+    for (const i of [0, 499, 999]) {
+      const e = await t.store.eventGet({ tenantId: t.tenantIdB, id: `sliced-${i}` });
+      assert.deepEqual(JSON.parse(e!.payload), items[i].payload);
+    }
+
+    // A message of {} items at the limit: one JSON.parse of it holds the loop hundreds of ms.
+    const flood = Buffer.from(`{"events":[${'{},'.repeat(Math.floor((BATCH_LIMIT - 20) / 3) - 1)}{}]}`);
+    const t0 = performance.now();
+    JSON.parse(flood.toString('utf8'));
+    const nativeMs = performance.now() - t0;
+    const watched = await watchLoop(() => big.ingest(bigSource, [{ partition: 0, offset: '11', value: flood }]));
+    const [refused] = watched.result;
+    assert.equal(refused.kind, 'rejected');
+    assert.match(refused.kind === 'rejected' ? refused.reason : '', /^invalid_request: events: more than 1000 events in one message.*batchEventsMax/);
+    console.log(`a ${flood.length}-byte message of {} items: refused in ${watched.ms.toFixed(0)} ms, event loop held at most ${watched.delayMaxMs.toFixed(1)} ms (one JSON.parse of it: ${nativeMs.toFixed(0)} ms)`);
+    assert.ok(watched.delayMaxMs < Math.max(100, nativeMs / 2), `event loop held ${watched.delayMaxMs.toFixed(1)} ms (one JSON.parse: ${nativeMs.toFixed(0)} ms)`);
+  });
+
+  it('refuses what the API\'s parser refuses, small or large: a __proto__ key', async () => {
+    const small = Buffer.from('{"destination":"hooks","payload":{"__proto__":{"x":1}}}');
+    const large = Buffer.from(`{"events":[${Array.from({ length: 600 }, () => `{"destination":"hooks","payload":{"pad":"${'p'.repeat(500)}","__proto__":{"x":1}}}`).join(',')}]}`);
+    assert.ok(large.length > NATIVE_PARSE_CHARS_MAX);
+    const outcomes = await big.ingest(bigSource, [{ partition: 0, offset: '20', value: small }, { partition: 0, offset: '21', value: large }]);
+    const reasons = outcomes.map((o) => (o.kind === 'rejected' ? o.reason : 'accepted'));
+    assert.match(reasons[0], /not JSON: .*prototype/);
+    assert.match(reasons[1], /not JSON/);
+    assert.equal(await t.store.eventGet({ tenantId: t.tenantIdB, id: 'big:0:21:0' }), null);
+  });
+});
+
+/** Runs `work` while watching the event loop: the longest delay of a 1 ms timer, two ways. */
+async function watchLoop<T>(work: () => Promise<T>): Promise<{ result: T; delayMaxMs: number; ms: number }> {
+  const histogram = monitorEventLoopDelay({ resolution: 1 });
+  histogram.enable();
+  let last = performance.now();
+  let gapMax = 0;
+  const timer = setInterval(() => {
+    const now = performance.now();
+    gapMax = Math.max(gapMax, now - last);
+    last = now;
+  }, 1);
+  const t0 = performance.now();
+  const result = await work();
+  const ms = performance.now() - t0;
+  await new Promise((r) => setTimeout(r, 5));
+  clearInterval(timer);
+  histogram.disable();
+  return { result, delayMaxMs: Math.max(gapMax, histogram.max / 1e6), ms };
+}

@@ -13,8 +13,16 @@
  * The tenant's scheduleRequestsPerSecond: each message is one scheduling request, taken from the
  * bucket the API's requests take from (admit()); the reader waits for it instead of refusing, so a
  * source faster than its tenant's rate is slowed, never dropped.
+ *
+ * A message is bounded and parsed as a body of POST /v1/events/batch is (body-limits.ts,
+ * json-slices.ts): one larger than the batch route's limit for its tenant (batchEventsMax × 4 KiB
+ * + payloadBytesMax, within the node's bodyBytesMax) is refused before it is decoded; one longer
+ * than NATIVE_PARSE_CHARS_MAX is parsed in slices, its events counted as they are read, and its
+ * events checked in slices, so no message within the bound holds the event loop (and every timer)
+ * for long. Before, a message of up to bodyBytesMax (64 MiB) was one JSON.parse.
  */
 import { Ajv } from 'ajv';
+import secureJson from 'secure-json-parse';
 import type { AddressPolicy } from '../core/address.ts';
 import type { Clock } from '../core/clock.ts';
 import { BelfryError } from '../core/errors.ts';
@@ -22,9 +30,12 @@ import type { EventRecord } from '../core/event.ts';
 import type { SourceRecord } from '../store/sources.ts';
 import type { MessageOutcome, SourceMessage, SourceSink } from '../sources/kafka/reader.ts';
 import type { EventInsertResult, NewEvent, Store } from '../store/store.ts';
+import { BATCH_EVENT_BYTES, bodyBytesMaxOf, SMALL_BODY_BYTES_MAX } from './body-limits.ts';
 import { validationError, type AjvErrorLike } from './errors.ts';
 import { destinationLookup, toNewEvent, type EventInputContext } from './event-input.ts';
+import { JsonBodyError, NATIVE_PARSE_CHARS_MAX, parseJsonSliced, type PieceParser } from './json-slices.ts';
 import { overLimit } from './limits.ts';
+import { LoopSlice } from './loop-slice.ts';
 import { EventCreateBody, type EventCreateInput } from './schemas/events.ts';
 import type { TenantQuotas } from './tenant-quotas.ts';
 
@@ -36,7 +47,10 @@ export interface SourceIngestDeps {
   quotas: Pick<TenantQuotas, 'limits' | 'checkPending' | 'pendingAdded' | 'takeScheduleRequestsUpTo'>;
   shardCount: number;
   addressPolicy: AddressPolicy;
-  /** Messages larger than this are rejected before parsing (the API's bodyBytesMax). */
+  /**
+   * The node's bound on any body (the API's bodyBytesMax): a message is bounded by the batch
+   * route's limit for its tenant, and never more than this.
+   */
   messageBytesMax: number;
   /** Told about the events created (the scheduler's timers, metrics). */
   onEventsCreated(events: EventRecord[]): void;
@@ -45,6 +59,8 @@ export interface SourceIngestDeps {
 /** The options the API's ajv runs with (app.ts): no coercion, no defaults, no removal. */
 const ajv = new Ajv({ discriminator: true, removeAdditional: false, useDefaults: false, coerceTypes: false, allErrors: false, allowUnionTypes: true, strict: false });
 const validateEvent = ajv.compile(EventCreateBody);
+/** The parser the API's bodies go through (Fastify's): `__proto__` keys and `constructor.prototype` refused. */
+const parsePiece: PieceParser = (text) => secureJson.parse(text, null, { protoAction: 'error', constructorAction: 'error' });
 
 /** The id of the n-th event of a message that gave none. */
 export function sourceEventId(source: string, partition: number, offset: string, n: number): string {
@@ -123,21 +139,32 @@ export class SourceIngest implements SourceSink {
   /** The message's events, checked; throws a BelfryError naming what is wrong. */
   private async eventsOf(ctx: EventInputContext, source: string, m: SourceMessage): Promise<NewEvent[]> {
     if (m.value === null || m.value.length === 0) throw new BelfryError('invalid_request', 'the message has no value', [{ message: 'empty' }]);
-    if (m.value.length > this.deps.messageBytesMax) {
-      throw new BelfryError('payload_too_large', `a message of ${m.value.length} bytes: over the limit bodyBytesMax = ${this.deps.messageBytesMax} bytes`, [{ message: 'too large', limit: 'bodyBytesMax' }]);
-    }
+    this.checkSize(ctx, m.value.length);
+    const batchMax = ctx.limits.batchEventsMax;
+    const text = m.value.toString('utf8');
     let body: unknown;
     try {
-      body = JSON.parse(m.value.toString('utf8'));
+      // A short text at once, as the API does: its error says where the JSON is wrong.
+      body =
+        text.length <= NATIVE_PARSE_CHARS_MAX
+          ? parsePiece(text)
+          : await parseJsonSliced(text, parsePiece, {
+              topArrayMax: { key: 'events', max: batchMax, over: () => overLimit('batchEventsMax', batchMax, 'events', `more than ${batchMax} events in one message`) },
+            });
     } catch (err) {
-      throw new BelfryError('invalid_request', `the message is not JSON: ${(err as Error).message}`, [{ message: 'not JSON' }]);
+      if (!(err instanceof SyntaxError)) throw err;
+      const why = err instanceof JsonBodyError && err.message === 'not valid JSON' ? '' : `: ${err.message}`;
+      throw new BelfryError('invalid_request', `the message is not JSON${why}`, [{ message: 'not JSON' }]);
     }
     const isBatch = typeof body === 'object' && body !== null && !Array.isArray(body) && 'events' in body && Array.isArray((body as { events: unknown }).events);
     const items = isBatch ? (body as { events: unknown[] }).events : [body];
     if (items.length === 0) throw new BelfryError('invalid_request', 'events: is empty', [{ field: 'events', message: 'is empty' }]);
-    if (items.length > ctx.limits.batchEventsMax) throw overLimit('batchEventsMax', ctx.limits.batchEventsMax, 'events', `${items.length} events in one message`);
+    if (items.length > batchMax) throw overLimit('batchEventsMax', batchMax, 'events', `${items.length} events in one message`);
     const events: NewEvent[] = [];
+    // A message of large payloads takes tens of ms to check, as a batch does: in slices.
+    const slice = new LoopSlice();
     for (let n = 0; n < items.length; n++) {
+      if (slice.due()) await slice.turn();
       const where = isBatch ? `events/${n}` : 'body';
       const item = items[n];
       if (!validateEvent(item)) throw validationError((validateEvent.errors ?? []) as AjvErrorLike[], where);
@@ -151,5 +178,17 @@ export class SourceIngest implements SourceSink {
       }
     }
     return events;
+  }
+
+  /** Refuses a message larger than a batch body of its tenant may be (payload_too_large, naming the limit). */
+  private checkSize(ctx: EventInputContext, bytes: number): void {
+    const nodeMax = this.deps.messageBytesMax;
+    const limitBytes = bodyBytesMaxOf('batch', ctx.limits, nodeMax);
+    if (bytes <= limitBytes) return;
+    const byNode = limitBytes === nodeMax;
+    const why = byNode ? `the node's bodyBytesMax` : `the batch route's: batchEventsMax × ${BATCH_EVENT_BYTES} + payloadBytesMax, at least ${SMALL_BODY_BYTES_MAX}`;
+    throw new BelfryError('payload_too_large', `a message of ${bytes} bytes: over the limit of ${limitBytes} bytes for a message (${why}); split it`, [
+      byNode ? { message: `at most ${limitBytes} bytes`, limit: 'bodyBytesMax', limitBytes } : { message: `at most ${limitBytes} bytes`, limitBytes },
+    ]);
   }
 }

@@ -9,6 +9,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { Kafka, logLevel, type Admin, type Producer } from 'kafkajs';
 import { pino } from 'pino';
+import { bodyBytesMaxOf } from '../../src/api/body-limits.ts';
+import { DEFAULT_API_LIMITS } from '../../src/api/deps.ts';
 import { SourceIngest } from '../../src/api/source-ingest.ts';
 import { TenantQuotas } from '../../src/api/tenant-quotas.ts';
 import { AddressPolicy } from '../../src/core/address.ts';
@@ -127,6 +129,57 @@ describe('a Kafka source on a node', () => {
     assert.equal(list.body.events.length, 5);
 
     assert.equal((await node.api('DELETE', '/v1/sources/orders')).status, 200);
+  });
+
+  it("sends a message over the batch route's limit to the dead-letter topic with the reason, parses a large one, and goes on reading", async () => {
+    const topic = unique('large');
+    await mock.createTopic(topic, 1);
+    // Made by the first test (200) or here (201).
+    assert.ok([200, 201].includes((await node.api('PUT', '/v1/destinations/hooks', { url: `${receiver.url}/hook` })).status));
+    const limit = bodyBytesMaxOf('batch', DEFAULT_API_LIMITS, Infinity);
+    // One byte over the limit (4,358,144 bytes with the default limits; the node's bodyBytesMax is 64 MiB).
+    const over = Buffer.from(JSON.stringify({ destination: 'hooks', payload: { n: 'over' } }).padEnd(limit + 1, ' '));
+    // A valid batch near the limit: 1,000 events of object payloads, parsed in slices.
+    const events = Array.from({ length: 1_000 }, (_, i) => ({ destination: 'hooks', delay: '1h', payload: { i, rows: Array.from({ length: 170 }, (_, k) => ({ k, v: 'abcdef' })) } }));
+    const large = Buffer.from(JSON.stringify({ events }));
+    assert.ok(large.length > 3 * 1024 * 1024 && large.length <= limit, `${large.length} bytes`);
+    await producer.send({
+      topic,
+      acks: -1,
+      messages: [
+        { key: 'over', value: over },
+        { key: 'large', value: large },
+        { key: 'after', value: JSON.stringify({ destination: 'hooks', payload: { n: 'after' } }) },
+      ],
+    });
+    const groupId = unique('belfry-large');
+    const put = await node.api('PUT', '/v1/sources/large', { kind: 'kafka', brokers: mock.bootstrap.split(','), topic, groupId, deadLetterTopic: dlq.destination.topic });
+    assert.equal(put.status, 201, JSON.stringify(put.body));
+
+    // The message after the refused one is delivered: the source did not stop at it.
+    await receiver.waitFor((reqs) => reqs.some((r) => (r.json as { n?: string }).n === 'after'), 60_000);
+    await waitUntil('the refused message dead-lettered', () => dlq.messages.some((m) => m.headers['belfry-source'] === 'large'), 60_000);
+    const dead = dlq.messages.filter((m) => m.headers['belfry-source'] === 'large');
+    assert.equal(dead.length, 1);
+    assert.ok(dead[0].body.equals(over), 'its bytes unchanged');
+    assert.match(dead[0].headers['belfry-error'], new RegExp(`^payload_too_large: a message of ${limit + 1} bytes: over the limit of ${limit} bytes .*batchEventsMax × 4096 \\+ payloadBytesMax`));
+    assert.equal(dead[0].headers['belfry-offset'], '0');
+
+    let view: { state: string; accepted: number; rejected: number; lastErrors: { message: string }[] } | undefined;
+    await waitUntil('the counts reported', async () => {
+      view = (await node.api('GET', '/v1/sources/large')).body;
+      return view!.accepted === 2 && view!.rejected === 1;
+    }, 30_000);
+    assert.equal(view!.state, 'running');
+    assert.match(view!.lastErrors[0].message, /offset 0: payload_too_large/);
+    assert.deepEqual(await committed(groupId, topic), ['3']);
+    for (const i of [0, 999]) {
+      const e = await node.api('GET', `/v1/events/${encodeURIComponent(`large:0:1:${i}`)}`);
+      assert.equal(e.status, 200, JSON.stringify(e.body));
+      assert.deepEqual(e.body.payload, events[i].payload);
+    }
+    assert.equal((await node.api('GET', `/v1/events/${encodeURIComponent('large:0:0:0')}`)).status, 404, 'nothing of the refused message');
+    assert.equal((await node.api('DELETE', '/v1/sources/large')).status, 200);
   });
 
   it("reads a source at its tenant's scheduleRequestsPerSecond, one request per message, shared with the API: slowed, nothing refused or lost", async () => {
