@@ -1,10 +1,11 @@
 /** Store records as the API shows them: times as RFC 3339 UTC strings, durations as strings, payload parsed. */
 import { formatDuration } from '../core/duration.ts';
 import type { RetryPolicy } from '../core/backoff.ts';
-import type { EventRecord, TransitionRecord } from '../core/event.ts';
+import type { DestinationRef, EventRecord, TransitionRecord } from '../core/event.ts';
 import type { DestinationRecord } from '../store/store.ts';
 import { targetOf } from '../core/destination.ts';
 import { targetJson } from '../channels/registry.ts';
+import { urlForDisplay } from '../channels/broker/config.ts';
 import type { EventJsonOutput } from './schemas/events.ts';
 import type { DestinationJsonOutput } from './schemas/destinations.ts';
 
@@ -66,6 +67,44 @@ function parsePayload(text: string): unknown {
   }
 }
 
+/** What a header holding a credential shows instead of its value. */
+export const MASKED_VALUE = '***';
+/** Header names that carry credentials, whole (lower case). */
+const CREDENTIAL_HEADERS = new Set(['authorization', 'proxy-authorization', 'cookie', 'set-cookie', 'x-api-key']);
+/** Parts of a header name that say it carries a credential (x-auth-token, x-client-secret, x-api-key...). */
+const CREDENTIAL_NAME_PART = /auth|token|secret|passw|key|cookie|credential|session/i;
+
+/** Whether a header's value is a credential, by its name (case-insensitive). */
+export function isCredentialHeader(name: string): boolean {
+  return CREDENTIAL_HEADERS.has(name.toLowerCase()) || CREDENTIAL_NAME_PART.test(name);
+}
+
+/**
+ * Headers as a response shows them: the value of each credential header (isCredentialHeader) is
+ * MASKED_VALUE. Deliveries send the stored values; no response (but a pull claim, which is a
+ * delivery) shows them back, so a key that can read a tenant's events cannot read the secrets
+ * its receivers are called with.
+ */
+export function headersForDisplay(headers: Record<string, string>): Record<string, string> {
+  let shown: Record<string, string> | null = null;
+  for (const name in headers) {
+    if (!isCredentialHeader(name)) continue;
+    shown ??= { ...headers };
+    shown[name] = MASKED_VALUE;
+  }
+  return shown ?? headers;
+}
+
+/**
+ * A destination as an event or a schedule shows it: a name, or an inline URL with any credentials
+ * masked as a destination's URL is (stored before credentials in webhook URLs were refused).
+ */
+export function destinationRefForDisplay(ref: DestinationRef): string | { url: string } {
+  if ('name' in ref) return ref.name;
+  // No credentials without an "@": the common case costs no URL parse.
+  return { url: ref.url.includes('@') ? urlForDisplay(ref.url) : ref.url };
+}
+
 export function toEventJson(e: EventRecord): EventJsonOutput {
   return {
     id: e.id,
@@ -73,9 +112,9 @@ export function toEventJson(e: EventRecord): EventJsonOutput {
     version: e.version,
     fireAt: isoTime(e.fireAt),
     dueAt: isoTime(e.dueAt),
-    destination: 'name' in e.destination ? e.destination.name : { url: e.destination.url },
+    destination: destinationRefForDisplay(e.destination),
     payload: parsePayload(e.payload),
-    headers: e.headers,
+    headers: headersForDisplay(e.headers),
     group: e.group,
     retry: retryJson(e.retry),
     expireAt: e.expireAt === null ? null : isoTime(e.expireAt),
@@ -105,14 +144,14 @@ export function toTransitionJson(t: TransitionRecord) {
   };
 }
 
-/** A destination without its secrets. */
+/** A destination without its secrets: no signing secret, credentials in URLs and headers masked. */
 export function toDestinationJson(d: DestinationRecord): DestinationJsonOutput {
   const c = d.config;
   return {
     name: d.name,
     kind: c.kind,
     ...targetJson(targetOf(c)),
-    headers: c.headers,
+    headers: headersForDisplay(c.headers),
     timeout: formatDuration(c.timeoutMs),
     retry: retryJson(c.retry),
     rateLimit: c.rateLimitPerSecond === null ? null : { perSecond: c.rateLimitPerSecond },

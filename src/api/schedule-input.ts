@@ -15,7 +15,7 @@ import { timingOf } from '../scheduler/materialiser.ts';
 import { occurrenceId, type MissedPolicy, type ScheduleRecord, type ScheduleSpec } from '../store/schedules.ts';
 import type { EventInputContext } from './event-input.ts';
 import { toNewEvent } from './event-input.ts';
-import { retryJson } from './event-json.ts';
+import { destinationRefForDisplay, headersForDisplay, retryJson } from './event-json.ts';
 import type { ScheduleJsonOutput } from './schemas/schedules.ts';
 
 /** `every` below this is refused: a schedule is not a busy loop. */
@@ -163,9 +163,9 @@ export function toScheduleJson(s: ScheduleRecord, now: number, nextCount = NEXT_
     catchUpMax: spec.catchUpMax,
     missedAfter: formatDuration(spec.missedAfterMs ?? MISSED_AFTER_MS_DEFAULT),
     paused: s.paused,
-    destination: 'name' in t.destination ? t.destination.name : { url: t.destination.url },
+    destination: destinationRefForDisplay(t.destination),
     payload: parsePayload(t.payload),
-    headers: t.headers,
+    headers: headersForDisplay(t.headers),
     group: t.group,
     retry: retryJson(t.retry),
     expireAfter: t.expireAfterMs === null ? null : formatDuration(t.expireAfterMs),

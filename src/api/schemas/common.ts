@@ -84,6 +84,15 @@ export const HeadersInput = StringRecord(HEADER_NAME_PATTERN, Type.String({ maxL
 
 export const StringMap = Type.Record(Type.String(), Type.String());
 
+/** Headers as responses show them (event-json.ts headersForDisplay). */
+export const HeadersOutput = Type.Record(Type.String(), Type.String(), {
+  description:
+    'extra HTTP headers sent with each delivery; the value of a credential header (authorization, proxy-authorization, cookie, set-cookie, x-api-key, or a name containing auth, token, secret, passw, key, cookie, credential or session) is shown as ***, and sent as stored',
+});
+
+/** A destination as an event or a schedule shows it: its name, or an inline URL (credentials in it shown as ***). */
+export const DestinationRefOutput = Type.Union([Type.String(), Type.Object({ url: Type.String({ description: 'a user name or password in it shown as ***' }) })]);
+
 export const TagsInput = StringRecord('^[A-Za-z0-9._:/-]{1,64}$', Type.String({ maxLength: 256 }), {
   maxProperties: 32,
   description: 'free-form labels',

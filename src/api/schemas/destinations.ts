@@ -1,6 +1,6 @@
 /** Schemas of /v1/destinations. Secrets are write-only: no response carries one, except a generated one, once. */
 import { Type, type Static } from '@sinclair/typebox';
-import { DurationInput, HeadersInput, Name, Nullable, RetryInput, RetryOutput, StringMap, TimeOutput } from './common.ts';
+import { DurationInput, HeadersInput, HeadersOutput, Name, Nullable, RetryInput, RetryOutput, TimeOutput } from './common.ts';
 
 /** Kafka SASL credentials (destinations and sources); the password is write-only. */
 export const KafkaSasl = Type.Object(
@@ -136,7 +136,7 @@ export const DestinationJson = Type.Object({
   stream: Type.Optional(Type.String()),
   maxLen: Type.Optional(Nullable(Type.Integer())),
   allowInsecureCredentials: Type.Optional(Type.Boolean({ description: 'present (true) only when the destination sends its credentials without TLS by choice' })),
-  headers: StringMap,
+  headers: HeadersOutput,
   timeout: Type.String(),
   retry: Nullable(RetryOutput),
   rateLimit: Nullable(Type.Object({ perSecond: Type.Number() })),

@@ -3,9 +3,11 @@ import { Type, type Static } from '@sinclair/typebox';
 import { EVENT_STATES, type EventState, type TransitionRecord } from '../../core/event.ts';
 import { BATCH_EVENTS_CAP } from '../limits.ts';
 import {
+  DestinationRefOutput,
   DurationInput,
   EventType,
   HeadersInput,
+  HeadersOutput,
   Id,
   Name,
   Nullable,
@@ -102,9 +104,9 @@ export const EventJson = Type.Object({
   version: Type.Integer({ description: 'grows with every change; also the ETag' }),
   fireAt: TimeOutput,
   dueAt: TimeOutput,
-  destination: Type.Union([Type.String(), Type.Object({ url: Type.String() })]),
+  destination: DestinationRefOutput,
   payload: Type.Unknown(),
-  headers: StringMap,
+  headers: HeadersOutput,
   group: Nullable(Type.String()),
   retry: Nullable(RetryOutput),
   expireAt: Nullable(TimeOutput),

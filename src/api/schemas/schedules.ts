@@ -1,6 +1,6 @@
 /** Schemas of /v1/schedules: what a client sends, and the one shape of a schedule the API returns. */
 import { Type, type Static } from '@sinclair/typebox';
-import { DurationInput, EventType, HeadersInput, Id, Nullable, RetryInput, RetryOutput, StringMap, TagsInput, TimeInput, TimeOutput } from './common.ts';
+import { DestinationRefOutput, DurationInput, EventType, HeadersInput, HeadersOutput, Id, Nullable, RetryInput, RetryOutput, StringMap, TagsInput, TimeInput, TimeOutput } from './common.ts';
 import { DestinationInput } from './events.ts';
 
 /** `<schedule id>@<24-character time>` must fit an event id (200): schedule ids are at most 175, without '@'. */
@@ -92,9 +92,9 @@ export const ScheduleJson = Type.Object({
   catchUpMax: Type.Integer(),
   missedAfter: Type.String({ description: 'an occurrence that cannot fire within this of its time is missed (follows `missed`)' }),
   paused: Type.Boolean(),
-  destination: Type.Union([Type.String(), Type.Object({ url: Type.String() })]),
+  destination: DestinationRefOutput,
   payload: Type.Unknown(),
-  headers: StringMap,
+  headers: HeadersOutput,
   group: Nullable(Type.String()),
   retry: Nullable(RetryOutput),
   expireAfter: Nullable(Type.String()),
