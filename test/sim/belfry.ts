@@ -1,0 +1,74 @@
+/**
+ * The Belfry code under simulation, loaded from a source tree: this repository's by default, or
+ * another checkout's (`--src /path/to/src`, BELFRY_SIM_SRC), so the same simulation runs against
+ * an older commit unchanged. Modules a tree does not have (the occurrence gate before it existed)
+ * are null, and the node is composed without them, as that commit's node was.
+ */
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+type ClusterModule = typeof import('../../src/node/cluster.ts');
+type SchedulerModule = typeof import('../../src/scheduler/scheduler.ts');
+type RescuerModule = typeof import('../../src/scheduler/rescuer.ts');
+type MaterialiserModule = typeof import('../../src/scheduler/materialiser.ts');
+type GateModule = typeof import('../../src/scheduler/occurrence-gate.ts');
+type DispatcherModule = typeof import('../../src/dispatch/dispatcher.ts');
+type MetricsModule = typeof import('../../src/node/metrics.ts');
+type SqliteModule = typeof import('../../src/store/sqlite/sqlite-store.ts');
+type ShardModule = typeof import('../../src/core/shard.ts');
+type SchedulesModule = typeof import('../../src/store/schedules.ts');
+type StoreModule = typeof import('../../src/store/store.ts');
+
+export interface Belfry {
+  /** The source tree's root (…/src). */
+  root: string;
+  cluster: ClusterModule;
+  scheduler: SchedulerModule;
+  rescuer: RescuerModule;
+  materialiser: MaterialiserModule;
+  /** Null in a tree without it (before the schedules' missed rule was judged at fire time). */
+  gate: GateModule | null;
+  dispatcher: DispatcherModule;
+  metrics: MetricsModule;
+  sqlite: SqliteModule;
+  shard: ShardModule;
+  schedules: SchedulesModule;
+  store: StoreModule;
+}
+
+export const DEFAULT_SRC = resolve(fileURLToPath(new URL('../../src', import.meta.url)));
+
+const loaded = new Map<string, Promise<Belfry>>();
+
+async function load<T>(root: string, path: string): Promise<T> {
+  return (await import(pathToFileURL(join(root, path)).href)) as T;
+}
+
+async function loadOptional<T>(root: string, path: string): Promise<T | null> {
+  return existsSync(join(root, path)) ? load<T>(root, path) : null;
+}
+
+/** The modules of the tree at `root` (loaded once per process). */
+export function loadBelfry(root: string = process.env.BELFRY_SIM_SRC ?? DEFAULT_SRC): Promise<Belfry> {
+  const abs = resolve(root);
+  let p = loaded.get(abs);
+  if (!p) {
+    p = (async () => ({
+      root: abs,
+      cluster: await load<ClusterModule>(abs, 'node/cluster.ts'),
+      scheduler: await load<SchedulerModule>(abs, 'scheduler/scheduler.ts'),
+      rescuer: await load<RescuerModule>(abs, 'scheduler/rescuer.ts'),
+      materialiser: await load<MaterialiserModule>(abs, 'scheduler/materialiser.ts'),
+      gate: await loadOptional<GateModule>(abs, 'scheduler/occurrence-gate.ts'),
+      dispatcher: await load<DispatcherModule>(abs, 'dispatch/dispatcher.ts'),
+      metrics: await load<MetricsModule>(abs, 'node/metrics.ts'),
+      sqlite: await load<SqliteModule>(abs, 'store/sqlite/sqlite-store.ts'),
+      shard: await load<ShardModule>(abs, 'core/shard.ts'),
+      schedules: await load<SchedulesModule>(abs, 'store/schedules.ts'),
+      store: await load<StoreModule>(abs, 'store/store.ts'),
+    }))();
+    loaded.set(abs, p);
+  }
+  return p;
+}

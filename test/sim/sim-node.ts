@@ -1,0 +1,196 @@
+/**
+ * One simulated Belfry node, composed as src/node/node.ts composes a cluster node (without the
+ * API, the sources, the cleaner and the samplers): the cluster (StoreClock, membership, elector,
+ * shard ownership, claim-lease renewal), the scheduler with its occurrence gate, the dispatcher
+ * and its recorder, the materialiser and the rescuer, all on this node's clock and its own
+ * connection to the shared store.
+ *
+ * Kill: the process is gone at once (its timers never run, its calls never answer; what it sent
+ * before still reaches the store). Pause: nothing of it runs until it resumes. Stop: the graceful
+ * shutdown of node.ts, in its order.
+ */
+import pino from 'pino';
+import type { Cluster } from '../../src/node/cluster.ts';
+import type { Dispatcher } from '../../src/dispatch/dispatcher.ts';
+import type { Materialiser } from '../../src/scheduler/materialiser.ts';
+import type { OccurrenceGate } from '../../src/scheduler/occurrence-gate.ts';
+import type { Rescuer } from '../../src/scheduler/rescuer.ts';
+import type { Scheduler } from '../../src/scheduler/scheduler.ts';
+import type { Metrics } from '../../src/node/metrics.ts';
+import type { Store } from '../../src/store/store.ts';
+import type { EventRecord } from '../../src/core/event.ts';
+import type { Belfry } from './belfry.ts';
+import type { Remote } from './remote.ts';
+import { StoreLink, type StoreObserver } from './store-link.ts';
+import { Actor, NodeClock, type Prng, type World } from './world.ts';
+
+const logger = pino({ level: 'silent' });
+
+export interface NodeSettings {
+  shardCount: number;
+  lookaheadMs: number;
+  claimLeaseMs: number;
+  /** The scheduler's memory bounds, small so that a run reaches them. */
+  wheelSizeMax: number;
+  queueRefsMax: number;
+  dispatchBacklogMax: number;
+  listBatchMax: number;
+  claimBatchMax: number;
+  horizonMs: number;
+  shutdownTimeoutMs: number;
+}
+
+export const NODE_SETTINGS: NodeSettings = {
+  shardCount: 16,
+  lookaheadMs: 3_000,
+  claimLeaseMs: 15_000,
+  wheelSizeMax: 400,
+  queueRefsMax: 100,
+  dispatchBacklogMax: 200,
+  listBatchMax: 100,
+  claimBatchMax: 50,
+  horizonMs: 10_000,
+  shutdownTimeoutMs: 5_000,
+};
+
+/** How often a cluster node looks for claims whose lease ended (node.ts RESCUE_INTERVAL_MS). */
+const RESCUE_INTERVAL_MS = 2_000;
+
+export class SimNode {
+  readonly actor: Actor;
+  readonly clock: NodeClock;
+  readonly link: StoreLink;
+  readonly cluster: Cluster;
+  readonly scheduler: Scheduler;
+  readonly dispatcher: Dispatcher;
+  readonly materialiser: Materialiser;
+  readonly rescuer: Rescuer;
+  readonly gate: OccurrenceGate | null;
+  started = false;
+  /** Faults at chosen points: what happened to the node there. */
+  hooks: { afterClaim?(node: SimNode, events: EventRecord[]): 'none' | 'killed' | 'paused' } = {};
+  stopping: Promise<void> | null = null;
+
+  constructor(
+    readonly label: string,
+    readonly nodeId: string,
+    belfry: Belfry,
+    world: World,
+    rand: Prng,
+    real: Store,
+    remote: Remote,
+    observer: StoreObserver,
+    metrics: Metrics,
+    skewMs: number,
+    readonly settings: NodeSettings,
+  ) {
+    this.actor = new Actor(label);
+    this.clock = new NodeClock(world, this.actor, skewMs);
+    this.link = new StoreLink(world, rand.fork(), real, this.actor, label, observer);
+    const store = this.link.store;
+    const s = settings;
+    let scheduler: Scheduler | null = null;
+    this.cluster = new belfry.cluster.Cluster(
+      { store, localClock: this.clock, nodeId, logger, shardCount: s.shardCount, meta: { sim: label }, onShardsChanged: () => scheduler?.shardsChanged() },
+      { claimLeaseMs: s.claimLeaseMs },
+    );
+    const clock = this.cluster.clock;
+    const notify = (events: EventRecord[]) => scheduler?.notifyEvents(events);
+    const jitter = rand.fork();
+    const dispatcher: Dispatcher = new belfry.dispatcher.Dispatcher({
+      store,
+      clock,
+      channel: remote.channelFor(this.actor, label),
+      owner: nodeId,
+      metrics,
+      logger,
+      random: () => jitter.next(),
+      onRetry: (refs) => scheduler?.notifyDue(refs),
+      onGroupTerminal: (tenantId, group) => {
+        scheduler?.kickGroup(tenantId, group).catch(() => {});
+      },
+      onRoom: () => scheduler?.roomFreed(),
+    });
+    this.dispatcher = dispatcher;
+    this.gate = belfry.gate
+      ? new belfry.gate.OccurrenceGate({ store, clock, logger, onEventsChanged: notify })
+      : null;
+    scheduler = new belfry.scheduler.Scheduler(
+      {
+        store,
+        clock,
+        owner: nodeId,
+        metrics,
+        logger,
+        occurrences: this.gate ?? undefined,
+        // A fault may strike between the claim and the send (the node killed or paused there).
+        onClaimed: (events) => {
+          const hit = this.hooks.afterClaim?.(this, events) ?? 'none';
+          if (hit === 'killed') return;
+          if (hit === 'paused') world.timer(this.actor, 0, () => dispatcher.submit(events));
+          else dispatcher.submit(events);
+        },
+        onDueSoon: (queues) => dispatcher.prepare(queues),
+        dispatchBacklog: () => dispatcher.backlog,
+        queueRoom: (queueKey) => dispatcher.queueRoom(queueKey),
+        queueBound: (queueKey) => dispatcher.queueBound(queueKey),
+        shards: () => this.cluster.ownership.shards(),
+      },
+      {
+        lookaheadMs: s.lookaheadMs,
+        fenceClaims: true,
+        leaseMs: s.claimLeaseMs,
+        wheelSizeMax: s.wheelSizeMax,
+        queueRefsMax: s.queueRefsMax,
+        dispatchBacklogMax: s.dispatchBacklogMax,
+        listBatchMax: s.listBatchMax,
+        claimBatchMax: s.claimBatchMax,
+      },
+    );
+    this.scheduler = scheduler;
+    this.materialiser = new belfry.materialiser.Materialiser(
+      {
+        store,
+        clock,
+        logger,
+        shardCount: s.shardCount,
+        shards: () => this.cluster.ownership.shards(),
+        onEventsCreated: notify,
+      },
+      { horizonMs: s.horizonMs, refillMs: s.horizonMs },
+    );
+    this.rescuer = new belfry.rescuer.Rescuer({ store, clock, owner: nodeId, logger, onRescued: (refs) => scheduler?.notifyDue(refs) }, RESCUE_INTERVAL_MS);
+  }
+
+  get alive(): boolean {
+    return this.actor.state !== 'dead';
+  }
+
+  /** node.ts's start order: the cluster first, a previous run's claims rescued, then the loops. */
+  async start(): Promise<void> {
+    await this.cluster.start();
+    await this.rescuer.rescuePreviousRuns(false);
+    this.scheduler.start();
+    this.materialiser.start();
+    this.rescuer.start();
+    this.started = true;
+  }
+
+  /** node.ts's graceful stop (the parts this node has). */
+  stop(): Promise<void> {
+    this.stopping ??= (async () => {
+      const deadlineMs = this.clock.monotonicMs() + this.settings.shutdownTimeoutMs;
+      await this.cluster.stop();
+      await this.materialiser.stop();
+      await this.scheduler.stop();
+      await this.gate?.flush();
+      await this.rescuer.stop();
+      await this.dispatcher.drain(deadlineMs);
+    })();
+    return this.stopping;
+  }
+
+  kill(): void {
+    this.actor.state = 'dead';
+  }
+}

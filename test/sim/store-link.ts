@@ -1,0 +1,134 @@
+/**
+ * A node's connection to the shared store: every call of the real store (SQLite on a file) goes
+ * through the simulated network. The request travels (latency), the database runs it when it
+ * arrives (by then the caller may be dead: the call still commits), and the answer travels back
+ * to the node (held while the node is paused, never delivered once it is dead).
+ *
+ * Faults, as the director sets them on a link:
+ *   - latency: each way, a few ms, or hundreds while the link is slow;
+ *   - errors before the call runs: connection refused (unavailable) or a lost race (retryable);
+ *   - a lost answer: the call committed, the node hears a connection error;
+ *   - a partition: `refuse` fails every call after the latency, `blackhole` holds every call (and
+ *     the answers of calls in flight) until the partition heals, then fails them, as a TCP
+ *     connection to a host that vanished does.
+ */
+import type { Store } from '../../src/store/store.ts';
+import type { Actor, Prng, World } from './world.ts';
+
+/** Errors as a driver reports them: classified by code (store/failure-kind.ts), whatever the tree. */
+export function connectionError(message: string): Error {
+  return Object.assign(new Error(`simulated: ${message}`), { code: '08006' });
+}
+function busyError(): Error {
+  return Object.assign(new Error('simulated: database is locked'), { code: 'SQLITE_BUSY' });
+}
+
+/** What the observer sees of each call the database ran, at the moment it ran. */
+export interface StoreObserver {
+  /** `lost`: the node will not hear the answer (it hears a connection error instead). */
+  executed(link: StoreLink, method: string, args: unknown[], result: unknown, lost: boolean, byClient: boolean): void;
+  /** A call failed at the node (injected, or the store's own error), as the node hears it. */
+  failed?(link: StoreLink, method: string, err: unknown): void;
+}
+
+/** Methods whose calls never cross the simulated network (the world's own setup and checks use the real store). */
+const LOCAL = new Set(['close', 'migrate', 'constructor']);
+
+export class StoreLink {
+  /** Extra latency each way while the link is slow (0: normal). */
+  slowMs = 0;
+  partition: 'refuse' | 'blackhole' | null = null;
+  /** Per call: fails before it runs (connection refused). */
+  errorRate = 0;
+  /** Per call: fails before it runs with a lost race (SQLITE_BUSY). */
+  busyRate = 0;
+  /** Per call: runs, then its answer is lost. */
+  lostReplyRate = 0;
+  /** Methods the lost-answer fault applies to (empty: all). */
+  lostReplyMethods: Set<string> = new Set();
+  /** Calls held by a black-hole partition: failed when it heals. */
+  private held: (() => void)[] = [];
+  readonly store: Store;
+  calls = 0;
+
+  constructor(
+    private readonly world: World,
+    private readonly rand: Prng,
+    readonly real: Store,
+    readonly actor: Actor,
+    readonly label: string,
+    private readonly observer: StoreObserver,
+  ) {
+    const capabilities = { ...real.capabilities, multiNode: true, dueWakeups: false };
+    this.store = new Proxy(real, {
+      get: (target, prop, receiver) => {
+        if (prop === 'capabilities') return capabilities;
+        if (prop === 'dueWakeups') return undefined;
+        const value = Reflect.get(target, prop, receiver);
+        if (typeof value !== 'function' || typeof prop !== 'string' || LOCAL.has(prop)) return value;
+        return (...args: unknown[]) => this.call(prop, args);
+      },
+    }) as Store;
+  }
+
+  private latency(): number {
+    return this.rand.int(0, 3) + (this.slowMs > 0 ? this.rand.int(this.slowMs / 2, this.slowMs) : 0);
+  }
+
+  /** Ends a partition: calls a black hole held fail now (after the trip back). */
+  heal(): void {
+    this.partition = null;
+    const held = this.held;
+    this.held = [];
+    for (const fail of held) fail();
+  }
+
+  private answer(fn: () => void): void {
+    this.world.timer(this.actor, this.latency(), () => {
+      if (this.partition === 'blackhole') this.held.push(fn);
+      else fn();
+    });
+  }
+
+  /** `byClient`: a client's request served by this node's API (not the node's own work). */
+  call(method: string, args: unknown[], byClient = false): Promise<unknown> {
+    if (this.actor.state === 'dead') return new Promise(() => {});
+    this.calls++;
+    return new Promise((resolve, reject) => {
+      const fail = (err: Error) => {
+        this.observer.failed?.(this, method, err);
+        reject(err);
+      };
+      if (this.partition === 'refuse') return this.answer(() => fail(connectionError(`${method}: connection refused (partitioned)`)));
+      if (this.partition === 'blackhole') {
+        this.held.push(() => this.answer(() => fail(connectionError(`${method}: connection lost (partition)`))));
+        return;
+      }
+      if (this.errorRate > 0 && this.rand.chance(this.errorRate)) return this.answer(() => fail(connectionError(`${method}: connection refused`)));
+      if (this.busyRate > 0 && this.rand.chance(this.busyRate)) return this.answer(() => fail(busyError()));
+      // The request's trip to the database; it runs there even if the node dies meanwhile.
+      this.world.timer(null, this.latency(), () => {
+        if (this.partition === 'blackhole') {
+          this.held.push(() => this.answer(() => fail(connectionError(`${method}: connection lost (partition)`))));
+          return;
+        }
+        if (this.partition === 'refuse') return this.answer(() => fail(connectionError(`${method}: connection reset (partitioned)`)));
+        let result: Promise<unknown>;
+        try {
+          result = Promise.resolve((this.real as unknown as Record<string, (...a: unknown[]) => unknown>)[method](...args));
+        } catch (err) {
+          result = Promise.reject(err);
+        }
+        result.then(
+          (value) => {
+            const lost = this.lostReplyRate > 0 && (this.lostReplyMethods.size === 0 || this.lostReplyMethods.has(method)) && this.rand.chance(this.lostReplyRate);
+            this.observer.executed(this, method, args, value, lost, byClient);
+            if (lost) this.world.trace(`${this.label} ${method}: committed, answer lost`);
+            this.answer(() => (lost ? fail(connectionError(`${method}: connection lost after commit`)) : resolve(value)));
+          },
+          (err: unknown) => this.answer(() => fail(err as Error)),
+        );
+      });
+    });
+  }
+}
