@@ -265,7 +265,7 @@ async function startNodeOnce(config: NodeConfig, opts: NodeOptions, owner: strin
       announceDue(events);
     },
     onMissed: (n) => metrics.scheduleOccurrences.inc({ outcome: 'missed' }, n),
-    admitFire: async (tenantId) => (occurrenceQuota ? occurrenceQuota.admitFire(tenantId) : null),
+    admitFire: (tenantId) => (occurrenceQuota ? occurrenceQuota.admitFire(tenantId) : null),
   });
   scheduler = new Scheduler(
     {
@@ -408,7 +408,7 @@ async function startNodeOnce(config: NodeConfig, opts: NodeOptions, owner: strin
   // Kafka sources: their events are checked and stored as POST /v1/events's are (source-ingest.ts).
   // One TenantQuotas for the API and the sources: a tenant's rate and pending estimate cover both.
   const quotas = new TenantQuotas(store, clock, apiLimits, counts);
-  occurrenceQuota = occurrenceLimits(quotas);
+  occurrenceQuota = occurrenceLimits(quotas, clock);
   const sourceIngest = new SourceIngest({
     store,
     clock,

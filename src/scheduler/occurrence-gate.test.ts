@@ -59,7 +59,7 @@ async function dueRefs(scheduleId: string): Promise<DueRef[]> {
   return events.filter((e) => e.state === 'scheduled').map(dueRefOf).sort((a, b) => a.dueAt - b.dueAt);
 }
 
-function gate(clock: SimClock, changed: EventRecord[] = [], admitFire?: (tenantId: string) => Promise<string | null>): OccurrenceGate {
+function gate(clock: SimClock, changed: EventRecord[] = [], admitFire?: (tenantId: string) => string | null): OccurrenceGate {
   return new OccurrenceGate({ store, clock, logger, onEventsChanged: (e) => changed.push(...e), admitFire });
 }
 
@@ -132,7 +132,7 @@ describe('occurrence gate', () => {
     const refs = (await dueRefs('s')).filter((r) => r.dueAt >= T0 + 2 * SEC && r.dueAt <= T0 + 4 * SEC);
     let tokens = 2;
     const changed: EventRecord[] = [];
-    const g = gate(clock, changed, async () => (tokens-- > 0 ? null : 'refused by the tenant\'s scheduleRequestsPerSecond (2 per second)'));
+    const g = gate(clock, changed, () => (tokens-- > 0 ? null : 'refused by the tenant\'s scheduleRequestsPerSecond (2 per second)'));
     const kept = await g.beforeClaim(refs, clock.now());
     assert.deepEqual(secOf(kept), [2, 3], 'T0+4s refused by the rate');
     assert.equal(changed[0]?.lastError, 'refused by the tenant\'s scheduleRequestsPerSecond (2 per second)');

@@ -42,9 +42,10 @@ export interface OccurrenceGateDeps {
   onMissed?(count: number): void;
   /**
    * The tenant's scheduling rate (api/occurrence-limits.ts): null when one more occurrence may
-   * fire now, else why not (it is then canceled and counted missed). Absent: none.
+   * fire now, else why not (it is then canceled and counted missed). Synchronous: the claim path
+   * of an on-time occurrence reads nothing from the store. Absent: none.
    */
-  admitFire?(tenantId: string): Promise<string | null>;
+  admitFire?(tenantId: string): string | null;
 }
 
 /** The schedule id and time of an occurrence id, or null when `id` is not shaped like one. */
@@ -72,21 +73,23 @@ export class OccurrenceGate {
    * out. Without a late occurrence among them, `due` itself, with no store read.
    */
   async beforeClaim(due: DueRef[], now: number): Promise<DueRef[]> {
-    let judged: { ref: DueRef; scheduleId: string; at: number }[] | null = null;
+    let judged: { ref: DueRef; scheduleId: string; at: number; reason: string | null }[] | null = null;
     for (const ref of due) {
-      // Only late first fires are judged by the missed rule; every first fire by the rate, if any.
-      if (now - ref.dueAt <= MISSED_AFTER_MS_MIN && !this.deps.admitFire) continue;
+      // Late first fires are judged by the missed rule (below, their schedule read); every first
+      // fire takes one of its tenant's scheduling requests, here, with no store read (an ordinary
+      // event whose id merely looks like an occurrence takes one too).
+      const late = now - ref.dueAt > MISSED_AFTER_MS_MIN;
+      if (!late && !this.deps.admitFire) continue;
       const occ = parseOccurrenceId(ref.id);
       if (occ === null || occ.at !== ref.dueAt) continue;
-      (judged ??= []).push({ ref, ...occ });
+      const refused = late ? null : this.deps.admitFire!(ref.tenantId);
+      if (late || refused !== null) (judged ??= []).push({ ref, ...occ, reason: refused });
     }
     if (judged === null) return due;
     const skipped = new Set<DueRef>();
     const canceled: EventRecord[] = [];
-    for (const { ref, scheduleId, at } of judged) {
-      const schedule = await this.schedule(ref.tenantId, scheduleId).catch(() => null);
-      if (schedule === null) continue;
-      const reason = await this.refusal(schedule, ref, at, now);
+    for (const { ref, scheduleId, at, reason: refused } of judged) {
+      const reason = refused ?? (await this.lateRefusal(ref.tenantId, scheduleId, at, now));
       if (reason === null) continue;
       const r = await this.deps.store.eventCancel({ tenantId: ref.tenantId, id: ref.id, expectedVersion: ref.version, now, reason });
       skipped.add(ref);
@@ -101,14 +104,21 @@ export class OccurrenceGate {
     return skipped.size === 0 ? due : due.filter((r) => !skipped.has(r));
   }
 
-  /** Why occurrence `at` of `schedule` may not fire at `now` (its schedule's missed rule, the tenant's rate), or null. */
-  private async refusal(schedule: ScheduleRecord, ref: DueRef, at: number, now: number): Promise<string | null> {
+  /**
+   * Why a late first fire of occurrence `at` of schedule `scheduleId` does not fire at `now` (its
+   * schedule's missed rule), or null: when it does, when the schedule is gone, or when it cannot be
+   * read (the claim goes on: a store that is down fails the claim anyway). Its tenant's rate
+   * applies too.
+   */
+  private async lateRefusal(tenantId: string, scheduleId: string, at: number, now: number): Promise<string | null> {
+    const schedule = await this.schedule(tenantId, scheduleId).catch(() => null);
+    if (schedule === null) return null;
     const spec = schedule.spec;
     const rule = { missed: spec.missed, catchUpMax: spec.catchUpMax, missedAfterMs: spec.missedAfterMs ?? MISSED_AFTER_MS_DEFAULT };
     if (now - at > rule.missedAfterMs && !occurrenceFires(timingOf(spec), rule, at, now)) {
       return `missed: ${now - at} ms late, more than missedAfter (${rule.missedAfterMs} ms); the schedule's missed is ${rule.missed}`;
     }
-    return this.deps.admitFire ? this.deps.admitFire(ref.tenantId) : null;
+    return this.deps.admitFire ? this.deps.admitFire(tenantId) : null;
   }
 
   /** Claimed events: an occurrence's first attempt counts as fired (a delivery started). */
