@@ -28,7 +28,7 @@ import { canonicalJson, sha256Hex } from '../core/ids.ts';
 import { MISSED_AFTER_MS_DEFAULT, MISSED_AFTER_MS_MIN, planAdvance, type MissedRule } from '../core/missed.ts';
 import type { ScheduleTiming } from '../core/occurrences.ts';
 import { shardOf } from '../core/shard.ts';
-import { occurrenceId, type ScheduleMissed, type ScheduleRecord, type ScheduleSpec } from '../store/schedules.ts';
+import { occurrenceId, type ScheduleAdvanceParams, type ScheduleAdvanceResult, type ScheduleMissed, type ScheduleRecord, type ScheduleSpec } from '../store/schedules.ts';
 import type { NewEvent, Store } from '../store/store.ts';
 
 /** Schedules read per batch of the due list. */
@@ -41,6 +41,8 @@ const ROUNDS_PER_PASS_MAX = 100;
 export const CATCH_UP_ADVANCES_PER_PASS = 50;
 /** Catch-up advances of one tenant per turn of the round robin. */
 export const CATCH_UP_PER_TENANT_TURN = 5;
+/** Occurrences written in one transaction of advances at most (a schedule's own may exceed it alone). */
+export const ADVANCE_EVENTS_PER_TRANSACTION_MAX = 200;
 /** Pause between passes while catch-ups are left (instead of intervalMs). */
 const CATCH_UP_PAUSE_MS = 50;
 
@@ -130,20 +132,17 @@ export interface AdvanceResult {
   lost: boolean;
 }
 
+type AdvanceDeps = Pick<MaterialiserDeps, 'store' | 'logger' | 'shardCount' | 'limits'>;
+
 /**
- * Advances schedule `s` from its cursor at `now` (planAdvance), making its occurrences due by
- * `now + aheadMs` (and the late ones `missed` fires) in the transaction that moves the cursor.
- * Any node may call it for any schedule: the compare-and-swap makes a second caller write nothing.
+ * What advancing schedule `s` from its cursor at `now` writes (planAdvance, then the tenant's
+ * pending quota): the occurrences due by `now + aheadMs` and the late ones `missed` fires, with the
+ * cursor's compare-and-swap. Null when there is nothing to write.
  */
-export async function advanceSchedule(
-  deps: Pick<MaterialiserDeps, 'store' | 'logger' | 'shardCount' | 'limits'>,
-  s: ScheduleRecord,
-  now: number,
-  aheadMs: number,
-): Promise<AdvanceResult> {
-  if (s.paused || s.nextAt === null) return { created: [], missed: 0, lost: false };
+async function planScheduleAdvance(deps: AdvanceDeps, s: ScheduleRecord, now: number, aheadMs: number): Promise<ScheduleAdvanceParams | null> {
+  if (s.paused || s.nextAt === null) return null;
   const plan = planAdvance(timingOf(s.spec), missedRuleOf(s.spec), s.nextAt, now, aheadMs, OCCURRENCES_PER_ADVANCE_MAX);
-  if (plan.make.length === 0 && plan.missed === 0 && plan.nextAt === s.nextAt) return { created: [], missed: 0, lost: false };
+  if (plan.make.length === 0 && plan.missed === 0 && plan.nextAt === s.nextAt) return null;
   let make = plan.make;
   let nextAt = plan.nextAt;
   let missed = plan.missed;
@@ -165,8 +164,7 @@ export async function advanceSchedule(
       make = make.slice(0, admitted);
     }
   }
-  const events = make.map((at) => occurrenceEvent(s, at, deps.shardCount));
-  const result = await deps.store.scheduleAdvance({
+  return {
     tenantId: s.tenantId,
     id: s.id,
     version: s.version,
@@ -178,16 +176,59 @@ export async function advanceSchedule(
     missedAdd: missed,
     lastMissed,
     lastOccurrenceAt: make.length > 0 ? make[make.length - 1] : null,
-    events,
+    events: make.map((at) => occurrenceEvent(s, at, deps.shardCount)),
     now,
-  });
+  };
+}
+
+/** What an advance did, from its params and the store's answer. */
+function advanceDone(deps: AdvanceDeps, p: ScheduleAdvanceParams, result: ScheduleAdvanceResult): AdvanceResult {
   if (!result.applied) return { created: [], missed: 0, lost: true };
   const created = result.results.filter((r) => r.kind === 'created').map((r) => r.event);
-  if (created.length > 0) deps.limits?.made(s.tenantId, created.length);
+  if (created.length > 0) deps.limits?.made(p.tenantId, created.length);
   const conflicts = result.results.filter((r) => r.kind === 'conflict').length;
-  if (conflicts > 0) deps.logger.warn({ schedule: s.id, tenantId: s.tenantId, conflicts }, 'occurrences already stored with another body were kept as stored');
-  if (missed > 0) deps.logger.info({ schedule: s.id, tenantId: s.tenantId, missed, reason: lastMissed?.reason }, 'schedule occurrences missed');
-  return { created, missed, lost: false };
+  if (conflicts > 0) deps.logger.warn({ schedule: p.id, tenantId: p.tenantId, conflicts }, 'occurrences already stored with another body were kept as stored');
+  if (p.missedAdd > 0) deps.logger.info({ schedule: p.id, tenantId: p.tenantId, missed: p.missedAdd, reason: p.lastMissed?.reason }, 'schedule occurrences missed');
+  return { created, missed: p.missedAdd, lost: false };
+}
+
+/**
+ * Advances schedule `s` from its cursor at `now` (planAdvance), making its occurrences due by
+ * `now + aheadMs` (and the late ones `missed` fires) in the transaction that moves the cursor.
+ * Any node may call it for any schedule: the compare-and-swap makes a second caller write nothing.
+ */
+export async function advanceSchedule(deps: AdvanceDeps, s: ScheduleRecord, now: number, aheadMs: number): Promise<AdvanceResult> {
+  const p = await planScheduleAdvance(deps, s, now, aheadMs);
+  if (p === null) return { created: [], missed: 0, lost: false };
+  return advanceDone(deps, p, await deps.store.scheduleAdvance(p));
+}
+
+/**
+ * As advanceSchedule for each of `schedules`, their writes in as few store transactions as
+ * ADVANCE_EVENTS_PER_TRANSACTION_MAX allows (each its own compare-and-swap): a commit per batch of
+ * schedules instead of one per schedule, and no transaction long enough to hold claims back.
+ */
+export async function advanceSchedules(deps: AdvanceDeps, schedules: ScheduleRecord[], now: number, aheadMs: number): Promise<AdvanceResult[]> {
+  const plans: (ScheduleAdvanceParams | null)[] = [];
+  for (const s of schedules) plans.push(await planScheduleAdvance(deps, s, now, aheadMs));
+  const done = new Map<ScheduleAdvanceParams, ScheduleAdvanceResult>();
+  let chunk: ScheduleAdvanceParams[] = [];
+  let events = 0;
+  const flush = async () => {
+    if (chunk.length === 0) return;
+    const results = await deps.store.scheduleAdvanceMany({ advances: chunk });
+    chunk.forEach((p, i) => done.set(p, results[i]));
+    chunk = [];
+    events = 0;
+  };
+  for (const p of plans) {
+    if (p === null) continue;
+    if (chunk.length > 0 && events + p.events.length > ADVANCE_EVENTS_PER_TRANSACTION_MAX) await flush();
+    chunk.push(p);
+    events += p.events.length;
+  }
+  await flush();
+  return plans.map((p) => (p === null ? { created: [], missed: 0, lost: false } : advanceDone(deps, p, done.get(p)!)));
 }
 
 /**
@@ -276,16 +317,16 @@ export class Materialiser {
     return true;
   }
 
-  /** Advances each schedule; returns how many moved (did not lose their swap). */
+  /** Advances the schedules (one store transaction); returns how many moved (did not lose their swap). */
   private async advanceAll(schedules: ScheduleRecord[], now: number, total: PassResult): Promise<number> {
+    if (schedules.length === 0) return 0;
+    const results = await advanceSchedules(this.deps, schedules, now, madeAheadMs(this.opts)).catch((err: unknown): AdvanceResult[] => {
+      // The batch could not be written (a store that is down, a bug): the next pass tries again.
+      this.deps.logger.error({ err, schedules: schedules.length }, 'advancing schedules failed');
+      return schedules.map(() => ({ created: [], missed: 0, lost: true }));
+    });
     let moved = 0;
-    for (const s of schedules) {
-      const r = await advanceSchedule(this.deps, s, now, madeAheadMs(this.opts)).catch((err: unknown): AdvanceResult => {
-        // One schedule that cannot advance (its row unreadable, a bug) must not stop the others;
-        // a store that is down fails them all, and the next pass tries again.
-        this.deps.logger.error({ err, schedule: s.id, tenantId: s.tenantId }, 'advancing a schedule failed');
-        return { created: [], missed: 0, lost: true };
-      });
+    for (const r of results) {
       total.schedules += 1;
       total.made += r.created.length;
       total.missed += r.missed;

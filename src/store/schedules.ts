@@ -208,6 +208,11 @@ export interface ScheduleStore {
    * result is `created`.
    */
   scheduleAdvance(params: ScheduleAdvanceParams): Promise<ScheduleAdvanceResult>;
+  /**
+   * scheduleAdvance of each (at most SCHEDULE_PAGE_MAX), in one transaction: each its own
+   * compare-and-swap, one that loses writes nothing and leaves the others be. Results in order.
+   */
+  scheduleAdvanceMany(params: { advances: ScheduleAdvanceParams[] }): Promise<ScheduleAdvanceResult[]>;
   /** The schedule's occurrences (events with ids in its range), newest first; one walk of the events' (tenant, id) key. */
   scheduleOccurrenceList(params: ScheduleOccurrenceListParams): Promise<EventRecord[]>;
 }

@@ -181,6 +181,26 @@ export function scheduleCases(ctx: SuiteContext): void {
     assert.deepEqual(trace[1].detail, { reason: OCCURRENCE_CANCEL_REASONS.paused });
   });
 
+  it('advances several schedules in one call, each by its own compare-and-swap, results in order', async () => {
+    const store = ctx.store();
+    const t = await newTenant(store);
+    await mustCreate(store, newSchedule(t, 'm-b'));
+    await mustCreate(store, newSchedule(t, 'm-a'));
+    const ev = (id: string, at: number) => newEvent(t, occurrenceId(id, at), { fireAt: at, requestHash: `h-${id}-${at}` });
+    const advance = (id: string, fromNextAt: number, nextAt: number) => ({
+      tenantId: t, id, version: 1, fromNextAt, nextAt, catchUpLeft: 100, firedAdd: 0, missedAdd: 1,
+      lastMissed: { at: T0, count: 1, reason: 'late' }, lastOccurrenceAt: fromNextAt, events: [ev(id, fromNextAt)], now: T0,
+    });
+    const results = await store.scheduleAdvanceMany({ advances: [advance('m-b', T0, T0 + SEC), advance('m-a', T0 + 5 * SEC, T0 + 6 * SEC), advance('m-a', T0, T0 + SEC)] });
+    assert.deepEqual(results.map((r) => r.applied), [true, false, true], 'the stale cursor of the second loses alone');
+    assert.deepEqual(results.map((r) => (r.applied ? r.results.map((x) => x.kind) : [])), [['created'], [], ['created']]);
+    for (const id of ['m-a', 'm-b']) {
+      const s = await store.scheduleGet({ tenantId: t, id });
+      assert.deepEqual([s?.nextAt, s?.missedCount, s?.lastMissed?.reason], [T0 + SEC, 1, 'late']);
+    }
+    assert.equal(await store.eventGet({ tenantId: t, id: occurrenceId('m-a', T0 + 5 * SEC) }), null, 'the lost advance inserted nothing');
+  });
+
   it('lists a schedule’s occurrences newest first, paged, and nothing of other schedules or tenants', async () => {
     const store = ctx.store();
     const [a, b] = await twoTenants(store);

@@ -11,7 +11,7 @@ export type SubStoreMethods = ScheduleStore & SourceStore;
 
 /** Every method of each sub-store's interface (the types below fail to compile when one is missing). */
 const SCHEDULE_METHODS = [
-  'scheduleCreate', 'scheduleGet', 'scheduleList', 'scheduleUpdate', 'scheduleDelete', 'scheduleListDue', 'scheduleListCatchUp', 'scheduleCountsAdd', 'scheduleAdvance', 'scheduleOccurrenceList',
+  'scheduleCreate', 'scheduleGet', 'scheduleList', 'scheduleUpdate', 'scheduleDelete', 'scheduleListDue', 'scheduleListCatchUp', 'scheduleCountsAdd', 'scheduleAdvance', 'scheduleAdvanceMany', 'scheduleOccurrenceList',
 ] as const satisfies readonly (keyof ScheduleStore)[];
 const SOURCE_METHODS = [
   'sourcePut', 'sourceGet', 'sourceList', 'sourceListAll', 'sourceDelete', 'sourceReport',

@@ -157,17 +157,22 @@ export class PostgresSchedules implements Sch.ScheduleStore {
   }
 
   async scheduleAdvance(p: Sch.ScheduleAdvanceParams): Promise<Sch.ScheduleAdvanceResult> {
+    return inTransaction(this.pool, TX.begin, (client) => advanceIn(client, p));
+  }
+
+  async scheduleAdvanceMany(p: { advances: Sch.ScheduleAdvanceParams[] }): Promise<Sch.ScheduleAdvanceResult[]> {
+    checkSchedulePage(p.advances.length, 'scheduleAdvanceMany');
+    // In (tenant, id) order, whatever order they came in: two nodes advancing overlapping batches
+    // (a shard moving) lock the schedule rows in the same order, so they wait, never deadlock.
+    const order = p.advances.map((_, i) => i).sort((x, y) => {
+      const a = p.advances[x];
+      const b = p.advances[y];
+      return a.tenantId < b.tenantId ? -1 : a.tenantId > b.tenantId ? 1 : a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+    });
     return inTransaction(this.pool, TX.begin, async (client) => {
-      const swapped = await q(client, 'scheduleAdvance', [p.tenantId, p.id, p.version, p.fromNextAt, p.nextAt, p.catchUpLeft,
-        p.firedAdd, p.missedAdd, p.lastOccurrenceAt, p.now, p.lastMissed ? JSON.stringify(p.lastMissed) : null]);
-      if (swapped.rowCount !== 1) return { applied: false as const };
-      const results = p.events.length > 0 ? await writes.insertMany(client, { events: p.events, now: p.now }) : [];
-      for (let i = 0; i < results.length; i++) {
-        if (results[i].kind === 'created') continue;
-        const row = await revive(client, p.events[i], p.now);
-        if (row) results[i] = { kind: 'created', event: eventFromRow(row) };
-      }
-      return { applied: true as const, results };
+      const out = new Array<Sch.ScheduleAdvanceResult>(p.advances.length);
+      for (const i of order) out[i] = await advanceIn(client, p.advances[i]);
+      return out;
     });
   }
 
@@ -187,4 +192,18 @@ async function revive(db: Queryable, e: NewEvent, now: number): Promise<EventRow
     e.requestHash, queueOf(e.destination), e.type ?? null, now,
   ]);
   return res.rows[0];
+}
+
+/** One advance inside the caller's transaction: the compare-and-swap, then the occurrences (made, or made again in place). */
+async function advanceIn(client: Queryable, p: Sch.ScheduleAdvanceParams): Promise<Sch.ScheduleAdvanceResult> {
+  const swapped = await q(client, 'scheduleAdvance', [p.tenantId, p.id, p.version, p.fromNextAt, p.nextAt, p.catchUpLeft,
+    p.firedAdd, p.missedAdd, p.lastOccurrenceAt, p.now, p.lastMissed ? JSON.stringify(p.lastMissed) : null]);
+  if (swapped.rowCount !== 1) return { applied: false };
+  const results = p.events.length > 0 ? await writes.insertMany(client, { events: p.events, now: p.now }) : [];
+  for (let i = 0; i < results.length; i++) {
+    if (results[i].kind === 'created') continue;
+    const row = await revive(client, p.events[i], p.now);
+    if (row) results[i] = { kind: 'created', event: eventFromRow(row) };
+  }
+  return { applied: true, results };
 }

@@ -174,17 +174,25 @@ export class SqliteSchedules implements Sch.ScheduleStore {
   }
 
   async scheduleAdvance(p: Sch.ScheduleAdvanceParams): Promise<Sch.ScheduleAdvanceResult> {
-    return this.write(() => {
-      const { events, lastMissed, ...rest } = p;
-      if (this.q.advance.run({ ...rest, lastMissed: lastMissed ? JSON.stringify(lastMissed) : null }).changes !== 1) return { applied: false };
-      const results = events.length > 0 ? this.insertMany({ events, now: p.now }) : [];
-      for (let i = 0; i < results.length; i++) {
-        if (results[i].kind === 'created') continue;
-        const row = this.revive(events[i], p.now);
-        if (row) results[i] = { kind: 'created', event: eventFromRow(row) };
-      }
-      return { applied: true, results };
-    });
+    return this.write(() => this.advanceNow(p));
+  }
+
+  async scheduleAdvanceMany(p: { advances: Sch.ScheduleAdvanceParams[] }): Promise<Sch.ScheduleAdvanceResult[]> {
+    checkSchedulePage(p.advances.length, 'scheduleAdvanceMany');
+    return this.write(() => p.advances.map((a) => this.advanceNow(a)));
+  }
+
+  /** One advance inside the caller's transaction. */
+  private advanceNow(p: Sch.ScheduleAdvanceParams): Sch.ScheduleAdvanceResult {
+    const { events, lastMissed, ...rest } = p;
+    if (this.q.advance.run({ ...rest, lastMissed: lastMissed ? JSON.stringify(lastMissed) : null }).changes !== 1) return { applied: false };
+    const results = events.length > 0 ? this.insertMany({ events, now: p.now }) : [];
+    for (let i = 0; i < results.length; i++) {
+      if (results[i].kind === 'created') continue;
+      const row = this.revive(events[i], p.now);
+      if (row) results[i] = { kind: 'created', event: eventFromRow(row) };
+    }
+    return { applied: true, results };
   }
 
   async scheduleOccurrenceList(p: Sch.ScheduleOccurrenceListParams) {

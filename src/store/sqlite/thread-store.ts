@@ -45,7 +45,7 @@ const FORWARDED = {
   tenantCreate: true, tenantGet: true, tenantList: true, tenantSecretsGet: true, tenantSecretsSwap: true,
   tenantUpdate: true, timeNow: true, transitionList: true,
   scheduleCreate: true, scheduleGet: true, scheduleList: true, scheduleUpdate: true, scheduleDelete: true,
-  scheduleListDue: true, scheduleListCatchUp: true, scheduleCountsAdd: true, scheduleAdvance: true, scheduleOccurrenceList: true,
+  scheduleListDue: true, scheduleListCatchUp: true, scheduleCountsAdd: true, scheduleAdvance: true, scheduleAdvanceMany: true, scheduleOccurrenceList: true,
   sourcePut: true, sourceGet: true, sourceList: true, sourceListAll: true, sourceDelete: true, sourceReport: true,
 } satisfies Record<Exclude<Method, 'close' | 'eventInsertMany'>, true>;
 
