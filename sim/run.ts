@@ -32,7 +32,7 @@ function usage(message?: string): never {
   if (message) console.error(message);
   console.error(
     'usage: npm run sim -- (--seeds N [--from S] | --seed S [--trace]) [--faults a,b,...] [--nodes 3..5] [--duration ms] [--src path/to/src] [--stop-on-failure]\n' +
-      `faults: ${FAULT_KINDS.join(', ')}\ndefault: ${DEFAULT_FAULTS.join(', ')}`,
+      `faults: ${FAULT_KINDS.join(', ')}, or none\ndefault: ${DEFAULT_FAULTS.join(', ')}`,
   );
   process.exit(message ? 2 : 0);
 }
@@ -44,7 +44,8 @@ const int = (name: string, v: string | undefined): number | undefined => {
   if (!Number.isSafeInteger(n) || n < 0) usage(`--${name} must be a non-negative integer`);
   return n;
 };
-const faults = values.faults?.split(',').map((f) => f.trim()).filter(Boolean) as FaultKind[] | undefined;
+// `--faults none`: the workload alone, no fault at all.
+const faults = values.faults === 'none' ? [] : (values.faults?.split(',').map((f) => f.trim()).filter(Boolean) as FaultKind[] | undefined);
 for (const f of faults ?? []) if (!FAULT_KINDS.includes(f)) usage(`unknown fault "${f}"`);
 const nodes = int('nodes', values.nodes);
 if (nodes !== undefined && (nodes < 1 || nodes > 9)) usage('--nodes must be 1 to 9');
@@ -62,7 +63,8 @@ function repeatCommand(seed: number): string {
 
 function describe(r: SimResult): string {
   const struck = Object.entries(r.struck).map(([k, n]) => `${k}×${n}`).join(' ') || 'none';
-  return `seed ${r.seed}: ${r.ok ? 'ok' : `${r.violationCount} VIOLATIONS`} · ${r.nodes} nodes · faults struck ${struck} · ${r.stats.events} events, ${r.stats.attempts} attempts, ${r.stats.duplicates} duplicates (all after a fault) · ${(r.simulatedMs / 1000).toFixed(0)} s simulated in ${r.wallMs} ms · trace ${r.traceDigest}`;
+  const st = r.stats;
+  return `seed ${r.seed}: ${r.ok ? 'ok' : `${r.violationCount} VIOLATIONS`} · ${r.nodes} nodes · faults struck ${struck} · ${st.events} events, ${st.attempts} pushed attempts, ${st.pullClaims} pulled, ${st.duplicates} sent again after a delivery (each after a timeout or a fault) · ${(r.simulatedMs / 1000).toFixed(0)} s simulated in ${r.wallMs} ms · trace ${r.traceDigest}`;
 }
 
 function printViolations(r: SimResult, max: number): void {

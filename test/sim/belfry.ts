@@ -14,6 +14,8 @@ type RescuerModule = typeof import('../../src/scheduler/rescuer.ts');
 type MaterialiserModule = typeof import('../../src/scheduler/materialiser.ts');
 type GateModule = typeof import('../../src/scheduler/occurrence-gate.ts');
 type DispatcherModule = typeof import('../../src/dispatch/dispatcher.ts');
+type PullModule = typeof import('../../src/dispatch/pull.ts');
+type PullExpirerModule = typeof import('../../src/dispatch/pull-expirer.ts');
 type MetricsModule = typeof import('../../src/node/metrics.ts');
 type SqliteModule = typeof import('../../src/store/sqlite/sqlite-store.ts');
 type ShardModule = typeof import('../../src/core/shard.ts');
@@ -30,6 +32,8 @@ export interface Belfry {
   /** Null in a tree without it (before the schedules' missed rule was judged at fire time). */
   gate: GateModule | null;
   dispatcher: DispatcherModule;
+  pullExpirer: PullExpirerModule;
+  pull: PullModule;
   metrics: MetricsModule;
   sqlite: SqliteModule;
   shard: ShardModule;
@@ -62,6 +66,8 @@ export function loadBelfry(root: string = process.env.BELFRY_SIM_SRC ?? DEFAULT_
       materialiser: await load<MaterialiserModule>(abs, 'scheduler/materialiser.ts'),
       gate: await loadOptional<GateModule>(abs, 'scheduler/occurrence-gate.ts'),
       dispatcher: await load<DispatcherModule>(abs, 'dispatch/dispatcher.ts'),
+      pullExpirer: await load<PullExpirerModule>(abs, 'dispatch/pull-expirer.ts'),
+      pull: await load<PullModule>(abs, 'dispatch/pull.ts'),
       metrics: await load<MetricsModule>(abs, 'node/metrics.ts'),
       sqlite: await load<SqliteModule>(abs, 'store/sqlite/sqlite-store.ts'),
       shard: await load<ShardModule>(abs, 'core/shard.ts'),

@@ -69,10 +69,20 @@ export interface EventHist {
   cancelAckMs: number | null;
   /** Canceled by a node (an occurrence missed at its fire). */
   canceledByNode: boolean;
-  /** fireAt of the last acknowledged edit; null when no edit was acknowledged or one is unknown. */
+  /** fireAt of the acknowledged edit that made the highest version; null when none was acknowledged. */
   expectedFireAt: number | null;
+  expectedVersion: number;
   editsUnknown: number;
   attempts: AttemptRec[];
+  /** A pull consumer acked it. */
+  pullAcked: boolean;
+}
+
+/** A pull claim of one event under one receipt. */
+interface PullClaimRec {
+  node: string;
+  leaseUntil: number;
+  atMs: number;
 }
 
 export function eventKey(tenantId: string, id: string): string {
@@ -90,9 +100,12 @@ export class History {
   /** Attempts in flight (the node has not heard their answer), per group key. */
   private readonly openByGroup = new Map<string, Set<AttemptRec>>();
   private readonly openByNode = new Map<string, Set<AttemptRec>>();
+  /** Pull claims not yet settled, by `${receipt} ${event key}`. */
+  private readonly pullClaims = new Map<string, PullClaimRec>();
   private attemptSeq = 0;
-  /** Nodes in a lasting fault (dead, paused, cut off, slow), and which. */
-  private readonly down = new Map<string, string>();
+  /** Nodes in lasting faults (dead, paused, cut off, slow): the faults by token. */
+  private readonly down = new Map<string, Map<number, string>>();
+  private faultSeq = 0;
   readonly stats = {
     claims: 0,
     attempts: 0,
@@ -100,6 +113,8 @@ export class History {
     duplicates: 0,
     duplicatesExcused: 0,
     zombieAfterCancel: 0,
+    pullClaims: 0,
+    pullExpired: 0,
     rescuedFaulted: 0,
     faults: 0,
   };
@@ -127,7 +142,7 @@ export class History {
     const key = eventKey(tenantId, id);
     let e = this.events.get(key);
     if (!e) {
-      e = { key, tenantId, id, group: null, origin: 'ambiguous', cancelSent: false, cancelAckMs: null, canceledByNode: false, expectedFireAt: null, editsUnknown: 0, attempts: [], ...init };
+      e = { key, tenantId, id, group: null, origin: 'ambiguous', cancelSent: false, cancelAckMs: null, canceledByNode: false, expectedFireAt: null, expectedVersion: 0, editsUnknown: 0, attempts: [], pullAcked: false, ...init };
       this.events.set(key, e);
     }
     return e;
@@ -142,7 +157,7 @@ export class History {
       const key = eventKey(e.tenantId, e.id);
       const claim: ClaimRec = {
         key, tenantId: e.tenantId, id: e.id, version: e.version, attempts: e.attempts, group: e.group, node, atMs: this.world.mono,
-        nowParam, dueAt: e.dueAt, fireAt: e.fireAt, faulted: lost ? 'its claim answer was lost' : (this.down.get(node) ?? null), recorded: false, rescued: false,
+        nowParam, dueAt: e.dueAt, fireAt: e.fireAt, faulted: lost ? 'its claim answer was lost' : this.downReason(node), recorded: false, rescued: false,
       };
       this.claimsByVersion.set(`${key}#v${e.version}`, claim);
       this.claimsByAttempt.set(`${key}#a${e.attempts}`, claim);
@@ -160,6 +175,41 @@ export class History {
       const [tenantId, group] = g.split('\u0000');
       const n = this.executingInGroup(tenantId, group);
       if (n > 1) this.violate('group-executing', `group ${tenantId}/${group} has ${n} members executing in the store after a claim by ${node}`);
+    }
+  }
+
+  /** A pull claim ran: `leaseUntil` is its visibility timeout (store clock, as the node judged it). */
+  pullClaimed(node: string, receipt: string, leaseUntil: number, events: EventRecord[]): void {
+    const storeNow = this.world.storeNow();
+    const groups = new Set<string>();
+    for (const e of events) {
+      this.stats.pullClaims++;
+      const key = eventKey(e.tenantId, e.id);
+      this.pullClaims.set(`${receipt} ${key}`, { node, leaseUntil, atMs: this.world.mono });
+      const hist = this.event(e.tenantId, e.id, { origin: 'occurrence', group: e.group });
+      hist.group = e.group;
+      if (storeNow < e.dueAt) this.violate('early', `${key} pulled through ${node} at store time ${fmt(storeNow)}, ${e.dueAt - storeNow} ms before it is due`);
+      if (e.group !== null) groups.add(`${e.tenantId}\u0000${e.group}`);
+    }
+    for (const g of groups) {
+      const [tenantId, group] = g.split('\u0000');
+      const n = this.executingInGroup(tenantId, group);
+      if (n > 1) this.violate('group-executing', `group ${tenantId}/${group} has ${n} members executing in the store after a pull claim through ${node}`);
+    }
+  }
+
+  /** A pull claim ended (ack, nack, or its expiry by a node's expirer). */
+  pullSettled(node: string, action: string, receipt: string, event: EventRecord): void {
+    const key = eventKey(event.tenantId, event.id);
+    const claim = this.pullClaims.get(`${receipt} ${key}`);
+    this.pullClaims.delete(`${receipt} ${key}`);
+    if (action === 'ack') this.event(event.tenantId, event.id).pullAcked = true;
+    if (action !== 'expire') return;
+    this.stats.pullExpired++;
+    // A visibility timeout ends by the store's clock, never before.
+    const storeNow = this.world.storeNow();
+    if (claim && storeNow < claim.leaseUntil) {
+      this.violate('pull-expired-early', `${key}: ${node} expired the pull claim ${receipt} (made through ${claim.node}) at store time ${fmt(storeNow)}, ${claim.leaseUntil - storeNow} ms before its visibility timeout`);
     }
   }
 
@@ -191,18 +241,35 @@ export class History {
 
   /**
    * Every claim `node` holds unrecorded may now be lost to it. With `lasting`, so may every claim
-   * the store makes for it until `up` (its calls still in flight land while it is dead, paused,
-   * cut off or slow).
+   * the store makes for it until `up(node, token)` with the token returned (its calls still in
+   * flight land while it is dead, paused, cut off or slow). Lasting faults may overlap.
    */
-  faulted(node: string, reason: string, lasting = false): void {
+  faulted(node: string, reason: string, lasting = false): number {
     this.stats.faults++;
     for (const claim of this.openClaims.get(node) ?? []) claim.faulted ??= reason;
-    if (lasting) this.down.set(node, reason);
+    if (!lasting) return 0;
+    let faults = this.down.get(node);
+    if (!faults) {
+      this.down.set(node, (faults = new Map()));
+      this.world.trace(`${node} faulted: ${reason}`);
+    }
+    const token = ++this.faultSeq;
+    faults.set(token, reason);
+    return token;
   }
 
-  /** The fault `faulted(node, …, true)` began is over. */
-  up(node: string): void {
+  /** The lasting fault `token` of `node` is over. */
+  up(node: string, token: number): void {
+    const faults = this.down.get(node);
+    if (!faults?.delete(token) || faults.size > 0) return;
     this.down.delete(node);
+    this.world.trace(`${node} fault over`);
+  }
+
+  /** Why `node` is in a lasting fault now (null: it is not). */
+  private downReason(node: string): string | null {
+    const faults = this.down.get(node);
+    return faults ? [...faults.values()][0] : null;
   }
 
   killed(node: string): void {

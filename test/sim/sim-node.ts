@@ -2,8 +2,8 @@
  * One simulated Belfry node, composed as src/node/node.ts composes a cluster node (without the
  * API, the sources, the cleaner and the samplers): the cluster (StoreClock, membership, elector,
  * shard ownership, claim-lease renewal), the scheduler with its occurrence gate, the dispatcher
- * and its recorder, the materialiser and the rescuer, all on this node's clock and its own
- * connection to the shared store.
+ * and its recorder, the materialiser, the rescuer and the pull expirer, all on this node's clock
+ * and its own connection to the shared store. Pull consumers and API clients are the world's.
  *
  * Kill: the process is gone at once (its timers never run, its calls never answer; what it sent
  * before still reaches the store). Pause: nothing of it runs until it resumes. Stop: the graceful
@@ -15,13 +15,15 @@ import type { Dispatcher } from '../../src/dispatch/dispatcher.ts';
 import type { Materialiser } from '../../src/scheduler/materialiser.ts';
 import type { OccurrenceGate } from '../../src/scheduler/occurrence-gate.ts';
 import type { Rescuer } from '../../src/scheduler/rescuer.ts';
+import type { PullExpirer } from '../../src/dispatch/pull-expirer.ts';
 import type { Scheduler } from '../../src/scheduler/scheduler.ts';
 import type { Metrics } from '../../src/node/metrics.ts';
 import type { Store } from '../../src/store/store.ts';
 import type { EventRecord } from '../../src/core/event.ts';
+import type { DueRef } from '../../src/store/store.ts';
 import type { Belfry } from './belfry.ts';
 import type { Remote } from './remote.ts';
-import { StoreLink, type StoreObserver } from './store-link.ts';
+import { StoreLink, type StoreObserver, type WakeupHub } from './store-link.ts';
 import { Actor, NodeClock, type Prng, type World } from './world.ts';
 
 const logger = pino({ level: 'silent' });
@@ -65,8 +67,10 @@ export class SimNode {
   readonly dispatcher: Dispatcher;
   readonly materialiser: Materialiser;
   readonly rescuer: Rescuer;
+  readonly pullExpirer: PullExpirer;
   readonly gate: OccurrenceGate | null;
   started = false;
+  private wakeups: { close(): Promise<void> } | null = null;
   /** Faults at chosen points: what happened to the node there. */
   hooks: { afterClaim?(node: SimNode, events: EventRecord[]): 'none' | 'killed' | 'paused' } = {};
   stopping: Promise<void> | null = null;
@@ -83,10 +87,11 @@ export class SimNode {
     metrics: Metrics,
     skewMs: number,
     readonly settings: NodeSettings,
+    hub: WakeupHub,
   ) {
     this.actor = new Actor(label);
     this.clock = new NodeClock(world, this.actor, skewMs);
-    this.link = new StoreLink(world, rand.fork(), real, this.actor, label, observer);
+    this.link = new StoreLink(world, rand.fork(), real, this.actor, label, observer, hub);
     const store = this.link.store;
     const s = settings;
     let scheduler: Scheduler | null = null;
@@ -95,7 +100,7 @@ export class SimNode {
       { claimLeaseMs: s.claimLeaseMs },
     );
     const clock = this.cluster.clock;
-    const notify = (events: EventRecord[]) => scheduler?.notifyEvents(events);
+    const notify = (events: EventRecord[]) => this.changed(events);
     const jitter = rand.fork();
     const dispatcher: Dispatcher = new belfry.dispatcher.Dispatcher({
       store,
@@ -160,6 +165,40 @@ export class SimNode {
       { horizonMs: s.horizonMs, refillMs: s.horizonMs },
     );
     this.rescuer = new belfry.rescuer.Rescuer({ store, clock, owner: nodeId, logger, onRescued: (refs) => scheduler?.notifyDue(refs) }, RESCUE_INTERVAL_MS);
+    // Pull claims' visibility timeouts: on a cluster they run on the store's clock (node.ts leaseClock).
+    const expiry = rand.fork();
+    this.pullExpirer = new belfry.pullExpirer.PullExpirer({
+      store, clock, leaseClock: clock, logger, random: () => expiry.next(),
+      onSettled: (events) => this.pullSettled(events),
+    });
+  }
+
+  /** node.ts onPullSettled: a settled grouped pull event lets its group's next event go. */
+  pullSettled(events: EventRecord[]): void {
+    for (const e of events) {
+      if (e.group !== null && (e.state === 'succeeded' || e.state === 'discarded' || e.state === 'archived')) {
+        this.scheduler.kickGroup(e.tenantId, e.group).catch(() => {});
+      }
+    }
+  }
+
+  /**
+   * node.ts after a write of this node's (API, materialiser, gate): its scheduler follows the
+   * events, and those due soon of other nodes' shards are announced (their owners may have read
+   * past them).
+   */
+  changed(events: EventRecord[]): void {
+    this.scheduler.notifyEvents(events);
+    const announcer = this.link.store.dueWakeups;
+    if (!announcer) return;
+    const owned = new Set(this.cluster.ownership.shards());
+    const horizon = this.cluster.clock.now() + this.settings.lookaheadMs;
+    const refs: DueRef[] = [];
+    for (const e of events) {
+      if ((e.state !== 'scheduled' && e.state !== 'awaiting_retry') || e.dueAt > horizon || owned.has(e.shard)) continue;
+      refs.push({ tenantId: e.tenantId, id: e.id, version: e.version, dueAt: e.dueAt, shard: e.shard, group: e.group, queue: e.queue });
+    }
+    if (refs.length > 0) announcer.announce(refs).catch(() => {});
   }
 
   get alive(): boolean {
@@ -170,9 +209,11 @@ export class SimNode {
   async start(): Promise<void> {
     await this.cluster.start();
     await this.rescuer.rescuePreviousRuns(false);
+    this.wakeups = await this.link.store.dueWakeups!.subscribe((refs) => this.scheduler.notifyDue(refs), () => {});
     this.scheduler.start();
     this.materialiser.start();
     this.rescuer.start();
+    this.pullExpirer.start();
     this.started = true;
   }
 
@@ -181,10 +222,12 @@ export class SimNode {
     this.stopping ??= (async () => {
       const deadlineMs = this.clock.monotonicMs() + this.settings.shutdownTimeoutMs;
       await this.cluster.stop();
+      await this.wakeups?.close();
       await this.materialiser.stop();
       await this.scheduler.stop();
       await this.gate?.flush();
       await this.rescuer.stop();
+      await this.pullExpirer.stop();
       await this.dispatcher.drain(deadlineMs);
     })();
     return this.stopping;

@@ -20,7 +20,7 @@ import { loadBelfry } from './belfry.ts';
 import { EVENT_CHANGES_MAX, eventKey, fmt, History, setTraceEpoch, type Violation } from './history.ts';
 import { destinationUrl, Remote, type DestinationBehaviour } from './remote.ts';
 import { NODE_SETTINGS, SimNode } from './sim-node.ts';
-import type { StoreObserver } from './store-link.ts';
+import { WakeupHub, type StoreObserver } from './store-link.ts';
 import { Prng, World } from './world.ts';
 
 /** Faults (and workloads that stress a promise) a run may use. */
@@ -66,6 +66,8 @@ export interface SimOptions {
   drainMs?: number;
   /** Keep every trace line (default: the last TRACE_TAIL lines). */
   fullTrace?: boolean;
+  /** Called every 500 ms of simulated time with the nodes (debugging a seed). */
+  probe?(atMs: number, nodes: readonly SimNode[]): void;
 }
 
 export interface SimResult {
@@ -92,6 +94,12 @@ const TRACE_FULL_MAX = 500_000;
 const STORE_EPOCH_MS = Date.UTC(2026, 5, 1, 12, 0, 0);
 const RETRY = { maxAttempts: 4, minBackoffMs: 200, maxBackoffMs: 2_000, coefficient: 2 };
 const MISSED_AFTER_MS = 1_000;
+/** The pull destination of each tenant, and its consumers' visibility timeout. */
+const PULL_DEST = 'inbox';
+const VISIBILITY_MS = 5_000;
+const CONSUMERS = 2;
+/** A client gives up on a request after this long (its outcome is then unknown to it). */
+const CLIENT_TIMEOUT_MS = 10_000;
 const GROUPS_PER_TENANT = 4;
 /** The calls whose answers `lost-replies` loses: every call a node or client makes but eventClaim (see lost-claims). */
 const LOST_REPLY_METHODS = [
@@ -150,6 +158,7 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
   const faults = FAULT_KINDS.filter((f) => allowed.has(f) && (opts.faults?.length === 1 || rand.chance(f === 'catchup' || f === 'edits' ? 0.25 : 0.6)));
   // A fairness run keeps the disruptive faults out, so that an on-time schedule has no excuse to be late.
   const active = new Set<FaultKind>(faults.includes('catchup') ? faults.filter((f) => !DISRUPTIVE.has(f)) : faults);
+
   const nodeCount = opts.nodes ?? rand.int(3, 5);
   const durationMs = opts.durationMs ?? 30_000;
   const drainMs = opts.drainMs ?? 90_000;
@@ -186,6 +195,18 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
             trace(`${link.label} claimed ${claimed.map((e) => `${e.tenantId}/${e.id}#${e.attempts}`).join(' ')}${lost ? ' (answer lost)' : ''}`);
             history.claimed(link.label, p.now as number, claimed, lost);
           }
+        } else if (method === 'eventPullClaim') {
+          const claimed = result as EventRecord[];
+          if (claimed.length > 0) {
+            trace(`${link.label} pull claim ${p.receipt as string}: ${claimed.map((e) => `${e.tenantId}/${e.id}#${e.attempts}`).join(' ')}${lost ? ' (answer lost)' : ''}`);
+            history.pullClaimed(link.label, p.receipt as string, p.leaseUntil as number, claimed);
+          }
+        } else if (method === 'eventPullSettle') {
+          const after = result as EventRecord | null;
+          if (after) {
+            trace(`${link.label} pull ${p.action as string} ${after.tenantId}/${after.id} (${p.receipt as string}) → ${after.state}`);
+            history.pullSettled(link.label, p.action as string, p.receipt as string, after);
+          } else if (p.action !== 'expire') trace(`${link.label} pull ${p.action as string} ${p.tenantId as string}/${p.id as string} (${p.receipt as string}) refused`);
         } else if (method === 'eventRecordAttempts') {
           history.recorded(p.outcomes as { tenantId: string; id: string; version: number }[], result as boolean[]);
         } else if (method === 'eventRescue' || method === 'eventRescueDead') {
@@ -196,6 +217,13 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
           if (r.kind === 'ok' && r.event) {
             const h = history.event(r.event.tenantId, r.event.id);
             if (!h.cancelSent) h.canceledByNode = true;
+            trace(`${link.label} canceled ${r.event.tenantId}/${r.event.id}: ${String(p.reason ?? '')}`);
+          }
+        } else if (method === 'scheduleAdvance') {
+          const r = result as { applied: boolean; results?: { kind: string }[] };
+          const made = r.results?.filter((x) => x.kind === 'created').length ?? 0;
+          if (r.applied && (made > 0 || (p.missedAdd as number) > 0)) {
+            trace(`${link.label} advanced ${p.tenantId as string}/${p.id as string}: ${made} made, ${p.missedAdd as number} missed, cursor ${p.nextAt === null ? 'done' : fmt(p.nextAt as number)}`);
           }
         } else if (method === 'leaderAttemptElect') {
           const lease = result as { nodeId: string; epoch: number } | null;
@@ -230,6 +258,13 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
           },
         });
       }
+      // A pull destination: its events wait for consumers.
+      await real.destinationPut({
+        destination: {
+          tenantId: t, name: PULL_DEST, secrets: [secret], createdAt: STORE_EPOCH_MS, updatedAt: STORE_EPOCH_MS,
+          config: { kind: 'pull', headers: {}, timeoutMs: 10_000, retry: RETRY, rateLimitPerSecond: null, maxConcurrency: 1 },
+        },
+      });
     }
     const schedules: ScheduleSpecSim[] = [];
     const scheduleEnd = STORE_EPOCH_MS + durationMs;
@@ -263,6 +298,7 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
 
     // ── nodes ─────────────────────────────────────────────────────────────────────────────
     const metrics = new belfry.metrics.Metrics();
+    const hub = new WakeupHub();
     let generation = 0;
     let nodeNames = nodeCount;
     const struck: Record<string, number> = {};
@@ -282,7 +318,7 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
     };
     const makeNode = (slot: number, nodeId: string): SimNode => {
       const label = `${nodeId}.${generation++}`;
-      const node = new SimNode(label, nodeId, belfry, world, rand, real!, remote, observer, metrics, rand.int(-1_500, 1_500), NODE_SETTINGS);
+      const node = new SimNode(label, nodeId, belfry, world, rand, real!, remote, observer, metrics, rand.int(-1_500, 1_500), NODE_SETTINGS, hub);
       node.hooks.afterClaim = (n) => pointFault(n, 'between claim and send');
       nodes[slot] = node;
       trace(`${label} starts (skew ${node.clock.skewMs} ms)`);
@@ -318,11 +354,11 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
     function pause(node: SimNode, ms: number, why: string): void {
       strike('pause', `${node.label} paused for ${ms} ms (${why})`);
       node.actor.state = 'paused';
-      history.faulted(node.label, 'its node was paused', true);
+      const token = history.faulted(node.label, 'its node was paused', true);
       world.timer(null, ms, () => {
-        if (node.actor.state !== 'paused') return;
+        history.up(node.label, token);
+        if (node.actor.state !== 'paused') return; // resumed by the drain, or dead
         trace(`${node.label} resumes`);
-        history.up(node.label);
         world.resume(node.actor);
       });
     }
@@ -338,9 +374,21 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
       const up = nodes.filter((n) => n.alive && n.started && !n.stopping);
       return up.length === 0 ? null : clientRand.pick(up);
     };
-    const clientCall = (node: SimNode, method: string, args: unknown[]): Promise<unknown> => {
-      return node.link.call(method, args, true);
-    };
+    /** A client's request to a node's API, given up after CLIENT_TIMEOUT_MS (its outcome then unknown). */
+    const clientCall = (node: SimNode, method: string, args: unknown[]): Promise<unknown> =>
+      new Promise((resolve, reject) => {
+        const cancel = world.timer(null, CLIENT_TIMEOUT_MS, () => reject(new Error(`no answer from ${node.label} within ${CLIENT_TIMEOUT_MS} ms`)));
+        node.link.call(method, args, true).then(
+          (value) => {
+            cancel();
+            resolve(value);
+          },
+          (err: unknown) => {
+            cancel();
+            reject(err as Error);
+          },
+        );
+      });
     const createEvents = (node: SimNode, fireAtOf: () => number, groupOf: (t: string) => string | null, n: number) => {
       const now = node.cluster.clock.now();
       const events: NewEvent[] = [];
@@ -352,7 +400,7 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
         const expires = clientRand.chance(0.1);
         events.push({
           tenantId, id, shard: belfry.shard.shardOf(tenantId, group ?? id, NODE_SETTINGS.shardCount), fireAt,
-          destination: { name: clientRand.pick(DESTS).name }, payload: `{"n":${eventSeq}}`, headers: {}, group, retry: null,
+          destination: { name: clientRand.chance(0.15) ? PULL_DEST : clientRand.pick(DESTS).name }, payload: `{"n":${eventSeq}}`, headers: {}, group, retry: null,
           expireAt: expires ? fireAt + clientRand.int(1_000, 10_000) : null, tags: {}, requestHash: `h:${id}`,
         });
         history.event(tenantId, id, { group, origin: 'ambiguous' });
@@ -368,7 +416,7 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
             if (r.kind === 'created') created.push(r.event);
           }
           trace(`client ← ${node.label} created ${created.length}`);
-          node.scheduler.notifyEvents(created);
+          node.changed(created);
         },
         (err: unknown) => trace(`client ← ${node.label} create failed: ${(err as Error).message}`),
       );
@@ -395,9 +443,12 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
             const r = res as { kind: string; event?: EventRecord };
             h.editsUnknown--;
             if (r.kind === 'ok' && r.event) {
-              // An event with an expiry keeps it (the API recomputes it; the client here does not edit those).
-              h.expectedFireAt = r.event.fireAt;
-              node.scheduler.notifyEvents([r.event]);
+              // Answers may come back out of order (a paused node answers late): the latest version wins.
+              if (r.event.version > h.expectedVersion) {
+                h.expectedVersion = r.event.version;
+                h.expectedFireAt = r.event.fireAt;
+              }
+              node.changed([r.event]);
             }
             trace(`client ← ${node.label} edit ${key}: ${r.kind}`);
           },
@@ -413,7 +464,7 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
             const r = res as { kind: string; event?: EventRecord };
             if (r.kind === 'ok' && r.event) {
               h.cancelAckMs ??= world.storeNow();
-              node.scheduler.notifyEvents([r.event]);
+              node.changed([r.event]);
             }
             trace(`client ← ${node.label} cancel ${key}: ${r.kind}${r.event ? ` (${r.event.state})` : ''}`);
           },
@@ -427,6 +478,46 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
       world.timer(null, clientRand.int(20, 300), clientLoop);
     };
     world.timer(null, 1_500, clientLoop);
+
+    // Pull consumers: claim what is due through any node, work on it (sometimes past the
+    // visibility timeout, sometimes losing it altogether), then ack or nack it through any node.
+    const consumerRand = rand.fork();
+    let receiptSeq = 0;
+    const pullConfig = { kind: 'pull' as const, headers: {}, timeoutMs: 10_000, retry: RETRY, rateLimitPerSecond: null, maxConcurrency: 1 };
+    const settlePull = (e: EventRecord, receipt: string, tries = 0): void => {
+      const node = apiNode();
+      if (!node) return void world.timer(null, 200, () => settlePull(e, receipt, tries));
+      const end = inDrain || consumerRand.chance(0.85) ? ({ action: 'ack' } as const) : ({ action: 'nack', discard: false } as const);
+      const params = belfry.pull.decidePull({ event: e, receipt, end, policy: belfry.pull.pullPolicy(e, pullConfig), now: node.cluster.clock.now(), random: () => consumerRand.next() });
+      clientCall(node, 'eventPullSettle', [params]).then(
+        (after) => {
+          if (after) node.pullSettled([after as EventRecord]);
+        },
+        // A consumer tries its ack or nack again (a few times) when it hears nothing.
+        () => tries < 3 && settlePull(e, receipt, tries + 1),
+      );
+    };
+    const consume = () => {
+      const node = apiNode();
+      const again = () => world.timer(null, inDrain ? 100 : consumerRand.int(100, 600), consume);
+      if (!node) return void again();
+      const tenantId = consumerRand.pick(tenants);
+      const receipt = `r${++receiptSeq}`;
+      const now = node.cluster.clock.now();
+      clientCall(node, 'eventPullClaim', [{ tenantId, queue: `name:${PULL_DEST}`, types: null, max: consumerRand.int(1, 4), now, leaseUntil: now + VISIBILITY_MS, receipt }]).then(
+        (events) => {
+          for (const e of events as EventRecord[]) {
+            // A consumer that dies mid-work: the claim ends by its visibility timeout.
+            if (!inDrain && consumerRand.chance(0.05)) continue;
+            const workMs = inDrain ? consumerRand.int(1, 20) : consumerRand.chance(0.1) ? consumerRand.int(VISIBILITY_MS, 2 * VISIBILITY_MS) : consumerRand.int(10, 2_000);
+            world.timer(null, workMs, () => settlePull(e, receipt));
+          }
+          again();
+        },
+        () => again(),
+      );
+    };
+    for (let i = 0; i < CONSUMERS; i++) world.timer(null, 1_000 + i * 137, consume);
 
     // The edit storm: one event edited again and again, each edit after the last answer.
     let stormKey: string | null = null;
@@ -505,11 +596,12 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
           const kindOf = faultRand.chance(0.5) ? 'refuse' : 'blackhole';
           const ms = faultRand.int(1_000, 20_000);
           link.partition = kindOf;
-          history.faulted(node.label, 'cut from the store', true);
+          const token = history.faulted(node.label, 'cut from the store', true);
           strike('partition', `${node.label} cut from the store (${kindOf}) for ${ms} ms`);
           world.timer(null, ms, () => {
             link.heal();
-            if (node.alive) history.up(node.label);
+            // Over once the calls it held have failed back to the node.
+            world.timer(null, 100, () => history.up(node.label, token));
             trace(`${node.label} reaches the store again`);
           });
           break;
@@ -518,12 +610,12 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
           const slowMs = faultRand.int(200, 2_000);
           const ms = faultRand.int(1_000, 10_000);
           link.slowMs = slowMs;
-          history.faulted(node.label, 'its store link was slow', true);
+          const token = history.faulted(node.label, 'its store link was slow', true);
           strike('slow', `${node.label}'s store link takes up to ${slowMs} ms each way for ${ms} ms`);
-          // Calls sent while slow land up to slowMs after it ends.
+          // Over once every call sent while slow has come back (a round trip of up to 2 × slowMs).
           world.timer(null, ms, () => {
             link.slowMs = 0;
-            world.timer(null, slowMs, () => node.alive && history.up(node.label));
+            world.timer(null, 2 * slowMs + 100, () => history.up(node.label, token));
           });
           break;
         }
@@ -553,11 +645,12 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
           const leader = upNodes().find((n) => n.cluster.elector.isLeader);
           if (!leader) return;
           leader.link.slowMs = 4_000;
-          history.faulted(leader.label, 'its store link stalled past its lease', true);
+          const token = history.faulted(leader.label, 'its store link stalled past its lease', true);
           strike('leader', `${leader.label} (leader) stalls on the store for 5 s`);
           world.timer(null, 5_000, () => {
             leader.link.slowMs = 0;
-            world.timer(null, 4_000, () => leader.alive && history.up(leader.label));
+            // Over once every call sent while slow has come back (a round trip of up to 8 s).
+            world.timer(null, 2 * 4_000 + 100, () => history.up(leader.label, token));
           });
           break;
         }
@@ -574,6 +667,7 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
     const s = NODE_SETTINGS;
     const claimsInFlightMax = 5 * s.claimBatchMax;
     const sample = () => {
+      opts.probe?.(world.mono, nodes);
       for (const n of nodes) {
         if (!n.alive) continue;
         if (n.scheduler.pending > s.wheelSizeMax) history.violate('bounds', `${n.label}: ${n.scheduler.pending} refs in memory, bound ${s.wheelSizeMax}`);
@@ -597,7 +691,6 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
       n.link.errorRate = 0;
       n.link.busyRate = 0;
       n.link.lostReplyRate = 0;
-      if (n.alive) history.up(n.label);
       if (n.actor.state === 'paused') world.resume(n.actor);
       if (!n.alive) makeNode(slot, n.nodeId);
     }
@@ -629,7 +722,7 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
       if (r.state === 'scheduled' || r.state === 'executing' || r.state === 'awaiting_retry') {
         notFinished++;
         history.violate('lost', `${key} is still ${r.state} ${(world.mono / 1000).toFixed(1)} s into the run (attempts ${r.attempts}, lease owner ${r.lease_owner ?? '-'}), ${drainMs / 1000} s after every fault healed`);
-      } else if (r.state === 'succeeded' && !attempts.some((a) => a.remote === 'delivered')) {
+      } else if (r.state === 'succeeded' && !attempts.some((a) => a.remote === 'delivered') && !h?.pullAcked) {
         history.violate('outcome', `${key} is succeeded but no attempt of it was delivered`);
       } else if (r.state === 'discarded' && !attempts.some((a) => a.remote === 'discard')) {
         history.violate('outcome', `${key} is discarded but no destination refused it`);

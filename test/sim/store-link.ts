@@ -12,7 +12,7 @@
  *     the answers of calls in flight) until the partition heals, then fails them, as a TCP
  *     connection to a host that vanished does.
  */
-import type { Store } from '../../src/store/store.ts';
+import type { DueRef, DueWakeups, Store } from '../../src/store/store.ts';
 import type { Actor, Prng, World } from './world.ts';
 
 /** Errors as a driver reports them: classified by code (store/failure-kind.ts), whatever the tree. */
@@ -29,6 +29,26 @@ export interface StoreObserver {
   executed(link: StoreLink, method: string, args: unknown[], result: unknown, lost: boolean, byClient: boolean): void;
   /** A call failed at the node (injected, or the store's own error), as the node hears it. */
   failed?(link: StoreLink, method: string, err: unknown): void;
+}
+
+/**
+ * The store's notifications between nodes (PostgreSQL LISTEN/NOTIFY, Store.dueWakeups): an
+ * announcement is a call like any other (latency, faults); once the database has it, every
+ * subscribed node hears it after its own latency, unless it is cut off, dead or unsubscribed by
+ * then (best effort, as NOTIFY to a dropped LISTEN connection is).
+ */
+export class WakeupHub {
+  private readonly subscribers = new Set<{ link: StoreLink; listener: (refs: DueRef[]) => void }>();
+
+  subscribe(link: StoreLink, listener: (refs: DueRef[]) => void): { close(): Promise<void> } {
+    const entry = { link, listener };
+    this.subscribers.add(entry);
+    return { close: async () => void this.subscribers.delete(entry) };
+  }
+
+  publish(refs: DueRef[]): void {
+    for (const s of this.subscribers) s.link.hear(() => s.listener(refs));
+  }
 }
 
 /** Methods whose calls never cross the simulated network (the world's own setup and checks use the real store). */
@@ -58,12 +78,17 @@ export class StoreLink {
     readonly actor: Actor,
     readonly label: string,
     private readonly observer: StoreObserver,
+    hub: WakeupHub,
   ) {
-    const capabilities = { ...real.capabilities, multiNode: true, dueWakeups: false };
+    const capabilities = { ...real.capabilities, multiNode: true, dueWakeups: true };
+    const wakeups: DueWakeups = {
+      announce: async (refs) => void (await this.call('dueAnnounce', [refs], false, () => hub.publish(refs))),
+      subscribe: async (listener) => hub.subscribe(this, listener),
+    };
     this.store = new Proxy(real, {
       get: (target, prop, receiver) => {
         if (prop === 'capabilities') return capabilities;
-        if (prop === 'dueWakeups') return undefined;
+        if (prop === 'dueWakeups') return wakeups;
         const value = Reflect.get(target, prop, receiver);
         if (typeof value !== 'function' || typeof prop !== 'string' || LOCAL.has(prop)) return value;
         return (...args: unknown[]) => this.call(prop, args);
@@ -90,8 +115,19 @@ export class StoreLink {
     });
   }
 
-  /** `byClient`: a client's request served by this node's API (not the node's own work). */
-  call(method: string, args: unknown[], byClient = false): Promise<unknown> {
+  /** A notification reaches this node (after the trip), unless it is cut off (then it is lost). */
+  hear(fn: () => void): void {
+    if (this.actor.state === 'dead' || this.partition) return;
+    this.world.timer(this.actor, this.latency(), () => {
+      if (!this.partition) fn();
+    });
+  }
+
+  /**
+   * `byClient`: a client's request served by this node's API (not the node's own work). `run`:
+   * what the database does with it, when it is not a method of the store (a notification).
+   */
+  call(method: string, args: unknown[], byClient = false, run?: () => unknown): Promise<unknown> {
     if (this.actor.state === 'dead') return new Promise(() => {});
     this.calls++;
     return new Promise((resolve, reject) => {
@@ -115,7 +151,7 @@ export class StoreLink {
         if (this.partition === 'refuse') return this.answer(() => fail(connectionError(`${method}: connection reset (partitioned)`)));
         let result: Promise<unknown>;
         try {
-          result = Promise.resolve((this.real as unknown as Record<string, (...a: unknown[]) => unknown>)[method](...args));
+          result = Promise.resolve(run ? run() : (this.real as unknown as Record<string, (...a: unknown[]) => unknown>)[method](...args));
         } catch (err) {
           result = Promise.reject(err);
         }
