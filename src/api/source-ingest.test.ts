@@ -4,7 +4,6 @@
  * limit and large ones parsed in slices.
  */
 import assert from 'node:assert/strict';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { after, before, describe, it } from 'node:test';
 import { SystemClock } from '../core/clock.ts';
 import type { SourceRecord } from '../store/sources.ts';
@@ -14,6 +13,7 @@ import { DEFAULT_API_LIMITS } from './deps.ts';
 import { NATIVE_PARSE_CHARS_MAX } from './json-slices.ts';
 import { SourceIngest } from './source-ingest.ts';
 import { TenantQuotas } from './tenant-quotas.ts';
+import { watchLoop } from '../../test/support/loop-watch.ts';
 
 let t: TestApp;
 let ingest: SourceIngest;
@@ -164,22 +164,3 @@ describe('SourceIngest: large messages (a tenant with the default limits, the no
   });
 });
 
-/** Runs `work` while watching the event loop: the longest delay of a 1 ms timer, two ways. */
-async function watchLoop<T>(work: () => Promise<T>): Promise<{ result: T; delayMaxMs: number; ms: number }> {
-  const histogram = monitorEventLoopDelay({ resolution: 1 });
-  histogram.enable();
-  let last = performance.now();
-  let gapMax = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    gapMax = Math.max(gapMax, now - last);
-    last = now;
-  }, 1);
-  const t0 = performance.now();
-  const result = await work();
-  const ms = performance.now() - t0;
-  await new Promise((r) => setTimeout(r, 5));
-  clearInterval(timer);
-  histogram.disable();
-  return { result, delayMaxMs: Math.max(gapMax, histogram.max / 1e6), ms };
-}

@@ -13,7 +13,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { after, before, describe, test } from 'node:test';
 import { BATCH_EVENT_BYTES, bodyBytesMaxOf, SMALL_BODY_BYTES_MAX } from '../../src/api/body-limits.ts';
 import { DEFAULT_TENANT_LIMITS } from '../../src/api/limits.ts';
@@ -21,6 +20,7 @@ import { bearer, makeTestApp, type TestApp } from '../support/app.ts';
 import { callApi } from '../support/http.ts';
 import { percentile, waitUntil } from '../support/node.ts';
 import { startNodeProcess, stopNodeProcess, type NodeProcess } from '../support/process.ts';
+import { watchLoop } from '../support/loop-watch.ts';
 
 const MiB = 1024 * 1024;
 const BATCH_LIMIT = bodyBytesMaxOf('batch', DEFAULT_TENANT_LIMITS, Infinity);
@@ -333,25 +333,6 @@ describe('the event loop while the largest accepted batch is handled', () => {
     return body;
   }
 
-  /** Runs `work` while watching the event loop: the longest delay of a 1 ms timer, two ways. */
-  async function watchLoop<T>(work: () => Promise<T>): Promise<{ result: T; delayMaxMs: number; ms: number }> {
-    const histogram = monitorEventLoopDelay({ resolution: 1 });
-    histogram.enable();
-    let last = performance.now();
-    let gapMax = 0;
-    const timer = setInterval(() => {
-      const now = performance.now();
-      gapMax = Math.max(gapMax, now - last);
-      last = now;
-    }, 1);
-    const t0 = performance.now();
-    const result = await work();
-    const ms = performance.now() - t0;
-    await new Promise((r) => setTimeout(r, 5));
-    clearInterval(timer);
-    histogram.disable();
-    return { result, delayMaxMs: Math.max(gapMax, histogram.max / 1e6), ms };
-  }
 
   test('stays under a generous bound (the largest batch and a flood of {} items)', async () => {
     const post = (body: string) => t.app.inject({ method: 'POST', url: '/v1/events/batch', headers: { ...bearer(t.tenantKey), 'content-type': 'application/json' }, payload: body });

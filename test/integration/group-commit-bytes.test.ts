@@ -13,7 +13,6 @@
  * `node --import tsx --test --test-reporter=spec test/integration/group-commit-bytes.test.ts`
  */
 import assert from 'node:assert/strict';
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { after, before, describe, test } from 'node:test';
 import { bodyBytesMaxOf } from '../../src/api/body-limits.ts';
 import { DEFAULT_API_LIMITS } from '../../src/api/deps.ts';
@@ -21,6 +20,7 @@ import { GROUP_COMMIT_PAYLOAD_BYTES_MAX, GroupCommitter } from '../../src/store/
 import type { EventInsertManyParams, EventInsertResult } from '../../src/store/store.ts';
 import { bearer, makeTestApp, type TestApp } from '../support/app.ts';
 import { waitUntil } from '../support/node.ts';
+import { watchLoop } from '../support/loop-watch.ts';
 
 const BATCH_LIMIT = bodyBytesMaxOf('batch', DEFAULT_API_LIMITS, Infinity);
 const BATCHES = 5;
@@ -44,25 +44,6 @@ function largestBatch(prefix: string, bytes: number): string {
   return body.slice(0, -2) + ' '.repeat(Math.max(0, bytes - 64 - body.length)) + ']}';
 }
 
-/** The longest delay of the event loop while `work` runs: a 1 ms timer's longest gap and the histogram's max. */
-async function watchLoop<T>(work: () => Promise<T>): Promise<{ result: T; delayMaxMs: number; ms: number }> {
-  const histogram = monitorEventLoopDelay({ resolution: 1 });
-  histogram.enable();
-  let last = performance.now();
-  let gapMax = 0;
-  const timer = setInterval(() => {
-    const now = performance.now();
-    gapMax = Math.max(gapMax, now - last);
-    last = now;
-  }, 1);
-  const t0 = performance.now();
-  const result = await work();
-  const ms = performance.now() - t0;
-  await new Promise((r) => setTimeout(r, 5));
-  clearInterval(timer);
-  histogram.disable();
-  return { result, delayMaxMs: Math.max(gapMax, histogram.max / 1e6), ms };
-}
 
 interface Transaction {
   events: number;
