@@ -216,6 +216,8 @@ export class World {
     Date.now = () => this.storeNow();
     this.realTurn = () => new Promise<void>((resolve) => realSetImmediate(resolve));
     this.restore = () => {
+      // Whatever is still queued (the test runner's own callbacks, say) runs on the real loop.
+      for (const fn of this.immediates.splice(0)) realSetImmediate(fn);
       (globalThis as { setImmediate: unknown }).setImmediate = realSetImmediate;
       (globalThis as { clearImmediate: unknown }).clearImmediate = realClearImmediate;
       Date.now = realDateNow;
