@@ -31,6 +31,8 @@ const SCHEDULE_CACHE_MAX = 10_000;
 /** Schedules with counts not yet written, at most; one more flushes first. */
 export const COUNTS_PENDING_MAX = 1_000;
 export const COUNTS_FLUSH_MS = 1_000;
+/** Schedules' counts per store write at most. */
+const COUNTS_PER_WRITE_MAX = 100;
 
 export interface OccurrenceGateDeps {
   store: Pick<Store, 'scheduleGet' | 'scheduleCountsAdd' | 'eventCancel'>;
@@ -154,15 +156,21 @@ export class OccurrenceGate {
     const deltas = [...this.pending.values()];
     this.pending.clear();
     this.lastFlushMs = this.deps.clock.monotonicMs();
-    this.flushing = this.deps.store
-      .scheduleCountsAdd({ deltas })
-      .catch((err: unknown) => {
-        this.deps.logger.warn({ err, schedules: deltas.length }, 'writing schedule counts failed; kept for the next write');
-        for (const d of deltas) this.count(d.tenantId, d.id, d.firedAdd, d.missedAdd, d.lastMissed ?? null);
-      })
-      .finally(() => {
-        this.flushing = null;
-      });
+    this.flushing = (async () => {
+      // In small writes: one write of a thousand schedules' counts held the store's one writer
+      // (and every claim waiting on it) for several ms.
+      for (let i = 0; i < deltas.length; i += COUNTS_PER_WRITE_MAX) {
+        try {
+          await this.deps.store.scheduleCountsAdd({ deltas: deltas.slice(i, i + COUNTS_PER_WRITE_MAX) });
+        } catch (err) {
+          this.deps.logger.warn({ err, schedules: deltas.length - i }, 'writing schedule counts failed; kept for the next write');
+          for (const d of deltas.slice(i)) this.count(d.tenantId, d.id, d.firedAdd, d.missedAdd, d.lastMissed ?? null);
+          return;
+        }
+      }
+    })().finally(() => {
+      this.flushing = null;
+    });
     return this.flushing;
   }
 
