@@ -152,7 +152,8 @@ function observerOf(history: History, trace: (line: string) => void): StoreObser
         trace(`${link.label} assigned shards (epoch ${p.epoch as number})`);
       }
     },
-    failed(link, method) {
+    failed(link, method, err) {
+      trace(`${link.label} ${method} failed: ${(err as Error).message}`);
       // A lost lease renewal or heartbeat: this node's claims may be taken from it.
       if (method === 'claimLeaseRenew' || method === 'nodeHeartbeat') history.faulted(link.label, `its ${method} failed`);
     },
