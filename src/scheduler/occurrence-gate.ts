@@ -24,6 +24,9 @@ import type { ScheduleCountsDelta, ScheduleMissed, ScheduleRecord } from '../sto
 import type { DueRef, Store } from '../store/store.ts';
 import { timingOf } from './materialiser.ts';
 
+/** A late occurrence whose schedule could not be read: neither claimed nor canceled now. */
+const UNKNOWN = Symbol('unknown');
+
 /** How long a schedule read for the gate is used before it is read again (its `missed` rule may be that stale). */
 const SCHEDULE_CACHE_MS = 5_000;
 /** Schedules kept in the cache at most (the cache is cleared when full). */
@@ -93,6 +96,12 @@ export class OccurrenceGate {
     for (const { ref, scheduleId, at, reason: refused } of judged) {
       const reason = refused ?? (await this.lateRefusal(ref.tenantId, scheduleId, at, now));
       if (reason === null) continue;
+      if (reason === UNKNOWN) {
+        // Its schedule could not be read: not claimed now, not canceled. It stays scheduled in
+        // the store and comes back with the overdue sweep, to be judged then.
+        skipped.add(ref);
+        continue;
+      }
       const r = await this.deps.store.eventCancel({ tenantId: ref.tenantId, id: ref.id, expectedVersion: ref.version, now, reason });
       skipped.add(ref);
       if (r.kind !== 'ok') continue; // changed meanwhile: the claim would have skipped it too
@@ -108,12 +117,16 @@ export class OccurrenceGate {
 
   /**
    * Why a late first fire of occurrence `at` of schedule `scheduleId` does not fire at `now` (its
-   * schedule's missed rule), or null: when it does, when the schedule is gone, or when it cannot be
-   * read (the claim goes on: a store that is down fails the claim anyway). Its tenant's rate
-   * applies too.
+   * schedule's missed rule), null when it fires (or its schedule is gone), UNKNOWN when the
+   * schedule cannot be read. Its tenant's rate applies too.
    */
-  private async lateRefusal(tenantId: string, scheduleId: string, at: number, now: number): Promise<string | null> {
-    const schedule = await this.schedule(tenantId, scheduleId).catch(() => null);
+  private async lateRefusal(tenantId: string, scheduleId: string, at: number, now: number): Promise<string | null | typeof UNKNOWN> {
+    let schedule: ScheduleRecord | null;
+    try {
+      schedule = await this.schedule(tenantId, scheduleId);
+    } catch {
+      return UNKNOWN;
+    }
     if (schedule === null) return null;
     const spec = schedule.spec;
     const rule = { missed: spec.missed, catchUpMax: spec.catchUpMax, missedAfterMs: spec.missedAfterMs ?? MISSED_AFTER_MS_DEFAULT };

@@ -139,6 +139,8 @@ export interface RunOnceResult {
 
 type Cursor = { dueAt: number; tenantId: string; id: string };
 
+/** Distinct lease-end marks of a node's claims (see claim); far more than claims in flight at once. */
+const CLAIM_MARKS = 997;
 /** A backlogged queue is topped up in chunks of at most this many claims. */
 const UNPARK_CHUNK_MAX = 200;
 /** Least share of a claim each queue with due events gets before others fill it. */
@@ -192,6 +194,8 @@ export class Scheduler {
   private readonly overflow = new OverflowMarks();
   /** Queues being refilled from the store now (one read per queue at a time). */
   private readonly refilling = new Set<string>();
+  /** Counts claims, for their lease-end marks. */
+  private claimSeq = 0;
   private readonly opts: SchedulerOptions;
   private cursor: Cursor | null = null;
   /** Where the overdue sweep continues; null: from the start. */
@@ -679,25 +683,61 @@ export class Scheduler {
   }
 
   private async claim(due: DueRef[], now: number): Promise<void> {
+    let claimed: EventRecord[];
+    // The lease end this claim writes doubles as its mark: a few ms added by a counter, so two
+    // claims of this node never write the same one (recoverClaim tells them apart by it).
+    const leaseUntil = now + this.opts.leaseMs + (this.claimSeq++ % CLAIM_MARKS);
     try {
       const refs = this.deps.occurrences ? await this.deps.occurrences.beforeClaim(due, now) : due;
-      const claimed = await this.deps.store.eventClaim({
+      claimed = await this.deps.store.eventClaim({
         refs: refs.map((r) => ({ tenantId: r.tenantId, id: r.id, version: r.version, group: r.group })),
         now,
         owner: this.deps.owner,
-        leaseUntil: now + this.opts.leaseMs,
+        leaseUntil,
         fenceByShardOwner: this.opts.fenceClaims,
       });
-      this.deps.metrics.eventsFired.inc(claimed.length);
-      this.deps.occurrences?.afterClaim(claimed);
-      if (claimed.length > 0) this.deps.onClaimed(claimed);
     } catch (err) {
-      // The store is unreachable: keep the entries and try again shortly (holding this claim's
-      // slot meanwhile, so a store that is down is not asked in a loop).
-      this.deps.logger.error({ err, count: due.length }, 'claim failed; retrying');
-      for (const r of due) if (!this.wheel.has(refKey(r.tenantId, r.id))) this.wheel.put(r);
-      await this.deps.clock.sleep(200, this.abort.signal).catch(() => {});
+      // The store is unreachable, or it committed the claim and its answer was lost. Read the
+      // events back (holding this claim's slot meanwhile, so a store that is down is not asked
+      // in a loop): those this claim took are delivered, the others wait in the timer again.
+      this.deps.logger.error({ err, count: due.length }, 'claim failed; reading its events back');
+      await this.recoverClaim(due, leaseUntil);
       this.armTimer();
+      return;
+    }
+    this.deps.metrics.eventsFired.inc(claimed.length);
+    this.deps.occurrences?.afterClaim(claimed);
+    if (claimed.length > 0) this.deps.onClaimed(claimed);
+  }
+
+  /**
+   * After a claim that failed: each ref's event as it stands. One executing under this owner at
+   * the version and with the lease end (`leaseUntil`, the claim's mark) that claim would have
+   * written was claimed by it (the answer was lost): it goes to the dispatcher, else it would
+   * stay executing, its lease renewed, for as long as this node lives. (One claimed meanwhile by
+   * another claim of this node, the ref having come back through the sweep, has another mark.)
+   * The others go back to the timer. Tries again while the store does not answer, until stop.
+   */
+  private async recoverClaim(due: DueRef[], leaseUntil: number): Promise<void> {
+    for (;;) {
+      await this.deps.clock.sleep(200, this.abort.signal).catch(() => {});
+      if (!this.running) return;
+      try {
+        const events = await Promise.all(due.map((r) => this.deps.store.eventGet({ tenantId: r.tenantId, id: r.id })));
+        const claimed = events.filter((e, i): e is EventRecord =>
+          e !== null && e.state === 'executing' && e.leaseOwner === this.deps.owner && e.version === due[i].version + 1 && e.leaseUntil === leaseUntil);
+        if (claimed.length > 0) {
+          this.deps.logger.warn({ count: claimed.length }, 'a claim committed though its answer was lost: delivering what it took');
+          this.deps.metrics.eventsFired.inc(claimed.length);
+          this.deps.occurrences?.afterClaim(claimed);
+          this.deps.onClaimed(claimed);
+        }
+        const taken = new Set(claimed.map((e) => refKey(e.tenantId, e.id)));
+        for (const r of due) if (!taken.has(refKey(r.tenantId, r.id)) && !this.wheel.has(refKey(r.tenantId, r.id))) this.wheel.put(r);
+        return;
+      } catch (err) {
+        this.deps.logger.error({ err, count: due.length }, 'reading a failed claim back failed; retrying');
+      }
     }
   }
 }
