@@ -20,6 +20,7 @@ import { bearer, makeTestApp, type TestApp } from '../support/app.ts';
 import { callApi } from '../support/http.ts';
 import { percentile, waitUntil } from '../support/node.ts';
 import { startNodeProcess, stopNodeProcess, type NodeProcess } from '../support/process.ts';
+import { largestBatch } from '../support/batch-bodies.ts';
 import { watchLoop } from '../support/loop-watch.ts';
 
 const MiB = 1024 * 1024;
@@ -312,27 +313,6 @@ describe('the event loop while the largest accepted batch is handled', () => {
     await t.app.inject({ method: 'PUT', url: '/v1/destinations/orders', headers: bearer(t.tenantKey), payload: { url: 'http://127.0.0.1:9/x' } });
   });
   after(() => t.cleanup());
-
-  /**
-   * 1,000 events whose payloads are small objects (the costliest content per byte that a batch
-   * accepts), padded so the body is within 64 bytes of the batch limit.
-   */
-  function largestBatch(prefix: string, bytes: number): string {
-    const item = { a: 1, b: 'two', c: [1, 2, 3], d: { e: true } };
-    const perEvent = Math.floor(bytes / 1_000);
-    const events = Array.from({ length: 1_000 }, (_, i) => {
-      const base = { id: `${prefix}-${String(i).padStart(4, '0')}`, destination: 'orders', delay: '1h', payload: { items: [] as unknown[], pad: '' } };
-      const baseBytes = JSON.stringify(base).length + 1;
-      const itemBytes = JSON.stringify(item).length + 1;
-      base.payload.items = Array(Math.floor((perEvent - baseBytes - 64) / itemBytes)).fill(item);
-      base.payload.pad = 'p'.repeat(Math.max(0, perEvent - JSON.stringify(base).length - 1 - 64));
-      return JSON.stringify(base);
-    });
-    let body = `{"events":[${events.join(',')}]}`;
-    body = body.slice(0, -2) + ' '.repeat(Math.max(0, bytes - 64 - body.length)) + ']}';
-    return body;
-  }
-
 
   test('stays under a generous bound (the largest batch and a flood of {} items)', async () => {
     const post = (body: string) => t.app.inject({ method: 'POST', url: '/v1/events/batch', headers: { ...bearer(t.tenantKey), 'content-type': 'application/json' }, payload: body });
