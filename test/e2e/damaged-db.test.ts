@@ -7,14 +7,13 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { closeSync, cpSync, existsSync, mkdtempSync, openSync, rmSync, statSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SQLITE_FILE_NAME_DEFAULT, openSqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { checkIntegrity, DamagedDatabaseError } from '../../src/store/sqlite/integrity-check.ts';
-import { BIN } from '../support/process.ts';
+import { REFUSAL_MS_MAX, runRefusedStart } from '../support/process.ts';
 
 const ADMIN_KEY = 'e2e-admin-key-0123456789abcdef';
 const PAGE_BYTES = 4096;
@@ -22,7 +21,6 @@ const PAGE_BYTES = 4096;
 const EVENTS = 20_000;
 const GARBAGE_PAGES = 8;
 /** "At once": node starting, the check (a few MB), the refusal. */
-const REFUSAL_MS_MAX = 15_000;
 
 /** Writes a sound store file of EVENTS events in `dataDir`, closed and checkpointed (no WAL left). */
 async function writeStore(dataDir: string): Promise<string> {
@@ -53,16 +51,8 @@ function garble(file: string, first: number, count: number): void {
 }
 
 /** Runs `belfry start` on `dataDir`, expecting it to refuse; its exit code, output and duration. */
-async function startRefused(dataDir: string): Promise<{ code: number | null; signal: string | null; output: string; elapsedMs: number }> {
-  const startedMs = performance.now();
-  const child = spawn(process.execPath, [BIN, 'start', '--port', '0', '--data', dataDir, '--admin-key', ADMIN_KEY], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), REFUSAL_MS_MAX);
-  const { code, signal } = await new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once('exit', (c, s) => resolve({ code: c, signal: s })));
-  clearTimeout(timer);
-  return { code, signal, output, elapsedMs: performance.now() - startedMs };
+function startRefused(dataDir: string) {
+  return runRefusedStart(['--port', '0', '--data', dataDir, '--admin-key', ADMIN_KEY]);
 }
 
 describe('a damaged database file at start (real file, real node process)', () => {

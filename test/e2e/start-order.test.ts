@@ -6,19 +6,17 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callApi as api } from '../support/http.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
-import { BIN, killNodeProcess, NODE_START_MS_MAX, startNodeProcess, stopNodeProcess, type NodeProcess } from '../support/process.ts';
+import { killNodeProcess, NODE_START_MS_MAX, REFUSAL_MS_MAX, runRefusedStart, startNodeProcess, stopNodeProcess, type NodeProcess } from '../support/process.ts';
 import { waitUntil } from '../support/node.ts';
 
 const ADMIN_KEY = 'e2e-admin-key-0123456789abcdef';
 /** "At once": node and tsx starting, the store opening, the bind failing; no wait on anything. */
-const REFUSAL_MS_MAX = 15_000;
 
 function nodeArgs(dataDir: string): string[] {
   return ['--data', dataDir, '--admin-key', ADMIN_KEY, '--allow-hosts', '127.0.0.1', '--shutdown-timeout', '5s'];
@@ -37,16 +35,8 @@ async function holdPort(): Promise<{ server: Server; port: number }> {
 }
 
 /** Runs `belfry start` on `port`, expecting it to fail; its exit code, output and duration. */
-async function startOnTakenPort(dataDir: string, port: number): Promise<{ code: number | null; signal: string | null; output: string; elapsedMs: number }> {
-  const startedMs = performance.now();
-  const child = spawn(process.execPath, [BIN, 'start', ...nodeArgs(dataDir), '--port', String(port)], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const timer = setTimeout(() => child.kill('SIGKILL'), REFUSAL_MS_MAX);
-  const { code, signal } = await new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once('exit', (c, s) => resolve({ code: c, signal: s })));
-  clearTimeout(timer);
-  return { code, signal, output, elapsedMs: performance.now() - startedMs };
+function startOnTakenPort(dataDir: string, port: number) {
+  return runRefusedStart([...nodeArgs(dataDir), '--port', String(port)]);
 }
 
 describe('start order with real processes', () => {

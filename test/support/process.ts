@@ -84,3 +84,22 @@ export async function killNodeProcess(node: NodeProcess): Promise<void> {
   if (node.child.exitCode === null && node.child.signalCode === null) node.child.kill('SIGKILL');
   await node.exited;
 }
+
+/** How long a start that must be refused may take before it is killed (and the test fails). */
+export const REFUSAL_MS_MAX = 15_000;
+
+/**
+ * Runs `belfry start <args>`, expecting it to refuse and exit: its exit code, signal (SIGKILL when
+ * it was still running after REFUSAL_MS_MAX), everything it wrote and how long it ran.
+ */
+export async function runRefusedStart(args: string[]): Promise<{ code: number | null; signal: string | null; output: string; elapsedMs: number }> {
+  const startedMs = performance.now();
+  const child = spawn(process.execPath, [BIN, 'start', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const timer = setTimeout(() => child.kill('SIGKILL'), REFUSAL_MS_MAX);
+  const { code, signal } = await new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once('exit', (c, s) => resolve({ code: c, signal: s })));
+  clearTimeout(timer);
+  return { code, signal, output, elapsedMs: performance.now() - startedMs };
+}
