@@ -19,6 +19,25 @@ function abortError(): Error {
   return err;
 }
 
+/**
+ * A Clock's `sleep` from its `setTimer` (`arm` sets the timer and returns its cancel): resolves
+ * when the timer runs, rejects with an AbortError when `signal` aborts first (the timer canceled).
+ */
+export function sleepOnTimer(arm: (fn: () => void) => () => void, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(abortError());
+    const cancel = arm(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    });
+    const onAbort = () => {
+      cancel();
+      reject(abortError());
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
 /** The real clock, with an optional fixed offset (for tests: nodes whose clocks disagree). */
 export class SystemClock implements Clock {
   constructor(private readonly offsetMs = 0) {}
@@ -107,18 +126,7 @@ export class SimClock implements Clock {
     };
   }
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    return new Promise((resolve, reject) => {
-      if (signal?.aborted) return reject(abortError());
-      const cancel = this.setTimer(ms, () => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      });
-      const onAbort = () => {
-        cancel();
-        reject(abortError());
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    return sleepOnTimer((fn) => this.setTimer(ms, fn), signal);
   }
   /** Moves both clocks forward by `ms`, running every timer that falls due, in order. */
   async advance(ms: number): Promise<void> {

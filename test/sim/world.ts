@@ -12,7 +12,7 @@
  * Actors (nodes) can be paused (their timers are held until they resume, as a stopped process's
  * would be) or killed (their timers are dropped and never run again).
  */
-import type { Clock } from '../../src/core/clock.ts';
+import { sleepOnTimer, type Clock } from '../../src/core/clock.ts';
 
 /** A small fast seeded generator (sfc32 seeded by splitmix32): the same seed, the same numbers. */
 export class Prng {
@@ -314,27 +314,10 @@ export class NodeClock implements Clock {
     return this.world.timer(this.actor, ms, fn);
   }
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    return new Promise((resolve, reject) => {
-      if (signal?.aborted) return reject(abortError());
-      const cancel = this.world.timer(this.actor, ms, () => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      });
-      const onAbort = () => {
-        cancel();
-        reject(abortError());
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    return sleepOnTimer((fn) => this.world.timer(this.actor, ms, fn), signal);
   }
   /** A step of this node's wall clock (NTP, a VM resume, an operator). */
   step(ms: number): void {
     this.skewMs += ms;
   }
-}
-
-function abortError(): Error {
-  const err = new Error('aborted');
-  err.name = 'AbortError';
-  return err;
 }
