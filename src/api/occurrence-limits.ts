@@ -6,8 +6,7 @@
  * occurrence a limit refuses is counted missed, with the limit as the reason.
  */
 import { BelfryError } from '../core/errors.ts';
-import type { Clock } from '../core/clock.ts';
-import { LIMITS_CACHE_TTL_MS, type TenantQuotas } from './tenant-quotas.ts';
+import type { TenantQuotas } from './tenant-quotas.ts';
 
 export interface OccurrenceLimits {
   /** Null when `n` more occurrences of the tenant may be made pending now; otherwise why not. */
@@ -16,32 +15,13 @@ export interface OccurrenceLimits {
   made(tenantId: string, n: number): void;
   /**
    * Null when one occurrence of the tenant may fire now; otherwise why not. Synchronous (it is
-   * asked on the claim path): the tenant's limits as last read, read again in the background once
-   * LIMITS_CACHE_TTL_MS old; a tenant whose limits were never read is admitted meanwhile.
+   * asked on the claim path): the tenant's limits as last read (TenantQuotas.limitsNow); a tenant
+   * whose limits were never read is admitted meanwhile.
    */
   admitFire(tenantId: string): string | null;
 }
 
-/** Tenants whose limits admitFire keeps, at most (the oldest goes first). */
-const FIRE_LIMITS_KEPT_MAX = 10_000;
-
-export function occurrenceLimits(quotas: TenantQuotas, clock: Pick<Clock, 'monotonicMs'>): OccurrenceLimits {
-  const known = new Map<string, { perSecond: number; readAtMs: number; reading: boolean }>();
-  const refresh = (tenantId: string) => {
-    const entry = known.get(tenantId);
-    if (entry?.reading) return;
-    if (entry) entry.reading = true;
-    quotas.limits(tenantId).then(
-      (limits) => {
-        known.delete(tenantId);
-        if (known.size >= FIRE_LIMITS_KEPT_MAX) known.delete(known.keys().next().value as string);
-        known.set(tenantId, { perSecond: limits.scheduleRequestsPerSecond, readAtMs: clock.monotonicMs(), reading: false });
-      },
-      () => {
-        if (entry) entry.reading = false;
-      },
-    );
-  };
+export function occurrenceLimits(quotas: TenantQuotas): OccurrenceLimits {
   return {
     async admitMade(tenantId, n) {
       if (n <= 0) return null;
@@ -58,11 +38,10 @@ export function occurrenceLimits(quotas: TenantQuotas, clock: Pick<Clock, 'monot
       quotas.pendingAdded(tenantId, n);
     },
     admitFire(tenantId) {
-      const entry = known.get(tenantId);
-      if (!entry || clock.monotonicMs() - entry.readAtMs >= LIMITS_CACHE_TTL_MS) refresh(tenantId);
-      if (!entry) return null;
-      const { granted } = quotas.takeScheduleRequestsUpTo(tenantId, entry.perSecond, 1);
-      return granted === 1 ? null : `refused by the tenant's scheduleRequestsPerSecond (${entry.perSecond} per second)`;
+      const limits = quotas.limitsNow(tenantId);
+      if (limits === null) return null;
+      const { granted } = quotas.takeScheduleRequestsUpTo(tenantId, limits.scheduleRequestsPerSecond, 1);
+      return granted === 1 ? null : `refused by the tenant's scheduleRequestsPerSecond (${limits.scheduleRequestsPerSecond} per second)`;
     },
   };
 }

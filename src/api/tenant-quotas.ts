@@ -90,6 +90,8 @@ export class TenantQuotas {
   private readonly buckets = new Map<string, Bucket>();
   private readonly pending = new Map<string, PendingEstimate>();
   private readonly counting = new Map<string, Promise<PendingEstimate>>();
+  /** Tenants whose limits limitsNow is reading again (one read each at a time). */
+  private readonly limitsReading = new Set<string>();
 
   constructor(
     private readonly store: Pick<Store, 'tenantGet' | 'eventCountPending' | 'capabilities'>,
@@ -119,6 +121,21 @@ export class TenantQuotas {
     const limits = resolveTenantLimits(this.defaults, tenant?.settings);
     boundedSet(this.limitsCache, tenantId, { limits, expiresMs: nowMs + LIMITS_CACHE_TTL_MS }, TENANTS_TRACKED_MAX);
     return limits;
+  }
+
+  /**
+   * The tenant's limits as last read, without waiting (for a path that must not: a claim), or null
+   * before the first read; past LIMITS_CACHE_TTL_MS they are read again in the background.
+   */
+  limitsNow(tenantId: string): TenantLimits | null {
+    const hit = this.limitsCache.get(tenantId);
+    if ((!hit || hit.expiresMs <= this.clock.monotonicMs()) && !this.limitsReading.has(tenantId)) {
+      this.limitsReading.add(tenantId);
+      this.limits(tenantId)
+        .catch(() => {})
+        .finally(() => this.limitsReading.delete(tenantId));
+    }
+    return hit?.limits ?? null;
   }
 
   /** Drops the cached limits of a tenant whose settings changed through this node. */

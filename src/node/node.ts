@@ -408,7 +408,7 @@ async function startNodeOnce(config: NodeConfig, opts: NodeOptions, owner: strin
   // Kafka sources: their events are checked and stored as POST /v1/events's are (source-ingest.ts).
   // One TenantQuotas for the API and the sources: a tenant's rate and pending estimate cover both.
   const quotas = new TenantQuotas(store, clock, apiLimits, counts);
-  occurrenceQuota = occurrenceLimits(quotas, clock);
+  occurrenceQuota = occurrenceLimits(quotas);
   const sourceIngest = new SourceIngest({
     store,
     clock,

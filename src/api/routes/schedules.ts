@@ -133,7 +133,7 @@ async function earliestPending(deps: AppDeps, tenantId: string, id: string): Pro
  */
 async function makeDueOccurrences(deps: AppDeps, s: ScheduleRecord, now: number): Promise<void> {
   if (s.paused) return;
-  const limits = deps.quotas ? occurrenceLimits(deps.quotas, deps.clock) : undefined;
+  const limits = deps.quotas ? occurrenceLimits(deps.quotas) : undefined;
   const r = await advanceSchedule({ store: deps.store, logger: deps.logger, shardCount: deps.shardCount, limits }, s, now, deps.scheduleAheadMs ?? madeAheadMs(MATERIALISER_DEFAULTS));
   if (r.created.length > 0) deps.onEventsChanged(r.created);
 }
