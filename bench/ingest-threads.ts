@@ -15,7 +15,14 @@ import { batchBodies, postBatches } from './lib/schedule.ts';
 import { belfryEventBody, NOWHERE_URL } from './systems/belfry.ts';
 import { scrapeMetrics } from '../test/support/metrics.ts';
 
-const { values, positionals } = parseArgs({ allowPositionals: true, options: { n: { type: 'string', default: '200000' }, minimal: { type: 'boolean', default: false }, single: { type: 'boolean', default: false } } });
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    n: { type: 'string', default: '200000' },
+    minimal: { type: 'boolean', default: false },
+    single: { type: 'boolean', default: false },
+  },
+});
 const kind = (positionals[0] ?? 'sqlite') as 'sqlite' | 'postgres';
 if (kind !== 'sqlite' && kind !== 'postgres') throw new Error('the store is sqlite or postgres');
 const n = Number(values.n);
@@ -39,14 +46,18 @@ try {
     });
     return tally;
   };
-  const singleBodies = (count: number, prefix: string) => Array.from({ length: count }, (_, i) => JSON.stringify(make(prefix)(i)));
-  const post = (bodies: string[]) => (values.single ? postSingles(bodies) : postBatches(client, bodies, BATCH_CONCURRENCY, headers));
+  const singleBodies = (count: number, prefix: string) =>
+    Array.from({ length: count }, (_, i) => JSON.stringify(make(prefix)(i)));
+  const post = (bodies: string[]) =>
+    values.single ? postSingles(bodies) : postBatches(client, bodies, BATCH_CONCURRENCY, headers);
   const busy = async (): Promise<Record<string, number>> => {
     const samples = await scrapeMetrics(node.url);
-    return Object.fromEntries([...samples].flatMap(([name, v]) => {
-      const m = /^belfry_thread_busy_seconds_total\{thread="([^"]+)"\}$/.exec(name);
-      return m ? [[m[1], v]] : [];
-    }));
+    return Object.fromEntries(
+      [...samples].flatMap(([name, v]) => {
+        const m = /^belfry_thread_busy_seconds_total\{thread="([^"]+)"\}$/.exec(name);
+        return m ? [[m[1], v]] : [];
+      }),
+    );
   };
   await post(values.single ? singleBodies(2_000, 'w') : batchBodies(5_000, make('w'))); // warm-up: JIT, connections
   const bodies = values.single ? singleBodies(n, 'b') : batchBodies(n, make('b'));
@@ -54,12 +65,22 @@ try {
   const tally = await post(bodies);
   const [ms, cpu1, clientCpu] = [performance.now() - t0, node.cpuSeconds(), process.cpuUsage(client0)];
   const busy1 = await busy();
-  const threads = Object.fromEntries(Object.keys(busy1).map((k) => [k, `${Math.round(((busy1[k] - (busy0[k] ?? 0)) / (ms / 1_000)) * 100)}%`]));
-  console.log(JSON.stringify({
-    store: kind, n, minimal: values.minimal, single: values.single, eventsPerSecond: Math.round((tally.acknowledged / ms) * 1_000), failed: tally.failed,
-    nodeCpuUsPerEvent: +(((cpu1 - cpu0) / tally.acknowledged) * 1e6).toFixed(1),
-    clientCpuUsPerEvent: +((clientCpu.user + clientCpu.system) / tally.acknowledged).toFixed(1), threadsBusy: threads,
-  }));
+  const threads = Object.fromEntries(
+    Object.keys(busy1).map((k) => [k, `${Math.round(((busy1[k] - (busy0[k] ?? 0)) / (ms / 1_000)) * 100)}%`]),
+  );
+  console.log(
+    JSON.stringify({
+      store: kind,
+      n,
+      minimal: values.minimal,
+      single: values.single,
+      eventsPerSecond: Math.round((tally.acknowledged / ms) * 1_000),
+      failed: tally.failed,
+      nodeCpuUsPerEvent: +(((cpu1 - cpu0) / tally.acknowledged) * 1e6).toFixed(1),
+      clientCpuUsPerEvent: +((clientCpu.user + clientCpu.system) / tally.acknowledged).toFixed(1),
+      threadsBusy: threads,
+    }),
+  );
 } finally {
   await node.stop();
   await store.dispose();

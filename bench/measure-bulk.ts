@@ -20,7 +20,7 @@ import { randomBytes } from 'node:crypto';
 import { pino } from 'pino';
 import { SystemClock } from '../src/core/clock.ts';
 import { newSortableId } from '../src/core/ids.ts';
-import { BulkRunner, DEFAULT_BULK_RUNNER_OPTIONS } from '../src/scheduler/bulk-runner.ts';
+import { BulkRunner, DEFAULT_BULK_RUNNER_OPTIONS } from '../src/bulk/runner.ts';
 import { openPostgresStore } from '../src/store/postgres/postgres-store.ts';
 import { openSqliteThreadStore } from '../src/store/sqlite/thread-store.ts';
 import type { NewEvent, Store } from '../src/store/store.ts';
@@ -38,7 +38,13 @@ async function open(): Promise<{ store: Store; cleanup(): Promise<void> }> {
   if (backend === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'belfry-measure-bulk-'));
     const store = await openSqliteThreadStore({ dataDir: dir });
-    return { store: store as unknown as Store, cleanup: async () => { await store.close(); rmSync(dir, { recursive: true, force: true }); } };
+    return {
+      store: store as unknown as Store,
+      cleanup: async () => {
+        await store.close();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
   }
   if (backend === 'postgres') {
     const schema = `belfry_measure_${randomBytes(4).toString('hex')}`;
@@ -74,32 +80,89 @@ try {
     const events: NewEvent[] = [];
     for (let i = b; i < Math.min(N, b + 1_000); i++) {
       events.push({
-        tenantId: TENANT, id: `e-${i}`, shard: i % 256, fireAt: now + 60_000 + Math.floor((i * DAY_MS) / N), destination: { name: i % 4 ? 'orders' : 'billing' },
-        payload: '{"orderId":8812,"note":"a payload of a typical size for a webhook body"}', headers: {}, group: null, retry: null, expireAt: null,
-        tags: {}, type: i % 10 ? null : 'order.timeout', requestHash: '',
+        tenantId: TENANT,
+        id: `e-${i}`,
+        shard: i % 256,
+        fireAt: now + 60_000 + Math.floor((i * DAY_MS) / N),
+        destination: { name: i % 4 ? 'orders' : 'billing' },
+        payload: '{"orderId":8812,"note":"a payload of a typical size for a webhook body"}',
+        headers: {},
+        group: null,
+        retry: null,
+        expireAt: null,
+        tags: {},
+        type: i % 10 ? null : 'order.timeout',
+        requestHash: '',
       });
     }
     await store.eventInsertMany({ events, now });
   }
   console.log(`fill: ${N} events in ${((performance.now() - fillStart) / 1000).toFixed(1)} s`);
 
-  const [day, dayMs] = await timed(() => store.eventForecast({ tenantId: TENANT, fromMs: Math.floor(now / 60_000) * 60_000, toMs: Math.floor(now / 60_000) * 60_000 + DAY_MS, bucketMs: 60_000, by: 'destination' }));
-  const [, hourMs] = await timed(() => store.eventForecast({ tenantId: TENANT, fromMs: Math.floor(now / 60_000) * 60_000, toMs: now + 3_600_000, bucketMs: 60_000, by: 'none' }));
-  const [, allMs] = await timed(() => store.eventForecast({ tenantId: null, fromMs: Math.floor(now / 60_000) * 60_000, toMs: now + 3_600_000, bucketMs: 60_000, by: 'tenant' }));
-  console.log(`forecast: 24 h in 1 m buckets by destination ${dayMs.toFixed(1)} ms (${day.reduce((a, r) => a + r.n, 0)} events); next hour ${hourMs.toFixed(1)} ms; next hour, all tenants, by tenant ${allMs.toFixed(1)} ms`);
+  const [day, dayMs] = await timed(() =>
+    store.eventForecast({
+      tenantId: TENANT,
+      fromMs: Math.floor(now / 60_000) * 60_000,
+      toMs: Math.floor(now / 60_000) * 60_000 + DAY_MS,
+      bucketMs: 60_000,
+      by: 'destination',
+    }),
+  );
+  const [, hourMs] = await timed(() =>
+    store.eventForecast({
+      tenantId: TENANT,
+      fromMs: Math.floor(now / 60_000) * 60_000,
+      toMs: now + 3_600_000,
+      bucketMs: 60_000,
+      by: 'none',
+    }),
+  );
+  const [, allMs] = await timed(() =>
+    store.eventForecast({
+      tenantId: null,
+      fromMs: Math.floor(now / 60_000) * 60_000,
+      toMs: now + 3_600_000,
+      bucketMs: 60_000,
+      by: 'tenant',
+    }),
+  );
+  console.log(
+    `forecast: 24 h in 1 m buckets by destination ${dayMs.toFixed(1)} ms (${day.reduce((a, r) => a + r.n, 0)} events); next hour ${hourMs.toFixed(1)} ms; next hour, all tenants, by tenant ${allMs.toFixed(1)} ms`,
+  );
 
   const clock = new SystemClock();
   const id = `bulk_${newSortableId(now)}`;
   await store.bulkJobCreate({
-    job: { tenantId: TENANT, id, state: 'running', filter: { destination: 'orders' }, action: { kind: 'shift', shiftMs: 3_600_000 }, cursor: null, matched: 0, done: 0, skipped: 0, errors: [], leaseOwner: null, leaseUntil: null, createdAt: now, updatedAt: now, finishedAt: null },
+    job: {
+      tenantId: TENANT,
+      id,
+      state: 'running',
+      filter: { destination: 'orders' },
+      action: { kind: 'shift', shiftMs: 3_600_000 },
+      cursor: null,
+      matched: 0,
+      done: 0,
+      skipped: 0,
+      errors: [],
+      leaseOwner: null,
+      leaseUntil: null,
+      createdAt: now,
+      updatedAt: now,
+      finishedAt: null,
+    },
     runningMax: 2,
   });
-  const runner = new BulkRunner({ store, clock, logger, owner: 'measure', onEventsChanged: () => {} }, { batchSize: BATCH, pauseFactor: PAUSE });
+  const runner = new BulkRunner(
+    { store, clock, logger, owner: 'measure', onEventsChanged: () => {} },
+    { batchSize: BATCH, pauseFactor: PAUSE },
+  );
   const started = performance.now();
   const run = await runner.runOnce();
   const seconds = (performance.now() - started) / 1000;
   const job = await store.bulkJobGet({ tenantId: TENANT, id });
-  console.log(`bulk shift (${backend}, batch ${BATCH}, pause factor ${PAUSE}): ${job?.done} events shifted in ${seconds.toFixed(1)} s = ${Math.round((job?.done ?? 0) / seconds)} events/s; ${run.steps} steps; job ${job?.state}, matched ${job?.matched}, skipped ${job?.skipped}`);
+  console.log(
+    `bulk shift (${backend}, batch ${BATCH}, pause factor ${PAUSE}): ${job?.done} events shifted in ${seconds.toFixed(1)} s = ${Math.round((job?.done ?? 0) / seconds)} events/s; ${run.steps} steps; job ${job?.state}, matched ${job?.matched}, skipped ${job?.skipped}`,
+  );
 } finally {
   await cleanup();
 }

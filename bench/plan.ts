@@ -31,40 +31,55 @@ const SIDE_BY_SIDE: Record<string, Scenario> = { ingest, fire, precision };
 function chooseSystems(p: PlanOptions): SystemKey[] {
   const wanted = p.systems ?? ['belfry', 'bullmq', 'pg-boss', 'graphile-worker'];
   for (const w of wanted) {
-    if (w !== 'belfry' && !SYSTEM_KEYS.includes(w as SystemKey)) throw new Error(`--systems: unknown "${w}" (belfry, bullmq, pg-boss, graphile-worker)`);
+    if (w !== 'belfry' && !SYSTEM_KEYS.includes(w as SystemKey))
+      throw new Error(`--systems: unknown "${w}" (belfry, bullmq, pg-boss, graphile-worker)`);
   }
   return SYSTEM_KEYS.filter((key) => {
-    if (key.startsWith('belfry-')) return wanted.includes('belfry') && (p.store === undefined || key === `belfry-${p.store}`);
+    if (key.startsWith('belfry-'))
+      return wanted.includes('belfry') && (p.store === undefined || key === `belfry-${p.store}`);
     return wanted.includes(key);
   });
 }
 
 function belfryStores(p: PlanOptions): ('sqlite' | 'postgres')[] {
-  return chooseSystems(p).filter((k) => k.startsWith('belfry-')).map((k) => k.slice('belfry-'.length) as 'sqlite' | 'postgres');
+  return chooseSystems(p)
+    .filter((k) => k.startsWith('belfry-'))
+    .map((k) => k.slice('belfry-'.length) as 'sqlite' | 'postgres');
 }
 
 function sideBySide(name: string, p: PlanOptions, systems: SystemKey[]): Step[] {
   const scenario = SIDE_BY_SIDE[name];
   // To a broker, precision runs at 5,000/s (the issue's figure) unless --rate says otherwise.
   const brokerChannel = p.opts.channel !== undefined && p.opts.channel !== 'http';
-  const rates = name === 'precision' ? (p.opts.rate ? [p.opts.rate] : brokerChannel ? [BROKER_PRECISION_RATE] : PRECISION_RATES) : [undefined];
+  const rates =
+    name === 'precision'
+      ? p.opts.rate
+        ? [p.opts.rate]
+        : brokerChannel
+          ? [BROKER_PRECISION_RATE]
+          : PRECISION_RATES
+      : [undefined];
   return rates.flatMap((rate) =>
-    systems.map((system): Step => ({
-      kind: 'system',
-      title: `${name}${rate ? ` @ ${rate}/s` : ''}${brokerChannel ? ` → ${p.opts.channel}` : ''} · ${system}`,
-      scenario,
-      system,
-      opts: { ...p.opts, rate },
-    })),
+    systems.map(
+      (system): Step => ({
+        kind: 'system',
+        title: `${name}${rate ? ` @ ${rate}/s` : ''}${brokerChannel ? ` → ${p.opts.channel}` : ''} · ${system}`,
+        scenario,
+        system,
+        opts: { ...p.opts, rate },
+      }),
+    ),
   );
 }
 
 function burstSteps(p: PlanOptions): Step[] {
-  return belfryStores(p).map((store): Step => ({
-    kind: 'custom',
-    title: `burst · belfry-${store}`,
-    run: async (rates) => [await burst(store, p.opts, rates.get(`belfry-${store}`) ?? null)],
-  }));
+  return belfryStores(p).map(
+    (store): Step => ({
+      kind: 'custom',
+      title: `burst · belfry-${store}`,
+      run: async (rates) => [await burst(store, p.opts, rates.get(`belfry-${store}`) ?? null)],
+    }),
+  );
 }
 
 /**
@@ -74,7 +89,8 @@ function burstSteps(p: PlanOptions): Step[] {
 function backlogSteps(p: PlanOptions, name: 'backlog' | 'reads' = 'backlog'): Step[] {
   const stores = belfryStores(p);
   if (stores.length === 0) return [];
-  const run = name === 'backlog' ? new BacklogRun(stores, p.opts) : new BacklogRun(stores, p.opts, readsMeasure(p.opts));
+  const run =
+    name === 'backlog' ? new BacklogRun(stores, p.opts) : new BacklogRun(stores, p.opts, readsMeasure(p.opts));
   return [
     {
       kind: 'custom',
@@ -84,20 +100,34 @@ function backlogSteps(p: PlanOptions, name: 'backlog' | 'reads' = 'backlog'): St
         return [];
       },
     },
-    ...stores.map((store): Step => ({
-      kind: 'custom',
-      title: `${name} · belfry-${store}`,
-      run: async (rates) => [await run.measure(store, rates.get(`belfry-${store}`) ?? null)],
-    })),
+    ...stores.map(
+      (store): Step => ({
+        kind: 'custom',
+        title: `${name} · belfry-${store}`,
+        run: async (rates) => [await run.measure(store, rates.get(`belfry-${store}`) ?? null)],
+      }),
+    ),
   ];
 }
 
 function pullSteps(p: PlanOptions): Step[] {
-  return belfryStores(p).map((store): Step => ({ kind: 'custom', title: `pull · belfry-${store}`, run: async () => [await pull(store, p.opts)] }));
+  return belfryStores(p).map(
+    (store): Step => ({
+      kind: 'custom',
+      title: `pull · belfry-${store}`,
+      run: async () => [await pull(store, p.opts)],
+    }),
+  );
 }
 
 function schedulesSteps(p: PlanOptions): Step[] {
-  return belfryStores(p).map((store): Step => ({ kind: 'custom', title: `schedules · belfry-${store}`, run: async () => [await schedules(store, p.opts)] }));
+  return belfryStores(p).map(
+    (store): Step => ({
+      kind: 'custom',
+      title: `schedules · belfry-${store}`,
+      run: async () => [await schedules(store, p.opts)],
+    }),
+  );
 }
 
 function limitsStep(): Step {
@@ -124,7 +154,10 @@ export function planSteps(name: string, p: PlanOptions): Step[] {
     case 'schedules':
       return schedulesSteps(p);
     case 'all':
-      if (p.opts.n !== undefined || p.opts.rate !== undefined) throw new Error('--n and --rate do not apply to "all" (each scenario has its own size; precision runs at 1,000/s and 5,000/s)');
+      if (p.opts.n !== undefined || p.opts.rate !== undefined)
+        throw new Error(
+          '--n and --rate do not apply to "all" (each scenario has its own size; precision runs at 1,000/s and 5,000/s)',
+        );
       return [
         limitsStep(),
         ...sideBySide('ingest', p, systems),
@@ -135,6 +168,8 @@ export function planSteps(name: string, p: PlanOptions): Step[] {
         ...backlogSteps(p),
       ];
     default:
-      throw new Error(`unknown scenario "${name}" (ingest, fire, precision, burst, backlog, reads, limits, pull, schedules, all)`);
+      throw new Error(
+        `unknown scenario "${name}" (ingest, fire, precision, burst, backlog, reads, limits, pull, schedules, all)`,
+      );
   }
 }

@@ -53,19 +53,34 @@ function parseCommand(argv: string[]) {
   let durationMs: number | undefined;
   if (values.duration !== undefined) {
     const ms = parseDurationMs(/^\d+$/.test(values.duration) ? Number(values.duration) : values.duration);
-    if (ms === null || ms < 1_000) throw new Error(`--duration must be a duration of at least 1s ("30s", "2m"), got "${values.duration}"`);
+    if (ms === null || ms < 1_000)
+      throw new Error(`--duration must be a duration of at least 1s ("30s", "2m"), got "${values.duration}"`);
     durationMs = ms;
   }
-  if (values.store !== undefined && values.store !== 'sqlite' && values.store !== 'postgres') throw new Error(`--store must be sqlite or postgres, got "${values.store}"`);
+  if (values.store !== undefined && values.store !== 'sqlite' && values.store !== 'postgres')
+    throw new Error(`--store must be sqlite or postgres, got "${values.store}"`);
   const channel = values.channel as BenchChannel | undefined;
   if (channel !== undefined) {
-    if (channel !== 'http' && !(BROKER_CHANNELS as readonly string[]).includes(channel)) throw new Error(`--channel must be http, ${BROKER_CHANNELS.join(', ')}; got "${channel}"`);
-    if (positionals[0] !== 'fire' && positionals[0] !== 'precision') throw new Error('--channel applies to "fire" and "precision" only');
-    if (channel !== 'http' && values.systems !== undefined && values.systems !== 'belfry') throw new Error('--channel with a broker runs Belfry alone: the peers deliver to webhooks only');
+    if (channel !== 'http' && !(BROKER_CHANNELS as readonly string[]).includes(channel))
+      throw new Error(`--channel must be http, ${BROKER_CHANNELS.join(', ')}; got "${channel}"`);
+    if (positionals[0] !== 'fire' && positionals[0] !== 'precision')
+      throw new Error('--channel applies to "fire" and "precision" only');
+    if (channel !== 'http' && values.systems !== undefined && values.systems !== 'belfry')
+      throw new Error('--channel with a broker runs Belfry alone: the peers deliver to webhooks only');
   }
-  const opts: ScenarioOptions = { n: positiveInt('n', values.n), rate: positiveInt('rate', values.rate), concurrency: positiveInt('concurrency', values.concurrency), durationMs, channel };
+  const opts: ScenarioOptions = {
+    n: positiveInt('n', values.n),
+    rate: positiveInt('rate', values.rate),
+    concurrency: positiveInt('concurrency', values.concurrency),
+    durationMs,
+    channel,
+  };
   if (channel !== undefined && channel !== 'http') values.systems = 'belfry';
-  const steps = planSteps(positionals[0], { store: values.store as 'sqlite' | 'postgres' | undefined, systems: values.systems?.split(',').map((s) => s.trim()), opts });
+  const steps = planSteps(positionals[0], {
+    store: values.store as 'sqlite' | 'postgres' | undefined,
+    systems: values.systems?.split(',').map((s) => s.trim()),
+    opts,
+  });
   return { name: positionals[0], steps };
 }
 
@@ -94,8 +109,17 @@ async function runStep(step: Step): Promise<ScenarioResult[]> {
     const rx = step.scenario.needsReceiver ? await startReceiverProcess(step.opts.channel) : null;
     let system: System | null = null;
     try {
-      system = await startSystem(step.system, { receiverUrl: rx?.url ?? null, destination: rx?.destination ?? null, connections: 64 });
-      const result = await step.scenario.run({ system, rx, opts: step.opts, batchRate: batchRates.get(step.system) ?? null });
+      system = await startSystem(step.system, {
+        receiverUrl: rx?.url ?? null,
+        destination: rx?.destination ?? null,
+        connections: 64,
+      });
+      const result = await step.scenario.run({
+        system,
+        rx,
+        opts: step.opts,
+        batchRate: batchRates.get(step.system) ?? null,
+      });
       const issues = system.logIssues?.() ?? [];
       if (issues.length > 0) result.details.logIssues = issues;
       results = [result];
@@ -107,13 +131,16 @@ async function runStep(step: Step): Promise<ScenarioResult[]> {
   const other = otherCpuMetric(cpuStart, cpuMark());
   // Other test suites on this machine restart PostgreSQL now and then: such a step is marked.
   const pgEnd = await pgStartedAt();
-  const disturbance = pgStart !== pgEnd ? `PostgreSQL restarted during this step (started ${pgStart} → ${pgEnd})` : null;
+  const disturbance =
+    pgStart !== pgEnd ? `PostgreSQL restarted during this step (started ${pgStart} → ${pgEnd})` : null;
   if (disturbance) console.error(`[bench] ${step.title}: ${disturbance}`);
   for (const r of results) {
     r.metrics.push(other);
     if (disturbance) r.details.disturbance = disturbance;
     for (const issue of (r.details.logIssues ?? []) as { level: string; msg: string; count: number; err?: string }[]) {
-      console.error(`[bench] ${r.label}: the node logged ${issue.count} × ${issue.level} "${issue.msg}"${issue.err ? `: ${issue.err}` : ''}`);
+      console.error(
+        `[bench] ${r.label}: the node logged ${issue.count} × ${issue.level} "${issue.msg}"${issue.err ? `: ${issue.err}` : ''}`,
+      );
     }
     const rate = r.metrics.find((m) => m.name === 'batch events/s')?.value;
     if (r.scenario === 'ingest' && rate) batchRates.set(r.system, rate);
@@ -124,7 +151,11 @@ async function runStep(step: Step): Promise<ScenarioResult[]> {
 
 /** `report <results.json>`: prints the summary of a finished run again and redraws its charts. */
 function report(file: string): void {
-  const run = JSON.parse(readFileSync(file, 'utf8')) as { results: ScenarioResult[]; durationS?: number; failures?: { step: string; error: string }[] };
+  const run = JSON.parse(readFileSync(file, 'utf8')) as {
+    results: ScenarioResult[];
+    durationS?: number;
+    failures?: { step: string; error: string }[];
+  };
   printSummary(run.results, run.failures);
   for (const chart of renderCharts(file.replace(/\.json$/, ''), run.results)) console.log(`chart: ${chart}`);
 }

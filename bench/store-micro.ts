@@ -70,7 +70,10 @@ try {
     const text = readFileSync('/proc/self/io', 'utf8');
     return { w: Number(/wchar: (\d+)/.exec(text)![1]), r: Number(/rchar: (\d+)/.exec(text)![1]) };
   };
-  const phases: Record<string, { cpuUsPerEvent: number; wallUsPerEvent: number; kbWrittenPerEvent: number; kbReadPerEvent: number }> = {};
+  const phases: Record<
+    string,
+    { cpuUsPerEvent: number; wallUsPerEvent: number; kbWrittenPerEvent: number; kbReadPerEvent: number }
+  > = {};
   async function phase(name: string, run: () => Promise<void>): Promise<void> {
     const [c0, io0, t0] = [cpuUs(), io(), performance.now()];
     await run();
@@ -86,7 +89,10 @@ try {
   const created: EventRecord[] = [];
   await phase('insert', async () => {
     for (let i = 0; i < n; i += insertBatch) {
-      const results = await store.eventInsertMany({ events: Array.from({ length: insertBatch }, (_, k) => newEvent(i + k)), now });
+      const results = await store.eventInsertMany({
+        events: Array.from({ length: insertBatch }, (_, k) => newEvent(i + k)),
+        now,
+      });
       for (const r of results) created.push(r.event);
     }
   });
@@ -102,7 +108,13 @@ try {
   await phase('outcome', async () => {
     for (let i = 0; i < claimed.length; i += 250) {
       const outcomes = claimed.slice(i, i + 250).map((e) => ({
-        tenantId: e.tenantId, id: e.id, version: e.version, owner: 'n1', to: 'succeeded' as const, status: 200, durationMs: 3,
+        tenantId: e.tenantId,
+        id: e.id,
+        version: e.version,
+        owner: 'n1',
+        to: 'succeeded' as const,
+        status: 200,
+        durationMs: 3,
       }));
       await store.eventRecordAttempts({ outcomes, now });
     }

@@ -23,6 +23,7 @@ const { values } = parseArgs({
     nodes: { type: 'string' },
     duration: { type: 'string' },
     trace: { type: 'boolean', default: false },
+    'no-costs': { type: 'boolean', default: false },
     'stop-on-failure': { type: 'boolean', default: false },
     help: { type: 'boolean', default: false },
   },
@@ -31,7 +32,7 @@ const { values } = parseArgs({
 function usage(message?: string): never {
   if (message) console.error(message);
   console.error(
-    'usage: npm run sim -- (--seeds N [--from S] | --seed S [--trace]) [--faults a,b,...] [--nodes 3..5] [--duration ms] [--src path/to/src] [--stop-on-failure]\n' +
+    'usage: npm run sim -- (--seeds N [--from S] | --seed S [--trace]) [--faults a,b,...] [--nodes 3..5] [--duration ms] [--src path/to/src] [--no-costs] [--stop-on-failure]\n' +
       `faults: ${FAULT_KINDS.join(', ')}, or none\ndefault: ${DEFAULT_FAULTS.join(', ')}`,
   );
   process.exit(message ? 2 : 0);
@@ -45,12 +46,18 @@ const int = (name: string, v: string | undefined): number | undefined => {
   return n;
 };
 // `--faults none`: the workload alone, no fault at all.
-const faults = values.faults === 'none' ? [] : (values.faults?.split(',').map((f) => f.trim()).filter(Boolean) as FaultKind[] | undefined);
+const faults =
+  values.faults === 'none'
+    ? []
+    : (values.faults
+        ?.split(',')
+        .map((f) => f.trim())
+        .filter(Boolean) as FaultKind[] | undefined);
 for (const f of faults ?? []) if (!FAULT_KINDS.includes(f)) usage(`unknown fault "${f}"`);
 const nodes = int('nodes', values.nodes);
 if (nodes !== undefined && (nodes < 1 || nodes > 9)) usage('--nodes must be 1 to 9');
 const durationMs = int('duration', values.duration);
-const common = { faults, src: values.src, nodes, durationMs };
+const common = { faults, src: values.src, nodes, durationMs, costs: !values['no-costs'] };
 
 function repeatCommand(seed: number): string {
   const parts = [`npm run sim -- --seed ${seed}`];
@@ -58,17 +65,22 @@ function repeatCommand(seed: number): string {
   if (values.src) parts.push(`--src ${values.src}`);
   if (nodes !== undefined) parts.push(`--nodes ${nodes}`);
   if (durationMs !== undefined) parts.push(`--duration ${durationMs}`);
+  if (values['no-costs']) parts.push('--no-costs');
   return parts.join(' ');
 }
 
 function describe(r: SimResult): string {
-  const struck = Object.entries(r.struck).map(([k, n]) => `${k}×${n}`).join(' ') || 'none';
+  const struck =
+    Object.entries(r.struck)
+      .map(([k, n]) => `${k}×${n}`)
+      .join(' ') || 'none';
   const st = r.stats;
-  return `seed ${r.seed}: ${r.ok ? 'ok' : `${r.violationCount} VIOLATIONS`} · ${r.nodes} nodes · faults struck ${struck} · ${st.events} events, ${st.attempts} pushed attempts, ${st.pullClaims} pulled, ${st.duplicates} sent again after a delivery (each after a timeout or a fault) · ${(r.simulatedMs / 1000).toFixed(0)} s simulated in ${r.wallMs} ms · trace ${r.traceDigest}`;
+  return `seed ${r.seed}: ${r.ok ? 'ok' : `${r.violationCount} VIOLATIONS`} · ${r.nodes} nodes · faults struck ${struck} · ${st.events} events, ${st.attempts} pushed attempts, ${st.pullClaims} pulled, ${st.duplicates} sent again after a delivery (each after a timeout or a fault) · database busy ${((100 * st.dbBusyMs) / r.simulatedMs).toFixed(0)} %, a call queued ${st.dbQueuedMsMax} ms at most · ${(r.simulatedMs / 1000).toFixed(0)} s simulated in ${r.wallMs} ms · trace ${r.traceDigest}`;
 }
 
 function printViolations(r: SimResult, max: number): void {
-  for (const v of r.violations.slice(0, max)) console.log(`  ${v.invariant} at ${(v.atMs / 1000).toFixed(3)} s: ${v.detail}`);
+  for (const v of r.violations.slice(0, max))
+    console.log(`  ${v.invariant} at ${(v.atMs / 1000).toFixed(3)} s: ${v.detail}`);
   if (r.violationCount > max) console.log(`  … ${r.violationCount - max} more`);
 }
 
@@ -113,12 +125,16 @@ for (let seed = from; seed < from + count; seed++) {
 const seconds = (performance.now() - started) / 1000;
 const ran = failed.length > 0 && values['stop-on-failure'] ? failed[failed.length - 1].seed - from + 1 : count;
 console.log('');
-console.log(`${ran} seeds (${from}..${from + ran - 1}) in ${seconds.toFixed(1)} s: ${(ran / seconds).toFixed(2)} seeds/s, ${(simulatedMs / 1000 / seconds).toFixed(0)} simulated s per s`);
+console.log(
+  `${ran} seeds (${from}..${from + ran - 1}) in ${seconds.toFixed(1)} s: ${(ran / seconds).toFixed(2)} seeds/s, ${(simulatedMs / 1000 / seconds).toFixed(0)} simulated s per s`,
+);
 console.log(`  ${events} events, ${attempts} delivery attempts, ${(simulatedMs / 1000).toFixed(0)} s simulated`);
 console.log(`  faults struck: ${[...struckTotal].map(([k, n]) => `${k} ${n}`).join(', ') || 'none'}`);
 if (failed.length === 0) console.log('  every invariant held');
 else {
-  console.log(`  ${failed.length} seeds broke invariants: ${[...invariants].map(([k, n]) => `${k} (${n} seeds)`).join(', ')}`);
+  console.log(
+    `  ${failed.length} seeds broke invariants: ${[...invariants].map(([k, n]) => `${k} (${n} seeds)`).join(', ')}`,
+  );
   console.log(`  seeds: ${failed.map((r) => r.seed).join(' ')}`);
 }
 process.exit(failed.length === 0 ? 0 : 1);

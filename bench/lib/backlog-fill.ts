@@ -60,15 +60,34 @@ function check(spec: BacklogSpec, rows: Row[], tenantId: string): void {
   for (const i of [0, spec.n - 1]) {
     const row = rows.find((r) => r.id === backlogId(i));
     const fireAt = spec.firstAt + i * spec.stepMs;
-    const want = { shard: shardOf(tenantId, backlogId(i)), hash: backlogRequestHash(spec, i), payload: JSON.stringify({ fireAt }), fireAt, queue: `name:${BACKLOG_DESTINATION}` };
-    const got = { shard: Number(row?.shard), hash: row?.request_hash, payload: row?.payload, fireAt: Number(row?.fire_at), queue: row?.queue };
-    if (JSON.stringify(want) !== JSON.stringify(got)) throw new Error(`backlog row ${i}: expected ${JSON.stringify(want)}, stored ${JSON.stringify(got)}`);
+    const want = {
+      shard: shardOf(tenantId, backlogId(i)),
+      hash: backlogRequestHash(spec, i),
+      payload: JSON.stringify({ fireAt }),
+      fireAt,
+      queue: `name:${BACKLOG_DESTINATION}`,
+    };
+    const got = {
+      shard: Number(row?.shard),
+      hash: row?.request_hash,
+      payload: row?.payload,
+      fireAt: Number(row?.fire_at),
+      queue: row?.queue,
+    };
+    if (JSON.stringify(want) !== JSON.stringify(got))
+      throw new Error(`backlog row ${i}: expected ${JSON.stringify(want)}, stored ${JSON.stringify(got)}`);
   }
 }
 
 /** Drops every index of events and transitions; returns the statements that build them again. */
 async function dropIndexes(client: pg.Client): Promise<string[]> {
-  const { rows } = await client.query<{ tbl: string; name: string; def: string; conname: string | null; condef: string | null }>(`
+  const { rows } = await client.query<{
+    tbl: string;
+    name: string;
+    def: string;
+    conname: string | null;
+    condef: string | null;
+  }>(`
     SELECT i.indrelid::regclass::text AS tbl, i.indexrelid::regclass::text AS name, pg_get_indexdef(i.indexrelid) AS def,
            c.conname, pg_get_constraintdef(c.oid) AS condef
     FROM pg_index i LEFT JOIN pg_constraint c ON c.conindid = i.indexrelid AND c.conrelid = i.indrelid
@@ -93,12 +112,15 @@ export function fillSqlite(file: string, spec: BacklogSpec, onProgress: (done: n
     db.pragma('journal_mode = WAL');
     db.pragma('synchronous = OFF');
     db.pragma('cache_size = -262144');
-    const template = db.prepare('SELECT tenant_id FROM events WHERE id = ?').get(TEMPLATE_ID) as { tenant_id: string } | undefined;
+    const template = db.prepare('SELECT tenant_id FROM events WHERE id = ?').get(TEMPLATE_ID) as
+      | { tenant_id: string }
+      | undefined;
     if (!template) throw new Error('backlog: the template event is missing');
     db.function('bench_shard', { deterministic: true }, (tenant, i) => shardOf(String(tenant), backlogId(Number(i))));
     db.function('bench_hash', { deterministic: true }, (i) => backlogRequestHash(spec, Number(i)));
     // Integers bound from JS arrive as REAL: the CTE casts them, so fire_at and the payload text are integral.
-    const events = db.prepare(`WITH RECURSIVE p(firstAt, stepMs) AS (SELECT CAST(@firstAt AS INTEGER), CAST(@stepMs AS INTEGER)),
+    const events =
+      db.prepare(`WITH RECURSIVE p(firstAt, stepMs) AS (SELECT CAST(@firstAt AS INTEGER), CAST(@stepMs AS INTEGER)),
         g(i) AS (SELECT CAST(@from AS INTEGER) UNION ALL SELECT i + 1 FROM g WHERE i + 1 < @to)
       INSERT INTO events (tenant_id, id, shard, state, version, fire_at, due_at, destination, payload, headers, grp,
           retry, expire_at, tags, attempts, request_hash, created_at, updated_at, queue, type, pull)
@@ -114,7 +136,9 @@ export function fillSqlite(file: string, spec: BacklogSpec, onProgress: (done: n
       onProgress(Math.min(spec.n, from + CHUNK));
     }
     db.pragma('wal_checkpoint(TRUNCATE)');
-    const rows = db.prepare('SELECT * FROM events WHERE tenant_id = ? AND id IN (?, ?)').all(template.tenant_id, backlogId(0), backlogId(spec.n - 1)) as Row[];
+    const rows = db
+      .prepare('SELECT * FROM events WHERE tenant_id = ? AND id IN (?, ?)')
+      .all(template.tenant_id, backlogId(0), backlogId(spec.n - 1)) as Row[];
     check(spec, rows, template.tenant_id);
   } finally {
     db.close();
@@ -130,11 +154,20 @@ export function fillSqlite(file: string, spec: BacklogSpec, onProgress: (done: n
   }
 }
 
-export async function fillPostgres(schema: string, spec: BacklogSpec, onProgress: (done: number) => void): Promise<void> {
-  const client = new pg.Client({ connectionString: PG_URL, options: `-c search_path=${schema} -c synchronous_commit=off` });
+export async function fillPostgres(
+  schema: string,
+  spec: BacklogSpec,
+  onProgress: (done: number) => void,
+): Promise<void> {
+  const client = new pg.Client({
+    connectionString: PG_URL,
+    options: `-c search_path=${schema} -c synchronous_commit=off`,
+  });
   await client.connect();
   try {
-    const template = (await client.query<{ tenant_id: string }>('SELECT tenant_id FROM events WHERE id = $1', [TEMPLATE_ID])).rows[0];
+    const template = (
+      await client.query<{ tenant_id: string }>('SELECT tenant_id FROM events WHERE id = $1', [TEMPLATE_ID])
+    ).rows[0];
     if (!template) throw new Error('backlog: the template event is missing');
     const fireAt = `($3::bigint + (k - 1 + $2::bigint) * $4::bigint)`;
     const id = `('bl-' || lpad((k - 1 + $2::bigint)::text, 8, '0'))`;
@@ -170,7 +203,9 @@ export async function fillPostgres(schema: string, spec: BacklogSpec, onProgress
     // and the full-page writes after each stall every writer for seconds.
     await client.query('CHECKPOINT');
     phase('checkpointed');
-    const rows = (await client.query<Row>('SELECT * FROM events WHERE id = ANY($1)', [[backlogId(0), backlogId(spec.n - 1)]])).rows;
+    const rows = (
+      await client.query<Row>('SELECT * FROM events WHERE id = ANY($1)', [[backlogId(0), backlogId(spec.n - 1)]])
+    ).rows;
     check(spec, rows, template.tenant_id);
   } finally {
     await client.end();
@@ -198,7 +233,9 @@ export function fillSqliteInChild(file: string, spec: BacklogSpec, onProgress: (
       else settle(msg.type === 'done' ? null : new Error(`SQLite backlog fill: ${msg.message}`));
     });
     child.once('error', (err) => settle(err));
-    child.once('exit', (code) => settle(new Error(`SQLite backlog fill: the child exited (code ${code}) before it finished`)));
+    child.once('exit', (code) =>
+      settle(new Error(`SQLite backlog fill: the child exited (code ${code}) before it finished`)),
+    );
     child.send({ file, spec });
   });
 }

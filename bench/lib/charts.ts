@@ -21,7 +21,10 @@ const PANEL = { top: 90, bottom: 50, left: 70, width: 380, gap: 110 };
 const PLOT_H = H - PANEL.top - PANEL.bottom;
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
-const fmt = (v: number) => (v >= 1000 ? `${(v / 1000).toLocaleString('en-US', { maximumFractionDigits: 1 })}k` : v.toLocaleString('en-US', { maximumFractionDigits: 1 }));
+const fmt = (v: number) =>
+  v >= 1000
+    ? `${(v / 1000).toLocaleString('en-US', { maximumFractionDigits: 1 })}k`
+    : v.toLocaleString('en-US', { maximumFractionDigits: 1 });
 
 /** A "nice" upper bound for an axis: 1, 2 or 5 times a power of ten. */
 function niceMax(v: number): number {
@@ -30,8 +33,16 @@ function niceMax(v: number): number {
   return [1, 2, 5, 10].map((m) => m * p).find((m) => m >= v)!;
 }
 
-function axes(x0: number, title: string, xTicks: [number, string][], yTicks: [number, string][], xLabel: string): string {
-  const parts = [`<text x="${x0 + PANEL.width / 2}" y="${PANEL.top - 14}" text-anchor="middle" font-weight="bold">${esc(title)}</text>`];
+function axes(
+  x0: number,
+  title: string,
+  xTicks: [number, string][],
+  yTicks: [number, string][],
+  xLabel: string,
+): string {
+  const parts = [
+    `<text x="${x0 + PANEL.width / 2}" y="${PANEL.top - 14}" text-anchor="middle" font-weight="bold">${esc(title)}</text>`,
+  ];
   parts.push(`<rect x="${x0}" y="${PANEL.top}" width="${PANEL.width}" height="${PLOT_H}" fill="none" stroke="#999"/>`);
   for (const [x, label] of xTicks) {
     parts.push(`<line x1="${x}" x2="${x}" y1="${PANEL.top}" y2="${PANEL.top + PLOT_H}" stroke="#eee"/>`);
@@ -58,12 +69,24 @@ function cdfPanel(series: { key: string; chart: ChartSeries }[]): string {
     const pts = chart.cdf.map(([ms, q]) => `${x(ms).toFixed(1)},${y(q).toFixed(1)}`).join(' ');
     return `<polyline fill="none" stroke="${COLORS[key] ?? '#333'}" stroke-width="2" points="${pts}"/>`;
   });
-  return [axes(x0, 'lateness: share delivered within x', xTicks, yTicks, 'lateness (receivedAt − fireAt), log scale; ≤ 1 ms at the left edge'), ...lines].join('\n');
+  return [
+    axes(
+      x0,
+      'lateness: share delivered within x',
+      xTicks,
+      yTicks,
+      'lateness (receivedAt − fireAt), log scale; ≤ 1 ms at the left edge',
+    ),
+    ...lines,
+  ].join('\n');
 }
 
 function timelinePanel(series: { key: string; chart: ChartSeries }[]): string {
   const x0 = PANEL.left + PANEL.width + PANEL.gap;
-  const spanS = Math.max(1, ...series.map((s) => (s.chart.timeline.perSecond.length * s.chart.timeline.bucketMs) / 1000));
+  const spanS = Math.max(
+    1,
+    ...series.map((s) => (s.chart.timeline.perSecond.length * s.chart.timeline.bucketMs) / 1000),
+  );
   const maxRate = niceMax(Math.max(1, ...series.flatMap((s) => s.chart.timeline.perSecond)));
   const xMax = niceMax(spanS);
   const x = (s: number) => x0 + (s / xMax) * PANEL.width;

@@ -14,6 +14,14 @@ export function firstMessage<T>(child: ChildProcess, what: string, msMax: number
   });
 }
 
-export function forkTs(module: URL, args: string[] = [], options: Pick<ForkOptions, 'serialization'> = {}): ChildProcess {
-  return fork(fileURLToPath(module), args, { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'], ...options });
+export function forkTs(
+  module: URL,
+  args: string[] = [],
+  options: Pick<ForkOptions, 'serialization'> = {},
+): ChildProcess {
+  return fork(fileURLToPath(module), args, {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    ...options,
+  });
 }

@@ -11,7 +11,12 @@ export interface JsonResponse {
 
 export interface BenchClient {
   /** `body` may be a pre-serialised string, so building bodies stays out of a measured window. */
-  call(method: 'GET' | 'POST' | 'PUT', path: string, body?: unknown, extraHeaders?: Record<string, string>): Promise<JsonResponse>;
+  call(
+    method: 'GET' | 'POST' | 'PUT',
+    path: string,
+    body?: unknown,
+    extraHeaders?: Record<string, string>,
+  ): Promise<JsonResponse>;
   close(): Promise<void>;
 }
 
@@ -40,7 +45,11 @@ export function createClient(url: string, key: string, connections: number): Ben
 }
 
 /** Runs `worker` on `concurrency` loops that share one counter of `total` jobs; resolves when all are done. */
-export async function runConcurrently(total: number, concurrency: number, worker: (index: number) => Promise<void>): Promise<void> {
+export async function runConcurrently(
+  total: number,
+  concurrency: number,
+  worker: (index: number) => Promise<void>,
+): Promise<void> {
   let next = 0;
   const loop = async () => {
     while (next < total) await worker(next++);

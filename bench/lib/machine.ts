@@ -41,7 +41,13 @@ function procStat(pid: number | string): { comm: string; f: number[] } | null {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
     // state is [0]; utime, stime, cutime, cstime are [11]..[14].
-    return { comm, f: stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number) };
+    return {
+      comm,
+      f: stat
+        .slice(stat.lastIndexOf(')') + 2)
+        .split(' ')
+        .map(Number),
+    };
   } catch {
     return null;
   }
@@ -67,7 +73,8 @@ export function serviceCpu(): ServiceCpu {
   }
   for (const pid of pids) {
     const s = procStat(pid);
-    if (s && SERVICE_NAMES.has(s.comm)) out.set(pid, { name: s.comm, seconds: (s.f[11] + s.f[12] + s.f[13] + s.f[14]) / CLOCK_TICKS_PER_S });
+    if (s && SERVICE_NAMES.has(s.comm))
+      out.set(pid, { name: s.comm, seconds: (s.f[11] + s.f[12] + s.f[13] + s.f[14]) / CLOCK_TICKS_PER_S });
   }
   return out;
 }
@@ -104,7 +111,12 @@ export function cpuMark(): CpuMark {
   } catch {
     // not Linux
   }
-  return { atMs: performance.now(), machineBusyS, benchTreeS: processCpuSeconds(process.pid, true), services: serviceCpu() };
+  return {
+    atMs: performance.now(),
+    machineBusyS,
+    benchTreeS: processCpuSeconds(process.pid, true),
+    services: serviceCpu(),
+  };
 }
 
 function percentOfCore(seconds: number, start: CpuMark, end: CpuMark): number {
@@ -113,7 +125,11 @@ function percentOfCore(seconds: number, start: CpuMark, end: CpuMark): number {
 
 /** Average CPU of other processes (neither the bench nor the databases) between two marks, in % of one core. */
 export function otherCpuMetric(start: CpuMark, end: CpuMark): Metric {
-  const otherS = end.machineBusyS - start.machineBusyS - (end.benchTreeS - start.benchTreeS) - serviceCpuSince(start.services, end.services);
+  const otherS =
+    end.machineBusyS -
+    start.machineBusyS -
+    (end.benchTreeS - start.benchTreeS) -
+    serviceCpuSince(start.services, end.services);
   return { name: 'CPU of other processes', value: percentOfCore(otherS, start, end), unit: '% of a core' };
 }
 
@@ -189,9 +205,19 @@ export class CpuWindow {
 export function cpuMetrics(spent: CpuSpent, prefix = '', client = false): Metric[] {
   const pct = (s: number) => (spent.elapsedMs > 0 ? (s * 100_000) / spent.elapsedMs : NaN);
   const metrics: Metric[] = [];
-  if (spent.hasProcess) metrics.push({ name: `${prefix}node/worker CPU`, value: pct(spent.processS), unit: '% of a core' });
+  if (spent.hasProcess)
+    metrics.push({ name: `${prefix}node/worker CPU`, value: pct(spent.processS), unit: '% of a core' });
   metrics.push({ name: `${prefix}database CPU`, value: pct(spent.allDatabasesS), unit: '% of a core' });
-  metrics.push({ name: `${prefix}CPU µs per event`, value: cpuMicrosPerEvent(spent.processS + spent.databaseS, spent.events), unit: 'µs' });
-  if (client) metrics.push({ name: `${prefix}bench client CPU µs per event`, value: cpuMicrosPerEvent(spent.benchS, spent.events), unit: 'µs' });
+  metrics.push({
+    name: `${prefix}CPU µs per event`,
+    value: cpuMicrosPerEvent(spent.processS + spent.databaseS, spent.events),
+    unit: 'µs',
+  });
+  if (client)
+    metrics.push({
+      name: `${prefix}bench client CPU µs per event`,
+      value: cpuMicrosPerEvent(spent.benchS, spent.events),
+      unit: 'µs',
+    });
   return metrics.filter((m) => !Number.isNaN(m.value));
 }

@@ -110,7 +110,8 @@ async function makeTenant(url: string): Promise<{ id: string; key: string }> {
   try {
     const tenant = await admin.call('POST', '/v1/tenants', { name: 'bench' });
     const created = await admin.call('POST', `/v1/tenants/${tenant.body?.id}/keys`, {});
-    if (tenant.status !== 201 || created.status !== 201) throw new Error(`tenant setup failed: ${tenant.status} ${created.status}`);
+    if (tenant.status !== 201 || created.status !== 201)
+      throw new Error(`tenant setup failed: ${tenant.status} ${created.status}`);
     return { id: tenant.body.id, key: created.body.key };
   } finally {
     await admin.close();
@@ -120,8 +121,21 @@ async function makeTenant(url: string): Promise<{ id: string; key: string }> {
 /** Starts a node on `store`; the first start on a store makes its tenant. */
 export async function startBenchNode(store: BelfryStore): Promise<BenchNode> {
   // "info" only because the "listening" line carries the port; request logging is off in the node.
-  const args = ['--data', store.dataDir, '--store', store.storeArg, '--admin-key', ADMIN_KEY, '--allow-hosts', '127.0.0.1',
-    '--log-level', 'info', '--shutdown-timeout', '5s', ...LIMIT_FLAGS];
+  const args = [
+    '--data',
+    store.dataDir,
+    '--store',
+    store.storeArg,
+    '--admin-key',
+    ADMIN_KEY,
+    '--allow-hosts',
+    '127.0.0.1',
+    '--log-level',
+    'info',
+    '--shutdown-timeout',
+    '5s',
+    ...LIMIT_FLAGS,
+  ];
   const proc = await startNodeProcess(args);
   try {
     store.tenant ??= await makeTenant(proc.url);
@@ -135,7 +149,8 @@ export async function startBenchNode(store: BelfryStore): Promise<BenchNode> {
       async putDestination(name, target, maxConcurrency) {
         const body = typeof target === 'string' ? { url: target } : target;
         const res = await setup.call('PUT', `/v1/destinations/${name}`, { ...body, maxConcurrency, timeout: '10s' });
-        if (res.status !== 200 && res.status !== 201) throw new Error(`PUT destination: ${res.status} ${JSON.stringify(res.body)}`);
+        if (res.status !== 200 && res.status !== 201)
+          throw new Error(`PUT destination: ${res.status} ${JSON.stringify(res.body)}`);
       },
       cpuSeconds: () => processCpuSeconds(proc.child.pid),
       peakRssBytes: () => peakRssBytes(proc.child.pid),

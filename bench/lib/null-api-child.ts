@@ -19,7 +19,21 @@ const app = Fastify({ logger: false });
 app.post<{ Body: Body }>('/v1/events', async (request, reply) => {
   const b = request.body;
   const event = createdRecord(
-    { tenantId: 't', id: b.id, shard: 0, fireAt: b.fireAt, destination: { name: b.destination }, payload: JSON.stringify(b.payload), headers: {}, group: null, retry: null, expireAt: null, tags: {}, type: null, requestHash: '' },
+    {
+      tenantId: 't',
+      id: b.id,
+      shard: 0,
+      fireAt: b.fireAt,
+      destination: { name: b.destination },
+      payload: JSON.stringify(b.payload),
+      headers: {},
+      group: null,
+      retry: null,
+      expireAt: null,
+      tags: {},
+      type: null,
+      requestHash: '',
+    },
     1,
     Date.now(),
   );

@@ -29,7 +29,9 @@ export async function withPgClient<T>(fn: (client: pg.Client) => Promise<T>): Pr
 /** When the PostgreSQL server started (its postmaster), or null when it cannot be reached: a change means it restarted. */
 export async function pgStartedAt(): Promise<string | null> {
   try {
-    return await withPgClient(async (c) => (await c.query<{ t: string }>('SELECT pg_postmaster_start_time()::text AS t')).rows[0].t);
+    return await withPgClient(
+      async (c) => (await c.query<{ t: string }>('SELECT pg_postmaster_start_time()::text AS t')).rows[0].t,
+    );
   } catch {
     return null;
   }

@@ -9,7 +9,14 @@
  * cluster it starts) instead, keyed by `belfry-event-id`, and its ready message names the
  * destination body that sends there.
  */
-import { consumeAmqp, consumeKafka, consumeNats, consumeRedis, type BrokerConsumer, type OnMessage } from '../../test/support/brokers.ts';
+import {
+  consumeAmqp,
+  consumeKafka,
+  consumeNats,
+  consumeRedis,
+  type BrokerConsumer,
+  type OnMessage,
+} from '../../test/support/brokers.ts';
 import { startMockKafka, type MockKafka } from '../../test/support/kafka/mock-cluster.ts';
 import { startReceiver } from '../../test/support/receiver.ts';
 import { BROKER_CHANNELS, type BenchChannel } from './bench-channel.ts';
@@ -33,10 +40,21 @@ export interface ReceiverStats {
 }
 
 export type ChildRequest = { seq: number; type: 'count' | 'stats' | 'close' };
-export type ChildMessage = { type: 'ready'; url: string; destination: Record<string, unknown> | null } | { seq: number; stats: ReceiverStats };
+export type ChildMessage =
+  | { type: 'ready'; url: string; destination: Record<string, unknown> | null }
+  | { seq: number; stats: ReceiverStats };
 
-
-const stats: ReceiverStats = { count: 0, distinct: 0, duplicates: 0, early: 0, unparsed: 0, firstAt: null, lastAt: null, fireAtMs: [], latenessMs: [] };
+const stats: ReceiverStats = {
+  count: 0,
+  distinct: 0,
+  duplicates: 0,
+  early: 0,
+  unparsed: 0,
+  firstAt: null,
+  lastAt: null,
+  fireAtMs: [],
+  latenessMs: [],
+};
 const seen = new Set<string>();
 
 /** Counts one arrival of event `id` whose payload is `json`. */
@@ -115,7 +133,10 @@ process.on('message', (msg: ChildRequest) => {
     void close().then(() => process.exit(0));
     return;
   }
-  const reply: ChildMessage = { seq: msg.seq, stats: msg.type === 'stats' ? stats : { ...stats, fireAtMs: [], latenessMs: [] } };
+  const reply: ChildMessage = {
+    seq: msg.seq,
+    stats: msg.type === 'stats' ? stats : { ...stats, fireAtMs: [], latenessMs: [] },
+  };
   process.send!(reply);
 });
 process.on('disconnect', () => process.exit(0));

@@ -35,7 +35,10 @@ export async function startReceiverProcess(channel: BenchChannel = 'http'): Prom
   const ask = (type: ChildRequest['type']) =>
     new Promise<ReceiverStats>((resolve, reject) => {
       const mine = ++seq;
-      const timer = setTimeout(() => done(new Error(`receiver did not answer "${type}" within ${ANSWER_MS_MAX}ms`)), ANSWER_MS_MAX);
+      const timer = setTimeout(
+        () => done(new Error(`receiver did not answer "${type}" within ${ANSWER_MS_MAX}ms`)),
+        ANSWER_MS_MAX,
+      );
       const onMessage = (msg: ChildMessage) => {
         if ('seq' in msg && msg.seq === mine) done(null, msg.stats);
       };
@@ -70,7 +73,9 @@ export async function startReceiverProcess(channel: BenchChannel = 'http'): Prom
   };
 }
 
-async function receiverReady(child: ChildProcess): Promise<{ url: string; destination: Record<string, unknown> | null }> {
+async function receiverReady(
+  child: ChildProcess,
+): Promise<{ url: string; destination: Record<string, unknown> | null }> {
   const msg = await firstMessage<ChildMessage>(child, 'receiver', START_MS_MAX);
   if (!('url' in msg)) throw new Error('receiver: unexpected first message');
   return { url: msg.url, destination: msg.destination };

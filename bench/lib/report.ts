@@ -10,7 +10,7 @@ export interface Metric {
   name: string;
   value: number;
   unit: string;
-  /** The DESIGN target this figure is held against, as text ("≥ 100,000"). */
+  /** The target this figure is held against, as text ("≥ 100,000"). */
   target?: string;
 }
 
@@ -59,10 +59,16 @@ function formatValue(value: number): string {
 export function printTable(results: ScenarioResult[]): void {
   const rows = [['scenario', 'metric', 'value', 'target']];
   for (const r of results) {
-    r.metrics.forEach((m, i) => rows.push([i === 0 ? r.label : '', m.name, `${formatValue(m.value)} ${m.unit}`, m.target ?? '']));
+    r.metrics.forEach((m, i) =>
+      rows.push([i === 0 ? r.label : '', m.name, `${formatValue(m.value)} ${m.unit}`, m.target ?? '']),
+    );
   }
   const widths = rows[0].map((_, c) => Math.max(...rows.map((row) => row[c].length)));
-  const line = (row: string[]) => row.map((cell, c) => (c === 2 ? cell.padStart(widths[c]) : cell.padEnd(widths[c]))).join('  ').trimEnd();
+  const line = (row: string[]) =>
+    row
+      .map((cell, c) => (c === 2 ? cell.padStart(widths[c]) : cell.padEnd(widths[c])))
+      .join('  ')
+      .trimEnd();
   console.log(line(rows[0]));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const row of rows.slice(1)) console.log(line(row));
@@ -70,9 +76,13 @@ export function printTable(results: ScenarioResult[]): void {
 
 /** The commit measured, and whether src/ or bin/ differ from it (a dirty tree is not that commit). */
 function gitState(): { commit: string | null; dirty: boolean | null } {
-  const git = (...args: string[]) => execFileSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  const git = (...args: string[]) =>
+    execFileSync('git', args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
   try {
-    return { commit: git('rev-parse', '--short', 'HEAD'), dirty: git('status', '--porcelain', '--', 'src', 'bin', 'package.json') !== '' };
+    return {
+      commit: git('rev-parse', '--short', 'HEAD'),
+      dirty: git('status', '--porcelain', '--', 'src', 'bin', 'package.json') !== '',
+    };
   } catch {
     return { commit: null, dirty: null };
   }
@@ -84,10 +94,27 @@ export function resultsStem(name: string, startedAt: Date): string {
 }
 
 /** Writes <stem>.json and returns its path. */
-export function writeResults(name: string, startedAt: Date, results: ScenarioResult[], extra: Record<string, unknown> = {}): string {
+export function writeResults(
+  name: string,
+  startedAt: Date,
+  results: ScenarioResult[],
+  extra: Record<string, unknown> = {},
+): string {
   const file = `${resultsStem(name, startedAt)}.json`;
   // loadavg at the end: other work on the machine while the bench ran makes the figures noisy.
-  const machine = { cpus: cpus().length, cpuModel: cpus()[0]?.model, memBytes: totalmem(), platform: platform(), release: release(), node: process.version, loadavg: loadavg() };
-  writeFileSync(file, JSON.stringify({ name, startedAt: startedAt.toISOString(), ...gitState(), machine, ...extra, results }, null, 2) + '\n');
+  const machine = {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model,
+    memBytes: totalmem(),
+    platform: platform(),
+    release: release(),
+    node: process.version,
+    loadavg: loadavg(),
+  };
+  writeFileSync(
+    file,
+    JSON.stringify({ name, startedAt: startedAt.toISOString(), ...gitState(), machine, ...extra, results }, null, 2) +
+      '\n',
+  );
   return file;
 }

@@ -24,7 +24,12 @@ export function batchBodies(n: number, make: (i: number) => object, batchSize = 
 }
 
 /** Posts one batch body (with `headers` added, such as Prefer) and adds its per-item outcome to `tally`. */
-export async function postBatch(client: BenchClient, body: string, tally: BatchTally, headers?: Record<string, string>): Promise<void> {
+export async function postBatch(
+  client: BenchClient,
+  body: string,
+  tally: BatchTally,
+  headers?: Record<string, string>,
+): Promise<void> {
   try {
     const res = await client.call('POST', '/v1/events/batch', body, headers);
     if (res.status !== 200) throw new Error(`batch: HTTP ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
@@ -42,7 +47,12 @@ export async function postBatch(client: BenchClient, body: string, tally: BatchT
 }
 
 /** Posts every body, `concurrency` requests at a time (with `headers` added). */
-export async function postBatches(client: BenchClient, bodies: string[], concurrency: number, headers?: Record<string, string>): Promise<BatchTally> {
+export async function postBatches(
+  client: BenchClient,
+  bodies: string[],
+  concurrency: number,
+  headers?: Record<string, string>,
+): Promise<BatchTally> {
   const tally: BatchTally = { acknowledged: 0, failed: 0 };
   await runConcurrently(bodies.length, concurrency, (i) => postBatch(client, bodies[i], tally, headers));
   return tally;

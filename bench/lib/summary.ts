@@ -37,33 +37,77 @@ interface Row {
 
 const BELFRY = (key: string) => key.startsWith('belfry-');
 
-const n = (r: ScenarioResult | undefined, key = 'n') => (typeof r?.options[key] === 'number' ? (r.options[key] as number).toLocaleString('en-US') : '?');
+const n = (r: ScenarioResult | undefined, key = 'n') =>
+  typeof r?.options[key] === 'number' ? (r.options[key] as number).toLocaleString('en-US') : '?';
 
 function precisionRows(rate: number): Row[] {
   const at = `precision @ ${rate.toLocaleString('en-US')}/s`;
   return [
-    { scenario: `precision@${rate}`, metric: 'lateness p50', label: () => `${at}: lateness p50`, unit: 'ms', better: 'lower' },
-    { scenario: `precision@${rate}`, metric: 'lateness p99', label: () => `${at}: lateness p99`, unit: 'ms', better: 'lower' },
-    { scenario: `precision@${rate}`, metric: 'lateness max', label: () => `${at}: lateness max`, unit: 'ms', better: 'lower' },
+    {
+      scenario: `precision@${rate}`,
+      metric: 'lateness p50',
+      label: () => `${at}: lateness p50`,
+      unit: 'ms',
+      better: 'lower',
+    },
+    {
+      scenario: `precision@${rate}`,
+      metric: 'lateness p99',
+      label: () => `${at}: lateness p99`,
+      unit: 'ms',
+      better: 'lower',
+    },
+    {
+      scenario: `precision@${rate}`,
+      metric: 'lateness max',
+      label: () => `${at}: lateness max`,
+      unit: 'ms',
+      better: 'lower',
+    },
     { scenario: `precision@${rate}`, metric: 'undelivered', label: () => `${at}: undelivered` },
-    { scenario: `precision@${rate}`, metric: 'CPU µs per event', label: () => `${at}: CPU µs per event, node/worker + database`, unit: 'µs', better: 'lower' },
-    { scenario: `precision@${rate}`, metric: 'bench client CPU µs per event', label: () => `${at}: CPU µs per event, bench client`, unit: 'µs', better: 'lower' },
+    {
+      scenario: `precision@${rate}`,
+      metric: 'CPU µs per event',
+      label: () => `${at}: CPU µs per event, node/worker + database`,
+      unit: 'µs',
+      better: 'lower',
+    },
+    {
+      scenario: `precision@${rate}`,
+      metric: 'bench client CPU µs per event',
+      label: () => `${at}: CPU µs per event, bench client`,
+      unit: 'µs',
+      better: 'lower',
+    },
   ];
 }
 
 /** The rows, precision ones for each rate the results hold (to webhooks: `precision@5000→kafka` is in the per-step table only). */
 function rows(results: ScenarioResult[]): Row[] {
-  const rates = [...new Set(results.filter((r) => /^precision@\d+$/.test(r.scenario)).map((r) => Number(r.scenario.slice('precision@'.length))))].sort((a, b) => a - b);
+  const rates = [
+    ...new Set(
+      results
+        .filter((r) => /^precision@\d+$/.test(r.scenario))
+        .map((r) => Number(r.scenario.slice('precision@'.length))),
+    ),
+  ].sort((a, b) => a - b);
   const at = ROWS.findIndex((r) => r.scenario === 'burst');
   return [...ROWS.slice(0, at), ...rates.flatMap(precisionRows), ...ROWS.slice(at)];
 }
 
 const ROWS: Row[] = [
-  { scenario: 'ingest', metric: 'batch events/s', label: () => 'ingest: events/s, batches of 1,000 (4 in flight)', limit: 'insert', better: 'higher' },
+  {
+    scenario: 'ingest',
+    metric: 'batch events/s',
+    label: () => 'ingest: events/s, batches of 1,000 (4 in flight)',
+    limit: 'insert',
+    better: 'higher',
+  },
   {
     scenario: 'ingest',
     metric: 'batch events/s, Prefer: return=minimal',
-    label: () => "ingest: events/s, batches of 1,000, Belfry with Prefer: return=minimal (peers: their bulk call as above)",
+    label: () =>
+      'ingest: events/s, batches of 1,000, Belfry with Prefer: return=minimal (peers: their bulk call as above)',
     limit: 'insert',
     peerMetric: 'batch events/s',
     better: 'higher',
@@ -76,25 +120,111 @@ const ROWS: Row[] = [
     peerMetric: 'batch: CPU µs per event',
     better: 'lower',
   },
-  { scenario: 'ingest', metric: 'single requests/s', label: () => 'ingest: events/s, one per request (64 clients)', limit: 'api', better: 'higher' },
-  { scenario: 'ingest', metric: 'single latency p99', label: () => 'ingest: one-event request p99', unit: 'ms', better: 'lower' },
-  { scenario: 'ingest', metric: 'batch: CPU µs per event', label: () => 'ingest: CPU µs per event, batches, node/worker + database', unit: 'µs', better: 'lower' },
-  { scenario: 'ingest', metric: 'batch: bench client CPU µs per event', label: () => 'ingest: CPU µs per event, batches, bench client', unit: 'µs', better: 'lower' },
-  { scenario: 'ingest', metric: 'single: CPU µs per event', label: () => 'ingest: CPU µs per event, one per request, node/worker + database', unit: 'µs', better: 'lower' },
-  { scenario: 'ingest', metric: 'single: bench client CPU µs per event', label: () => 'ingest: CPU µs per event, one per request, bench client', unit: 'µs', better: 'lower' },
-  { scenario: 'fire', metric: 'deliveries/s', label: (r) => `fire: ${n(r)} due at once, deliveries/s`, limit: 'http', better: 'higher' },
-  { scenario: 'fire', metric: 'due → last delivery', label: () => 'fire: due → last delivery', scale: 1000, unit: 's', better: 'lower' },
+  {
+    scenario: 'ingest',
+    metric: 'single requests/s',
+    label: () => 'ingest: events/s, one per request (64 clients)',
+    limit: 'api',
+    better: 'higher',
+  },
+  {
+    scenario: 'ingest',
+    metric: 'single latency p99',
+    label: () => 'ingest: one-event request p99',
+    unit: 'ms',
+    better: 'lower',
+  },
+  {
+    scenario: 'ingest',
+    metric: 'batch: CPU µs per event',
+    label: () => 'ingest: CPU µs per event, batches, node/worker + database',
+    unit: 'µs',
+    better: 'lower',
+  },
+  {
+    scenario: 'ingest',
+    metric: 'batch: bench client CPU µs per event',
+    label: () => 'ingest: CPU µs per event, batches, bench client',
+    unit: 'µs',
+    better: 'lower',
+  },
+  {
+    scenario: 'ingest',
+    metric: 'single: CPU µs per event',
+    label: () => 'ingest: CPU µs per event, one per request, node/worker + database',
+    unit: 'µs',
+    better: 'lower',
+  },
+  {
+    scenario: 'ingest',
+    metric: 'single: bench client CPU µs per event',
+    label: () => 'ingest: CPU µs per event, one per request, bench client',
+    unit: 'µs',
+    better: 'lower',
+  },
+  {
+    scenario: 'fire',
+    metric: 'deliveries/s',
+    label: (r) => `fire: ${n(r)} due at once, deliveries/s`,
+    limit: 'http',
+    better: 'higher',
+  },
+  {
+    scenario: 'fire',
+    metric: 'due → last delivery',
+    label: () => 'fire: due → last delivery',
+    scale: 1000,
+    unit: 's',
+    better: 'lower',
+  },
   { scenario: 'fire', metric: 'undelivered', label: () => 'fire: undelivered' },
   { scenario: 'fire', metric: 'duplicates', label: () => 'fire: duplicates' },
-  { scenario: 'fire', metric: 'CPU µs per event', label: () => 'fire: CPU µs per event, node/worker + database', unit: 'µs', better: 'lower' },
-  { scenario: 'burst', metric: 'minute end → last delivery', label: (r) => `burst: ${n(r)} due in one minute, minute end → last delivery`, unit: 's', better: 'lower' },
+  {
+    scenario: 'fire',
+    metric: 'CPU µs per event',
+    label: () => 'fire: CPU µs per event, node/worker + database',
+    unit: 'µs',
+    better: 'lower',
+  },
+  {
+    scenario: 'burst',
+    metric: 'minute end → last delivery',
+    label: (r) => `burst: ${n(r)} due in one minute, minute end → last delivery`,
+    unit: 's',
+    better: 'lower',
+  },
   { scenario: 'burst', metric: 'deliveries/s', label: () => 'burst: deliveries/s', limit: 'http', better: 'higher' },
-  { scenario: 'burst', metric: 'lateness p99', label: () => 'burst: lateness p99', scale: 1000, unit: 's', better: 'lower' },
+  {
+    scenario: 'burst',
+    metric: 'lateness p99',
+    label: () => 'burst: lateness p99',
+    scale: 1000,
+    unit: 's',
+    better: 'lower',
+  },
   { scenario: 'burst', metric: 'duplicates', label: () => 'burst: duplicates' },
-  { scenario: 'burst', metric: 'CPU µs per event', label: () => 'burst: CPU µs per event, node + database', unit: 'µs', better: 'lower' },
-  { scenario: 'backlog', metric: 'fire deliveries/s', label: (r) => `backlog of ${n(r, 'backlog')}: fire deliveries/s`, limit: 'http', better: 'higher' },
+  {
+    scenario: 'burst',
+    metric: 'CPU µs per event',
+    label: () => 'burst: CPU µs per event, node + database',
+    unit: 'µs',
+    better: 'lower',
+  },
+  {
+    scenario: 'backlog',
+    metric: 'fire deliveries/s',
+    label: (r) => `backlog of ${n(r, 'backlog')}: fire deliveries/s`,
+    limit: 'http',
+    better: 'higher',
+  },
   { scenario: 'backlog', metric: 'fire undelivered', label: () => 'backlog: fire undelivered (after 60 s)' },
-  { scenario: 'backlog', metric: 'precision lateness p99', label: (r) => `backlog: lateness p99 @ ${n(r, 'rate')}/s`, unit: 'ms', better: 'lower' },
+  {
+    scenario: 'backlog',
+    metric: 'precision lateness p99',
+    label: (r) => `backlog: lateness p99 @ ${n(r, 'rate')}/s`,
+    unit: 'ms',
+    better: 'lower',
+  },
   { scenario: 'backlog', metric: 'precision undelivered', label: (r) => `backlog: undelivered @ ${n(r, 'rate')}/s` },
   { scenario: 'backlog', metric: 'node peak RSS', label: () => 'backlog: node peak RSS', unit: 'MiB' },
 ];
@@ -128,7 +258,14 @@ export function ratioTo(value: number, best: number): number {
 /** "1.42×", "12.3×", "140×", "0.041×". */
 export function formatRatio(ratio: number): string {
   if (!Number.isFinite(ratio)) return '';
-  const text = ratio >= 100 ? ratio.toFixed(0) : ratio >= 10 ? ratio.toFixed(1) : ratio >= 0.1 ? ratio.toFixed(2) : ratio.toPrecision(2);
+  const text =
+    ratio >= 100
+      ? ratio.toFixed(0)
+      : ratio >= 10
+        ? ratio.toFixed(1)
+        : ratio >= 0.1
+          ? ratio.toFixed(2)
+          : ratio.toPrecision(2);
   return `${text}×`;
 }
 
@@ -162,7 +299,8 @@ export interface SummaryFigure {
 
 /** The summary's figures with the best peer and Belfry's ratios to it (the JSON's `summary`). */
 export function summaryFigures(results: ScenarioResult[]): SummaryFigure[] {
-  const find = (scenario: string, system: string) => results.find((r) => r.scenario === scenario && r.system === system);
+  const find = (scenario: string, system: string) =>
+    results.find((r) => r.scenario === scenario && r.system === system);
   const figures: SummaryFigure[] = [];
   for (const row of rows(results)) {
     const values: Record<string, number> = {};
@@ -201,19 +339,35 @@ export function summaryFigures(results: ScenarioResult[]): SummaryFigure[] {
 function format(value: number, unit = ''): string {
   if (!Number.isFinite(value)) return '—';
   const digits = Math.abs(value) >= 100 || Number.isInteger(value) ? 0 : Math.abs(value) >= 10 ? 1 : 2;
-  return value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) + (unit ? ` ${unit}` : '');
+  return (
+    value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) +
+    (unit ? ` ${unit}` : '')
+  );
 }
 
 function limitValue(results: ScenarioResult[], limit: Limit, db: string): number {
   const machine = results.find((r) => r.scenario === 'limits');
-  const name = limit === 'http' ? 'loopback HTTP POSTs/s' : limit === 'api' ? 'do-nothing JSON API, single creates/s' : db === 'sqlite' ? 'SQLite raw inserts/s' : db === 'postgres' ? 'PostgreSQL raw inserts/s' : '';
+  const name =
+    limit === 'http'
+      ? 'loopback HTTP POSTs/s'
+      : limit === 'api'
+        ? 'do-nothing JSON API, single creates/s'
+        : db === 'sqlite'
+          ? 'SQLite raw inserts/s'
+          : db === 'postgres'
+            ? 'PostgreSQL raw inserts/s'
+            : '';
   return machine?.metrics.find((m) => m.name === name)?.value ?? NaN;
 }
 
 /** The summary as Markdown table lines (also readable in a terminal); `failures`: steps that threw. */
 export function summaryLines(results: ScenarioResult[], failures: { step: string; error: string }[] = []): string[] {
-  const find = (scenario: string, system: string) => results.find((r) => r.scenario === scenario && r.system === system);
-  const lines = [`| figure | ${COLUMNS.map((c) => c.label).join(' | ')} |`, `| --- |${COLUMNS.map(() => ' ---: |').join('')}`];
+  const find = (scenario: string, system: string) =>
+    results.find((r) => r.scenario === scenario && r.system === system);
+  const lines = [
+    `| figure | ${COLUMNS.map((c) => c.label).join(' | ')} |`,
+    `| --- |${COLUMNS.map(() => ' ---: |').join('')}`,
+  ];
   const passedOver = new Map<string, string>();
   let ratios = false;
   const rowsByKey = new Map(rows(results).map((r) => [`${r.scenario}\u0000${r.metric}`, r]));
@@ -228,7 +382,8 @@ export function summaryLines(results: ScenarioResult[], failures: { step: string
       const text = format(value, row.unit) + (result?.details.disturbance ? ' †' : '') + (skipped ? ' ‡' : '');
       const notes: string[] = [];
       const limit = row.limit ? limitValue(results, row.limit, c.db) : NaN;
-      if (Number.isFinite(limit) && Number.isFinite(value)) notes.push(`${Math.round((100 * value * (row.scale ?? 1)) / limit)}%`);
+      if (Number.isFinite(limit) && Number.isFinite(value))
+        notes.push(`${Math.round((100 * value * (row.scale ?? 1)) / limit)}%`);
       const ratio = figure.ratioToBestPeer[c.key];
       if (ratio !== undefined) {
         notes.push(`${formatRatio(ratio)} best peer`);
@@ -251,16 +406,28 @@ export function summaryLines(results: ScenarioResult[], failures: { step: string
       'CPU µs per event: CPU seconds of the node (or peer worker) plus its own database server (PostgreSQL or Redis; none for SQLite, which runs in the node) over the step / events × 1e6. In ingest a peer has no worker running: its client is the bench process, counted in the "bench client" rows.',
     );
   }
-  if (passedOver.size > 0) lines.push('', ...[...passedOver].map(([label, reason]) => `‡ ${label}: ${reason}; not counted as best peer.`));
-  if (failures.length > 0) lines.push('', ...failures.map((f) => `Not measured (the step failed): ${f.step}: ${f.error.split('\n')[0].slice(0, 200)}`));
+  if (passedOver.size > 0)
+    lines.push('', ...[...passedOver].map(([label, reason]) => `‡ ${label}: ${reason}; not counted as best peer.`));
+  if (failures.length > 0)
+    lines.push(
+      '',
+      ...failures.map((f) => `Not measured (the step failed): ${f.step}: ${f.error.split('\n')[0].slice(0, 200)}`),
+    );
   const disturbed = results.filter((r) => r.details.disturbance);
   if (disturbed.length > 0) lines.push('', ...disturbed.map((r) => `† ${r.label}: ${r.details.disturbance}`));
-  const others = results.map((r) => r.metrics.find((m) => m.name === 'CPU of other processes')?.value ?? NaN).filter(Number.isFinite);
-  if (others.length > 0) lines.push('', `CPU of processes outside the bench (other test suites) per step: ${format(Math.min(...others))}–${format(Math.max(...others))} % of a core.`);
+  const others = results
+    .map((r) => r.metrics.find((m) => m.name === 'CPU of other processes')?.value ?? NaN)
+    .filter(Number.isFinite);
+  if (others.length > 0)
+    lines.push(
+      '',
+      `CPU of processes outside the bench (other test suites) per step: ${format(Math.min(...others))}–${format(Math.max(...others))} % of a core.`,
+    );
   const machine = results.find((r) => r.scenario === 'limits');
   if (machine) {
     lines.push('', '| limit of this machine, same run | per second |', '| --- | ---: |');
-    for (const m of machine.metrics.filter((m) => m.name.endsWith('/s'))) lines.push(`| ${m.name.replace(/\/s$/, '')} | ${format(m.value)} |`);
+    for (const m of machine.metrics.filter((m) => m.name.endsWith('/s')))
+      lines.push(`| ${m.name.replace(/\/s$/, '')} | ${format(m.value)} |`);
   }
   return lines;
 }

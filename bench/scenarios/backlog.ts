@@ -7,7 +7,13 @@
  * Reports what the backlog changes: fire rate, lateness, the node's start time and peak RSS, to
  * hold against the same run's fire and precision @ 5,000/s on an empty store.
  */
-import { BACKLOG_DESTINATION, fillPostgres, fillSqliteInChild, TEMPLATE_ID, type BacklogSpec } from '../lib/backlog-fill.ts';
+import {
+  BACKLOG_DESTINATION,
+  fillPostgres,
+  fillSqliteInChild,
+  TEMPLATE_ID,
+  type BacklogSpec,
+} from '../lib/backlog-fill.ts';
 import { createBelfryStore, startBenchNode, type BelfryStore, type StoreKind } from '../lib/node.ts';
 import { startReceiverProcess } from '../lib/receiver-process.ts';
 import type { Metric, ScenarioOptions, ScenarioResult } from '../lib/report.ts';
@@ -30,7 +36,12 @@ export async function storeTemplate(store: BelfryStore, firstAt: number): Promis
   try {
     await node.putDestination(BACKLOG_DESTINATION, NOWHERE_URL, 20);
     const client = node.client(1);
-    const res = await client.call('POST', '/v1/events', { id: TEMPLATE_ID, fireAt: firstAt - 1, destination: BACKLOG_DESTINATION, payload: { fireAt: firstAt - 1 } });
+    const res = await client.call('POST', '/v1/events', {
+      id: TEMPLATE_ID,
+      fireAt: firstAt - 1,
+      destination: BACKLOG_DESTINATION,
+      payload: { fireAt: firstAt - 1 },
+    });
     await client.close();
     if (res.status !== 201) throw new Error(`backlog template: HTTP ${res.status} ${JSON.stringify(res.body)}`);
   } finally {
@@ -45,7 +56,9 @@ export async function fill(store: BelfryStore, spec: BacklogSpec): Promise<numbe
   const progress = (done: number) => {
     if (done - reported < 2_000_000 && done < spec.n) return;
     reported = done;
-    console.error(`[bench] backlog · ${store.kind}: ${done.toLocaleString('en-US')} / ${spec.n.toLocaleString('en-US')} loaded, ${((performance.now() - startedMs) / 1000).toFixed(0)} s`);
+    console.error(
+      `[bench] backlog · ${store.kind}: ${done.toLocaleString('en-US')} / ${spec.n.toLocaleString('en-US')} loaded, ${((performance.now() - startedMs) / 1000).toFixed(0)} s`,
+    );
   };
   if (store.kind === 'sqlite') await fillSqliteInChild(store.sqliteFile, spec, progress);
   else await fillPostgres(store.schema!, spec, progress);
@@ -53,7 +66,13 @@ export async function fill(store: BelfryStore, spec: BacklogSpec): Promise<numbe
 }
 
 /** Runs one scenario on the node, to a fresh receiver behind a destination of its own. */
-export async function runOn(node: Awaited<ReturnType<typeof startBenchNode>>, scenario: Scenario, destination: string, opts: ScenarioOptions, batchRate: number | null): Promise<ScenarioResult> {
+export async function runOn(
+  node: Awaited<ReturnType<typeof startBenchNode>>,
+  scenario: Scenario,
+  destination: string,
+  opts: ScenarioOptions,
+  batchRate: number | null,
+): Promise<ScenarioResult> {
   const rx = await startReceiverProcess();
   try {
     await node.putDestination(destination, rx.url, BELFRY_MAX_CONCURRENCY);
@@ -73,7 +92,13 @@ function pick(result: ScenarioResult, prefix: string, names: string[]): Metric[]
 }
 
 /** What a run does with one filled store (the node is not running): measure it and return the result. */
-export type MeasureFilled = (store: BelfryStore, n: number, loadMs: number, loadedSideBySide: boolean, batchRate: number | null) => Promise<ScenarioResult>;
+export type MeasureFilled = (
+  store: BelfryStore,
+  n: number,
+  loadMs: number,
+  loadedSideBySide: boolean,
+  batchRate: number | null,
+) => Promise<ScenarioResult>;
 
 /**
  * The backlog scenario on each store in `kinds`, as separate steps: `load()` fills every store at
@@ -104,7 +129,9 @@ export class BacklogRun {
       const loads = await Promise.allSettled(stores.map((store) => fill(store, spec)));
       const failed = loads.find((l) => l.status === 'rejected');
       if (failed) throw failed.reason;
-      loads.forEach((l, i) => this.loaded.set(stores[i].kind, { store: stores[i], loadMs: (l as PromiseFulfilledResult<number>).value }));
+      loads.forEach((l, i) =>
+        this.loaded.set(stores[i].kind, { store: stores[i], loadMs: (l as PromiseFulfilledResult<number>).value }),
+      );
     } catch (err) {
       await Promise.all(stores.map((store) => store.dispose()));
       throw err;
@@ -124,7 +151,13 @@ export class BacklogRun {
 }
 
 /** Starts a node on a filled store and runs fire, then precision, on it. */
-async function measure(store: BelfryStore, n: number, loadMs: number, loadedSideBySide: boolean, batchRate: number | null): Promise<ScenarioResult> {
+async function measure(
+  store: BelfryStore,
+  n: number,
+  loadMs: number,
+  loadedSideBySide: boolean,
+  batchRate: number | null,
+): Promise<ScenarioResult> {
   const startedMs = performance.now();
   const node = await startBenchNode(store);
   const startMs = performance.now() - startedMs;
@@ -135,7 +168,13 @@ async function measure(store: BelfryStore, n: number, loadMs: number, loadedSide
   let logIssues: unknown[];
   try {
     fired = await runOn(node, fire, 'rx-fire', { n: FIRE_N, waitMsMax: FIRE_WAIT_MS_MAX }, batchRate);
-    precise = await runOn(node, precision, 'rx-precision', { rate: PRECISION_RATE, durationMs: PRECISION_MS }, batchRate);
+    precise = await runOn(
+      node,
+      precision,
+      'rx-precision',
+      { rate: PRECISION_RATE, durationMs: PRECISION_MS },
+      batchRate,
+    );
     peakRss = node.peakRssBytes();
     logIssues = node.logIssues();
   } finally {
@@ -149,13 +188,26 @@ async function measure(store: BelfryStore, n: number, loadMs: number, loadedSide
     metrics: [
       { name: 'pending events', value: n + 1, unit: '' },
       ...pick(fired, 'fire', ['deliveries/s', 'due → last delivery', 'undelivered', 'early', 'duplicates']),
-      ...pick(precise, 'precision', ['lateness p50', 'lateness p90', 'lateness p99', 'lateness max', 'undelivered', 'early', 'duplicates']),
+      ...pick(precise, 'precision', [
+        'lateness p50',
+        'lateness p90',
+        'lateness p99',
+        'lateness max',
+        'undelivered',
+        'early',
+        'duplicates',
+      ]),
       { name: 'node start', value: startMs, unit: 'ms' },
       { name: 'node RSS after start', value: rssAfterStart / 2 ** 20, unit: 'MiB' },
       { name: 'node peak RSS', value: peakRss / 2 ** 20, unit: 'MiB' },
       { name: 'backlog load (SQL, not Belfry)', value: loadMs / 1000, unit: 's' },
     ],
-    details: { fire: { ...fired, chart: undefined }, precision: { ...precise, chart: undefined }, logIssues, loadedSideBySide },
+    details: {
+      fire: { ...fired, chart: undefined },
+      precision: { ...precise, chart: undefined },
+      logIssues,
+      loadedSideBySide,
+    },
     chart: precise.chart,
   };
 }

@@ -11,7 +11,13 @@ import { cpuMetrics, CpuWindow } from '../lib/machine.ts';
 import type { ScenarioResult } from '../lib/report.ts';
 import { chartSeries, perSecond, sleep } from '../lib/stats.ts';
 import { DATABASE_SERVER } from '../systems/system.ts';
-import { resultLabel, scheduleInBatches, schedulingMsEstimate, type Scenario, type ScenarioContext } from './scenario.ts';
+import {
+  resultLabel,
+  scheduleInBatches,
+  schedulingMsEstimate,
+  type Scenario,
+  type ScenarioContext,
+} from './scenario.ts';
 import { waitForDeliveries } from './wait.ts';
 
 const N_DEFAULT = 200_000;
@@ -33,7 +39,12 @@ async function run({ system, rx, opts, batchRate }: ScenarioContext): Promise<Sc
   await sleep(Math.max(0, dueAt - CPU_FROM_MS_BEFORE_DUE - Date.now()));
   const cpu = new CpuWindow(() => system.cpuSeconds(), DATABASE_SERVER[system.info.key]);
   const cpuFromAt = Date.now();
-  const waited = await waitForDeliveries(rx!, tally.acknowledged, dueAt + (opts.waitMsMax ?? FIRE_WAIT_MS_MAX), STALL_MS);
+  const waited = await waitForDeliveries(
+    rx!,
+    tally.acknowledged,
+    dueAt + (opts.waitMsMax ?? FIRE_WAIT_MS_MAX),
+    STALL_MS,
+  );
   const stats = await rx!.stats();
   const cpuSpent = cpu.spent(stats.distinct, (stats.lastAt ?? Date.now()) - cpuFromAt);
   const { fireAtMs, latenessMs, ...counts } = stats;
@@ -44,7 +55,12 @@ async function run({ system, rx, opts, batchRate }: ScenarioContext): Promise<Sc
     system: system.info.key,
     options: { n, concurrency, leadMs, channel: opts.channel ?? 'http' },
     metrics: [
-      { name: 'deliveries/s', value: perSecond(Math.max(0, stats.distinct - 1), spanMs), unit: '/s', target: opts.channel && opts.channel !== 'http' ? '≥ 20,000' : '≥ 10,000' },
+      {
+        name: 'deliveries/s',
+        value: perSecond(Math.max(0, stats.distinct - 1), spanMs),
+        unit: '/s',
+        target: opts.channel && opts.channel !== 'http' ? '≥ 20,000' : '≥ 10,000',
+      },
       { name: 'due → first delivery', value: (stats.firstAt ?? NaN) - dueAt, unit: 'ms' },
       { name: 'due → last delivery', value: (stats.lastAt ?? NaN) - dueAt, unit: 'ms' },
       { name: 'undelivered', value: tally.acknowledged - stats.distinct, unit: '' },
@@ -52,7 +68,15 @@ async function run({ system, rx, opts, batchRate }: ScenarioContext): Promise<Sc
       { name: 'duplicates', value: stats.duplicates, unit: '' },
       ...cpuMetrics(cpuSpent),
     ],
-    details: { scheduled: tally, dueAt, schedulingMarginMs: marginMs, receiver: counts, spanMs, waitEnded: waited, cpu: cpuSpent },
+    details: {
+      scheduled: tally,
+      dueAt,
+      schedulingMarginMs: marginMs,
+      receiver: counts,
+      spanMs,
+      waitEnded: waited,
+      cpu: cpuSpent,
+    },
     chart: chartSeries(fireAtMs, latenessMs, dueAt),
   };
 }

@@ -32,7 +32,13 @@ interface SingleTally {
   latencyMs: Float64Array;
 }
 
-async function scheduleSingles(system: System, prefix: string, n: number, dueAt: number, concurrency: number): Promise<SingleTally> {
+async function scheduleSingles(
+  system: System,
+  prefix: string,
+  n: number,
+  dueAt: number,
+  concurrency: number,
+): Promise<SingleTally> {
   const tally: SingleTally = { acknowledged: 0, failed: 0, latencyMs: new Float64Array(n) };
   await runConcurrently(n, concurrency, async (i) => {
     const startedMs = performance.now();
@@ -70,7 +76,11 @@ async function run({ system, opts }: ScenarioContext): Promise<ScenarioResult> {
   const singleCpu = cpu.spent(single.acknowledged);
   const latency = distribution(single.latencyMs);
 
-  let minimal: { tally: Awaited<ReturnType<typeof scheduleInBatches>>; ms: number; cpu: ReturnType<CpuWindow['spent']> } | null = null;
+  let minimal: {
+    tally: Awaited<ReturnType<typeof scheduleInBatches>>;
+    ms: number;
+    cpu: ReturnType<CpuWindow['spent']>;
+  } | null = null;
   if (system.scheduleBatchMinimal) {
     const scheduleMinimal = system.scheduleBatchMinimal.bind(system);
     cpu = new CpuWindow(() => system.cpuSeconds(), db);
@@ -85,7 +95,16 @@ async function run({ system, opts }: ScenarioContext): Promise<ScenarioResult> {
     { name: 'single requests/s', value: perSecond(single.acknowledged, singleMs), unit: '/s', target: '≥ 10,000' },
     { name: 'single latency p50', value: latency.p50, unit: 'ms' },
     { name: 'single latency p99', value: latency.p99, unit: 'ms' },
-    ...(minimal ? [{ name: 'batch events/s, Prefer: return=minimal', value: perSecond(minimal.tally.acknowledged, minimal.ms), unit: '/s', target: '≥ 100,000' }] : []),
+    ...(minimal
+      ? [
+          {
+            name: 'batch events/s, Prefer: return=minimal',
+            value: perSecond(minimal.tally.acknowledged, minimal.ms),
+            unit: '/s',
+            target: '≥ 100,000',
+          },
+        ]
+      : []),
     { name: 'failed', value: batch.failed + single.failed + (minimal?.tally.failed ?? 0), unit: '' },
     // A peer's worker does not run during ingest (its client is the bench): database CPU only,
     // and the bench client's CPU per event beside it.
@@ -99,7 +118,18 @@ async function run({ system, opts }: ScenarioContext): Promise<ScenarioResult> {
     system: system.info.key,
     options: { n, singles, batchSize: 1000, batchConcurrency, singleConcurrency: SINGLE_CONCURRENCY },
     metrics,
-    details: { batch: { ...batch, elapsedMs: batchMs, cpu: batchCpu }, single: { acknowledged: single.acknowledged, failed: single.failed, error: single.error, elapsedMs: singleMs, latencyMs: latency, cpu: singleCpu }, minimal: minimal ? { ...minimal.tally, elapsedMs: minimal.ms, cpu: minimal.cpu } : null },
+    details: {
+      batch: { ...batch, elapsedMs: batchMs, cpu: batchCpu },
+      single: {
+        acknowledged: single.acknowledged,
+        failed: single.failed,
+        error: single.error,
+        elapsedMs: singleMs,
+        latencyMs: latency,
+        cpu: singleCpu,
+      },
+      minimal: minimal ? { ...minimal.tally, elapsedMs: minimal.ms, cpu: minimal.cpu } : null,
+    },
   };
 }
 

@@ -50,7 +50,12 @@ async function httpPostRate(): Promise<Metric[]> {
   const rx = await startReceiverProcess();
   const pool = new Pool(rx.url, { connections: HTTP_CONNECTIONS, pipelining: 1 });
   const post = async (i: number) => {
-    const res = await pool.request({ method: 'POST', path: '/', headers: { 'content-type': 'application/json', 'webhook-id': `h${i}` }, body: JSON.stringify({ id: `h${i}`, fireAt: Date.now() }) });
+    const res = await pool.request({
+      method: 'POST',
+      path: '/',
+      headers: { 'content-type': 'application/json', 'webhook-id': `h${i}` },
+      body: JSON.stringify({ id: `h${i}`, fireAt: Date.now() }),
+    });
     await res.body.dump();
   };
   try {
@@ -59,7 +64,10 @@ async function httpPostRate(): Promise<Metric[]> {
     await runConcurrently(HTTP_POSTS, HTTP_CONNECTIONS, post);
     const elapsedMs = performance.now() - startedMs;
     const { distinct } = await rx.count();
-    return [{ name: 'loopback HTTP POSTs/s', value: perSecond(HTTP_POSTS, elapsedMs), unit: '/s' }, { name: 'HTTP POSTs received', value: distinct, unit: '' }];
+    return [
+      { name: 'loopback HTTP POSTs/s', value: perSecond(HTTP_POSTS, elapsedMs), unit: '/s' },
+      { name: 'HTTP POSTs received', value: distinct, unit: '' },
+    ];
   } finally {
     await pool.close();
     await rx.close();
@@ -73,14 +81,22 @@ async function nullApiSingleRate(): Promise<Metric> {
     const client = createClient(`http://127.0.0.1:${port}`, 'none', NULL_API_CLIENTS);
     const dueAt = Date.now() + 86_400_000;
     const create = async (i: number) => {
-      const res = await client.call('POST', '/v1/events', JSON.stringify(belfryEventBody({ id: `n${i}`, fireAt: dueAt + i }, 'bench')));
+      const res = await client.call(
+        'POST',
+        '/v1/events',
+        JSON.stringify(belfryEventBody({ id: `n${i}`, fireAt: dueAt + i }, 'bench')),
+      );
       if (res.status !== 201) throw new Error(`do-nothing API: HTTP ${res.status}`);
     };
     try {
       await runConcurrently(5_000, NULL_API_CLIENTS, (i) => create(-i - 1)); // warm-up: connections, JIT
       const startedMs = performance.now();
       await runConcurrently(NULL_API_REQUESTS, NULL_API_CLIENTS, create);
-      return { name: 'do-nothing JSON API, single creates/s', value: perSecond(NULL_API_REQUESTS, performance.now() - startedMs), unit: '/s' };
+      return {
+        name: 'do-nothing JSON API, single creates/s',
+        value: perSecond(NULL_API_REQUESTS, performance.now() - startedMs),
+        unit: '/s',
+      };
     } finally {
       await client.close();
     }
@@ -117,7 +133,11 @@ async function pgInsertRate(): Promise<Metric[]> {
     const bodies = new Array<string>(ROWS_PER_COMMIT).fill(BODY);
     const statement = async (b: number) => {
       const ids = Array.from({ length: ROWS_PER_COMMIT }, (_, i) => b * ROWS_PER_COMMIT + i);
-      await pool.query({ name: 'raw', text: 'INSERT INTO raw (id, body) SELECT * FROM unnest($1::bigint[], $2::text[])', values: [ids, bodies] });
+      await pool.query({
+        name: 'raw',
+        text: 'INSERT INTO raw (id, body) SELECT * FROM unnest($1::bigint[], $2::text[])',
+        values: [ids, bodies],
+      });
     };
     await runConcurrently(10, PG_IN_FLIGHT, (b) => statement(-b - 1)); // warm-up
     const dbStart = serviceCpu();
@@ -126,7 +146,11 @@ async function pgInsertRate(): Promise<Metric[]> {
     const elapsedMs = performance.now() - startedMs;
     return [
       { name: 'PostgreSQL raw inserts/s', value: perSecond(PG_ROWS, elapsedMs), unit: '/s' },
-      { name: 'PostgreSQL raw insert: database CPU', value: (serviceCpuSince(dbStart) * 100_000) / elapsedMs, unit: '% of a core' },
+      {
+        name: 'PostgreSQL raw insert: database CPU',
+        value: (serviceCpuSince(dbStart) * 100_000) / elapsedMs,
+        unit: '% of a core',
+      },
     ];
   } finally {
     await pool.end();
@@ -136,12 +160,24 @@ async function pgInsertRate(): Promise<Metric[]> {
 
 export async function limits(): Promise<ScenarioResult[]> {
   const metrics = [...(await httpPostRate()), await nullApiSingleRate(), sqliteInsertRate(), ...(await pgInsertRate())];
-  return [{
-    label: 'limits · this machine',
-    scenario: 'limits',
-    system: 'machine',
-    options: { httpPosts: HTTP_POSTS, httpConnections: HTTP_CONNECTIONS, sqliteRows: SQLITE_ROWS, pgRows: PG_ROWS, rowsPerCommit: ROWS_PER_COMMIT, rowBytes: EVENT_ROW_BYTES, pgInFlight: PG_IN_FLIGHT, nullApiRequests: NULL_API_REQUESTS, nullApiClients: NULL_API_CLIENTS },
-    metrics,
-    details: {},
-  }];
+  return [
+    {
+      label: 'limits · this machine',
+      scenario: 'limits',
+      system: 'machine',
+      options: {
+        httpPosts: HTTP_POSTS,
+        httpConnections: HTTP_CONNECTIONS,
+        sqliteRows: SQLITE_ROWS,
+        pgRows: PG_ROWS,
+        rowsPerCommit: ROWS_PER_COMMIT,
+        rowBytes: EVENT_ROW_BYTES,
+        pgInFlight: PG_IN_FLIGHT,
+        nullApiRequests: NULL_API_REQUESTS,
+        nullApiClients: NULL_API_CLIENTS,
+      },
+      metrics,
+      details: {},
+    },
+  ];
 }

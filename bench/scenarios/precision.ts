@@ -34,7 +34,10 @@ const DRAIN_MS_MAX = 30_000;
 const STALL_MS = 15_000;
 
 /** The receiver's lateness samples split by due time into warm-up and measured. */
-function split(stats: ReceiverStats, measuredFromAt: number): { warmup: number[]; measured: number[]; measuredFireAt: number[] } {
+function split(
+  stats: ReceiverStats,
+  measuredFromAt: number,
+): { warmup: number[]; measured: number[]; measuredFireAt: number[] } {
   const warmup: number[] = [];
   const measured: number[] = [];
   const measuredFireAt: number[] = [];
@@ -66,11 +69,15 @@ async function run({ system, rx, opts }: ScenarioContext): Promise<ScenarioResul
     const tickAt = startAt + k * TICK_MS;
     await sleep(Math.max(0, tickAt - Date.now()));
     tickLateMsMax = Math.max(tickLateMsMax, Date.now() - tickAt);
-    if (cpu === null && Date.now() >= measuredFromAt) cpu = new CpuWindow(() => system.cpuSeconds(), DATABASE_SERVER[system.info.key]);
+    if (cpu === null && Date.now() >= measuredFromAt)
+      cpu = new CpuWindow(() => system.cpuSeconds(), DATABASE_SERVER[system.info.key]);
     // Events j with j * 1000 / rate in [k * TICK_MS, (k + 1) * TICK_MS): due in this tick's window.
     const from = Math.ceil((k * TICK_MS * rate) / 1000);
     const to = Math.min(total, Math.ceil(((k + 1) * TICK_MS * rate) / 1000));
-    for (let b = from; b < to; b += BATCH_SIZE) calls.push(system.scheduleBatch(benchEvents(opts.idPrefix ?? 'p', b, Math.min(to, b + BATCH_SIZE), dueAt), tally));
+    for (let b = from; b < to; b += BATCH_SIZE)
+      calls.push(
+        system.scheduleBatch(benchEvents(opts.idPrefix ?? 'p', b, Math.min(to, b + BATCH_SIZE), dueAt), tally),
+      );
   }
   await Promise.all(calls);
   if (cpu === null) {
@@ -89,7 +96,14 @@ async function run({ system, rx, opts }: ScenarioContext): Promise<ScenarioResul
     label: resultLabel(`precision @ ${rate}/s${broker ? ` → ${opts.channel}` : ''}`, system),
     scenario: `precision@${rate}${broker ? `→${opts.channel}` : ''}`,
     system: system.info.key,
-    options: { rate, durationMs, warmupMs: WARMUP_MS, leadMs: LEAD_MS, tickMs: TICK_MS, channel: opts.channel ?? 'http' },
+    options: {
+      rate,
+      durationMs,
+      warmupMs: WARMUP_MS,
+      leadMs: LEAD_MS,
+      tickMs: TICK_MS,
+      channel: opts.channel ?? 'http',
+    },
     metrics: [
       { name: 'lateness p50', value: lateness.p50, unit: 'ms' },
       { name: 'lateness p90', value: lateness.p90, unit: 'ms' },
@@ -101,7 +115,16 @@ async function run({ system, rx, opts }: ScenarioContext): Promise<ScenarioResul
       { name: 'duplicates', value: counts.duplicates, unit: '' },
       ...cpuMetrics(cpuSpent, '', true),
     ],
-    details: { total, scheduled: tally, tickLateMsMax, receiver: counts, latenessMs: lateness, warmupLatenessMs: warmup, waitEnded: waited, cpu: cpuSpent },
+    details: {
+      total,
+      scheduled: tally,
+      tickLateMsMax,
+      receiver: counts,
+      latenessMs: lateness,
+      warmupLatenessMs: warmup,
+      waitEnded: waited,
+      cpu: cpuSpent,
+    },
     chart: chartSeries(samples.measuredFireAt, samples.measured, measuredFromAt),
   };
 }

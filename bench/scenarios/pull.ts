@@ -21,7 +21,12 @@ const ACKS_IN_FLIGHT = 16;
 const COMEBACK_EVENTS = 200;
 const DEADLINE_MS = 600_000;
 
-interface Claimed { id: string; receipt: string; attempt: number; visibleUntil: string }
+interface Claimed {
+  id: string;
+  receipt: string;
+  attempt: number;
+  visibleUntil: string;
+}
 
 async function claim(c: BenchClient, body: Record<string, unknown>): Promise<Claimed[]> {
   const res = await c.call('POST', '/v1/destinations/jobs/claim', body);
@@ -33,31 +38,39 @@ async function schedule(c: BenchClient, prefix: string, n: number): Promise<void
   const now = Date.now();
   await runConcurrently(Math.ceil(n / 1000), 4, async (b) => {
     const events = [];
-    for (let i = b * 1000; i < Math.min(n, (b + 1) * 1000); i++) events.push({ id: `${prefix}${i}`, destination: 'jobs', fireAt: now, payload: { i } });
+    for (let i = b * 1000; i < Math.min(n, (b + 1) * 1000); i++)
+      events.push({ id: `${prefix}${i}`, destination: 'jobs', fireAt: now, payload: { i } });
     const res = await c.call('POST', '/v1/events/batch', { events });
     if (res.status !== 200) throw new Error(`batch: ${res.status}`);
   });
 }
 
 /** C consumers until `n` events are acked; returns acked/s and claim calls. */
-async function throughput(url: string, key: string, consumers: number, n: number): Promise<{ perSecond: number; claims: number; ms: number }> {
+async function throughput(
+  url: string,
+  key: string,
+  consumers: number,
+  n: number,
+): Promise<{ perSecond: number; claims: number; ms: number }> {
   const clients = Array.from({ length: consumers }, () => createClient(url, key, ACKS_IN_FLIGHT + 1));
   let acked = 0;
   let claims = 0;
   const deadline = Date.now() + DEADLINE_MS;
   const started = performance.now();
   try {
-    await Promise.all(clients.map(async (c) => {
-      while (acked < n && Date.now() < deadline) {
-        const events = await claim(c, { max: CLAIM_MAX, visibilityTimeout: '60s', wait: '1s' });
-        claims++;
-        await runConcurrently(events.length, ACKS_IN_FLIGHT, async (i) => {
-          const res = await c.call('POST', `/v1/events/${events[i].id}/ack`, { receipt: events[i].receipt });
-          if (res.status !== 200) throw new Error(`ack: ${res.status} ${JSON.stringify(res.body)}`);
-          acked++;
-        });
-      }
-    }));
+    await Promise.all(
+      clients.map(async (c) => {
+        while (acked < n && Date.now() < deadline) {
+          const events = await claim(c, { max: CLAIM_MAX, visibilityTimeout: '60s', wait: '1s' });
+          claims++;
+          await runConcurrently(events.length, ACKS_IN_FLIGHT, async (i) => {
+            const res = await c.call('POST', `/v1/events/${events[i].id}/ack`, { receipt: events[i].receipt });
+            if (res.status !== 200) throw new Error(`ack: ${res.status} ${JSON.stringify(res.body)}`);
+            acked++;
+          });
+        }
+      }),
+    );
   } finally {
     await Promise.all(clients.map((c) => c.close()));
   }
@@ -71,7 +84,8 @@ async function comeback(c: BenchClient): Promise<number[]> {
   await schedule(c, 'back-', COMEBACK_EVENTS);
   const leaseEnd = new Map<string, number>();
   while (leaseEnd.size < COMEBACK_EVENTS) {
-    for (const e of await claim(c, { max: CLAIM_MAX, visibilityTimeout: '1s', wait: '1s' })) leaseEnd.set(e.id, Date.parse(e.visibleUntil));
+    for (const e of await claim(c, { max: CLAIM_MAX, visibilityTimeout: '1s', wait: '1s' }))
+      leaseEnd.set(e.id, Date.parse(e.visibleUntil));
   }
   const backMs: number[] = [];
   const deadline = Date.now() + 60_000;
@@ -92,7 +106,10 @@ export async function pull(kind: StoreKind, opts: ScenarioOptions): Promise<Scen
   const node = await startBenchNode(store);
   const setup = node.client(4);
   try {
-    const put = await setup.call('PUT', '/v1/destinations/jobs', { kind: 'pull', retry: { minBackoff: '100ms', maxBackoff: '100ms', maxAttempts: 10 } });
+    const put = await setup.call('PUT', '/v1/destinations/jobs', {
+      kind: 'pull',
+      retry: { minBackoff: '100ms', maxBackoff: '100ms', maxAttempts: 10 },
+    });
     if (put.status !== 201) throw new Error(`PUT pull destination: ${put.status} ${JSON.stringify(put.body)}`);
     await schedule(setup, 'one-', n);
     const cpu0 = node.cpuSeconds();

@@ -45,7 +45,11 @@ const FORECAST_BACKLOG_FROM = '29d';
 const FORECAST_BACKLOG_SAMPLES = 3;
 
 /** One GET that may answer text (/metrics): status and duration, the body as text. */
-async function timedGet(pool: Pool, path: string, key: string | null): Promise<{ status: number; ms: number; text: string }> {
+async function timedGet(
+  pool: Pool,
+  path: string,
+  key: string | null,
+): Promise<{ status: number; ms: number; text: string }> {
   const startMs = performance.now();
   const res = await pool.request({ method: 'GET', path, headers: key ? { authorization: `Bearer ${key}` } : {} });
   const text = await res.body.text();
@@ -53,7 +57,10 @@ async function timedGet(pool: Pool, path: string, key: string | null): Promise<{
 }
 
 /** `count` sequential calls of `call`; each must answer 200. Returns the durations and the last body. */
-async function sample(count: number, call: () => Promise<{ status: number; ms: number; text: string }>): Promise<{ ms: number[]; last: string }> {
+async function sample(
+  count: number,
+  call: () => Promise<{ status: number; ms: number; text: string }>,
+): Promise<{ ms: number[]; last: string }> {
   const ms: number[] = [];
   let last = '';
   for (let i = 0; i < count; i++) {
@@ -68,23 +75,38 @@ async function sample(count: number, call: () => Promise<{ status: number; ms: n
 async function createOne(client: BenchClient, id: string): Promise<number> {
   const fireAt = Date.now() + CREATE_AHEAD_MS;
   const startMs = performance.now();
-  const res = await client.call('POST', '/v1/events', { id, fireAt, destination: BACKLOG_DESTINATION, payload: { fireAt } });
+  const res = await client.call('POST', '/v1/events', {
+    id,
+    fireAt,
+    destination: BACKLOG_DESTINATION,
+    payload: { fireAt },
+  });
   if (res.status !== 201) throw new Error(`reads: create HTTP ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
   return performance.now() - startMs;
 }
 
 /** Schedules the dead letters (due now, one attempt to a closed port) and waits until each is archived. */
 async function seedDeadLetters(client: BenchClient): Promise<number> {
-  const put = await client.call('PUT', `/v1/destinations/${DEAD_DESTINATION}`, { url: NOWHERE_URL, timeout: '1s', retry: { maxAttempts: 1, minBackoff: '1s', maxBackoff: '1s', coefficient: 1 } });
+  const put = await client.call('PUT', `/v1/destinations/${DEAD_DESTINATION}`, {
+    url: NOWHERE_URL,
+    timeout: '1s',
+    retry: { maxAttempts: 1, minBackoff: '1s', maxBackoff: '1s', coefficient: 1 },
+  });
   if (put.status !== 200 && put.status !== 201) throw new Error(`reads: PUT destination HTTP ${put.status}`);
-  const events = Array.from({ length: DEAD_N }, (_, i) => ({ id: `dead-${i}`, delay: 0, destination: DEAD_DESTINATION, payload: { i } }));
+  const events = Array.from({ length: DEAD_N }, (_, i) => ({
+    id: `dead-${i}`,
+    delay: 0,
+    destination: DEAD_DESTINATION,
+    payload: { i },
+  }));
   const batch = await client.call('POST', '/v1/events/batch', { events });
   if (batch.status !== 200) throw new Error(`reads: batch HTTP ${batch.status}`);
   const startMs = performance.now();
   for (let i = 0; i < DEAD_N; ) {
     const res = await client.call('GET', `/v1/events/dead-${i}`);
     if (res.body?.state === 'archived') i++;
-    else if (performance.now() - startMs > DEAD_WAIT_MS_MAX) throw new Error(`reads: dead-${i} not archived within ${DEAD_WAIT_MS_MAX} ms (state ${res.body?.state})`);
+    else if (performance.now() - startMs > DEAD_WAIT_MS_MAX)
+      throw new Error(`reads: dead-${i} not archived within ${DEAD_WAIT_MS_MAX} ms (state ${res.body?.state})`);
     else await sleep(100);
   }
   return performance.now() - startMs;
@@ -145,7 +167,10 @@ function metricOf(result: ScenarioResult, name: string): number {
 }
 
 /** The read latencies of phase 3, by name. */
-async function measureReads(node: BenchNode, client: BenchClient): Promise<{ reads: Record<string, Distribution>; pages: Record<string, unknown> }> {
+async function measureReads(
+  node: BenchNode,
+  client: BenchClient,
+): Promise<{ reads: Record<string, Distribution>; pages: Record<string, unknown> }> {
   const pool = new Pool(node.url, { connections: 1, pipelining: 1 });
   try {
     const list = (query: string) => () => timedGet(pool, `/v1/events?${query}&limit=${LIST_LIMIT}`, node.key);
@@ -158,8 +183,14 @@ async function measureReads(node: BenchNode, client: BenchClient): Promise<{ rea
       // The due-load forecast (issue 15): the next day, which holds none of the backlog (the
       // common call: its cost must not follow the table), then a window holding the whole
       // backlog (due a month ahead: every stored event counted from the index).
-      ['forecast next 24h by destination', () => timedGet(pool, '/v1/forecast?from=now&to=24h&bucket=1m&by=destination', node.key)],
-      ['forecast whole backlog (2 days, 1h buckets)', () => timedGet(pool, `/v1/forecast?from=${FORECAST_BACKLOG_FROM}&to=2d&bucket=1h`, node.key)],
+      [
+        'forecast next 24h by destination',
+        () => timedGet(pool, '/v1/forecast?from=now&to=24h&bucket=1m&by=destination', node.key),
+      ],
+      [
+        'forecast whole backlog (2 days, 1h buckets)',
+        () => timedGet(pool, `/v1/forecast?from=${FORECAST_BACKLOG_FROM}&to=2d&bucket=1h`, node.key),
+      ],
     ];
     const reads: Record<string, Distribution> = {};
     const pages: Record<string, unknown> = {};
@@ -188,7 +219,9 @@ async function measureLateness(node: BenchNode, opts: ScenarioOptions, batchRate
   const pool = new Pool(node.url, { connections: 1, pipelining: 1 });
   try {
     const scraper = startScraper(pool);
-    const scraped = await runOn(node, precision, 'rx-scraped', { rate, durationMs, idPrefix: 's' }, batchRate).finally(() => scraper.stop());
+    const scraped = await runOn(node, precision, 'rx-scraped', { rate, durationMs, idPrefix: 's' }, batchRate).finally(
+      () => scraper.stop(),
+    );
     return { rate, durationMs, quiet, scraped, scrapes: distribution(await scraper.stop()) };
   } finally {
     await pool.close();
@@ -197,10 +230,18 @@ async function measureLateness(node: BenchNode, opts: ScenarioOptions, batchRate
 
 /** The measure of a filled store for BacklogRun: starts a node on it and measures it (see the header). */
 export function readsMeasure(opts: ScenarioOptions): MeasureFilled {
-  return (store, n, loadMs, loadedSideBySide, batchRate) => measureFilled(store, n, loadMs, loadedSideBySide, batchRate, opts);
+  return (store, n, loadMs, loadedSideBySide, batchRate) =>
+    measureFilled(store, n, loadMs, loadedSideBySide, batchRate, opts);
 }
 
-async function measureFilled(store: BelfryStore, n: number, loadMs: number, loadedSideBySide: boolean, batchRate: number | null, opts: ScenarioOptions): Promise<ScenarioResult> {
+async function measureFilled(
+  store: BelfryStore,
+  n: number,
+  loadMs: number,
+  loadedSideBySide: boolean,
+  batchRate: number | null,
+  opts: ScenarioOptions,
+): Promise<ScenarioResult> {
   const startedMs = performance.now();
   const node = await startBenchNode(store);
   const startMs = performance.now() - startedMs;
@@ -223,28 +264,57 @@ async function measureFilled(store: BelfryStore, n: number, loadMs: number, load
     const late = await measureLateness(node, opts, batchRate);
     const lastCount = await latestCount(node);
     const lateness = (r: ScenarioResult, what: string): Metric[] =>
-      ['p50', 'p99', 'max'].map((q) => ({ name: `lateness ${q}, ${what}`, value: metricOf(r, `lateness ${q}`), unit: 'ms' }));
+      ['p50', 'p99', 'max'].map((q) => ({
+        name: `lateness ${q}, ${what}`,
+        value: metricOf(r, `lateness ${q}`),
+        unit: 'ms',
+      }));
     const kind = store.kind === 'sqlite' ? 'Belfry · SQLite' : 'Belfry · PostgreSQL';
     return {
       label: `reads on ${n.toLocaleString('en-US')} events · ${kind}`,
       scenario: 'reads',
       system: store.kind === 'sqlite' ? 'belfry-sqlite' : 'belfry-postgres',
-      options: { events: n, samples: SAMPLES, creates: CREATES, deadLetters: DEAD_N, listLimit: LIST_LIMIT, rate: late.rate, durationMs: late.durationMs, scrapeEveryMs: SCRAPE_EVERY_MS },
+      options: {
+        events: n,
+        samples: SAMPLES,
+        creates: CREATES,
+        deadLetters: DEAD_N,
+        listLimit: LIST_LIMIT,
+        rate: late.rate,
+        durationMs: late.durationMs,
+        scrapeEveryMs: SCRAPE_EVERY_MS,
+      },
       metrics: [
         { name: 'stored events', value: n + 1, unit: '' },
         { name: 'first create after start', value: firstCreateMs, unit: 'ms', target: TARGET_MS },
-        ...Object.entries(measured.reads).flatMap(([name, d]) => latencyMetrics(name, d, name.startsWith('forecast whole') ? null : TARGET_MS)),
+        ...Object.entries(measured.reads).flatMap(([name, d]) =>
+          latencyMetrics(name, d, name.startsWith('forecast whole') ? null : TARGET_MS),
+        ),
         { name: 'background count of every event, latest', value: lastCount.durationMs, unit: 'ms' },
         { name: 'background counts so far', value: lastCount.samples, unit: '' },
         ...lateness(late.quiet, 'no scrapes'),
         ...lateness(late.scraped, `/metrics every ${SCRAPE_EVERY_MS} ms`),
         ...latencyMetrics('/metrics while firing', late.scrapes),
-        { name: 'undelivered', value: metricOf(late.quiet, 'undelivered') + metricOf(late.scraped, 'undelivered'), unit: '', target: '0' },
+        {
+          name: 'undelivered',
+          value: metricOf(late.quiet, 'undelivered') + metricOf(late.scraped, 'undelivered'),
+          unit: '',
+          target: '0',
+        },
         { name: 'node start', value: startMs, unit: 'ms' },
         { name: 'node peak RSS', value: node.peakRssBytes() / 2 ** 20, unit: 'MiB' },
         { name: 'load (SQL, not Belfry)', value: loadMs / 1000, unit: 's' },
       ],
-      details: { reads: measured.reads, pages: measured.pages, deadLettersArchivedMs: deadMs, scrapesWhileFiring: late.scrapes, quiet: { ...late.quiet, chart: undefined }, scraped: { ...late.scraped, chart: undefined }, logIssues: node.logIssues(), loadedSideBySide },
+      details: {
+        reads: measured.reads,
+        pages: measured.pages,
+        deadLettersArchivedMs: deadMs,
+        scrapesWhileFiring: late.scrapes,
+        quiet: { ...late.quiet, chart: undefined },
+        scraped: { ...late.scraped, chart: undefined },
+        logIssues: node.logIssues(),
+        loadedSideBySide,
+      },
       chart: late.scraped.chart,
     };
   } finally {

@@ -39,7 +39,9 @@ export async function scheduleInBatches(
 ): Promise<BatchTally> {
   const tally: BatchTally = { acknowledged: 0, failed: 0 };
   const batches = Math.ceil(n / BATCH_SIZE);
-  await runConcurrently(batches, concurrency, (b) => schedule(benchEvents(prefix, b * BATCH_SIZE, Math.min(n, (b + 1) * BATCH_SIZE), dueAt), tally));
+  await runConcurrently(batches, concurrency, (b) =>
+    schedule(benchEvents(prefix, b * BATCH_SIZE, Math.min(n, (b + 1) * BATCH_SIZE), dueAt), tally),
+  );
   return tally;
 }
 

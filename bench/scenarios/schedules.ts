@@ -34,7 +34,13 @@ export async function schedules(kind: StoreKind, opts: ScenarioOptions): Promise
     const together = opts.concurrency !== undefined;
     const startOf = (i: number) => (together ? startAt : startAt + Math.floor((i * 1000) / n));
     await runConcurrently(n, CREATE_CONCURRENCY, async (i) => {
-      const res = await setup.call('POST', '/v1/schedules', { id: `s${i}`, every: '1s', startAt: startOf(i), destination: 'rx', payload: { i } });
+      const res = await setup.call('POST', '/v1/schedules', {
+        id: `s${i}`,
+        every: '1s',
+        startAt: startOf(i),
+        destination: 'rx',
+        payload: { i },
+      });
       if (res.status !== 201) throw new Error(`create schedule: ${res.status} ${JSON.stringify(res.body)}`);
     });
     const measuredFrom = startAt + WARMUP_MS;
@@ -71,7 +77,13 @@ export async function schedules(kind: StoreKind, opts: ScenarioOptions): Promise
         { name: 'duplicates', value: stats.duplicates, unit: '' },
         { name: 'node CPU µs per occurrence', value: ((cpu1 - cpu0) * 1e6) / Math.max(1, measured.length), unit: 'µs' },
       ],
-      details: { startAt, measuredFrom, endAt, latenessMs: lateness, receiver: { count: stats.count, distinct: stats.distinct, unparsed: stats.unparsed } },
+      details: {
+        startAt,
+        measuredFrom,
+        endAt,
+        latenessMs: lateness,
+        receiver: { count: stats.count, distinct: stats.distinct, unparsed: stats.unparsed },
+      },
     };
   } finally {
     await setup.close();

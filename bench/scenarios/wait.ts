@@ -11,7 +11,12 @@ export type WaitEnd = 'all delivered' | 'deadline' | 'stalled';
  * Resolves once the receiver has `n` distinct events, at `deadline` (epoch ms), or once nothing
  * new arrived for `stallMs` after the first delivery (or after the wait began, when none came).
  */
-export async function waitForDeliveries(rx: ReceiverProcess, n: number, deadline: number, stallMs: number): Promise<WaitEnd> {
+export async function waitForDeliveries(
+  rx: ReceiverProcess,
+  n: number,
+  deadline: number,
+  stallMs: number,
+): Promise<WaitEnd> {
   let last = -1;
   let lastChangeAt = Date.now();
   for (;;) {

@@ -16,14 +16,20 @@ export function belfryEventBody(e: BenchEvent, destination: string) {
 
 async function scheduleOne(client: BenchClient, body: object): Promise<void> {
   const res = await client.call('POST', '/v1/events', JSON.stringify(body));
-  if (res.status !== 201 && res.status !== 200) throw new Error(`HTTP ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+  if (res.status !== 201 && res.status !== 200)
+    throw new Error(`HTTP ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
 }
 
 /**
  * A System over a running node whose events go to `destination` (already registered). `stop`
  * closes the client and then runs `onStop` (stopping the node, removing the store, or neither).
  */
-export function belfryOnNode(node: BenchNode, destination: string, connections: number, onStop: () => Promise<void>): System {
+export function belfryOnNode(
+  node: BenchNode,
+  destination: string,
+  connections: number,
+  onStop: () => Promise<void>,
+): System {
   const kind = node.store.kind;
   const client = node.client(connections);
   const body = (e: BenchEvent) => belfryEventBody(e, destination);
@@ -34,7 +40,8 @@ export function belfryOnNode(node: BenchNode, destination: string, connections: 
       settings: `one node process, defaults (lookahead 3s, PostgreSQL pool 10); destination maxConcurrency ${BELFRY_MAX_CONCURRENCY}; HTTP API, batches of 1,000`,
     },
     scheduleBatch: (events, tally) => postBatch(client, JSON.stringify({ events: events.map(body) }), tally),
-    scheduleBatchMinimal: (events, tally) => postBatch(client, JSON.stringify({ events: events.map(body) }), tally, { prefer: 'return=minimal' }),
+    scheduleBatchMinimal: (events, tally) =>
+      postBatch(client, JSON.stringify({ events: events.map(body) }), tally, { prefer: 'return=minimal' }),
     scheduleOne: (e) => scheduleOne(client, body(e)),
     cpuSeconds: () => node.cpuSeconds(),
     peakRssBytes: () => node.peakRssBytes(),

@@ -12,7 +12,12 @@ const RECEIVER_CONNECTIONS = 256;
 const REQUEST_MS_MAX = 10_000;
 
 const [key, namespace, receiverUrl] = process.argv.slice(2) as [PeerKey, string, string];
-const pool = new Pool(receiverUrl, { connections: RECEIVER_CONNECTIONS, pipelining: 1, headersTimeout: REQUEST_MS_MAX, bodyTimeout: REQUEST_MS_MAX });
+const pool = new Pool(receiverUrl, {
+  connections: RECEIVER_CONNECTIONS,
+  pipelining: 1,
+  headersTimeout: REQUEST_MS_MAX,
+  bodyTimeout: REQUEST_MS_MAX,
+});
 
 async function deliver(data: JobData): Promise<void> {
   const res = await pool.request({

@@ -67,7 +67,10 @@ function startWorkerChild(key: PeerKey, namespace: string, receiverUrl: string):
       child.kill('SIGKILL');
       reject(err);
     };
-    const timer = setTimeout(() => fail(new Error(`${key} worker did not start within ${START_MS_MAX}ms`)), START_MS_MAX);
+    const timer = setTimeout(
+      () => fail(new Error(`${key} worker did not start within ${START_MS_MAX}ms`)),
+      START_MS_MAX,
+    );
     child.once('exit', (code) => fail(new Error(`${key} worker exited before ready (code ${code})`)));
     child.once('message', (msg: WorkerChildMessage) => {
       if (msg.type !== 'ready') return fail(new Error(`${key} worker: ${msg.message}`));

@@ -18,7 +18,13 @@ export interface BenchEvent {
 
 export type SystemKey = 'belfry-sqlite' | 'belfry-postgres' | 'bullmq' | 'pg-boss' | 'graphile-worker';
 
-export const SYSTEM_KEYS: readonly SystemKey[] = ['belfry-sqlite', 'belfry-postgres', 'bullmq', 'pg-boss', 'graphile-worker'];
+export const SYSTEM_KEYS: readonly SystemKey[] = [
+  'belfry-sqlite',
+  'belfry-postgres',
+  'bullmq',
+  'pg-boss',
+  'graphile-worker',
+];
 
 /**
  * The process name of each system's database server, whose CPU counts toward its CPU per event;

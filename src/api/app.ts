@@ -13,8 +13,24 @@ import { Authenticator } from './auth.ts';
 import type { AppDeps } from './deps.ts';
 import { KnownDestinations } from './known-destinations.ts';
 import { PAYLOAD_DEPTH_MAX } from './event-input.ts';
-import { DEFAULT_TENANT_LIMITS, formatLimit, LIMIT_SPECS, limitBounds, overLimit, type TenantLimits } from './limits.ts';
-import { BATCH_EVENT_BYTES, bodyBytesMaxOf, bodyKindOf, bodyLimitHook, BodyBudget, BODY_BYTES_IN_FLIGHT_MAX_DEFAULT, EVENT_FIELDS_BYTES_MAX, SMALL_BODY_BYTES_MAX } from './body-limits.ts';
+import {
+  DEFAULT_TENANT_LIMITS,
+  formatLimit,
+  LIMIT_SPECS,
+  limitBounds,
+  overLimit,
+  type TenantLimits,
+} from '../core/tenant-limits.ts';
+import {
+  BATCH_EVENT_BYTES,
+  bodyBytesMaxOf,
+  bodyKindOf,
+  bodyLimitHook,
+  BodyBudget,
+  BODY_BYTES_IN_FLIGHT_MAX_DEFAULT,
+  EVENT_FIELDS_BYTES_MAX,
+  SMALL_BODY_BYTES_MAX,
+} from './body-limits.ts';
 import { JsonBodyError, NATIVE_PARSE_CHARS_MAX, parseJsonSliced, pieceParser } from './json-slices.ts';
 import { BelfryError } from '../core/errors.ts';
 import { KEYS_LIVE_MAX } from './routes/keys.ts';
@@ -35,8 +51,13 @@ import { scheduleRoutes } from './routes/schedules.ts';
 import { sourceRoutes } from './routes/sources.ts';
 import { tenantRoutes } from './routes/tenants.ts';
 import { pullRoutes } from './routes/pull.ts';
-import { PullWaiters } from '../dispatch/pull-waiters.ts';
+import { BulkService } from '../bulk/index.ts';
+import { EventIntake } from './intake.ts';
+import { PullService, PullWaiters } from '../pull/index.ts';
+import { ScheduleService } from '../schedules/index.ts';
+import { SourceService } from '../sources/index.ts';
 import type { EventRecord } from '../core/event.ts';
+import { EventBus, type EventSink } from '../core/event-sink.ts';
 import { TenantQuotas } from './tenant-quotas.ts';
 import { uiRoutes } from '../ui/routes.ts';
 
@@ -53,16 +74,28 @@ function fixedLimits(bodyBytesMax: number, inFlightBytesMax: number): [string, s
       'request body',
       `${SMALL_BODY_BYTES_MAX} bytes; a body with one event or schedule: payloadBytesMax + ${EVENT_FIELDS_BYTES_MAX} bytes, at least ${SMALL_BODY_BYTES_MAX}; POST /v1/events/batch: batchEventsMax × ${BATCH_EVENT_BYTES} + payloadBytesMax bytes (${batchDefault} with the default limits), at least ${SMALL_BODY_BYTES_MAX}; never above ${bodyBytesMax}. Refused with 413 before parsing (at once when Content-Length says so, else when the bytes read pass it), and the connection is closed`,
     ],
-    ['request bodies in flight', `${inFlightBytesMax} bytes per node (bodyBytesInFlightMax), from a body's first byte until its answer; past it 503 unavailable with Retry-After, before the body is read`],
+    [
+      'request bodies in flight',
+      `${inFlightBytesMax} bytes per node (bodyBytesInFlightMax), from a body's first byte until its answer; past it 503 unavailable with Retry-After, before the body is read`,
+    ],
     ['payload nesting', `${PAYLOAD_DEPTH_MAX} levels of objects and arrays`],
     ['ids and groups', `1-${ID_LENGTH_MAX} characters of [A-Za-z0-9._:@~=+-] (idLengthMax may lower it)`],
     ['destination names', '1-100 characters of [A-Za-z0-9._-]'],
-    ['URLs', '2048 characters, http or https, not a private, loopback, link-local or metadata address unless the operator allows it'],
-    ['headers', '50 per event or destination; names 1-100 token characters; values printable ASCII (headerValueLengthMax)'],
+    [
+      'URLs',
+      '2048 characters, http or https, not a private, loopback, link-local or metadata address unless the operator allows it',
+    ],
+    [
+      'headers',
+      '50 per event or destination; names 1-100 token characters; values printable ASCII (headerValueLengthMax)',
+    ],
     ['tags', '32 per event; names 1-64 characters, values 256'],
     ['durations', '10 years; times in years 2000-9999'],
     ['retry', 'maxAttempts 1-100, coefficient 1-10'],
-    ['list pages', `1-1000 events (default ${LIST_LIMIT_DEFAULT}); 1-${TRANSITIONS_MAX} transitions of a trace (default ${TRANSITIONS_MAX}); a filtered list page examines at most ${LIST_EXAMINED_ROWS_MAX} events, so it may come back short, even empty, with a nextCursor to go on`],
+    [
+      'list pages',
+      `1-1000 events (default ${LIST_LIMIT_DEFAULT}); 1-${TRANSITIONS_MAX} transitions of a trace (default ${TRANSITIONS_MAX}); a filtered list page examines at most ${LIST_EXAMINED_ROWS_MAX} events, so it may come back short, even empty, with a nextCursor to go on`,
+    ],
     ['API keys', `${KEYS_LIVE_MAX} live keys per tenant; a rotated key's grace period at most 7d`],
     ['delivery responses', 'at most 4096 bytes of a response body are read for the trace, which keeps 200 characters'],
   ];
@@ -70,7 +103,9 @@ function fixedLimits(bodyBytesMax: number, inFlightBytesMax: number): [string, s
 
 /** The document's description: what Belfry is, and every limit with its default. */
 function openApiDescription(bodyBytesMax: number, inFlightBytesMax: number): string {
-  const perTenant = LIMIT_SPECS.map((s) => `| \`${s.name}\` | ${formatLimit(s, s.default)} | ${limitBounds(s)} | ${s.protects} |`);
+  const perTenant = LIMIT_SPECS.map(
+    (s) => `| \`${s.name}\` | ${formatLimit(s, s.default)} | ${limitBounds(s)} | ${s.protects} |`,
+  );
   const fixed = fixedLimits(bodyBytesMax, inFlightBytesMax).map(([what, bound]) => `| ${what} | ${bound} |`);
   return [
     'Durable, multi-tenant time-based event scheduler with reliable delivery.',
@@ -101,12 +136,21 @@ async function registerOpenApi(app: FastifyInstance, bodyBytesMax: number, inFli
         description: openApiDescription(bodyBytesMax, inFlightBytesMax),
       },
       components: {
-        securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'a tenant API key (bk_...) or, for admin routes, the admin key' } },
+        securitySchemes: {
+          bearer: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'a tenant API key (bk_...) or, for admin routes, the admin key',
+          },
+        },
       },
       tags: [
         { name: 'events', description: 'schedule, change, cancel and trace events' },
         { name: 'destinations', description: 'where events are delivered' },
-        { name: 'schedules', description: 'recurring schedules: cron or every, in an IANA zone; each occurrence an event' },
+        {
+          name: 'schedules',
+          description: 'recurring schedules: cron or every, in an IANA zone; each occurrence an event',
+        },
         { name: 'sources', description: 'schedule requests read from a Kafka topic' },
         { name: 'account', description: "a tenant's own limits and API keys" },
         { name: 'admin', description: 'tenants, their limits and API keys (admin key)' },
@@ -132,9 +176,18 @@ function registerJsonParser(app: FastifyInstance): void {
     const text = body as string;
     if (text.length === 0) return done(null, undefined);
     if (text.length <= NATIVE_PARSE_CHARS_MAX) return parseJson(request, text, done);
-    const batchMax = bodyKindOf(request.method, request.routeOptions.url) === 'batch' && request.limits ? request.limits.batchEventsMax : undefined;
+    const batchMax =
+      bodyKindOf(request.method, request.routeOptions.url) === 'batch' && request.limits
+        ? request.limits.batchEventsMax
+        : undefined;
     const topArrayMax =
-      batchMax === undefined ? undefined : { key: 'events', max: batchMax, over: () => overLimit('batchEventsMax', batchMax, 'events', `more than ${batchMax} events in one batch`) };
+      batchMax === undefined
+        ? undefined
+        : {
+            key: 'events',
+            max: batchMax,
+            over: () => overLimit('batchEventsMax', batchMax, 'events', `more than ${batchMax} events in one batch`),
+          };
     parseJsonSliced(text, parsePiece, { topArrayMax }).then(
       (value) => done(null, value),
       (err: unknown) => done(err instanceof JsonBodyError ? invalidJson(err) : (err as Error)),
@@ -147,17 +200,28 @@ function invalidJson(err: JsonBodyError): BelfryError {
   return new BelfryError('invalid_request', `body ${message}`, [{ field: 'body', message }]);
 }
 
+/**
+ * Without the node's bus (tests that build the API alone): one of the API's own, telling its
+ * parked pull claims and the caller's onEventsChanged and onPullSettled.
+ */
+function ownEventBus(appDeps: AppDeps, pullWaiters: PullWaiters): EventSink {
+  const bus = new EventBus();
+  bus.listen({ changed: (e) => pullWaiters.wakeEvents(e), pullSettled: (e) => pullWaiters.wakeEvents(e) });
+  bus.listen({ changed: (e) => appDeps.onEventsChanged(e), pullSettled: (e) => appDeps.onPullSettled?.(e) });
+  return bus;
+}
+
 export async function createApp(appDeps: AppDeps): Promise<FastifyInstance> {
   const knownDestinations = new KnownDestinations(appDeps.store, appDeps.clock);
   const pullWaiters = appDeps.pullWaiters ?? new PullWaiters(appDeps.clock);
+  const events = appDeps.events ?? ownEventBus(appDeps, pullWaiters);
   // The caller's deps with the destination cache added; the rest is read through to the caller's
   // object (prototype), so what it changes later (tests swap the writer) is seen.
   const deps: AppDeps = Object.create(appDeps, {
     knownDestinations: { value: knownDestinations },
     onEventsChanged: {
-      value(events: EventRecord[]) {
-        pullWaiters.wakeEvents(events);
-        appDeps.onEventsChanged(events);
+      value(changed: EventRecord[]) {
+        events.changed(changed);
       },
     },
     onDestinationChanged: {
@@ -176,7 +240,16 @@ export async function createApp(appDeps: AppDeps): Promise<FastifyInstance> {
     routerOptions: { maxParamLength: PARAM_LENGTH_MAX },
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
-    ajv: { customOptions: { discriminator: true, removeAdditional: false, useDefaults: false, coerceTypes: false, allErrors: false, allowUnionTypes: true } },
+    ajv: {
+      customOptions: {
+        discriminator: true,
+        removeAdditional: false,
+        useDefaults: false,
+        coerceTypes: false,
+        allErrors: false,
+        allowUnionTypes: true,
+      },
+    },
   });
   app.decorateRequest('tenantId', '');
   app.decorateRequest('limits', null as unknown as TenantLimits);
@@ -190,6 +263,19 @@ export async function createApp(appDeps: AppDeps): Promise<FastifyInstance> {
 
   const auth = new Authenticator(deps.store, deps.clock, deps.adminKey);
   const quotas = deps.quotas ?? new TenantQuotas(deps.store, deps.clock, deps.limits, deps.counts);
+  const intake = new EventIntake({
+    clock: deps.clock,
+    shardCount: deps.shardCount,
+    addressPolicy: deps.addressPolicy,
+    destinations: knownDestinations,
+    quotas,
+    // Read at each write: a test swaps the writer of the deps it passed.
+    get writer() {
+      return deps.writer;
+    },
+    metrics: deps.metrics,
+    onEventsCreated: (events) => deps.onEventsChanged(events),
+  });
   healthRoutes(app, deps);
   await app.register(async (scope) => {
     scope.addHook('onRequest', auth.requireAdmin);
@@ -199,20 +285,25 @@ export async function createApp(appDeps: AppDeps): Promise<FastifyInstance> {
   await app.register(async (scope) => {
     scope.addHook('onRequest', auth.requireTenant);
     scope.addHook('onRequest', quotas.onRequest);
-    eventRoutes(scope, deps, quotas);
+    eventRoutes(scope, deps, intake);
     eventActionRoutes(scope, deps, quotas);
     destinationRoutes(scope, deps);
-    scheduleRoutes(scope, deps);
-    sourceRoutes(scope, deps);
+    scheduleRoutes(scope, deps, new ScheduleService(deps));
+    sourceRoutes(scope, new SourceService(deps), deps.addressPolicy);
     accountRoutes(scope, deps, auth);
-    bulkRoutes(scope, deps);
-    pullRoutes(scope, deps, {
-      waiters: pullWaiters,
-      onSettled: (events) => {
-        pullWaiters.wakeEvents(events);
-        appDeps.onPullSettled?.(events);
-      },
-    });
+    bulkRoutes(scope, new BulkService(deps));
+    pullRoutes(
+      scope,
+      new PullService({
+        store: deps.store,
+        destinations: knownDestinations,
+        clock: deps.clock,
+        leaseClock: deps.leaseClock,
+        metrics: deps.metrics,
+        waiters: pullWaiters,
+        onSettled: (settled) => events.pullSettled(settled),
+      }),
+    );
   });
   await app.register(async (scope) => forecastRoutes(scope, deps, auth));
   await uiRoutes(app);

@@ -14,6 +14,7 @@ import type { FastifyRequest } from 'fastify';
 import type { Clock } from '../core/clock.ts';
 import { BelfryError } from '../core/errors.ts';
 import { newSecretToken, sha256Digest, sha256Hex } from '../core/ids.ts';
+import { TtlCache } from '../core/ttl-cache.ts';
 import type { ApiKeyRecord, Store } from '../store/store.ts';
 
 declare module 'fastify' {
@@ -36,17 +37,19 @@ const TOKEN_LENGTH_MAX = 512;
 
 export type Principal = { kind: 'admin' } | { kind: 'tenant'; tenantId: string; keyId: string };
 
-interface CacheEntry {
-  record: ApiKeyRecord | null;
-  expiresMs: number;
-}
-
 /** A new API key: the secret to show once, and the record to store. */
 export function newApiKey(tenantId: string, id: string, now: number): { key: string; record: ApiKeyRecord } {
   const key = newSecretToken(API_KEY_PREFIX);
   return {
     key,
-    record: { id, tenantId, hash: sha256Hex(key), prefix: key.slice(0, API_KEY_VISIBLE_CHARS), createdAt: now, revokedAt: null },
+    record: {
+      id,
+      tenantId,
+      hash: sha256Hex(key),
+      prefix: key.slice(0, API_KEY_VISIBLE_CHARS),
+      createdAt: now,
+      revokedAt: null,
+    },
   };
 }
 
@@ -55,7 +58,8 @@ function unauthorized(message: string): BelfryError {
 }
 
 export class Authenticator {
-  private readonly cache = new Map<string, CacheEntry>();
+  /** Lookups by the key's hash, an unknown key (null) included. */
+  private readonly cache: TtlCache<string, ApiKeyRecord | null>;
   private readonly adminDigest: Buffer | null;
 
   constructor(
@@ -64,6 +68,11 @@ export class Authenticator {
     adminKey: string,
   ) {
     this.adminDigest = adminKey.length > 0 ? sha256Digest(adminKey) : null;
+    this.cache = new TtlCache({
+      ttlMs: KEY_CACHE_TTL_MS,
+      entriesMax: KEY_CACHE_ENTRIES_MAX,
+      nowMs: () => clock.monotonicMs(),
+    });
   }
 
   /** Who sent the request; throws 401 when nobody valid did. */
@@ -79,19 +88,21 @@ export class Authenticator {
     if (!token.startsWith(API_KEY_PREFIX)) throw unauthorized('invalid API key');
     const record = await this.lookup(tokenDigest.toString('hex'));
     // A rotated key in its grace period has a revokedAt still to come.
-    if (!record || (record.revokedAt !== null && record.revokedAt <= this.clock.now())) throw unauthorized('invalid or revoked API key');
+    if (!record || (record.revokedAt !== null && record.revokedAt <= this.clock.now()))
+      throw unauthorized('invalid or revoked API key');
     return { kind: 'tenant', tenantId: record.tenantId, keyId: record.id };
   }
 
   /** Drops every cached lookup of `keyId`, so its revocation applies at once on this node. */
   forget(keyId: string): void {
-    for (const [hash, entry] of this.cache) if (entry.record?.id === keyId) this.cache.delete(hash);
+    this.cache.deleteWhere((record) => record?.id === keyId);
   }
 
   /** onRequest hook of the /v1 tenant routes. */
   readonly requireTenant = async (request: FastifyRequest): Promise<void> => {
     const who = await this.identify(request.headers.authorization);
-    if (who.kind !== 'tenant') throw new BelfryError('forbidden', 'the admin key cannot act as a tenant; use a tenant API key');
+    if (who.kind !== 'tenant')
+      throw new BelfryError('forbidden', 'the admin key cannot act as a tenant; use a tenant API key');
     request.tenantId = who.tenantId;
   };
 
@@ -102,17 +113,11 @@ export class Authenticator {
   };
 
   private async lookup(hash: string): Promise<ApiKeyRecord | null> {
-    const nowMs = this.clock.monotonicMs();
-    const hit = this.cache.get(hash);
-    if (hit && hit.expiresMs > nowMs) return hit.record;
+    const hit = this.cache.peek(hash);
+    if (hit?.fresh) return hit.value;
+    const readAtMs = this.clock.monotonicMs();
     const record = await this.store.apiKeyFindByHash({ hash });
-    this.cache.delete(hash);
-    if (this.cache.size >= KEY_CACHE_ENTRIES_MAX) {
-      // Maps iterate in insertion order: the first entry is the oldest.
-      const oldest = this.cache.keys().next();
-      if (!oldest.done) this.cache.delete(oldest.value);
-    }
-    this.cache.set(hash, { record, expiresMs: nowMs + KEY_CACHE_TTL_MS });
+    this.cache.set(hash, record, readAtMs);
     return record;
   }
 }

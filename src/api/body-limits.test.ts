@@ -4,8 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { ConfigError, DEFAULT_CONFIG, resolveConfig } from '../node/config.ts';
-import { BATCH_BODY_BYTES_CAP, bodyBytesMaxOf, BodyBudget, bodyKindOf, BODY_BYTES_IN_FLIGHT_MAX_DEFAULT } from './body-limits.ts';
-import { DEFAULT_TENANT_LIMITS, PAYLOAD_BYTES_CAP } from './limits.ts';
+import {
+  BATCH_BODY_BYTES_CAP,
+  bodyBytesMaxOf,
+  BodyBudget,
+  bodyKindOf,
+  BODY_BYTES_IN_FLIGHT_MAX_DEFAULT,
+} from './body-limits.ts';
+import { DEFAULT_TENANT_LIMITS, PAYLOAD_BYTES_CAP } from '../core/tenant-limits.ts';
 
 const MiB = 1024 * 1024;
 const NODE_MAX = 64 * MiB;
@@ -18,7 +24,10 @@ test('route limits: 1 MiB, one event, a batch sized from batchEventsMax and payl
   // A tenant allowed larger payloads or batches gets room for them, within the caps.
   assert.equal(bodyBytesMaxOf('event', { ...d, payloadBytesMax: 4 * MiB }, NODE_MAX), 4 * MiB + 256 * 1024);
   assert.equal(bodyBytesMaxOf('batch', { ...d, batchEventsMax: 10 }, NODE_MAX), MiB, 'never below 1 MiB');
-  assert.equal(bodyBytesMaxOf('batch', { ...d, batchEventsMax: 10_000, payloadBytesMax: PAYLOAD_BYTES_CAP }, NODE_MAX), BATCH_BODY_BYTES_CAP);
+  assert.equal(
+    bodyBytesMaxOf('batch', { ...d, batchEventsMax: 10_000, payloadBytesMax: PAYLOAD_BYTES_CAP }, NODE_MAX),
+    BATCH_BODY_BYTES_CAP,
+  );
   // The node's bound is above every route's.
   for (const kind of ['small', 'event', 'batch'] as const) assert.equal(bodyBytesMaxOf(kind, d, 64 * 1024), 64 * 1024);
 });
@@ -60,6 +69,10 @@ test('bodyBytesInFlightMax: default, flag, env and file key; at least 1 MiB', ()
     rmSync(dir, { recursive: true, force: true });
   }
   for (const bad of ['1000', 'lots', '-1', '1.5e9']) {
-    assert.throws(() => resolveConfig([], { BELFRY_BODY_BYTES_IN_FLIGHT_MAX: bad }), (err: unknown) => err instanceof ConfigError && /bodyBytesInFlightMax/.test(err.message), bad);
+    assert.throws(
+      () => resolveConfig([], { BELFRY_BODY_BYTES_IN_FLIGHT_MAX: bad }),
+      (err: unknown) => err instanceof ConfigError && /bodyBytesInFlightMax/.test(err.message),
+      bad,
+    );
   }
 });

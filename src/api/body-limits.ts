@@ -21,7 +21,7 @@
 import { Transform, type Readable, type TransformCallback } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { BelfryError } from '../core/errors.ts';
-import { PAYLOAD_BYTES_CAP, type TenantLimits } from './limits.ts';
+import { PAYLOAD_BYTES_CAP, type TenantLimits } from '../core/tenant-limits.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -78,7 +78,11 @@ export function bodyKindOf(method: string, url: string | undefined): BodyKind {
 export function bodyBytesMaxOf(kind: BodyKind, limits: TenantLimits, nodeBytesMax: number): number {
   let bytes: number;
   if (kind === 'event') bytes = Math.max(SMALL_BODY_BYTES_MAX, limits.payloadBytesMax + EVENT_FIELDS_BYTES_MAX);
-  else if (kind === 'batch') bytes = Math.max(SMALL_BODY_BYTES_MAX, Math.min(BATCH_BODY_BYTES_CAP, limits.batchEventsMax * BATCH_EVENT_BYTES + limits.payloadBytesMax));
+  else if (kind === 'batch')
+    bytes = Math.max(
+      SMALL_BODY_BYTES_MAX,
+      Math.min(BATCH_BODY_BYTES_CAP, limits.batchEventsMax * BATCH_EVENT_BYTES + limits.payloadBytesMax),
+    );
   else bytes = SMALL_BODY_BYTES_MAX;
   return Math.min(bytes, nodeBytesMax);
 }
@@ -86,22 +90,38 @@ export function bodyBytesMaxOf(kind: BodyKind, limits: TenantLimits, nodeBytesMa
 /** Why a route's limit is what it is, for the 413's message. */
 function limitReason(kind: BodyKind): string {
   if (kind === 'batch') return `batchEventsMax × ${BATCH_EVENT_BYTES} + payloadBytesMax; split the batch`;
-  if (kind === 'event') return `payloadBytesMax + ${EVENT_FIELDS_BYTES_MAX} for the other fields, at least ${SMALL_BODY_BYTES_MAX}`;
+  if (kind === 'event')
+    return `payloadBytesMax + ${EVENT_FIELDS_BYTES_MAX} for the other fields, at least ${SMALL_BODY_BYTES_MAX}`;
   return 'the limit of requests that carry no event';
 }
 
 export function bodyTooLarge(kind: BodyKind, limitBytes: number, receivedBytes: number | null): BelfryError {
-  const size = receivedBytes === null ? `more than ${limitBytes} bytes (stopped reading there)` : `${receivedBytes} bytes`;
-  return new BelfryError('payload_too_large', `request body of ${size}: over the limit of ${limitBytes} bytes for this route (${limitReason(kind)})`, [
-    { field: 'body', message: `at most ${limitBytes} bytes`, limitBytes },
-  ]);
+  const size =
+    receivedBytes === null ? `more than ${limitBytes} bytes (stopped reading there)` : `${receivedBytes} bytes`;
+  return new BelfryError(
+    'payload_too_large',
+    `request body of ${size}: over the limit of ${limitBytes} bytes for this route (${limitReason(kind)})`,
+    [{ field: 'body', message: `at most ${limitBytes} bytes`, limitBytes }],
+  );
 }
 
 export function bodyBudgetExceeded(budget: BodyBudget): BelfryError {
   const message = `this node is receiving ${budget.bytesInFlight} bytes of request bodies, the most it takes at once (bodyBytesInFlightMax = ${budget.bytesMax} bytes); retry after ${BODY_BUDGET_RETRY_AFTER_S} s`;
-  return new BelfryError('unavailable', message, [{ field: 'body', message: 'too many request bodies in flight on this node', limit: 'bodyBytesInFlightMax', max: budget.bytesMax }], {
-    'retry-after': String(BODY_BUDGET_RETRY_AFTER_S),
-  });
+  return new BelfryError(
+    'unavailable',
+    message,
+    [
+      {
+        field: 'body',
+        message: 'too many request bodies in flight on this node',
+        limit: 'bodyBytesInFlightMax',
+        max: budget.bytesMax,
+      },
+    ],
+    {
+      'retry-after': String(BODY_BUDGET_RETRY_AFTER_S),
+    },
+  );
 }
 
 /** The node's budget of request-body bytes in flight. */
@@ -149,8 +169,10 @@ class BodyMeter extends Transform {
 
   override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: TransformCallback): void {
     this.receivedEncodedLength += chunk.length;
-    if (this.receivedEncodedLength > this.limitBytes) return this.refuse(callback, bodyTooLarge(this.kind, this.limitBytes, null));
-    if (!this.budget.tryReserve(chunk.length, this.reserved)) return this.refuse(callback, bodyBudgetExceeded(this.budget));
+    if (this.receivedEncodedLength > this.limitBytes)
+      return this.refuse(callback, bodyTooLarge(this.kind, this.limitBytes, null));
+    if (!this.budget.tryReserve(chunk.length, this.reserved))
+      return this.refuse(callback, bodyBudgetExceeded(this.budget));
     this.reserved += chunk.length;
     callback(null, chunk);
   }
@@ -196,7 +218,12 @@ export interface BodyLimitOptions {
  */
 export function bodyLimitHook(opts: BodyLimitOptions) {
   const { budget, nodeLimits } = opts;
-  return function checkBody(request: FastifyRequest, reply: FastifyReply, payload: Readable, done: (err: Error | null, payload?: Readable) => void): void {
+  return function checkBody(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    payload: Readable,
+    done: (err: Error | null, payload?: Readable) => void,
+  ): void {
     const lengthHeader = request.headers['content-length'];
     const chunked = lengthHeader === undefined && request.headers['transfer-encoding'] !== undefined;
     if (!chunked && (lengthHeader === undefined || lengthHeader === '0')) return done(null, payload);

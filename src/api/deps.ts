@@ -3,20 +3,31 @@ import type { Logger } from 'pino';
 import type { AddressPolicy } from '../core/address.ts';
 import type { Clock } from '../core/clock.ts';
 import type { EventRecord } from '../core/event.ts';
+import type { EventSink } from '../core/event-sink.ts';
 import type { RetentionPeriods } from '../core/retention.ts';
-import type { Metrics } from '../node/metrics.ts';
-import type { CountSampler } from '../store/count-sampler.ts';
+import type { Metrics } from '../core/metrics.ts';
+import type { CountSampler } from '../maintenance/count-sampler.ts';
 import type { KnownDestinations } from './known-destinations.ts';
-import type { PullWaiters } from '../dispatch/pull-waiters.ts';
+import type { PullWaiters } from '../pull/index.ts';
 import type { TenantQuotas } from './tenant-quotas.ts';
-import type { EventInsertResult, NewEvent, Store } from '../store/store.ts';
-import { DEFAULT_TENANT_LIMITS, type TenantLimits } from './limits.ts';
+import type {
+  AccountStore,
+  BulkStore,
+  EventInsertResult,
+  EventStore,
+  NewEvent,
+  PullStore,
+  ScheduleStore,
+  SourceStore,
+  StoreLifecycle,
+} from '../store/store.ts';
+import { DEFAULT_TENANT_LIMITS, type TenantLimits } from '../core/tenant-limits.ts';
 import type { ClusterView } from './schemas/cluster.ts';
 import type { DestinationHealthOutput } from './schemas/destinations.ts';
 
 /**
  * Limits on what one request may carry: the node's default per-tenant limits (each tenant may
- * have its own, see limits.ts) and the bound on any request body, checked before parsing.
+ * have its own, see core/tenant-limits.ts) and the bound on any request body, checked before parsing.
  */
 export interface ApiLimits extends TenantLimits {
   /** Request bodies larger than this are refused with 413 before parsing (each route has its own limit below it, body-limits.ts). */
@@ -30,7 +41,8 @@ export const BODY_BYTES_MAX_DEFAULT = 64 * 1024 * 1024;
 export const DEFAULT_API_LIMITS: ApiLimits = { ...DEFAULT_TENANT_LIMITS, bodyBytesMax: BODY_BYTES_MAX_DEFAULT };
 
 export interface AppDeps {
-  store: Store;
+  /** Every part but the cluster's: the API serves what tenants own, never the leader, nodes or shard map. */
+  store: StoreLifecycle & EventStore & PullStore & ScheduleStore & SourceStore & BulkStore & AccountStore;
   clock: Clock;
   /**
    * How far ahead a schedule's occurrences are made (the materialiser's horizon and refill): a
@@ -46,6 +58,12 @@ export interface AppDeps {
   writer: { insert(events: NewEvent[]): Promise<EventInsertResult[]> };
   /** Told after every committed change of events (create, update, cancel, replay), so the scheduler's in-memory timers follow. */
   onEventsChanged(events: EventRecord[]): void;
+  /**
+   * The node's event bus, when the node hands one (its listeners include the parked pull claims):
+   * the routes' changes and pull settles go to it, and onEventsChanged and onPullSettled are not
+   * used. Absent: createApp makes a bus of its own, of its parked claims and those two callbacks.
+   */
+  events?: EventSink;
   /** Told after a destination is put or deleted, so cached settings are dropped. */
   onDestinationChanged(tenantId: string, name: string): void;
   /** Told after a tenant's signing secrets changed (a rotation), so cached ones are dropped. */
@@ -67,9 +85,9 @@ export interface AppDeps {
   destinationHealth?(tenantId: string, name: string): Omit<DestinationHealthOutput, 'name'>;
   /** Readiness: store reachable, shards owned, not shutting down. */
   ready(): Promise<{ ok: boolean; reasons: string[] }>;
-  /** Parked pull claims (the node's, so its expirer can wake them); absent: createApp makes its own. */
+  /** Parked pull claims (the node's, so its expirer can wake them); absent: createApp makes its own (then `events` must be absent too). */
   pullWaiters?: PullWaiters;
-  /** Told after a pull claim ended by ack or nack (the scheduler's group kick); absent: nothing else to tell. */
+  /** Told after a pull claim ended by ack or nack (the scheduler's group kick); absent: nothing else to tell. Unused with `events`. */
   onPullSettled?(events: EventRecord[]): void;
   /** The event routes' destination check (built by createApp; absent: read from the store each time). */
   knownDestinations?: KnownDestinations;

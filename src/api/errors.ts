@@ -50,12 +50,18 @@ function describe(err: AjvErrorLike): { field: string; message: string } {
   if (err.propertyName !== undefined) return { field: join(base, err.propertyName), message: 'is not an allowed name' };
   switch (err.keyword) {
     case 'additionalProperties':
-      return { field: join(base, String(err.params.additionalProperty)), message: 'is not allowed (unknown field or invalid name)' };
+      return {
+        field: join(base, String(err.params.additionalProperty)),
+        message: 'is not allowed (unknown field or invalid name)',
+      };
     case 'required':
       return { field: join(base, String(err.params.missingProperty)), message: 'is required' };
     case 'discriminator':
       // A union chosen by a tag (a destination's `kind`): the tag is missing or names no branch.
-      return { field: join(base, String(err.params.tag)), message: 'names no known kind (http, kafka, nats, amqp, redis)' };
+      return {
+        field: join(base, String(err.params.tag)),
+        message: 'names no known kind (http, kafka, nats, amqp, redis)',
+      };
     case 'type':
       return { field: base, message: `must be ${String(err.params.type).split(',').join(' or ')}` };
     case 'enum':
@@ -154,10 +160,22 @@ export function toApiError(err: unknown, bodyBytesMax: number): ApiError | null 
     };
   }
   if (err instanceof StoreUnavailableError) {
-    return { status: 503, code: 'unavailable', message: 'the store is unreachable; try again shortly', details: [], headers: { 'retry-after': '1' } };
+    return {
+      status: 503,
+      code: 'unavailable',
+      message: 'the store is unreachable; try again shortly',
+      details: [],
+      headers: { 'retry-after': '1' },
+    };
   }
   if (err instanceof WriteQueueFullError) {
-    return { status: 503, code: 'unavailable', message: `${err.message}; try again shortly`, details: [], headers: { 'retry-after': String(err.retryAfterS) } };
+    return {
+      status: 503,
+      code: 'unavailable',
+      message: `${err.message}; try again shortly`,
+      details: [],
+      headers: { 'retry-after': String(err.retryAfterS) },
+    };
   }
   if (typeof err !== 'object' || err === null) return null;
   const fe = err as FastifyError & { validation?: AjvErrorLike[]; validationContext?: string };
@@ -167,18 +185,34 @@ export function toApiError(err: unknown, bodyBytesMax: number): ApiError | null 
   }
   // The client hung up while its body was being read: nobody is left to answer, and it is not Belfry's fault.
   if (fe.code === 'ECONNRESET' || fe.code === 'ECONNABORTED') {
-    return { status: 400, code: 'invalid_request', message: 'the client closed the connection before the request was complete', details: [] };
+    return {
+      status: 400,
+      code: 'invalid_request',
+      message: 'the client closed the connection before the request was complete',
+      details: [],
+    };
   }
   const byCode = fe.code ? BY_FASTIFY_CODE[fe.code] : undefined;
   if (byCode) return byCode(fe, bodyBytesMax);
   // Fastify's own client errors (empty JSON body, bad content-length, prototype poisoning, ...).
   const status = fe.statusCode;
-  if (typeof status === 'number' && status >= 400 && status < 500 && typeof fe.code === 'string' && fe.code.startsWith('FST_')) {
+  if (
+    typeof status === 'number' &&
+    status >= 400 &&
+    status < 500 &&
+    typeof fe.code === 'string' &&
+    fe.code.startsWith('FST_')
+  ) {
     return { status, code: CODE_BY_STATUS[status] ?? 'invalid_request', message: truncate(fe.message), details: [] };
   }
   // secure-json-parse rejects __proto__ / constructor.prototype with a SyntaxError that Fastify marks 400.
   if (err instanceof SyntaxError && status === 400) {
-    return { status: 400, code: 'invalid_request', message: `body is not acceptable JSON: ${fe.message}`, details: [{ field: 'body', message: fe.message }] };
+    return {
+      status: 400,
+      code: 'invalid_request',
+      message: `body is not acceptable JSON: ${fe.message}`,
+      details: [{ field: 'body', message: fe.message }],
+    };
   }
   return null;
 }
@@ -204,13 +238,23 @@ export function registerErrorHandling(app: FastifyInstance, logger: Logger, body
     return send(reply, { status: 500, code: 'internal', message: 'internal error; it has been logged', details: [] });
   });
   app.setNotFoundHandler((request, reply) =>
-    send(reply, { status: 404, code: 'not_found', message: `no route ${request.method} ${request.url.split('?')[0].slice(0, 200)}`, details: [] }),
+    send(reply, {
+      status: 404,
+      code: 'not_found',
+      message: `no route ${request.method} ${request.url.split('?')[0].slice(0, 200)}`,
+      details: [],
+    }),
   );
 }
 
 /** For Fastify's `frameworkErrors` option: malformed URLs get the same error shape. */
 export function frameworkErrorHandler(err: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
-  const mapped = toApiError(err, 0) ?? { status: 400, code: 'invalid_request', message: truncate(err.message), details: [] };
+  const mapped = toApiError(err, 0) ?? {
+    status: 400,
+    code: 'invalid_request',
+    message: truncate(err.message),
+    details: [],
+  };
   void send(reply, mapped);
 }
 
@@ -236,8 +280,11 @@ export function clientErrorHandler(err: Error & { code?: string }, socket: Socke
   }
   const body = JSON.stringify({ error: { code, message } });
   if (socket.writable) {
-    const reason = status === 400 ? 'Bad Request' : status === 408 ? 'Request Timeout' : 'Request Header Fields Too Large';
-    socket.write(`HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`);
+    const reason =
+      status === 400 ? 'Bad Request' : status === 408 ? 'Request Timeout' : 'Request Header Fields Too Large';
+    socket.write(
+      `HTTP/1.1 ${status} ${reason}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json; charset=utf-8\r\nConnection: close\r\n\r\n${body}`,
+    );
   }
   socket.destroy();
 }

@@ -11,7 +11,7 @@ import type { DestinationRef, EventRecord } from '../core/event.ts';
 import { canonicalJson, newSortableId, sha256Hex } from '../core/ids.ts';
 import { shardOf } from '../core/shard.ts';
 import type { DestinationRecord, EventPatch, NewEvent, Store } from '../store/store.ts';
-import { overLimit, type TenantLimits } from './limits.ts';
+import { overLimit, type TenantLimits } from '../core/tenant-limits.ts';
 import type { RetryInputBody } from './schemas/common.ts';
 import { checkWebhookUrl } from '../channels/http/index.ts';
 import type { EventCreateInput, EventPatchInput } from './schemas/events.ts';
@@ -51,7 +51,10 @@ export interface EventInputContext {
 }
 
 /** A per-request memo of destination lookups (a batch names the same few many times). */
-export function destinationLookup(store: Pick<Store, 'destinationGet'>, tenantId: string): (name: string) => Promise<DestinationRecord | null> {
+export function destinationLookup(
+  store: Pick<Store, 'destinationGet'>,
+  tenantId: string,
+): (name: string) => Promise<DestinationRecord | null> {
   const memo = new Map<string, Promise<DestinationRecord | null>>();
   return (name) => {
     let p = memo.get(name);
@@ -64,11 +67,15 @@ export function destinationLookup(store: Pick<Store, 'destinationGet'>, tenantId
 }
 
 /** Refuses reserved and duplicate names, and values longer than `valueLengthMax` (headerValueLengthMax). */
-export function checkHeaders(headers: Record<string, string> | undefined, valueLengthMax = Infinity): Record<string, string> {
+export function checkHeaders(
+  headers: Record<string, string> | undefined,
+  valueLengthMax = Infinity,
+): Record<string, string> {
   if (!headers) return {};
   const seen = new Set<string>();
   for (const [name, value] of Object.entries(headers)) {
-    if (value.length > valueLengthMax) throw overLimit('headerValueLengthMax', valueLengthMax, `headers.${name}`, `value of ${value.length} characters`);
+    if (value.length > valueLengthMax)
+      throw overLimit('headerValueLengthMax', valueLengthMax, `headers.${name}`, `value of ${value.length} characters`);
     const lower = name.toLowerCase();
     if (RESERVED_HEADERS.has(lower) || RESERVED_HEADER_PREFIXES.some((p) => lower.startsWith(p)))
       throw invalid(`headers.${name}`, 'is a reserved header that Belfry sets itself');
@@ -95,12 +102,15 @@ export function checkPayloadShape(payload: unknown): void {
   const stack: [unknown, number][] = [[payload, 0]];
   while (stack.length > 0) {
     const [value, depth] = stack.pop()!;
-    if (typeof value === 'number' && !Number.isFinite(value)) throw invalid('payload', 'has a number out of the range of a double');
+    if (typeof value === 'number' && !Number.isFinite(value))
+      throw invalid('payload', 'has a number out of the range of a double');
     if (typeof value !== 'object' || value === null) continue;
-    if (depth >= PAYLOAD_DEPTH_MAX) throw invalid('payload', `nests objects and arrays deeper than ${PAYLOAD_DEPTH_MAX} levels`);
+    if (depth >= PAYLOAD_DEPTH_MAX)
+      throw invalid('payload', `nests objects and arrays deeper than ${PAYLOAD_DEPTH_MAX} levels`);
     for (const child of Array.isArray(value) ? value : Object.values(value)) {
       if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
-      else if (typeof child === 'number' && !Number.isFinite(child)) throw invalid('payload', 'has a number out of the range of a double');
+      else if (typeof child === 'number' && !Number.isFinite(child))
+        throw invalid('payload', 'has a number out of the range of a double');
     }
   }
 }
@@ -116,32 +126,48 @@ export function payloadText(payload: unknown, bytesMax: number): string {
 /** Refuses a due time further ahead of now than the tenant's scheduleAheadMax. */
 export function checkAhead(ctx: EventInputContext, fireAt: number, field: string): void {
   const aheadMs = fireAt - ctx.now;
-  if (aheadMs > ctx.limits.scheduleAheadMsMax) throw overLimit('scheduleAheadMsMax', ctx.limits.scheduleAheadMsMax, field, 'due too far ahead');
+  if (aheadMs > ctx.limits.scheduleAheadMsMax)
+    throw overLimit('scheduleAheadMsMax', ctx.limits.scheduleAheadMsMax, field, 'due too far ahead');
 }
 
 /** Refuses an id or group longer than the tenant's idLengthMax (the schema allows up to 200). */
 export function checkIdLength(ctx: EventInputContext, field: string, id: string | undefined): void {
-  if (id !== undefined && id.length > ctx.limits.idLengthMax) throw overLimit('idLengthMax', ctx.limits.idLengthMax, field, `${id.length} characters`);
+  if (id !== undefined && id.length > ctx.limits.idLengthMax)
+    throw overLimit('idLengthMax', ctx.limits.idLengthMax, field, `${id.length} characters`);
 }
 
-export async function resolveDestination(ctx: EventInputContext, input: string | { url: string }): Promise<{ ref: DestinationRef; record: DestinationRecord | null }> {
-  if (typeof input === 'object') return { ref: { url: checkUrl('destination.url', input.url, ctx.addressPolicy) }, record: null };
+export async function resolveDestination(
+  ctx: EventInputContext,
+  input: string | { url: string },
+): Promise<{ ref: DestinationRef; record: DestinationRecord | null }> {
+  if (typeof input === 'object')
+    return { ref: { url: checkUrl('destination.url', input.url, ctx.addressPolicy) }, record: null };
   const record = await ctx.destination(input);
-  if (!record) throw invalid('destination', `no destination named "${input}"; create it with PUT /v1/destinations/${input}`);
+  if (!record)
+    throw invalid('destination', `no destination named "${input}"; create it with PUT /v1/destinations/${input}`);
   return { ref: { name: input }, record };
 }
 
 /** fireAt from `fireAt` or from now + `delay`; null when neither is given. */
-export function resolveFireAt(now: number, fireAt: string | number | undefined, delay: string | number | undefined): number | null {
+export function resolveFireAt(
+  now: number,
+  fireAt: string | number | undefined,
+  delay: string | number | undefined,
+): number | null {
   if (fireAt !== undefined && delay !== undefined) throw invalid('delay', 'give either fireAt or delay, not both');
   if (fireAt !== undefined) {
     const ms = parseTimeMs(fireAt);
-    if (ms === null) throw invalid('fireAt', 'must be an RFC 3339 time with a zone (2026-11-22T10:21:55Z) or epoch milliseconds, in years 2000 to 9999');
+    if (ms === null)
+      throw invalid(
+        'fireAt',
+        'must be an RFC 3339 time with a zone (2026-11-22T10:21:55Z) or epoch milliseconds, in years 2000 to 9999',
+      );
     return ms;
   }
   if (delay !== undefined) {
     const ms = parseDurationMs(delay);
-    if (ms === null) throw invalid('delay', 'must be a duration such as "30s", "5m", "4h", "7d" or milliseconds, at most 10 years');
+    if (ms === null)
+      throw invalid('delay', 'must be a duration such as "30s", "5m", "4h", "7d" or milliseconds, at most 10 years');
     return Math.min(now + ms, TIME_MS_MAX);
   }
   return null;
@@ -177,7 +203,10 @@ export async function toNewEvent(ctx: EventInputContext, body: EventCreateInput)
   const { ref, record } = await resolveDestination(ctx, body.destination);
   const headers = checkHeaders(body.headers, ctx.limits.headerValueLengthMax);
   const retry = resolveRetry(body.retry, record?.config.retry ?? undefined);
-  const expireAt = body.expireAfter === undefined ? null : Math.min(fireAt + parseDurationField('expireAfter', body.expireAfter), TIME_MS_MAX);
+  const expireAt =
+    body.expireAfter === undefined
+      ? null
+      : Math.min(fireAt + parseDurationField('expireAfter', body.expireAfter), TIME_MS_MAX);
   const payload = payloadText(body.payload, ctx.limits.payloadBytesMax);
   const id = body.id ?? newSortableId(ctx.now);
   const group = body.group ?? null;
@@ -205,14 +234,19 @@ export async function toNewEvent(ctx: EventInputContext, body: EventCreateInput)
  * expiry window (expireAt - fireAt). The request hash changes, so repeating the original create
  * now answers 409: the stored event no longer matches that body.
  */
-export async function toEventPatch(ctx: EventInputContext, current: EventRecord, body: EventPatchInput): Promise<EventPatch> {
+export async function toEventPatch(
+  ctx: EventInputContext,
+  current: EventRecord,
+  body: EventPatchInput,
+): Promise<EventPatch> {
   checkPayloadShape(body.payload);
   const patch: EventPatch = {};
   const fireAt = resolveFireAt(ctx.now, body.fireAt, body.delay);
   if (fireAt !== null) {
     checkAhead(ctx, fireAt, body.delay !== undefined ? 'delay' : 'fireAt');
     patch.fireAt = fireAt;
-    if (current.expireAt !== null) patch.expireAt = Math.min(fireAt + Math.max(0, current.expireAt - current.fireAt), TIME_MS_MAX);
+    if (current.expireAt !== null)
+      patch.expireAt = Math.min(fireAt + Math.max(0, current.expireAt - current.fireAt), TIME_MS_MAX);
   }
   if (body.destination !== undefined) patch.destination = (await resolveDestination(ctx, body.destination)).ref;
   if (body.headers !== undefined) patch.headers = checkHeaders(body.headers, ctx.limits.headerValueLengthMax);

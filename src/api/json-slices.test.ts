@@ -26,7 +26,14 @@ function randomJson(r: () => number, depth = 0): string {
   const ws = () => WS[Math.floor(r() * WS.length)];
   const pick = r();
   if (depth > 4 || pick < 0.3) {
-    const scalars = [() => JSON.stringify(STRINGS[Math.floor(r() * STRINGS.length)]), () => String(Math.floor(r() * 2000) - 1000), () => '1.5e3', () => 'true', () => 'null', () => '"\\u0041\\"\\\\"'];
+    const scalars = [
+      () => JSON.stringify(STRINGS[Math.floor(r() * STRINGS.length)]),
+      () => String(Math.floor(r() * 2000) - 1000),
+      () => '1.5e3',
+      () => 'true',
+      () => 'null',
+      () => '"\\u0041\\"\\\\"',
+    ];
     return scalars[Math.floor(r() * scalars.length)]();
   }
   const n = Math.floor(r() * 6);
@@ -35,7 +42,10 @@ function randomJson(r: () => number, depth = 0): string {
     for (let i = 0; i < n; i++) parts.push(ws() + randomJson(r, depth + 1) + ws());
     return `[${parts.join(',')}]`;
   }
-  for (let i = 0; i < n; i++) parts.push(`${ws()}${JSON.stringify(STRINGS[Math.floor(r() * 5)] + (r() < 0.7 ? i : ''))}${ws()}:${ws()}${randomJson(r, depth + 1)}${ws()}`);
+  for (let i = 0; i < n; i++)
+    parts.push(
+      `${ws()}${JSON.stringify(STRINGS[Math.floor(r() * 5)] + (r() < 0.7 ? i : ''))}${ws()}:${ws()}${randomJson(r, depth + 1)}${ws()}`,
+    );
   return `{${parts.join(',')}}`;
 }
 
@@ -100,25 +110,39 @@ test('refuses what Fastify refuses: __proto__ keys and constructor.prototype, at
 
 test('a byte order mark and a top-level scalar are read as Fastify reads them', async () => {
   for (const text of ['\ufeff{"a":[1,2,3,4,5,6,7,8,9]}', `"${'s'.repeat(100)}"`, ' 12345678901234 ', '\ufeff[]']) {
-    assert.deepEqual(await parseJsonSliced(text, parsePiece, TINY), expected(text).ok ? (expected(text) as { value: unknown }).value : Symbol('refused'));
+    assert.deepEqual(
+      await parseJsonSliced(text, parsePiece, TINY),
+      expected(text).ok ? (expected(text) as { value: unknown }).value : Symbol('refused'),
+    );
   }
 });
 
 test('nesting deeper than depthMax is refused without building anything', async () => {
   const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);
-  await assert.rejects(parseJsonSliced(deep(2_000), parsePiece, { ...TINY, depthMax: 1_000 }), /nesting deeper than 1000/);
+  await assert.rejects(
+    parseJsonSliced(deep(2_000), parsePiece, { ...TINY, depthMax: 1_000 }),
+    /nesting deeper than 1000/,
+  );
   assert.deepEqual(await parseJsonSliced(deep(900), parsePiece, { ...TINY, depthMax: 1_000 }), JSON.parse(deep(900)));
 });
 
 test('topArrayMax stops at the first member past the bound, before parsing it', async () => {
   const text = `{"events":[${Array.from({ length: 50 }, (_, i) => `{"i":${i}}`).join(',')}]}`;
   const over = () => new Error('too many');
-  await assert.rejects(parseJsonSliced(text, parsePiece, { ...TINY, topArrayMax: { key: 'events', max: 10, over } }), /too many/);
-  const ok = (await parseJsonSliced(text, parsePiece, { ...TINY, topArrayMax: { key: 'events', max: 50, over } })) as { events: unknown[] };
+  await assert.rejects(
+    parseJsonSliced(text, parsePiece, { ...TINY, topArrayMax: { key: 'events', max: 10, over } }),
+    /too many/,
+  );
+  const ok = (await parseJsonSliced(text, parsePiece, { ...TINY, topArrayMax: { key: 'events', max: 50, over } })) as {
+    events: unknown[];
+  };
   assert.equal(ok.events.length, 50);
   // Only the top-level key is bounded.
   const nested = `{"x":{"events":[${'1,'.repeat(40)}1]}}`;
-  assert.deepEqual(await parseJsonSliced(nested, parsePiece, { ...TINY, topArrayMax: { key: 'events', max: 10, over } }), JSON.parse(nested));
+  assert.deepEqual(
+    await parseJsonSliced(nested, parsePiece, { ...TINY, topArrayMax: { key: 'events', max: 10, over } }),
+    JSON.parse(nested),
+  );
 });
 
 /** The longest time the event loop went without running a 1 ms timer while `work` ran. */
@@ -141,9 +165,22 @@ async function longestBlockMs(work: () => Promise<unknown>): Promise<{ blockMs: 
 test('4 MiB of the costliest JSON (empty objects, nested arrays, many keys) never holds the event loop for long', async () => {
   const size = 4 * 1024 * 1024;
   const bodies: [string, string][] = [
-    ['empty objects', `{"events":[${Array(Math.floor(size / 3)).fill('{}').join(',')}]}`],
-    ['nested arrays', `{"events":[${Array(Math.floor(size / 5)).fill('[[]]').join(',')}]}`],
-    ['one object of many keys', `{"events":[{${Array.from({ length: Math.floor(size / 12) }, (_, i) => `"k${i}":1`).join(',')}}]}`],
+    [
+      'empty objects',
+      `{"events":[${Array(Math.floor(size / 3))
+        .fill('{}')
+        .join(',')}]}`,
+    ],
+    [
+      'nested arrays',
+      `{"events":[${Array(Math.floor(size / 5))
+        .fill('[[]]')
+        .join(',')}]}`,
+    ],
+    [
+      'one object of many keys',
+      `{"events":[{${Array.from({ length: Math.floor(size / 12) }, (_, i) => `"k${i}":1`).join(',')}}]}`,
+    ],
   ];
   for (const [name, text] of bodies) {
     const native = performance.now();
@@ -154,10 +191,15 @@ test('4 MiB of the costliest JSON (empty objects, nested arrays, many keys) neve
       got = await parseJsonSliced(text, parsePiece);
     });
     assert.deepEqual(got, want);
-    console.log(`${name}: ${(text.length / 1048576).toFixed(2)} MiB; one JSON.parse ${nativeMs.toFixed(0)} ms; sliced ${totalMs.toFixed(0)} ms in all, event loop held at most ${blockMs.toFixed(1)} ms`);
+    console.log(
+      `${name}: ${(text.length / 1048576).toFixed(2)} MiB; one JSON.parse ${nativeMs.toFixed(0)} ms; sliced ${totalMs.toFixed(0)} ms in all, event loop held at most ${blockMs.toFixed(1)} ms`,
+    );
     // Slices are 4 ms and a piece parses in about 1 ms, but the garbage collector's pauses come on
     // top (10-40 ms here, more when other tests share the cores); one JSON.parse took 260-620 ms.
     // So: well under one JSON.parse of the same text measured just before, whatever the load.
-    assert.ok(blockMs < Math.max(100, nativeMs / 2), `${name}: event loop held ${blockMs.toFixed(1)} ms (one JSON.parse: ${nativeMs.toFixed(0)} ms)`);
+    assert.ok(
+      blockMs < Math.max(100, nativeMs / 2),
+      `${name}: event loop held ${blockMs.toFixed(1)} ms (one JSON.parse: ${nativeMs.toFixed(0)} ms)`,
+    );
   }
 });

@@ -83,7 +83,11 @@ function stringEnd(text: string, i: number): number {
 }
 
 /** JSON.parse of `text` by `parsePiece`, in slices when it is long (see the file comment). */
-export async function parseJsonSliced(text: string, parsePiece: PieceParser, opts: SlicedParseOptions = {}): Promise<unknown> {
+export async function parseJsonSliced(
+  text: string,
+  parsePiece: PieceParser,
+  opts: SlicedParseOptions = {},
+): Promise<unknown> {
   if (text.length <= (opts.nativeCharsMax ?? NATIVE_PARSE_CHARS_MAX)) return parseOrRefuse(parsePiece, text);
   return new SlicedParser(text, parsePiece, opts).parse();
 }
@@ -284,7 +288,12 @@ class SlicedParser {
 /** Sets a member built outside the native parser, refusing what Fastify's parser (secure-json-parse) refuses. */
 function setMember(object: Record<string, unknown>, key: string, value: unknown): void {
   if (key === '__proto__') throw bad('Object contains forbidden prototype property');
-  if (key === 'constructor' && typeof value === 'object' && value !== null && Object.prototype.hasOwnProperty.call(value, 'prototype')) {
+  if (
+    key === 'constructor' &&
+    typeof value === 'object' &&
+    value !== null &&
+    Object.prototype.hasOwnProperty.call(value, 'prototype')
+  ) {
     throw bad('Object contains forbidden prototype property');
   }
   object[key] = value;

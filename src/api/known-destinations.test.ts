@@ -36,7 +36,11 @@ describe('KnownDestinations', () => {
     const known = new KnownDestinations(store, clock);
     assert.equal(await known.destinationGet({ tenantId: 't', name: 'b' }), null);
     names.add('b');
-    assert.equal((await known.destinationGet({ tenantId: 't', name: 'b' }))?.name, 'b', 'created meanwhile: seen at once');
+    assert.equal(
+      (await known.destinationGet({ tenantId: 't', name: 'b' }))?.name,
+      'b',
+      'created meanwhile: seen at once',
+    );
     names.delete('b');
     known.forget('t', 'b');
     assert.equal(await known.destinationGet({ tenantId: 't', name: 'b' }), null);

@@ -10,30 +10,34 @@
  * delete through this node drops the entry at once (`forget`).
  */
 import type { Clock } from '../core/clock.ts';
+import { TtlCache } from '../core/ttl-cache.ts';
 import type { DestinationRecord, Store } from '../store/store.ts';
 
 export const KNOWN_DESTINATIONS_TTL_MS = 1_000;
 export const KNOWN_DESTINATIONS_MAX = 10_000;
 
 export class KnownDestinations implements Pick<Store, 'destinationGet'> {
-  private readonly cache = new Map<string, { record: DestinationRecord; expiresMs: number }>();
+  private readonly cache: TtlCache<string, DestinationRecord>;
 
   constructor(
     private readonly store: Pick<Store, 'destinationGet'>,
     private readonly clock: Clock,
-  ) {}
+  ) {
+    this.cache = new TtlCache({
+      ttlMs: KNOWN_DESTINATIONS_TTL_MS,
+      entriesMax: KNOWN_DESTINATIONS_MAX,
+      nowMs: () => clock.monotonicMs(),
+    });
+  }
 
   async destinationGet(params: { tenantId: string; name: string }): Promise<DestinationRecord | null> {
     const key = `${params.tenantId}\u0000${params.name}`;
-    const nowMs = this.clock.monotonicMs();
     const hit = this.cache.get(key);
-    if (hit && hit.expiresMs > nowMs) return hit.record;
+    if (hit) return hit;
+    const readAtMs = this.clock.monotonicMs();
     const record = await this.store.destinationGet(params);
-    this.cache.delete(key);
-    if (record) {
-      if (this.cache.size >= KNOWN_DESTINATIONS_MAX) this.cache.delete(this.cache.keys().next().value!);
-      this.cache.set(key, { record, expiresMs: nowMs + KNOWN_DESTINATIONS_TTL_MS });
-    }
+    if (record) this.cache.set(key, record, readAtMs);
+    else this.cache.delete(key);
     return record;
   }
 

@@ -8,10 +8,10 @@
  */
 import { formatDuration, parseDurationMs, parseTimeMs, TIME_MS_MAX } from '../core/duration.ts';
 import { invalid } from '../core/errors.ts';
-import { CronSyntaxError, nextOccurrence, nextOccurrences, parseCron, type ScheduleTiming } from '../core/occurrences.ts';
+import { CronSyntaxError, nextOccurrences, parseCron } from '../core/occurrences.ts';
 import { MISSED_AFTER_MS_DEFAULT, MISSED_AFTER_MS_MIN } from '../core/missed.ts';
 import { isTimeZone, wallOf } from '../core/zone.ts';
-import { timingOf } from '../scheduler/materialiser.ts';
+import { timingOf } from '../schedules/index.ts';
 import { occurrenceId, type MissedPolicy, type ScheduleRecord, type ScheduleSpec } from '../store/schedules.ts';
 import type { EventInputContext } from './event-input.ts';
 import { toNewEvent } from './event-input.ts';
@@ -46,14 +46,22 @@ export interface ScheduleInput {
   type?: string;
 }
 
-type Timing = Pick<ScheduleSpec, 'cron' | 'everyMs' | 'timezone' | 'startAt' | 'endAt' | 'missed' | 'catchUpMax' | 'missedAfterMs'>;
+type Timing = Pick<
+  ScheduleSpec,
+  'cron' | 'everyMs' | 'timezone' | 'startAt' | 'endAt' | 'missed' | 'catchUpMax' | 'missedAfterMs'
+>;
 
 /** The timing of a body, checked; `now` is the default startAt. */
 export function checkTiming(input: ScheduleInput, now: number): Timing {
   if (input.cron !== undefined && input.every !== undefined) throw invalid('every', 'give cron or every, not both');
-  if (input.cron === undefined && input.every === undefined) throw invalid('cron', 'give cron (e.g. "0 9 * * MON-FRI") or every (e.g. "15m")');
+  if (input.cron === undefined && input.every === undefined)
+    throw invalid('cron', 'give cron (e.g. "0 9 * * MON-FRI") or every (e.g. "15m")');
   const timezone = input.timezone ?? 'UTC';
-  if (!isTimeZone(timezone)) throw invalid('timezone', `"${timezone}" is not an IANA time zone (e.g. "Europe/Paris", "America/New_York", "UTC")`);
+  if (!isTimeZone(timezone))
+    throw invalid(
+      'timezone',
+      `"${timezone}" is not an IANA time zone (e.g. "Europe/Paris", "America/New_York", "UTC")`,
+    );
   let cron: string | null = null;
   let everyMs: number | null = null;
   if (input.cron !== undefined) {
@@ -70,26 +78,36 @@ export function checkTiming(input: ScheduleInput, now: number): Timing {
     if (everyMs < EVERY_MS_MIN) throw invalid('every', `must be at least ${formatDuration(EVERY_MS_MIN)}`);
   }
   const startAt = input.startAt === undefined ? now : parseTimeMs(input.startAt);
-  if (startAt === null) throw invalid('startAt', 'must be an RFC 3339 time with a zone or epoch milliseconds, in years 2000 to 9999');
+  if (startAt === null)
+    throw invalid('startAt', 'must be an RFC 3339 time with a zone or epoch milliseconds, in years 2000 to 9999');
   let endAt: number | null = null;
   if (input.endAt !== undefined && input.endAt !== null) {
     endAt = parseTimeMs(input.endAt);
-    if (endAt === null) throw invalid('endAt', 'must be an RFC 3339 time with a zone or epoch milliseconds, in years 2000 to 9999');
+    if (endAt === null)
+      throw invalid('endAt', 'must be an RFC 3339 time with a zone or epoch milliseconds, in years 2000 to 9999');
     if (endAt <= startAt) throw invalid('endAt', 'must be after startAt');
   }
   let missedAfterMs = MISSED_AFTER_MS_DEFAULT;
   if (input.missedAfter !== undefined) {
     const ms = parseDurationMs(input.missedAfter);
     if (ms === null) throw invalid('missedAfter', 'must be a duration such as "1s", "30s", "5m" or milliseconds');
-    if (ms < MISSED_AFTER_MS_MIN || ms > MISSED_AFTER_MS_MAX) throw invalid('missedAfter', `must be between ${formatDuration(MISSED_AFTER_MS_MIN)} and ${formatDuration(MISSED_AFTER_MS_MAX)}`);
+    if (ms < MISSED_AFTER_MS_MIN || ms > MISSED_AFTER_MS_MAX)
+      throw invalid(
+        'missedAfter',
+        `must be between ${formatDuration(MISSED_AFTER_MS_MIN)} and ${formatDuration(MISSED_AFTER_MS_MAX)}`,
+      );
     missedAfterMs = ms;
   }
-  return { cron, everyMs, timezone, startAt, endAt, missed: input.missed ?? 'skip', catchUpMax: input.catchUpMax ?? CATCH_UP_MAX_DEFAULT, missedAfterMs };
-}
-
-/** The schedule's first occurrence at or after max(startAt, now): where a new (or re-timed) schedule's cursor starts. */
-export function firstOccurrence(timing: ScheduleTiming, now: number): number | null {
-  return nextOccurrence(timing, Math.max(timing.startAt, now) - 1);
+  return {
+    cron,
+    everyMs,
+    timezone,
+    startAt,
+    endAt,
+    missed: input.missed ?? 'skip',
+    catchUpMax: input.catchUpMax ?? CATCH_UP_MAX_DEFAULT,
+    missedAfterMs,
+  };
 }
 
 /** A whole body as a spec: timing, then the template as the event of an occurrence would be checked. */
@@ -161,7 +179,7 @@ export function toScheduleJson(s: ScheduleRecord, now: number, nextCount = NEXT_
     endAt: spec.endAt === null ? null : iso(spec.endAt),
     missed: spec.missed,
     catchUpMax: spec.catchUpMax,
-    missedAfter: formatDuration(spec.missedAfterMs ?? MISSED_AFTER_MS_DEFAULT),
+    missedAfter: formatDuration(spec.missedAfterMs),
     paused: s.paused,
     destination: destinationRefForDisplay(t.destination),
     payload: parsePayload(t.payload),
@@ -170,12 +188,14 @@ export function toScheduleJson(s: ScheduleRecord, now: number, nextCount = NEXT_
     retry: retryJson(t.retry),
     expireAfter: t.expireAfterMs === null ? null : formatDuration(t.expireAfterMs),
     tags: t.tags,
-    type: t.type ?? null,
+    type: t.type,
     version: s.version,
     fired: s.firedCount,
     missedCount: s.missedCount,
     lastOccurrenceAt: s.lastOccurrenceAt === null ? null : iso(s.lastOccurrenceAt),
-    lastMissed: s.lastMissed ? { at: iso(s.lastMissed.at), count: s.lastMissed.count, reason: s.lastMissed.reason } : null,
+    lastMissed: s.lastMissed
+      ? { at: iso(s.lastMissed.at), count: s.lastMissed.count, reason: s.lastMissed.reason }
+      : null,
     next: occurrencesJson(spec, nextOccurrences(timingOf(spec), now, nextCount)),
     createdAt: iso(s.createdAt),
     updatedAt: iso(s.updatedAt),

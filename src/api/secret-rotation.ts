@@ -20,7 +20,8 @@ export const ROTATION_DESCRIPTION = `Deliveries carry one signature per active s
 /** The grace period of a rotation body (default SECRET_GRACE_MS_DEFAULT); 400 past the bound. */
 export function rotationGraceMs(gracePeriod: string | number | undefined): number {
   const graceMs = gracePeriod === undefined ? SECRET_GRACE_MS_DEFAULT : parseDurationField('gracePeriod', gracePeriod);
-  if (graceMs > SECRET_GRACE_MS_MAX) throw invalid('gracePeriod', `must be at most ${formatDuration(SECRET_GRACE_MS_MAX)}`);
+  if (graceMs > SECRET_GRACE_MS_MAX)
+    throw invalid('gracePeriod', `must be at most ${formatDuration(SECRET_GRACE_MS_MAX)}`);
   return graceMs;
 }
 
@@ -28,7 +29,12 @@ export function rotationGraceMs(gracePeriod: string | number | undefined): numbe
  * The secrets after a rotation at `now`: the new one first, then the old ones still signing at
  * `now`, each ending at `until` or at its own earlier expiry; at most SECRETS_MAX in all.
  */
-export function rotatedSecrets(current: readonly DestinationSecret[], secret: string, now: number, until: number): DestinationSecret[] {
+export function rotatedSecrets(
+  current: readonly DestinationSecret[],
+  secret: string,
+  now: number,
+  until: number,
+): DestinationSecret[] {
   const old = current
     .filter((s) => (s.expiresAt === null || s.expiresAt > now) && s.secret !== secret)
     .map((s) => ({ secret: s.secret, expiresAt: Math.min(s.expiresAt ?? until, until) }))

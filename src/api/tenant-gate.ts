@@ -22,8 +22,10 @@ export class TenantGate {
     /** Calls of one key waiting for room, at most; more are refused. */
     readonly waitingMax: number,
   ) {
-    if (!Number.isInteger(inFlightMax) || inFlightMax < 1) throw new RangeError(`TenantGate: inFlightMax must be a positive integer, got ${inFlightMax}`);
-    if (!Number.isInteger(waitingMax) || waitingMax < 0) throw new RangeError(`TenantGate: waitingMax must be a non-negative integer, got ${waitingMax}`);
+    if (!Number.isInteger(inFlightMax) || inFlightMax < 1)
+      throw new RangeError(`TenantGate: inFlightMax must be a positive integer, got ${inFlightMax}`);
+    if (!Number.isInteger(waitingMax) || waitingMax < 0)
+      throw new RangeError(`TenantGate: waitingMax must be a non-negative integer, got ${waitingMax}`);
   }
 
   /**

@@ -11,16 +11,19 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import pino from 'pino';
 import { SimClock } from '../core/clock.ts';
-import { CountSampler } from '../store/count-sampler.ts';
+import { CountSampler } from '../maintenance/count-sampler.ts';
 import { insertAll, newEvent, newTenant } from '../store/conformance/fixtures.ts';
 import { openSqliteStore, type SqliteStore } from '../store/sqlite/sqlite-store.ts';
-import { DEFAULT_TENANT_LIMITS } from './limits.ts';
+import { DEFAULT_TENANT_LIMITS } from '../core/tenant-limits.ts';
 import { PENDING_RECOUNT_MS_MIN, PENDING_STALE_MS_CLUSTER, TenantQuotas } from './tenant-quotas.ts';
 
 /** Resolves within `ms` of real time with 'answered', or says what it waited for. */
 async function answersAtOnce(p: Promise<unknown>, ms = 2_000): Promise<string> {
   let timer: NodeJS.Timeout | undefined;
-  const answered = await Promise.race([p.then(() => 'answered'), new Promise<string>((resolve) => (timer = setTimeout(() => resolve('waited for a count'), ms)))]);
+  const answered = await Promise.race([
+    p.then(() => 'answered'),
+    new Promise<string>((resolve) => (timer = setTimeout(() => resolve('waited for a count'), ms))),
+  ]);
   clearTimeout(timer);
   return answered;
 }
@@ -84,7 +87,10 @@ describe('TenantQuotas pending estimate', () => {
   });
 
   it('answers a first request without waiting for a count, before and after the first sample', async () => {
-    await insertAll(store, ['a', 'b', 'c', 'd'].map((id) => newEvent(tenant, id)));
+    await insertAll(
+      store,
+      ['a', 'b', 'c', 'd'].map((id) => newEvent(tenant, id)),
+    );
     const { quotas, sampler } = make(false);
     // No sample and none being counted (say the first count failed): admitted, and the tenant is
     // counted on its own in the background.
@@ -93,11 +99,18 @@ describe('TenantQuotas pending estimate', () => {
     assert.equal(tenantCounts, 1, 'a background count of the tenant started');
     letGo();
     await quotas.whenCounted(tenant);
-    await assert.rejects(quotas.checkPending(tenant, 1, 3), /4 events pending/, 'its own count serves the next request');
+    await assert.rejects(
+      quotas.checkPending(tenant, 1, 3),
+      /4 events pending/,
+      'its own count serves the next request',
+    );
 
     // While the first sample is being counted, a new tenant is admitted and not counted twice.
     const late = await newTenant(store);
-    await insertAll(store, ['x', 'y', 'z'].map((id) => newEvent(late, id)));
+    await insertAll(
+      store,
+      ['x', 'y', 'z'].map((id) => newEvent(late, id)),
+    );
     hold = true;
     const firstSample = sampler.runOnce();
     assert.equal(await answersAtOnce(quotas.checkPending(late, 1, 3)), 'answered', 'no sample yet: admitted');
@@ -107,12 +120,19 @@ describe('TenantQuotas pending estimate', () => {
     await assert.rejects(quotas.checkPending(late, 1, 3), /3 events pending/, 'the sample serves it once it lands');
     hold = true;
     const other = await newTenant(store);
-    assert.equal(await answersAtOnce(quotas.checkPending(other, 3, 3)), 'answered', 'a tenant the sample does not name has none pending');
+    assert.equal(
+      await answersAtOnce(quotas.checkPending(other, 3, 3)),
+      'answered',
+      'a tenant the sample does not name has none pending',
+    );
     letGo();
   });
 
   it('estimates from the latest sample plus what this node accepted since; recounts once before refusing', async () => {
-    await insertAll(store, ['a', 'b'].map((id) => newEvent(tenant, id)));
+    await insertAll(
+      store,
+      ['a', 'b'].map((id) => newEvent(tenant, id)),
+    );
     const { quotas, sampler } = make(false);
     await sampler.runOnce();
     assert.equal(sampleCounts, 1);
@@ -138,7 +158,11 @@ describe('TenantQuotas pending estimate', () => {
     quotas.pendingAdded(tenant, 5);
     letGo();
     await next;
-    await assert.rejects(quotas.checkPending(tenant, 1, 5), /6 events pending/, '1 counted (c) + 5 accepted during the count');
+    await assert.rejects(
+      quotas.checkPending(tenant, 1, 5),
+      /6 events pending/,
+      '1 counted (c) + 5 accepted during the count',
+    );
   });
 
   it('on a shared store, refreshes a stale estimate in the background without making requests wait', async () => {
@@ -149,7 +173,10 @@ describe('TenantQuotas pending estimate', () => {
     assert.equal(tenantCounts, 0, 'the sample served');
 
     // Another node adds events; the estimate goes stale; the recount is slow.
-    await insertAll(store, ['c', 'd', 'e', 'f', 'g', 'h', 'i'].map((id) => newEvent(tenant, id)));
+    await insertAll(
+      store,
+      ['c', 'd', 'e', 'f', 'g', 'h', 'i'].map((id) => newEvent(tenant, id)),
+    );
     await clock.advance(PENDING_STALE_MS_CLUSTER);
     hold = true;
     assert.equal(await answersAtOnce(quotas.checkPending(tenant, 1, 10)), 'answered');
@@ -167,4 +194,3 @@ describe('TenantQuotas pending estimate', () => {
 async function insertOne(store: SqliteStore, tenantId: string, id: string): Promise<void> {
   await insertAll(store, [newEvent(tenantId, id)]);
 }
-

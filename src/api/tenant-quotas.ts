@@ -1,6 +1,7 @@
 /**
  * Per-tenant limits at request time: each tenant's effective limits (its overrides over the
- * node's defaults, cached briefly), its scheduling rate (a token bucket per tenant) and its
+ * node's defaults, cached briefly), its scheduling rate (a token bucket per tenant,
+ * core/token-bucket.ts) and its
  * pending-events quota (an estimate, from counts made in the background).
  *
  * Bounds and staleness:
@@ -9,7 +10,7 @@
  * - The rate is enforced per node (buckets live in memory): a tenant spreading requests over N
  *   nodes gets up to N times its rate. Bucket capacity is one second of the rate (the burst).
  * - Pending events: no request waits for a first count. A tenant's estimate starts from the count
- *   sampler's latest sample (store/count-sampler.ts: every tenant at once, in the background),
+ *   sampler's latest sample (maintenance/count-sampler.ts: every tenant at once, in the background),
  *   plus the events this node accepted for it since that count began; each new sample replaces it
  *   the same way. The estimate only over-counts (events finish and are not subtracted), so when a
  *   request would pass the limit by it, the tenant is recounted (its own pending index entries,
@@ -27,9 +28,11 @@
  */
 import type { FastifyRequest } from 'fastify';
 import type { Clock } from '../core/clock.ts';
-import type { CountSample, CountSampler } from '../store/count-sampler.ts';
+import { TokenBucket } from '../core/token-bucket.ts';
+import { TtlCache } from '../core/ttl-cache.ts';
+import type { CountSample, CountSampler } from '../maintenance/count-sampler.ts';
 import type { Store } from '../store/store.ts';
-import { overLimit, resolveTenantLimits, type TenantLimits } from './limits.ts';
+import { overLimit, resolveTenantLimits, type TenantLimits } from '../core/tenant-limits.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -62,9 +65,10 @@ interface PendingEstimate {
   addedSinceRecountStart: number;
 }
 
+/** A tenant's scheduling-rate bucket and the rate it was last given. */
 interface Bucket {
-  tokens: number;
-  atMs: number;
+  bucket: TokenBucket;
+  perSecond: number;
 }
 
 /**
@@ -86,12 +90,10 @@ function boundedSet<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
 }
 
 export class TenantQuotas {
-  private readonly limitsCache = new Map<string, { limits: TenantLimits; expiresMs: number }>();
+  private readonly limitsCache: TtlCache<string, TenantLimits>;
   private readonly buckets = new Map<string, Bucket>();
   private readonly pending = new Map<string, PendingEstimate>();
   private readonly counting = new Map<string, Promise<PendingEstimate>>();
-  /** Tenants whose limits limitsNow is reading again (one read each at a time). */
-  private readonly limitsReading = new Set<string>();
 
   constructor(
     private readonly store: Pick<Store, 'tenantGet' | 'eventCountPending' | 'capabilities'>,
@@ -99,6 +101,11 @@ export class TenantQuotas {
     private readonly defaults: TenantLimits,
     private readonly counts: CountSampler,
   ) {
+    this.limitsCache = new TtlCache({
+      ttlMs: LIMITS_CACHE_TTL_MS,
+      entriesMax: TENANTS_TRACKED_MAX,
+      nowMs: () => clock.monotonicMs(),
+    });
     counts.onCountStart(() => {
       for (const e of this.pending.values()) e.addedSinceSampleStart = 0;
     });
@@ -114,13 +121,12 @@ export class TenantQuotas {
 
   /** The tenant's effective limits. */
   async limits(tenantId: string): Promise<TenantLimits> {
-    const nowMs = this.clock.monotonicMs();
-    const hit = this.limitsCache.get(tenantId);
-    if (hit && hit.expiresMs > nowMs) return hit.limits;
+    return this.limitsCache.get(tenantId) ?? this.limitsCache.refresh(tenantId, () => this.readLimits(tenantId));
+  }
+
+  private async readLimits(tenantId: string): Promise<TenantLimits> {
     const tenant = await this.store.tenantGet({ id: tenantId });
-    const limits = resolveTenantLimits(this.defaults, tenant?.settings);
-    boundedSet(this.limitsCache, tenantId, { limits, expiresMs: nowMs + LIMITS_CACHE_TTL_MS }, TENANTS_TRACKED_MAX);
-    return limits;
+    return resolveTenantLimits(this.defaults, tenant?.settings);
   }
 
   /**
@@ -128,14 +134,7 @@ export class TenantQuotas {
    * before the first read; past LIMITS_CACHE_TTL_MS they are read again in the background.
    */
   limitsNow(tenantId: string): TenantLimits | null {
-    const hit = this.limitsCache.get(tenantId);
-    if ((!hit || hit.expiresMs <= this.clock.monotonicMs()) && !this.limitsReading.has(tenantId)) {
-      this.limitsReading.add(tenantId);
-      this.limits(tenantId)
-        .catch(() => {})
-        .finally(() => this.limitsReading.delete(tenantId));
-    }
-    return hit?.limits ?? null;
+    return this.limitsCache.peekRefreshing(tenantId, () => this.readLimits(tenantId), { readAbsent: true }) ?? null;
   }
 
   /** Drops the cached limits of a tenant whose settings changed through this node. */
@@ -150,12 +149,13 @@ export class TenantQuotas {
    * Retry-After (whole seconds, at least 1) when it is empty.
    */
   takeScheduleRequest(tenantId: string, perSecond: number): void {
-    const bucket = this.refilled(tenantId, perSecond);
-    if (bucket.tokens < 1) {
-      const retryAfterSec = Math.max(1, Math.ceil((1 - bucket.tokens) / perSecond));
-      throw overLimit('scheduleRequestsPerSecond', perSecond, '', 'too many scheduling requests', { 'retry-after': String(retryAfterSec) });
+    const { waitMs } = this.bucketOf(tenantId, perSecond).takeUpTo(1);
+    if (waitMs > 0) {
+      const retryAfterSec = Math.max(1, Math.ceil(waitMs / 1000));
+      throw overLimit('scheduleRequestsPerSecond', perSecond, '', 'too many scheduling requests', {
+        'retry-after': String(retryAfterSec),
+      });
     }
-    bucket.tokens -= 1;
   }
 
   /**
@@ -165,21 +165,19 @@ export class TenantQuotas {
    * not refuse: its messages stay in the topic meanwhile.
    */
   takeScheduleRequestsUpTo(tenantId: string, perSecond: number, want: number): { granted: number; waitMs: number } {
-    const bucket = this.refilled(tenantId, perSecond);
-    const granted = Math.max(0, Math.min(want, Math.floor(bucket.tokens)));
-    bucket.tokens -= granted;
-    const waitMs = granted > 0 ? 0 : Math.max(1, Math.ceil(((1 - bucket.tokens) / perSecond) * 1000));
-    return { granted, waitMs };
+    return this.bucketOf(tenantId, perSecond).takeUpTo(want);
   }
 
-  /** The tenant's bucket, refilled to now (capacity: one second of the rate) and kept. */
-  private refilled(tenantId: string, perSecond: number): Bucket {
-    const nowMs = this.clock.monotonicMs();
-    const bucket = this.buckets.get(tenantId) ?? { tokens: perSecond, atMs: nowMs };
-    bucket.tokens = Math.min(perSecond, bucket.tokens + ((nowMs - bucket.atMs) / 1000) * perSecond);
-    bucket.atMs = nowMs;
-    boundedSet(this.buckets, tenantId, bucket, TENANTS_TRACKED_MAX);
-    return bucket;
+  /** The tenant's bucket (capacity: one second of the rate; a new one starts full), at the rate given, and kept. */
+  private bucketOf(tenantId: string, perSecond: number): TokenBucket {
+    let kept = this.buckets.get(tenantId);
+    if (!kept) kept = { bucket: new TokenBucket({ perSecond, burst: perSecond }, this.clock), perSecond };
+    else if (kept.perSecond !== perSecond) {
+      kept.bucket.setRate({ perSecond, burst: perSecond });
+      kept.perSecond = perSecond;
+    }
+    boundedSet(this.buckets, tenantId, kept, TENANTS_TRACKED_MAX);
+    return kept.bucket;
   }
 
   /**
@@ -197,7 +195,10 @@ export class TenantQuotas {
       if (!this.counts.counting()) this.recount(tenantId).catch(() => {});
       return;
     }
-    if (this.store.capabilities.multiNode && nowMs - estimate.countedAtMs >= Math.max(PENDING_STALE_MS_CLUSTER, COUNT_SPACING_FACTOR * estimate.countMs)) {
+    if (
+      this.store.capabilities.multiNode &&
+      nowMs - estimate.countedAtMs >= Math.max(PENDING_STALE_MS_CLUSTER, COUNT_SPACING_FACTOR * estimate.countMs)
+    ) {
       // Other nodes accept events too: refresh, without holding this request back.
       this.recount(tenantId).catch(() => {});
     }
@@ -205,7 +206,12 @@ export class TenantQuotas {
     const spacingMs = Math.max(PENDING_RECOUNT_MS_MIN, COUNT_SPACING_FACTOR * estimate.countMs);
     if (nowMs - estimate.countedAtMs >= spacingMs) estimate = await this.recount(tenantId);
     if (estimate.count + adding <= max) return;
-    throw overLimit('pendingEventsMax', max, adding > 1 ? 'events' : '', `${estimate.count} events pending, ${adding} more asked for`);
+    throw overLimit(
+      'pendingEventsMax',
+      max,
+      adding > 1 ? 'events' : '',
+      `${estimate.count} events pending, ${adding} more asked for`,
+    );
   }
 
   /** Resolves once the tenant's count in flight, if any, has landed (whatever its outcome). */
@@ -228,7 +234,13 @@ export class TenantQuotas {
     if (kept) return kept;
     const sample = this.counts.latest();
     if (!sample) return null;
-    const estimate = { count: sampledPending(sample, tenantId), countedAtMs: sample.startedAtMs, countMs: sample.durationMs, addedSinceSampleStart: 0, addedSinceRecountStart: 0 };
+    const estimate = {
+      count: sampledPending(sample, tenantId),
+      countedAtMs: sample.startedAtMs,
+      countMs: sample.durationMs,
+      addedSinceSampleStart: 0,
+      addedSinceRecountStart: 0,
+    };
     boundedSet(this.pending, tenantId, estimate, TENANTS_TRACKED_MAX);
     return estimate;
   }
@@ -247,7 +259,13 @@ export class TenantQuotas {
           const current = this.pending.get(tenantId);
           // A sample that began after this count is fresher: keep it.
           if (current && current.countedAtMs > startMs) return current;
-          const estimate: PendingEstimate = current ?? { count: 0, countedAtMs: 0, countMs: 0, addedSinceSampleStart: 0, addedSinceRecountStart: 0 };
+          const estimate: PendingEstimate = current ?? {
+            count: 0,
+            countedAtMs: 0,
+            countMs: 0,
+            addedSinceSampleStart: 0,
+            addedSinceRecountStart: 0,
+          };
           // Events accepted since the count began may be missing from it: add what this node accepted.
           estimate.count = count + (current?.addedSinceRecountStart ?? 0);
           estimate.countedAtMs = startMs;
@@ -264,6 +282,7 @@ export class TenantQuotas {
   /** onRequest hook of the tenant routes, after authentication: loads limits, applies the rate. */
   readonly onRequest = async (request: FastifyRequest): Promise<void> => {
     request.limits = await this.limits(request.tenantId);
-    if (request.routeOptions.config.schedules) this.takeScheduleRequest(request.tenantId, request.limits.scheduleRequestsPerSecond);
+    if (request.routeOptions.config.schedules)
+      this.takeScheduleRequest(request.tenantId, request.limits.scheduleRequestsPerSecond);
   };
 }

@@ -14,10 +14,14 @@ export function onSharedAbort(signal: AbortSignal, onAbort: (reason: Error) => v
   let callbacks = callbacksBySignal.get(signal);
   if (!callbacks) {
     const created = new Set<(reason: Error) => void>();
-    signal.addEventListener('abort', () => {
-      const reason = signal.reason instanceof Error ? signal.reason : new Error('aborted');
-      for (const callback of created) callback(reason);
-    }, { once: true });
+    signal.addEventListener(
+      'abort',
+      () => {
+        const reason = signal.reason instanceof Error ? signal.reason : new Error('aborted');
+        for (const callback of created) callback(reason);
+      },
+      { once: true },
+    );
     callbacksBySignal.set(signal, created);
     callbacks = created;
   }

@@ -1,4 +1,10 @@
-/** A tiny fetch-based client for Belfry's HTTP API, as the CLI uses it. */
+/**
+ * Belfry's HTTP API as the CLI uses it: the SDK's transport (client/transport.ts, the one HTTP
+ * client of the code), one try per call (a command fails at once; a script retries it), its
+ * errors told the CLI's way (ApiError, or "cannot reach Belfry at …").
+ */
+import type { HttpMethod } from '../client/routes.ts';
+import { BelfryApiError, Transport } from '../client/transport.ts';
 import { UsageError, type Io } from './command.ts';
 
 export const DEFAULT_URL = 'http://127.0.0.1:7070';
@@ -38,11 +44,22 @@ export class ApiError extends Error {
 }
 
 export class ApiClient {
+  private readonly transport: Transport;
+
   constructor(
     readonly baseUrl: string,
-    private readonly key: string,
-    private readonly fetchFn: typeof globalThis.fetch,
-  ) {}
+    key: string,
+    fetchFn: typeof globalThis.fetch,
+  ) {
+    this.transport = new Transport({
+      baseUrl,
+      apiKey: key,
+      fetch: fetchFn,
+      timeoutMs: REQUEST_TIMEOUT_MS,
+      retry: { attemptsMax: 1 },
+      userAgent: 'belfry-cli',
+    });
+  }
 
   /** Builds a client from `--url`/`--key`, falling back to the environment; throws UsageError without a key. */
   static fromFlags(flags: { url?: string; key?: string }, kind: KeyKind, io: Io): ApiClient {
@@ -55,27 +72,27 @@ export class ApiClient {
 
   /** Sends one request; resolves with a 2xx response, rejects with ApiError otherwise. */
   async request(method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse> {
-    const url = new URL(this.baseUrl + path);
-    for (const [name, value] of Object.entries(options.query ?? {})) {
-      if (value !== undefined) url.searchParams.set(name, value);
-    }
-    const headers: Record<string, string> = { authorization: `Bearer ${this.key}`, ...options.headers };
-    if (options.body !== undefined) headers['content-type'] = 'application/json';
-    let response: Response;
+    // `path` is already expanded (its ids encoded): a route of its own, tried once.
+    const route = { method: method as HttpMethod, path, idempotent: false };
     try {
-      response = await this.fetchFn(url, {
-        method,
-        headers,
-        body: options.body === undefined ? undefined : JSON.stringify(options.body),
-        signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
+      const res = await this.transport.call<unknown>(route, {
+        query: options.query,
+        // The transport sends a string as it is (already JSON); the CLI's body is always a value.
+        body: typeof options.body === 'string' ? JSON.stringify(options.body) : options.body,
+        headers: options.headers,
       });
+      // The CLI reads every answer as JSON (undefined when it is not).
+      const body = typeof res.body === 'string' ? parseJson(res.body) : res.body;
+      return { status: res.status, headers: res.headers, body };
     } catch (error) {
-      throw new Error(`cannot reach Belfry at ${this.baseUrl}: ${describeCause(error)}`);
+      if (!(error instanceof BelfryApiError)) throw error;
+      if (error.status === 0) throw new Error(`cannot reach Belfry at ${this.baseUrl}: ${describeCause(error)}`);
+      // An answer with the API's error body, or (code http_<status>) one without: a proxy's page.
+      if (error.code !== `http_${error.status}`)
+        throw new ApiError(error.status, error.code, error.message, error.details);
+      const text = error.body ?? '';
+      throw toApiError(error.status, parseJson(text), text);
     }
-    const text = await response.text();
-    const body = parseJson(text);
-    if (response.ok) return { status: response.status, headers: response.headers, body };
-    throw toApiError(response.status, body, text);
   }
 }
 
@@ -101,8 +118,10 @@ function toApiError(status: number, body: unknown, text: string): ApiError {
   return new ApiError(status, 'http_error', text.slice(0, RAW_ERROR_CHARS_MAX).trim(), []);
 }
 
-function describeCause(error: unknown): string {
-  if (error instanceof Error && error.name === 'TimeoutError') return `no answer within ${REQUEST_TIMEOUT_MS}ms`;
+function describeCause(failure: BelfryApiError): string {
+  if (failure.code === 'timeout') return `no answer within ${REQUEST_TIMEOUT_MS}ms`;
+  // The fetch's own error.
+  const error = failure.cause;
   const cause = error instanceof Error ? (error.cause as { code?: string; message?: string } | undefined) : undefined;
   if (cause?.code) return cause.code;
   if (cause?.message) return cause.message;

@@ -34,7 +34,12 @@ export const clusterStatus: Command = {
       renderFields([
         ['mode', c.mode],
         ['answered by', c.nodeId],
-        ['leader', c.leader ? `${c.leader.nodeId} (epoch ${c.leader.epoch}, lease until ${timeCell(c.leader.expiresAt)})` : 'none'],
+        [
+          'leader',
+          c.leader
+            ? `${c.leader.nodeId} (epoch ${c.leader.epoch}, lease until ${timeCell(c.leader.expiresAt)})`
+            : 'none',
+        ],
         ['shards', `${c.shardCount} (${c.unassignedShards} unassigned)`],
         ['clock skew', msCell(c.clockSkewMs)],
       ]),
@@ -43,12 +48,23 @@ export const clusterStatus: Command = {
     io.out(
       renderTable(
         ['NODE', 'LIVE', 'HEARTBEAT AGE', 'SHARDS', 'STARTED'],
-        c.nodes.map((n) => [cell(n.id) + (c.leader?.nodeId === n.id ? ' *' : ''), n.live ? 'yes' : 'no', msCell(n.heartbeatAgeMs), String(n.shards), timeCell(n.startedAt)]),
+        c.nodes.map((n) => [
+          cell(n.id) + (c.leader?.nodeId === n.id ? ' *' : ''),
+          n.live ? 'yes' : 'no',
+          msCell(n.heartbeatAgeMs),
+          String(n.shards),
+          timeCell(n.startedAt),
+        ]),
       ),
     );
     if (c.lag.length > 0) {
       io.out('');
-      io.out(renderTable(['SHARD', 'OWNER', 'DUE EVENTS', 'LAG'], c.lag.map((l) => [String(l.shard), cell(l.nodeId ?? '-'), String(l.dueEvents), msCell(l.lagMs)])));
+      io.out(
+        renderTable(
+          ['SHARD', 'OWNER', 'DUE EVENTS', 'LAG'],
+          c.lag.map((l) => [String(l.shard), cell(l.nodeId ?? '-'), String(l.dueEvents), msCell(l.lagMs)]),
+        ),
+      );
     } else {
       io.out('\nno shard has late events');
     }

@@ -1,6 +1,14 @@
 /** `belfry events bulk` (POST /v1/events/bulk) and `belfry events bulk-status <id>` (GET /v1/bulk/{id}). */
 import { ApiClient } from './client.ts';
-import { COMMON_OPTIONS, commonUsage, onePositional, parseCommandLine, printJson, UsageError, type Command } from './command.ts';
+import {
+  COMMON_OPTIONS,
+  commonUsage,
+  onePositional,
+  parseCommandLine,
+  printJson,
+  UsageError,
+  type Command,
+} from './command.ts';
 import { cell, renderFields, timeCell } from './table.ts';
 
 const usage = `Usage: belfry events bulk <action> [filters] [--dry-run]
@@ -67,11 +75,13 @@ export function buildBulkBody(flags: BulkFlags): Record<string, unknown> {
   if (flags.cancel) actions.push('cancel');
   if (flags.replay) actions.push('replay');
   if (flags.shift !== undefined) {
-    if (!/^[+-]\d+(ms|s|m|h|d)$/.test(flags.shift)) throw new UsageError(`--shift: expected a signed duration such as +1h or -30m: ${flags.shift}`);
+    if (!/^[+-]\d+(ms|s|m|h|d)$/.test(flags.shift))
+      throw new UsageError(`--shift: expected a signed duration such as +1h or -30m: ${flags.shift}`);
     actions.push({ shift: flags.shift });
   }
   if (flags.redirect !== undefined) actions.push({ redirect: flags.redirect });
-  if (actions.length !== 1) throw new UsageError('give exactly one action: --cancel, --replay, --shift <+dur> or --redirect <dest>');
+  if (actions.length !== 1)
+    throw new UsageError('give exactly one action: --cancel, --replay, --shift <+dur> or --redirect <dest>');
   const filter: Record<string, unknown> = {};
   for (const k of ['state', 'destination', 'group', 'type'] as const) if (flags[k] !== undefined) filter[k] = flags[k];
   if (flags.tag !== undefined) {
@@ -85,7 +95,8 @@ export function buildBulkBody(flags: BulkFlags): Record<string, unknown> {
   }
   if (flags.from !== undefined) filter.fireAtFrom = timeValue(flags.from);
   if (flags.to !== undefined) filter.fireAtTo = timeValue(flags.to);
-  if (Object.keys(filter).length === 0) throw new UsageError('give at least one filter (--state, --destination, --group, --type, --tag, --from, --to)');
+  if (Object.keys(filter).length === 0)
+    throw new UsageError('give at least one filter (--state, --destination, --group, --type, --tag, --from, --to)');
   return { filter, action: actions[0], ...(flags['dry-run'] ? { dryRun: true } : {}) };
 }
 
@@ -122,9 +133,17 @@ export const eventsBulk: Command = {
     const client = ApiClient.fromFlags(values, 'tenant', io);
     const response = await client.request('POST', '/v1/events/bulk', { body });
     if (values.json) return printJson(io, response.body);
-    const r = response.body as { matched?: number; exact?: boolean; applicable?: number; sample?: { id?: string; state?: string }[]; id?: string };
+    const r = response.body as {
+      matched?: number;
+      exact?: boolean;
+      applicable?: number;
+      sample?: { id?: string; state?: string }[];
+      id?: string;
+    };
     if (body.dryRun) {
-      io.out(`dry run: ${r.exact ? '' : 'at least '}${r.matched} events selected, ${r.applicable} of them in a state the action applies to; nothing changed`);
+      io.out(
+        `dry run: ${r.exact ? '' : 'at least '}${r.matched} events selected, ${r.applicable} of them in a state the action applies to; nothing changed`,
+      );
       for (const e of r.sample ?? []) io.out(`  ${cell(e.id)}  ${cell(e.state)}`);
       return;
     }

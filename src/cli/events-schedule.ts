@@ -1,7 +1,15 @@
 /** `belfry events schedule`: POST /v1/events. */
 import { parseDurationMs, parseTimeMs } from '../core/duration.ts';
 import { ApiClient } from './client.ts';
-import { COMMON_OPTIONS, commonUsage, parseCommandLine, printJson, UsageError, type Command, type Io } from './command.ts';
+import {
+  COMMON_OPTIONS,
+  commonUsage,
+  parseCommandLine,
+  printJson,
+  UsageError,
+  type Command,
+  type Io,
+} from './command.ts';
 import { renderEvent, type EventView } from './event-view.ts';
 
 const usage = `Usage: belfry events schedule --destination <name|url> [options]
@@ -47,12 +55,16 @@ export interface ScheduleFlags {
 }
 
 /** Builds the POST /v1/events body from the flags; throws UsageError on input the API would refuse. */
-export async function buildScheduleBody(flags: ScheduleFlags, io: Pick<Io, 'readFile'>): Promise<Record<string, unknown>> {
+export async function buildScheduleBody(
+  flags: ScheduleFlags,
+  io: Pick<Io, 'readFile'>,
+): Promise<Record<string, unknown>> {
   if (!flags.destination) throw new UsageError('--destination is required');
   const body: Record<string, unknown> = {};
   if (flags.id !== undefined) body.id = flags.id;
   body.destination = /^https?:\/\//i.test(flags.destination) ? { url: flags.destination } : flags.destination;
-  if (flags['fire-at'] !== undefined && flags.delay !== undefined) throw new UsageError('give --fire-at or --delay, not both');
+  if (flags['fire-at'] !== undefined && flags.delay !== undefined)
+    throw new UsageError('give --fire-at or --delay, not both');
   if (flags['fire-at'] !== undefined) body.fireAt = parseFireAt(flags['fire-at']);
   if (flags.delay !== undefined) body.delay = parseDelay(flags.delay);
   const payload = await readPayload(flags, io);
@@ -65,13 +77,15 @@ export async function buildScheduleBody(flags: ScheduleFlags, io: Pick<Io, 'read
 
 function parseFireAt(text: string): string | number {
   const value = /^\d+$/.test(text) ? Number(text) : text;
-  if (parseTimeMs(value) === null) throw new UsageError(`--fire-at: not an RFC 3339 time or epoch milliseconds: ${text}`);
+  if (parseTimeMs(value) === null)
+    throw new UsageError(`--fire-at: not an RFC 3339 time or epoch milliseconds: ${text}`);
   return value;
 }
 
 function parseDelay(text: string): string | number {
   const value = /^\d+$/.test(text) ? Number(text) : text;
-  if (parseDurationMs(value) === null) throw new UsageError(`--delay: not a duration (250ms, 30s, 5m, 4h, 7d): ${text}`);
+  if (parseDurationMs(value) === null)
+    throw new UsageError(`--delay: not a duration (250ms, 30s, 5m, 4h, 7d): ${text}`);
   return value;
 }
 

@@ -63,8 +63,24 @@ test('events schedule posts the body built from the flags', async () => {
   const f = fakeIo({ status: 201, body: EVENT });
   const code = await runCli(
     [
-      'events', 'schedule', '--destination', 'https://example.com/hook', '--fire-at', '2099-01-01T00:00:00Z',
-      '--payload', '{"orderId":1}', '--id', 'order-1-timeout', '--group', 'g', '--type', 'order.timeout', '--header', 'x-a=1', '--header', 'x-b=k=v',
+      'events',
+      'schedule',
+      '--destination',
+      'https://example.com/hook',
+      '--fire-at',
+      '2099-01-01T00:00:00Z',
+      '--payload',
+      '{"orderId":1}',
+      '--id',
+      'order-1-timeout',
+      '--group',
+      'g',
+      '--type',
+      'order.timeout',
+      '--header',
+      'x-a=1',
+      '--header',
+      'x-b=k=v',
     ],
     f.io,
   );
@@ -93,7 +109,13 @@ test('events schedule sends a destination name as is, epoch ms and ms delays as 
   const f = fakeIo({ status: 201, body: EVENT });
   assert.equal(await runCli(['events', 'schedule', '--destination', 'orders', '--fire-at', '4102444800000'], f.io), 0);
   assert.deepEqual(f.sent[0].body, { destination: 'orders', fireAt: 4102444800000 });
-  assert.equal(await runCli(['events', 'schedule', '--destination', 'orders', '--delay', '1500', '--payload-file', 'payload.json'], f.io), 0);
+  assert.equal(
+    await runCli(
+      ['events', 'schedule', '--destination', 'orders', '--delay', '1500', '--payload-file', 'payload.json'],
+      f.io,
+    ),
+    0,
+  );
   assert.deepEqual(f.sent[1].body, { destination: 'orders', delay: 1500, payload: { fromFile: true } });
 });
 
@@ -149,17 +171,35 @@ test('--help prints the usage on stdout and exits 0, everywhere', async () => {
 test('API errors print code, message and details on stderr and exit 1', async () => {
   const f = fakeIo({
     status: 409,
-    body: { error: { code: 'conflict', message: 'event already succeeded', details: [{ field: 'state', message: 'succeeded', state: 'succeeded' }] } },
+    body: {
+      error: {
+        code: 'conflict',
+        message: 'event already succeeded',
+        details: [{ field: 'state', message: 'succeeded', state: 'succeeded' }],
+      },
+    },
   });
   assert.equal(await runCli(['events', 'cancel', 'e1', '--if-match', '"3"'], f.io), 1);
   assert.equal(f.sent[0].method, 'DELETE');
   assert.equal(f.sent[0].headers['if-match'], '"3"');
   assert.equal(f.out(), '');
-  assert.equal(f.err(), 'error: conflict (HTTP 409): event already succeeded\n  - state: succeeded {"state":"succeeded"}');
+  assert.equal(
+    f.err(),
+    'error: conflict (HTTP 409): event already succeeded\n  - state: succeeded {"state":"succeeded"}',
+  );
 });
 
 test('a detail that repeats the message is not printed twice', async () => {
-  const f = fakeIo({ status: 400, body: { error: { code: 'invalid_request', message: 'destination: unknown', details: [{ field: 'destination', message: 'unknown' }] } } });
+  const f = fakeIo({
+    status: 400,
+    body: {
+      error: {
+        code: 'invalid_request',
+        message: 'destination: unknown',
+        details: [{ field: 'destination', message: 'unknown' }],
+      },
+    },
+  });
   assert.equal(await runCli(['events', 'get', 'e1'], f.io), 1);
   assert.equal(f.err(), 'error: invalid_request (HTTP 400): destination: unknown');
 });
@@ -181,19 +221,49 @@ test('an unreachable server exits 1 naming the URL', async () => {
 
 test('events list sends the filters as query parameters and prints a table and the cursor', async () => {
   const f = fakeIo({ status: 200, body: { events: [EVENT], nextCursor: 'c2' } }, { BELFRY_URL: 'http://belfry:9000' });
-  const code = await runCli(['events', 'list', '--state', 'scheduled', '--group', 'g', '--type', 'a.b', '--limit', '10', '--cursor', 'c1'], f.io);
+  const code = await runCli(
+    ['events', 'list', '--state', 'scheduled', '--group', 'g', '--type', 'a.b', '--limit', '10', '--cursor', 'c1'],
+    f.io,
+  );
   assert.equal(code, 0, f.err());
   assert.equal(f.sent[0].url, 'http://belfry:9000/v1/events?state=scheduled&group=g&type=a.b&limit=10&cursor=c1');
   const lines = f.out().split('\n');
   assert.match(lines[0], /^ID\s+STATE\s+FIRE AT\s+DESTINATION\s+GROUP\s+ATTEMPTS\s+LAST STATUS$/);
-  assert.match(lines[1], /^order-1-timeout\s+scheduled\s+2099-01-01T00:00:00.000Z\s+https:\/\/example.com\/hook\s+-\s+0\s+-$/);
+  assert.match(
+    lines[1],
+    /^order-1-timeout\s+scheduled\s+2099-01-01T00:00:00.000Z\s+https:\/\/example.com\/hook\s+-\s+0\s+-$/,
+  );
   assert.equal(lines.at(-1), 'more: --cursor c2');
 });
 
 test('events trace prints one row per transition', async () => {
   const transitions = [
-    { seq: 1, at: '2026-01-01T00:00:00.000Z', kind: 'created', fromState: null, toState: 'scheduled', attempt: 0, status: null, error: null, durationMs: null, latenessMs: null, detail: null },
-    { seq: 2, at: '2026-01-01T00:01:00.000Z', kind: 'state', fromState: 'scheduled', toState: 'canceled', attempt: 0, status: null, error: null, durationMs: null, latenessMs: null, detail: { by: 'api' } },
+    {
+      seq: 1,
+      at: '2026-01-01T00:00:00.000Z',
+      kind: 'created',
+      fromState: null,
+      toState: 'scheduled',
+      attempt: 0,
+      status: null,
+      error: null,
+      durationMs: null,
+      latenessMs: null,
+      detail: null,
+    },
+    {
+      seq: 2,
+      at: '2026-01-01T00:01:00.000Z',
+      kind: 'state',
+      fromState: 'scheduled',
+      toState: 'canceled',
+      attempt: 0,
+      status: null,
+      error: null,
+      durationMs: null,
+      latenessMs: null,
+      detail: { by: 'api' },
+    },
   ];
   const f = fakeIo({ status: 200, body: { transitions } });
   assert.equal(await runCli(['events', 'trace', 'a/b'], f.io), 0, f.err());
@@ -204,22 +274,36 @@ test('events trace prints one row per transition', async () => {
 });
 
 test('--json prints the raw response body', async () => {
-  const f = fakeIo({ status: 201, body: { id: 'k1', key: 'bk_secret', prefix: 'bk_se', createdAt: '2026-01-01T00:00:00.000Z' } });
+  const f = fakeIo({
+    status: 201,
+    body: { id: 'k1', key: 'bk_secret', prefix: 'bk_se', createdAt: '2026-01-01T00:00:00.000Z' },
+  });
   assert.equal(await runCli(['keys', 'create', 't1', '--json'], f.io), 0);
   assert.equal(f.sent[0].url, 'http://127.0.0.1:7070/v1/tenants/t1/keys');
   assert.equal(f.sent[0].headers.authorization, 'Bearer admin-key');
-  assert.deepEqual(JSON.parse(f.out()), { id: 'k1', key: 'bk_secret', prefix: 'bk_se', createdAt: '2026-01-01T00:00:00.000Z' });
+  assert.deepEqual(JSON.parse(f.out()), {
+    id: 'k1',
+    key: 'bk_secret',
+    prefix: 'bk_se',
+    createdAt: '2026-01-01T00:00:00.000Z',
+  });
 });
 
 test('keys create prints the key with a shown-once note', async () => {
-  const f = fakeIo({ status: 201, body: { id: 'k1', key: 'bk_secret', prefix: 'bk_se', createdAt: '2026-01-01T00:00:00.000Z' } });
+  const f = fakeIo({
+    status: 201,
+    body: { id: 'k1', key: 'bk_secret', prefix: 'bk_se', createdAt: '2026-01-01T00:00:00.000Z' },
+  });
   assert.equal(await runCli(['keys', 'create', 't1'], f.io), 0);
   assert.match(f.out(), /^key\s+bk_secret$/m);
   assert.match(f.err(), /shown once/);
 });
 
 test('tenants create posts the name with the admin key', async () => {
-  const f = fakeIo({ status: 201, body: { id: 't1', name: 'acme', createdAt: '2026-01-01T00:00:00.000Z', signingSecret: 'whsec_c2lnbg==' } });
+  const f = fakeIo({
+    status: 201,
+    body: { id: 't1', name: 'acme', createdAt: '2026-01-01T00:00:00.000Z', signingSecret: 'whsec_c2lnbg==' },
+  });
   assert.equal(await runCli(['tenants', 'create', 'acme', '--key', 'flag-key'], f.io), 0);
   assert.deepEqual(f.sent[0].body, { name: 'acme' });
   assert.equal(f.sent[0].headers.authorization, 'Bearer flag-key');

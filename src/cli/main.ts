@@ -23,10 +23,24 @@ export const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
 
 const GROUPS: Record<string, Record<string, Command>> = {
-  events: { schedule: eventsSchedule, get: eventsGet, list: eventsList, cancel: eventsCancel, trace: eventsTrace, bulk: eventsBulk, 'bulk-status': eventsBulkStatus },
+  events: {
+    schedule: eventsSchedule,
+    get: eventsGet,
+    list: eventsList,
+    cancel: eventsCancel,
+    trace: eventsTrace,
+    bulk: eventsBulk,
+    'bulk-status': eventsBulkStatus,
+  },
   schedules: {
-    create: schedulesCreate, list: schedulesList, get: schedulesGet, pause: schedulesPause, resume: schedulesResume,
-    trigger: schedulesTrigger, delete: schedulesDelete, preview: schedulesPreview,
+    create: schedulesCreate,
+    list: schedulesList,
+    get: schedulesGet,
+    pause: schedulesPause,
+    resume: schedulesResume,
+    trigger: schedulesTrigger,
+    delete: schedulesDelete,
+    preview: schedulesPreview,
   },
   tenants: { create: tenantsCreate },
   keys: { create: keysCreate },

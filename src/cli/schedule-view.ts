@@ -28,7 +28,10 @@ export interface ScheduleView {
 }
 
 export function renderOccurrences(next: OccurrenceView[] | undefined): string {
-  return renderTable(['UTC', 'LOCAL'], (next ?? []).map((o) => [cell(o.at), cell(o.local)]));
+  return renderTable(
+    ['UTC', 'LOCAL'],
+    (next ?? []).map((o) => [cell(o.at), cell(o.local)]),
+  );
 }
 
 export function renderSchedule(s: ScheduleView): string {
@@ -56,6 +59,13 @@ export function renderSchedule(s: ScheduleView): string {
 export function renderScheduleList(schedules: ScheduleView[]): string {
   return renderTable(
     ['ID', 'TIMING', 'PAUSED', 'NEXT (UTC)', 'FIRED', 'MISSED'],
-    schedules.map((s) => [cell(s.id), s.cron ? `${s.cron} ${s.timezone}` : `every ${cell(s.every)}`, cell(s.paused), cell(s.next?.[0]?.at), cell(s.fired), cell(s.missedCount)]),
+    schedules.map((s) => [
+      cell(s.id),
+      s.cron ? `${s.cron} ${s.timezone}` : `every ${cell(s.every)}`,
+      cell(s.paused),
+      cell(s.next?.[0]?.at),
+      cell(s.fired),
+      cell(s.missedCount),
+    ]),
   );
 }

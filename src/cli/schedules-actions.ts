@@ -6,7 +6,12 @@ import { renderSchedule, type ScheduleView } from './schedule-view.ts';
 
 const options = { ...COMMON_OPTIONS, 'if-match': { type: 'string' } } as const;
 
-function action(verb: string, summary: string, request: (id: string) => { method: 'PATCH' | 'POST' | 'DELETE'; path: string; body?: unknown }, shows: 'schedule' | 'event'): Command {
+function action(
+  verb: string,
+  summary: string,
+  request: (id: string) => { method: 'PATCH' | 'POST' | 'DELETE'; path: string; body?: unknown },
+  shows: 'schedule' | 'event',
+): Command {
   return {
     usage: `Usage: belfry schedules ${verb} <id> [options]
 
@@ -22,12 +27,34 @@ ${commonUsage('BELFRY_API_KEY')}`,
       const headers = values['if-match'] === undefined ? undefined : { 'if-match': values['if-match'] };
       const response = await ApiClient.fromFlags(values, 'tenant', io).request(method, path, { body, headers });
       if (values.json) return printJson(io, response.body);
-      io.out(shows === 'event' ? renderEvent(response.body as EventView) : renderSchedule(response.body as ScheduleView));
+      io.out(
+        shows === 'event' ? renderEvent(response.body as EventView) : renderSchedule(response.body as ScheduleView),
+      );
     },
   };
 }
 
-export const schedulesPause = action('pause', 'Pauses a schedule (PATCH {"paused": true}); its occurrences made and not fired are canceled.', (id) => ({ method: 'PATCH', path: `/v1/schedules/${id}`, body: { paused: true } }), 'schedule');
-export const schedulesResume = action('resume', 'Resumes a schedule (PATCH {"paused": false}); occurrences missed while paused follow its missed policy.', (id) => ({ method: 'PATCH', path: `/v1/schedules/${id}`, body: { paused: false } }), 'schedule');
-export const schedulesTrigger = action('trigger', 'Fires one occurrence now, an event <id>@<now> (POST /v1/schedules/{id}/trigger).', (id) => ({ method: 'POST', path: `/v1/schedules/${id}/trigger` }), 'event');
-export const schedulesDelete = action('delete', 'Deletes a schedule; its occurrences made and not fired are canceled (DELETE /v1/schedules/{id}).', (id) => ({ method: 'DELETE', path: `/v1/schedules/${id}` }), 'schedule');
+export const schedulesPause = action(
+  'pause',
+  'Pauses a schedule (PATCH {"paused": true}); its occurrences made and not fired are canceled.',
+  (id) => ({ method: 'PATCH', path: `/v1/schedules/${id}`, body: { paused: true } }),
+  'schedule',
+);
+export const schedulesResume = action(
+  'resume',
+  'Resumes a schedule (PATCH {"paused": false}); occurrences missed while paused follow its missed policy.',
+  (id) => ({ method: 'PATCH', path: `/v1/schedules/${id}`, body: { paused: false } }),
+  'schedule',
+);
+export const schedulesTrigger = action(
+  'trigger',
+  'Fires one occurrence now, an event <id>@<now> (POST /v1/schedules/{id}/trigger).',
+  (id) => ({ method: 'POST', path: `/v1/schedules/${id}/trigger` }),
+  'event',
+);
+export const schedulesDelete = action(
+  'delete',
+  'Deletes a schedule; its occurrences made and not fired are canceled (DELETE /v1/schedules/{id}).',
+  (id) => ({ method: 'DELETE', path: `/v1/schedules/${id}` }),
+  'schedule',
+);

@@ -1,6 +1,14 @@
 /** `belfry schedules create`: POST /v1/schedules (and the body builder `schedules preview` shares). */
 import { ApiClient } from './client.ts';
-import { COMMON_OPTIONS, commonUsage, parseCommandLine, printJson, UsageError, type Command, type Io } from './command.ts';
+import {
+  COMMON_OPTIONS,
+  commonUsage,
+  parseCommandLine,
+  printJson,
+  UsageError,
+  type Command,
+  type Io,
+} from './command.ts';
 import { buildScheduleBody as buildEventBody } from './events-schedule.ts';
 import { renderSchedule, type ScheduleView } from './schedule-view.ts';
 
@@ -73,16 +81,40 @@ export function timingBody(flags: TimingFlags): Record<string, unknown> {
   if (flags['end-at'] !== undefined) body.endAt = numeric(flags['end-at']);
   if (flags.missed !== undefined) body.missed = flags.missed;
   if (flags['catch-up-max'] !== undefined) {
-    if (!/^\d{1,4}$/.test(flags['catch-up-max'])) throw new UsageError(`--catch-up-max: not a whole number: ${flags['catch-up-max']}`);
+    if (!/^\d{1,4}$/.test(flags['catch-up-max']))
+      throw new UsageError(`--catch-up-max: not a whole number: ${flags['catch-up-max']}`);
     body.catchUpMax = Number(flags['catch-up-max']);
   }
   if (body.cron === undefined && body.every === undefined) throw new UsageError('give --cron or --every');
   return body;
 }
 
-export async function buildScheduleCreateBody(flags: TimingFlags & { destination?: string; payload?: string; 'payload-file'?: string; id?: string; group?: string; header?: string[]; type?: string; paused?: boolean }, io: Pick<Io, 'readFile'>) {
+export async function buildScheduleCreateBody(
+  flags: TimingFlags & {
+    destination?: string;
+    payload?: string;
+    'payload-file'?: string;
+    id?: string;
+    group?: string;
+    header?: string[];
+    type?: string;
+    paused?: boolean;
+  },
+  io: Pick<Io, 'readFile'>,
+) {
   const timing = timingBody(flags);
-  const template = await buildEventBody({ destination: flags.destination, payload: flags.payload, 'payload-file': flags['payload-file'], id: flags.id, group: flags.group, header: flags.header, type: flags.type }, io);
+  const template = await buildEventBody(
+    {
+      destination: flags.destination,
+      payload: flags.payload,
+      'payload-file': flags['payload-file'],
+      id: flags.id,
+      group: flags.group,
+      header: flags.header,
+      type: flags.type,
+    },
+    io,
+  );
   return { ...template, ...timing, ...(flags.paused ? { paused: true } : {}) };
 }
 

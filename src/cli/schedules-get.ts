@@ -1,6 +1,14 @@
 /** `belfry schedules get <id>` and `belfry schedules list`: GET /v1/schedules/{id}, GET /v1/schedules. */
 import { ApiClient } from './client.ts';
-import { COMMON_OPTIONS, commonUsage, onePositional, parseCommandLine, printJson, UsageError, type Command } from './command.ts';
+import {
+  COMMON_OPTIONS,
+  commonUsage,
+  onePositional,
+  parseCommandLine,
+  printJson,
+  UsageError,
+  type Command,
+} from './command.ts';
 import { renderSchedule, renderScheduleList, type ScheduleView } from './schedule-view.ts';
 
 export const schedulesGet: Command = {
@@ -13,7 +21,10 @@ ${commonUsage('BELFRY_API_KEY')}`,
   async run(argv, io) {
     const { values, positionals } = parseCommandLine({ args: argv, options: COMMON_OPTIONS, allowPositionals: true });
     const id = onePositional(positionals, 'id');
-    const response = await ApiClient.fromFlags(values, 'tenant', io).request('GET', `/v1/schedules/${encodeURIComponent(id)}`);
+    const response = await ApiClient.fromFlags(values, 'tenant', io).request(
+      'GET',
+      `/v1/schedules/${encodeURIComponent(id)}`,
+    );
     if (values.json) return printJson(io, response.body);
     io.out(renderSchedule(response.body as ScheduleView));
   },

@@ -13,7 +13,7 @@ export async function runStart(argv: string[]): Promise<void> {
     process.stdout.write(START_USAGE + '\n');
     return;
   }
-  let config;
+  let config: ReturnType<typeof resolveConfig>;
   try {
     config = resolveConfig(argv);
   } catch (err) {

@@ -3,10 +3,13 @@ import { test } from 'node:test';
 import { cell, msCell, renderFields, renderTable, sanitize, timeCell } from './table.ts';
 
 test('renderTable aligns columns with two spaces and no trailing spaces', () => {
-  const out = renderTable(['ID', 'STATE', 'N'], [
-    ['a', 'scheduled', '1'],
-    ['long-id', 'canceled', ''],
-  ]);
+  const out = renderTable(
+    ['ID', 'STATE', 'N'],
+    [
+      ['a', 'scheduled', '1'],
+      ['long-id', 'canceled', ''],
+    ],
+  );
   assert.equal(out, ['ID       STATE      N', 'a        scheduled  1', 'long-id  canceled'].join('\n'));
 });
 
@@ -29,12 +32,25 @@ test('renderTable keeps every row on one line', () => {
 });
 
 test('renderTable counts a character outside the BMP once, not as two UTF-16 units', () => {
-  const out = renderTable(['A', 'B'], [['𝐀', 'x'], ['ab', 'y']]);
+  const out = renderTable(
+    ['A', 'B'],
+    [
+      ['𝐀', 'x'],
+      ['ab', 'y'],
+    ],
+  );
   assert.equal(out, 'A   B\n𝐀   x\nab  y');
 });
 
 test('renderFields aligns values after the longest label', () => {
-  assert.equal(renderFields([['id', 'e1'], ['last error', 'boom'], ['group', '-']]), 'id          e1\nlast error  boom\ngroup       -');
+  assert.equal(
+    renderFields([
+      ['id', 'e1'],
+      ['last error', 'boom'],
+      ['group', '-'],
+    ]),
+    'id          e1\nlast error  boom\ngroup       -',
+  );
 });
 
 test('sanitize replaces control characters', () => {

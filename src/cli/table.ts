@@ -34,9 +34,7 @@ function truncate(text: string, widthMax: number): string {
  */
 export function renderTable(headers: string[], rows: string[][], options: TableOptions = {}): string {
   const widthMax = options.cellWidthMax ?? CELL_WIDTH_MAX;
-  const lines = [headers, ...rows].map((row) =>
-    headers.map((_, i) => truncate(sanitize(row[i] ?? EMPTY), widthMax)),
-  );
+  const lines = [headers, ...rows].map((row) => headers.map((_, i) => truncate(sanitize(row[i] ?? EMPTY), widthMax)));
   const widths = headers.map((_, i) => Math.max(...lines.map((line) => widthOf(line[i]))));
   return lines
     .map((line) =>

@@ -30,6 +30,8 @@ export const tenantsCreate: Command = {
       ]),
     );
     // On stderr so that stdout stays only the tenant's fields; --json is the form for scripts.
-    io.err('note: the signing secret is shown once and cannot be read back; give it to the receivers of inline-URL deliveries now.');
+    io.err(
+      'note: the signing secret is shown once and cannot be read back; give it to the receivers of inline-URL deliveries now.',
+    );
   },
 };

@@ -85,7 +85,11 @@ function ifMatchHeaders(opts?: IfMatch): Record<string, string> | undefined {
 }
 
 /** Pages through a cursor-paged list, one page in memory at a time. */
-async function* paged<P extends { nextCursor: string | null }, T>(fetchPage: (cursor: string | undefined) => Promise<P>, items: (page: P) => T[], cursor?: string): AsyncGenerator<T> {
+async function* paged<P extends { nextCursor: string | null }, T>(
+  fetchPage: (cursor: string | undefined) => Promise<P>,
+  items: (page: P) => T[],
+  cursor?: string,
+): AsyncGenerator<T> {
   for (;;) {
     const page = await fetchPage(cursor);
     yield* items(page);
@@ -129,7 +133,9 @@ export class EventsClient {
 
   /** Changes a scheduled event (409 once it has fired). */
   async patch(id: string, patch: EventPatch, opts?: IfMatch): Promise<BelfryEvent> {
-    return (await this.t.call<BelfryEvent>(ROUTES.eventPatch, { params: { id }, body: patch, headers: ifMatchHeaders(opts) })).body;
+    return (
+      await this.t.call<BelfryEvent>(ROUTES.eventPatch, { params: { id }, body: patch, headers: ifMatchHeaders(opts) })
+    ).body;
   }
 
   /**
@@ -139,9 +145,16 @@ export class EventsClient {
    */
   async cancel(id: string, opts?: IfMatch): Promise<BelfryEvent> {
     try {
-      return (await this.t.call<BelfryEvent>(ROUTES.eventCancel, { params: { id }, headers: ifMatchHeaders(opts) })).body;
+      return (await this.t.call<BelfryEvent>(ROUTES.eventCancel, { params: { id }, headers: ifMatchHeaders(opts) }))
+        .body;
     } catch (err) {
-      if (err instanceof BelfryApiError && err.status === 409 && err.attempts > 1 && err.details[0]?.state === 'canceled') return this.get(id);
+      if (
+        err instanceof BelfryApiError &&
+        err.status === 409 &&
+        err.attempts > 1 &&
+        err.details[0]?.state === 'canceled'
+      )
+        return this.get(id);
       throw err;
     }
   }
@@ -159,7 +172,11 @@ export class EventsClient {
   /** Every event the filter selects, newest first, fetched page by page as the loop goes on. */
   list(filter: EventListFilter = {}): AsyncGenerator<BelfryEvent> {
     const { cursor, ...rest } = filter;
-    return paged((c) => this.listPage({ ...rest, cursor: c }), (p) => p.events, cursor);
+    return paged(
+      (c) => this.listPage({ ...rest, cursor: c }),
+      (p) => p.events,
+      cursor,
+    );
   }
 
   /** One page of the event's trace, oldest first. */
@@ -170,7 +187,11 @@ export class EventsClient {
   /** The event's whole trace, page by page. */
   transitions(id: string, query: TransitionQuery = {}): AsyncGenerator<Transition> {
     const { cursor, ...rest } = query;
-    return paged((c) => this.transitionsPage(id, { ...rest, cursor: c }), (p) => p.transitions, cursor);
+    return paged(
+      (c) => this.transitionsPage(id, { ...rest, cursor: c }),
+      (p) => p.transitions,
+      cursor,
+    );
   }
 }
 
@@ -180,7 +201,9 @@ export class BulkClient {
 
   /** Counts and samples what `request` would change; changes nothing. */
   async dryRun(request: Omit<BulkRequest, 'dryRun'>): Promise<BulkDryRun> {
-    return (await this.t.call<BulkDryRun>({ ...ROUTES.bulkCreate, idempotent: true }, { body: { ...request, dryRun: true } })).body;
+    return (
+      await this.t.call<BulkDryRun>({ ...ROUTES.bulkCreate, idempotent: true }, { body: { ...request, dryRun: true } })
+    ).body;
   }
 
   /** Starts a bulk job (202); follow it with get(). */
@@ -221,12 +244,18 @@ export class SchedulesClient {
   }
 
   list(filter: ScheduleListFilter = {}): AsyncGenerator<Schedule> {
-    return paged((cursor) => this.listPage({ ...filter, cursor }), (page) => page.schedules, filter.cursor);
+    return paged(
+      (cursor) => this.listPage({ ...filter, cursor }),
+      (page) => page.schedules,
+      filter.cursor,
+    );
   }
 
   /** Changes a schedule; `{ paused: true }` pauses it. Occurrences already fired stay as they were. */
   async patch(id: string, patch: SchedulePatch, opts?: IfMatch): Promise<Schedule> {
-    return (await this.t.call<Schedule>(ROUTES.schedulePatch, { params: { id }, body: patch, headers: ifMatchHeaders(opts) })).body;
+    return (
+      await this.t.call<Schedule>(ROUTES.schedulePatch, { params: { id }, body: patch, headers: ifMatchHeaders(opts) })
+    ).body;
   }
 
   async pause(id: string): Promise<Schedule> {
@@ -272,7 +301,11 @@ export class SourcesClient {
   }
 
   list(filter: SourceListFilter = {}): AsyncGenerator<Source> {
-    return paged((cursor) => this.listPage({ ...filter, cursor }), (page) => page.sources, filter.cursor);
+    return paged(
+      (cursor) => this.listPage({ ...filter, cursor }),
+      (page) => page.sources,
+      filter.cursor,
+    );
   }
 }
 
@@ -374,11 +407,14 @@ export class TenantsClient {
   }
 
   async rotateKey(tenantId: string, keyId: string, request: KeyRotate = {}): Promise<ApiKeyRotated> {
-    return (await this.t.call<ApiKeyRotated>(ROUTES.tenantKeyRotate, { params: { tenantId, keyId }, body: request })).body;
+    return (await this.t.call<ApiKeyRotated>(ROUTES.tenantKeyRotate, { params: { tenantId, keyId }, body: request }))
+      .body;
   }
 
   async rotateSigningSecret(tenantId: string, request: SecretRotate = {}): Promise<TenantSecretRotated> {
-    return (await this.t.call<TenantSecretRotated>(ROUTES.tenantSigningSecretRotate, { params: { tenantId }, body: request })).body;
+    return (
+      await this.t.call<TenantSecretRotated>(ROUTES.tenantSigningSecretRotate, { params: { tenantId }, body: request })
+    ).body;
   }
 
   /** The cluster as the answering node sees it. */
@@ -423,7 +459,8 @@ export class OperationsClient {
 
   /** The OpenAPI 3.1 document. */
   async openapi(): Promise<{ openapi: string; paths: Record<string, Record<string, unknown>> }> {
-    return (await this.t.call<{ openapi: string; paths: Record<string, Record<string, unknown>> }>(ROUTES.openapi)).body;
+    return (await this.t.call<{ openapi: string; paths: Record<string, Record<string, unknown>> }>(ROUTES.openapi))
+      .body;
   }
 }
 
@@ -433,7 +470,8 @@ export class PullClient {
 
   /** Claims due events of a pull destination (long-polls up to `wait`). */
   async claim(destination: string, request: PullClaimRequest = {}): Promise<ClaimedEvent[]> {
-    return (await this.t.call<PullClaimResult>(ROUTES.pullClaim, { params: { name: destination }, body: request })).body.events;
+    return (await this.t.call<PullClaimResult>(ROUTES.pullClaim, { params: { name: destination }, body: request })).body
+      .events;
   }
 
   /** The event succeeded (409 when the receipt no longer holds its claim). */

@@ -70,7 +70,8 @@ const UNIT_MS: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_0
 export function visibilityMsOf(value: string | number): number {
   const m = typeof value === 'number' ? null : /^(\d+)(ms|s|m|h)$/.exec(value.trim());
   const ms = typeof value === 'number' ? value : m ? Number(m[1]) * UNIT_MS[m[2]] : NaN;
-  if (!Number.isInteger(ms) || ms < 1_000 || ms > 12 * 3_600_000) throw new RangeError(`visibilityTimeout must be from 1s to 12h ("30s", "5m" or ms), got ${JSON.stringify(value)}`);
+  if (!Number.isInteger(ms) || ms < 1_000 || ms > 12 * 3_600_000)
+    throw new RangeError(`visibilityTimeout must be from 1s to 12h ("30s", "5m" or ms), got ${JSON.stringify(value)}`);
   return ms;
 }
 
@@ -91,7 +92,8 @@ export class Consumer {
     private readonly opts: ConsumerOptions = {},
   ) {
     const c = opts.concurrency ?? CONSUMER_CONCURRENCY_DEFAULT;
-    if (!Number.isInteger(c) || c < 1 || c > CONSUMER_CONCURRENCY_MAX) throw new RangeError(`concurrency must be an integer from 1 to ${CONSUMER_CONCURRENCY_MAX}`);
+    if (!Number.isInteger(c) || c < 1 || c > CONSUMER_CONCURRENCY_MAX)
+      throw new RangeError(`concurrency must be an integer from 1 to ${CONSUMER_CONCURRENCY_MAX}`);
     this.concurrency = c;
     this.visibilityMs = visibilityMsOf(opts.visibilityTimeout ?? '30s');
   }
@@ -149,7 +151,12 @@ export class Consumer {
       try {
         const res = await this.t.call<PullClaimResult>(ROUTES.pullClaim, {
           params: { name: this.destination },
-          body: { max: Math.min(free, CLAIM_MAX), visibilityTimeout: this.visibilityMs, wait: this.opts.wait ?? '20s', types: this.claimTypes() },
+          body: {
+            max: Math.min(free, CLAIM_MAX),
+            visibilityTimeout: this.visibilityMs,
+            wait: this.opts.wait ?? '20s',
+            types: this.claimTypes(),
+          },
           signal: this.stopping.signal,
         });
         events = res.body.events;
@@ -197,7 +204,15 @@ export class Consumer {
       const nack = failure instanceof NackError ? failure.opts : {};
       const retryAfter = nack.discard ? undefined : (nack.retryAfter ?? retryAfterOf(failure));
       const reason = String((failure as Error).message ?? failure).slice(0, 1000);
-      await this.t.call(ROUTES.pullNack, { params: { id: event.id }, body: { receipt: keeper.receipt, reason, ...(nack.discard ? { discard: true } : {}), ...(retryAfter === undefined ? {} : { retryAfter }) } });
+      await this.t.call(ROUTES.pullNack, {
+        params: { id: event.id },
+        body: {
+          receipt: keeper.receipt,
+          reason,
+          ...(nack.discard ? { discard: true } : {}),
+          ...(retryAfter === undefined ? {} : { retryAfter }),
+        },
+      });
     } catch (err) {
       // A 409 here: the claim expired meanwhile; the event comes back by its retry policy.
       this.opts.onError?.(err, event);
@@ -219,7 +234,10 @@ export class Consumer {
     };
     const extend = async () => {
       try {
-        await this.t.call<PullExtended>(ROUTES.pullExtend, { params: { id: event.id }, body: { receipt: event.receipt, visibilityTimeout: timeoutMs } });
+        await this.t.call<PullExtended>(ROUTES.pullExtend, {
+          params: { id: event.id },
+          body: { receipt: event.receipt, visibilityTimeout: timeoutMs },
+        });
         schedule(timeoutMs / 2);
       } catch (err) {
         if (err instanceof BelfryApiError && err.status === 409) {

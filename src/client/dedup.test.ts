@@ -55,7 +55,10 @@ describe('Deduplicator', () => {
 
   test('a handler that throws leaves the id unclaimed, so the retry is handled', async () => {
     const dedup = new Deduplicator();
-    await assert.rejects(dedup.run('evt-2', () => Promise.reject(new Error('db down'))), /db down/);
+    await assert.rejects(
+      dedup.run('evt-2', () => Promise.reject(new Error('db down'))),
+      /db down/,
+    );
     assert.deepEqual(await dedup.run('evt-2', () => 'ok'), { duplicate: false, result: 'ok' });
   });
 

@@ -142,7 +142,10 @@ export class Deduplicator {
    * throws, the id is forgotten (so Belfry's retry is handled) and the error goes on. Headers
    * without an id run `handle` (nothing to drop them by).
    */
-  async run<T>(headersOrId: HeaderSource | string, handle: () => T | Promise<T>): Promise<{ duplicate: true } | { duplicate: false; result: T }> {
+  async run<T>(
+    headersOrId: HeaderSource | string,
+    handle: () => T | Promise<T>,
+  ): Promise<{ duplicate: true } | { duplicate: false; result: T }> {
     const id = typeof headersOrId === 'string' ? headersOrId : deliveryId(headersOrId);
     if (id === undefined) return { duplicate: false, result: await handle() };
     if (!(await this.firstTime(id))) return { duplicate: true };

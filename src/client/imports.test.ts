@@ -8,19 +8,15 @@ import { readFileSync } from 'node:fs';
 import { dirname, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { test } from 'node:test';
+import { importsOf } from '../../test/support/layering.ts';
 
 const SRC = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
-/** Specifiers of the statements that load a module at run time (not `import type` / `export type`). */
+/** Specifiers of the imports that load a module at run time (not type-only ones). */
 function valueImports(file: string): string[] {
-  const text = readFileSync(file, 'utf8');
-  const out: string[] = [];
-  const re = /^\s*(import|export)\s+(type\s+)?([^'";]*?)\s*from\s*'([^']+)'|^\s*import\s*'([^']+)'/gms;
-  for (const m of text.matchAll(re)) {
-    if (m[5]) out.push(m[5]);
-    else if (!m[2]) out.push(m[4]);
-  }
-  return out;
+  return importsOf(readFileSync(file, 'utf8'))
+    .filter((i) => !i.typeOnly)
+    .map((i) => i.specifier);
 }
 
 test('belfry/client reaches only its own files, core/ids, the signer and node: built-ins', () => {
@@ -36,9 +32,20 @@ test('belfry/client reaches only its own files, core/ids, the signer and node: b
       else bare.add(spec);
     }
   }
+  assert.deepEqual([...seen].map((f) => relative(SRC, f)).sort(), [
+    'channels/http/signing.ts',
+    'client/client.ts',
+    'client/consumer.ts',
+    'client/dedup.ts',
+    'client/index.ts',
+    'client/routes.ts',
+    'client/transport.ts',
+    'client/webhook.ts',
+    'core/ids.ts',
+  ]);
   assert.deepEqual(
-    [...seen].map((f) => relative(SRC, f)).sort(),
-    ['channels/http/signing.ts', 'client/client.ts', 'client/consumer.ts', 'client/dedup.ts', 'client/index.ts', 'client/routes.ts', 'client/transport.ts', 'client/webhook.ts', 'core/ids.ts'],
+    [...bare].filter((b) => !b.startsWith('node:')),
+    [],
+    'no package but Node built-ins',
   );
-  assert.deepEqual([...bare].filter((b) => !b.startsWith('node:')), [], 'no package but Node built-ins');
 });

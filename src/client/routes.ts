@@ -45,7 +45,15 @@ import type {
   SchedulePreviewResponse,
 } from '../api/schemas/schedules.ts';
 import type { SourceJson, SourceListQuery, SourceListResponse, SourcePutBody } from '../api/schemas/sources.ts';
-import type { ClaimedEventJson, PullAckBody, PullClaimBody, PullClaimResponse, PullExtendBody, PullExtendResponse, PullNackBody } from '../api/schemas/pull.ts';
+import type {
+  ClaimedEventJson,
+  PullAckBody,
+  PullClaimBody,
+  PullClaimResponse,
+  PullExtendBody,
+  PullExtendResponse,
+  PullNackBody,
+} from '../api/schemas/pull.ts';
 import type {
   ApiKeyCreatedJson,
   ApiKeyJson,
@@ -75,7 +83,11 @@ export interface Route {
   idempotent: boolean;
 }
 
-const route = (method: HttpMethod, path: string, idempotent = method !== 'POST'): Route => ({ method, path, idempotent });
+const route = (method: HttpMethod, path: string, idempotent = method !== 'POST'): Route => ({
+  method,
+  path,
+  idempotent,
+});
 
 /** Every API route the client calls, by operation. */
 export const ROUTES = {
@@ -201,7 +213,9 @@ export type Forecast = Static<typeof ForecastResponse>;
 // ---- destinations ----
 type DestinationPutSchema = Static<typeof DestinationPutBody>;
 /** A destination body by kind; `kind` may be left out for a webhook (the API defaults it to `http`). */
-export type DestinationPut = Exclude<DestinationPutSchema, { kind: 'http' }> | (Omit<Extract<DestinationPutSchema, { kind: 'http' }>, 'kind'> & { kind?: 'http' });
+export type DestinationPut =
+  | Exclude<DestinationPutSchema, { kind: 'http' }>
+  | (Omit<Extract<DestinationPutSchema, { kind: 'http' }>, 'kind'> & { kind?: 'http' });
 export type Destination = Static<typeof DestinationJson>;
 export type DestinationList = Static<typeof DestinationListResponse>;
 /** A destination's health as the answering node sees it (GET /v1/destinations/{name}/health). */

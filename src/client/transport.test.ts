@@ -25,7 +25,10 @@ let server: Server;
 let baseUrl: string;
 
 const ok: Answer = (_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end('{"status":"ok"}');
-const status = (code: number, headers: Record<string, string> = {}, body = ''): Answer => (_req, res) => res.writeHead(code, { 'content-type': 'application/json', ...headers }).end(body);
+const status =
+  (code: number, headers: Record<string, string> = {}, body = ''): Answer =>
+  (_req, res) =>
+    res.writeHead(code, { 'content-type': 'application/json', ...headers }).end(body);
 const hangUp: Answer = (req) => req.socket.destroy();
 
 before(async () => {
@@ -40,10 +43,13 @@ before(async () => {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
-after(() => new Promise<void>((resolve) => {
-  server.close(() => resolve());
-  server.closeAllConnections();
-}));
+after(
+  () =>
+    new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    }),
+);
 beforeEach(() => {
   seen = [];
   script = [];
@@ -51,7 +57,13 @@ beforeEach(() => {
 
 function transport(extra: Partial<TransportOptions> = {}): { t: Transport; waits: number[] } {
   const waits: number[] = [];
-  const t = new Transport({ baseUrl, apiKey: 'k', sleep: async (ms) => void waits.push(ms), random: () => 0.5, ...extra });
+  const t = new Transport({
+    baseUrl,
+    apiKey: 'k',
+    sleep: async (ms) => void waits.push(ms),
+    random: () => 0.5,
+    ...extra,
+  });
   return { t, waits };
 }
 
@@ -80,7 +92,13 @@ describe('Transport retries', () => {
   });
 
   test('429 is retried for any route, honouring Retry-After, up to attemptsMax tries', async () => {
-    script = [status(429, { 'retry-after': '2' }, '{"error":{"code":"rate_limited","message":"slow down","details":[{"limit":"scheduleRequestsPerSecond"}]}}')];
+    script = [
+      status(
+        429,
+        { 'retry-after': '2' },
+        '{"error":{"code":"rate_limited","message":"slow down","details":[{"limit":"scheduleRequestsPerSecond"}]}}',
+      ),
+    ];
     const { t, waits } = transport({ retry: { attemptsMax: 3 } });
     const err = await rejection(t.call(ROUTES.bulkCreate, { body: {} }));
     assert.equal(err.status, 429);
@@ -100,7 +118,9 @@ describe('Transport retries', () => {
     assert.deepEqual(waits, [10_000]);
     seen = [];
     script = [status(503, { 'retry-after': '10' })];
-    const err = await rejection(transport({ retry: { waitMsMax: 15_000 } }).t.call(ROUTES.eventGet, { params: { id: 'a' } }));
+    const err = await rejection(
+      transport({ retry: { waitMsMax: 15_000 } }).t.call(ROUTES.eventGet, { params: { id: 'a' } }),
+    );
     assert.equal(err.status, 503);
     assert.equal(err.attempts, 2, 'the second 10 s would pass 15 s');
     assert.equal(seen.length, 2);
@@ -160,7 +180,9 @@ describe('Transport retries', () => {
 
   test('path parameters are encoded and query values given as Dates are sent as RFC 3339', async () => {
     script = [ok];
-    await transport().t.call(ROUTES.eventList, { query: { from: new Date(Date.UTC(2026, 0, 1)), state: 'scheduled', cursor: undefined } });
+    await transport().t.call(ROUTES.eventList, {
+      query: { from: new Date(Date.UTC(2026, 0, 1)), state: 'scheduled', cursor: undefined },
+    });
     await transport().t.call(ROUTES.eventGet, { params: { id: 'a b/c' } });
     assert.deepEqual(
       seen.map((s) => s.url),

@@ -68,7 +68,16 @@ export class BelfryApiError extends Error {
   /** The last answer's body text (at most 500 characters), when there was one. */
   readonly body: string | undefined;
 
-  constructor(init: { status: number; code: string; message: string; details?: ApiErrorDetail[]; attempts?: number; retryAfterMs?: number; body?: string; cause?: unknown }) {
+  constructor(init: {
+    status: number;
+    code: string;
+    message: string;
+    details?: ApiErrorDetail[];
+    attempts?: number;
+    retryAfterMs?: number;
+    body?: string;
+    cause?: unknown;
+  }) {
     super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
     this.status = init.status;
     this.code = init.code;
@@ -149,7 +158,15 @@ async function errorFromResponse(res: Response, route: Route, attempt: number): 
     // not JSON (a proxy's page): the text is the message
   }
   const retryable = res.status === 429 || (res.status === 503 && route.idempotent);
-  const error = new BelfryApiError({ status: res.status, code, message, details, attempts: attempt, retryAfterMs, body: text.slice(0, ERROR_TEXT_CHARS_MAX) });
+  const error = new BelfryApiError({
+    status: res.status,
+    code,
+    message,
+    details,
+    attempts: attempt,
+    retryAfterMs,
+    body: text.slice(0, ERROR_TEXT_CHARS_MAX),
+  });
   return { error, retryAfterMs, retryable };
 }
 
@@ -181,7 +198,8 @@ export class Transport {
   async call<T>(route: Route, input: CallInput = {}): Promise<CallResult<T>> {
     const url = this.baseUrl + expandPath(route.path, input.params) + queryString(input.query);
     // Serialised once: every try sends the same bytes, so an idempotent create hashes the same.
-    const body = input.body === undefined ? undefined : typeof input.body === 'string' ? input.body : JSON.stringify(input.body);
+    const body =
+      input.body === undefined ? undefined : typeof input.body === 'string' ? input.body : JSON.stringify(input.body);
     const headers: Record<string, string> = { authorization: `Bearer ${this.options.apiKey}`, ...input.headers };
     if (body !== undefined) headers['content-type'] = 'application/json';
     headers['user-agent'] = this.options.userAgent ?? USER_AGENT_DEFAULT;
@@ -198,7 +216,14 @@ export class Transport {
     }
   }
 
-  private async tryOnce<T>(route: Route, url: string, headers: Record<string, string>, body: string | undefined, attempt: number, callSignal?: AbortSignal): Promise<CallResult<T> | Failure> {
+  private async tryOnce<T>(
+    route: Route,
+    url: string,
+    headers: Record<string, string>,
+    body: string | undefined,
+    attempt: number,
+    callSignal?: AbortSignal,
+  ): Promise<CallResult<T> | Failure> {
     let res: Response;
     try {
       const timeout = AbortSignal.timeout(this.timeoutMs);
@@ -207,8 +232,13 @@ export class Transport {
     } catch (err) {
       const timedOut = err instanceof DOMException && err.name === 'TimeoutError';
       const code = timedOut ? 'timeout' : 'network_error';
-      const message = timedOut ? `no response within ${this.timeoutMs} ms` : `${route.method} ${route.path}: ${(err as Error).message}`;
-      return { error: new BelfryApiError({ status: 0, code, message, attempts: attempt, cause: err }), retryable: route.idempotent };
+      const message = timedOut
+        ? `no response within ${this.timeoutMs} ms`
+        : `${route.method} ${route.path}: ${(err as Error).message}`;
+      return {
+        error: new BelfryApiError({ status: 0, code, message, attempts: attempt, cause: err }),
+        retryable: route.idempotent,
+      };
     }
     if (res.status >= 400) return errorFromResponse(res, route, attempt);
     try {
@@ -219,7 +249,10 @@ export class Transport {
     } catch (err) {
       // The response was cut off after its status: the call's outcome is unknown, as for a network error.
       const message = `${route.method} ${route.path}: ${(err as Error).message}`;
-      return { error: new BelfryApiError({ status: 0, code: 'network_error', message, attempts: attempt, cause: err }), retryable: route.idempotent };
+      return {
+        error: new BelfryApiError({ status: 0, code: 'network_error', message, attempts: attempt, cause: err }),
+        retryable: route.idempotent,
+      };
     }
   }
 

@@ -14,7 +14,11 @@ import { SIGNATURE_TOLERANCE_SEC_DEFAULT, verifySignature } from '../channels/ht
 /** Headers as Node's IncomingHttpHeaders, a fetch Headers, or a plain map (names in any case). */
 export type WebhookHeaders = Headers | Record<string, string | string[] | undefined>;
 
-export type WebhookVerificationFailure = 'missing_headers' | 'bad_timestamp' | 'timestamp_out_of_tolerance' | 'bad_signature';
+export type WebhookVerificationFailure =
+  | 'missing_headers'
+  | 'bad_timestamp'
+  | 'timestamp_out_of_tolerance'
+  | 'bad_signature';
 
 export class WebhookVerificationError extends Error {
   override readonly name = 'WebhookVerificationError';
@@ -57,7 +61,9 @@ function header(headers: WebhookHeaders, name: string): string | undefined {
 
 function parseJson(body: string | Uint8Array): unknown {
   try {
-    return JSON.parse(typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'));
+    return JSON.parse(
+      typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8'),
+    );
   } catch {
     return undefined;
   }
@@ -69,21 +75,36 @@ function parseJson(body: string | Uint8Array): unknown {
  * and re-serialised object does not verify). `secret` is the destination's `whsec_...` secret, or
  * several (a receiver that is being moved to a new secret).
  */
-export function verifyWebhook(secret: string | readonly string[], headers: WebhookHeaders, body: string | Uint8Array, options: VerifyWebhookOptions = {}): VerifiedWebhook {
+export function verifyWebhook(
+  secret: string | readonly string[],
+  headers: WebhookHeaders,
+  body: string | Uint8Array,
+  options: VerifyWebhookOptions = {},
+): VerifiedWebhook {
   const id = header(headers, 'webhook-id');
   const timestamp = header(headers, 'webhook-timestamp');
   const signature = header(headers, 'webhook-signature');
-  if (!id || !timestamp || !signature) throw new WebhookVerificationError('missing_headers', 'webhook-id, webhook-timestamp and webhook-signature are required');
-  if (!TIMESTAMP_RE.test(timestamp)) throw new WebhookVerificationError('bad_timestamp', 'webhook-timestamp is not whole seconds');
+  if (!id || !timestamp || !signature)
+    throw new WebhookVerificationError(
+      'missing_headers',
+      'webhook-id, webhook-timestamp and webhook-signature are required',
+    );
+  if (!TIMESTAMP_RE.test(timestamp))
+    throw new WebhookVerificationError('bad_timestamp', 'webhook-timestamp is not whole seconds');
   const toleranceSec = options.toleranceSec ?? SIGNATURE_TOLERANCE_SEC_DEFAULT;
   const nowSec = Math.floor((options.nowMs ?? Date.now()) / 1000);
   const timestampSec = Number(timestamp);
-  if (Math.abs(nowSec - timestampSec) > toleranceSec) throw new WebhookVerificationError('timestamp_out_of_tolerance', `webhook-timestamp is more than ${toleranceSec} s from now`);
+  if (Math.abs(nowSec - timestampSec) > toleranceSec)
+    throw new WebhookVerificationError(
+      'timestamp_out_of_tolerance',
+      `webhook-timestamp is more than ${toleranceSec} s from now`,
+    );
   const secrets = typeof secret === 'string' ? [secret] : secret;
   // Every secret is tried (no early exit), so the time taken does not tell which one matched.
   let verified = false;
   for (const s of secrets) {
-    if (verifySignature({ msgId: id, timestampSec, body, signatureHeader: signature, secret: s, nowSec, toleranceSec })) verified = true;
+    if (verifySignature({ msgId: id, timestampSec, body, signatureHeader: signature, secret: s, nowSec, toleranceSec }))
+      verified = true;
   }
   if (!verified) throw new WebhookVerificationError('bad_signature', 'no signature matches');
   return { id, timestampSec, payload: parseJson(body) };

@@ -83,7 +83,12 @@ export function parseIpv4(text: string): Uint8Array | null {
   if (last >= 2 ** lastBits) return null;
   let n = last;
   values.forEach((v, i) => (n += v * 2 ** (24 - 8 * i)));
-  return Uint8Array.of(Math.floor(n / 2 ** 24) & 255, Math.floor(n / 2 ** 16) & 255, Math.floor(n / 2 ** 8) & 255, n & 255);
+  return Uint8Array.of(
+    Math.floor(n / 2 ** 24) & 255,
+    Math.floor(n / 2 ** 16) & 255,
+    Math.floor(n / 2 ** 8) & 255,
+    n & 255,
+  );
 }
 
 /** IPv6 text (with `::`, an embedded dotted IPv4 tail, optional brackets and zone id). */
@@ -236,7 +241,14 @@ export function deniedAs(ip: IpAddress): string | null {
 }
 
 /** Names that always point inside the machine or the cloud it runs on. */
-const DENIED_NAMES = new Set(['localhost', 'metadata', 'metadata.google.internal', 'metadata.goog', 'instance-data', 'instance-data.ec2.internal']);
+const DENIED_NAMES = new Set([
+  'localhost',
+  'metadata',
+  'metadata.google.internal',
+  'metadata.goog',
+  'instance-data',
+  'instance-data.ec2.internal',
+]);
 
 /** Lower case, no brackets, no trailing dot: the form names and addresses are compared in. */
 export function normalizeHost(host: string): string {
@@ -253,7 +265,9 @@ export function allowEntryError(entry: string): string | null {
   if (e.includes('/')) return parseCidr(e) ? null : 'is not a valid CIDR range (such as 10.0.0.0/8 or fd00::/8)';
   if (parseIp(e)) return null;
   const name = e.startsWith('*.') ? e.slice(2) : e;
-  return /^[a-z0-9_]([a-z0-9_-]{0,62})(\.[a-z0-9_]([a-z0-9_-]{0,62}))*$/.test(name) ? null : 'is not a host name, address or CIDR range';
+  return /^[a-z0-9_]([a-z0-9_-]{0,62})(\.[a-z0-9_]([a-z0-9_-]{0,62}))*$/.test(name)
+    ? null
+    : 'is not a host name, address or CIDR range';
 }
 
 const HOW_TO_ALLOW = 'a webhook may not reach it unless the operator allows it with --allow-hosts';
@@ -293,7 +307,8 @@ export class AddressPolicy {
     if (this.nameAllowed(h)) return null;
     const ip = parseIp(h);
     if (ip) return this.checkIp(ip, h);
-    if (DENIED_NAMES.has(h) || h.endsWith('.localhost')) return `host ${h} points inside the machine or its cloud; ${HOW_TO_ALLOW}`;
+    if (DENIED_NAMES.has(h) || h.endsWith('.localhost'))
+      return `host ${h} points inside the machine or its cloud; ${HOW_TO_ALLOW}`;
     return null;
   }
 

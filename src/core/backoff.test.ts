@@ -22,17 +22,30 @@ describe('backoffDelayMs', () => {
     }
   });
   it('survives huge attempt counts', () => {
-    assert.equal(backoffDelayMs(policy, 1e9, () => 0), 1_800_000);
+    assert.equal(
+      backoffDelayMs(policy, 1e9, () => 0),
+      1_800_000,
+    );
   });
   it('honours Retry-After above the backoff, bounded', () => {
-    assert.equal(backoffDelayMs(policy, 1, () => 0, 120_000), 120_000);
-    assert.equal(backoffDelayMs(policy, 1, () => 0, 1e15), RETRY_BACKOFF_MS_MAX);
+    assert.equal(
+      backoffDelayMs(policy, 1, () => 0, 120_000),
+      120_000,
+    );
+    assert.equal(
+      backoffDelayMs(policy, 1, () => 0, 1e15),
+      RETRY_BACKOFF_MS_MAX,
+    );
   });
 });
 
 describe('resolveRetryPolicy', () => {
   it('merges durations over the defaults', () => {
-    assert.deepEqual(resolveRetryPolicy({ maxAttempts: 3, minBackoff: '250ms' }), { ...DEFAULT_RETRY, maxAttempts: 3, minBackoffMs: 250 });
+    assert.deepEqual(resolveRetryPolicy({ maxAttempts: 3, minBackoff: '250ms' }), {
+      ...DEFAULT_RETRY,
+      maxAttempts: 3,
+      minBackoffMs: 250,
+    });
   });
   for (const [name, input] of [
     ['zero attempts', { maxAttempts: 0 }],

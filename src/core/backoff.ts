@@ -29,7 +29,10 @@ export interface RetryPolicyInput {
 }
 
 /** Merges a partial user policy over `base`. Throws RangeError naming the bad field. */
-export function resolveRetryPolicy(input: RetryPolicyInput | undefined | null, base: RetryPolicy = DEFAULT_RETRY): RetryPolicy {
+export function resolveRetryPolicy(
+  input: RetryPolicyInput | undefined | null,
+  base: RetryPolicy = DEFAULT_RETRY,
+): RetryPolicy {
   if (!input) return base;
   const out: RetryPolicy = { ...base };
   if (input.maxAttempts !== undefined) out.maxAttempts = input.maxAttempts;
@@ -58,7 +61,12 @@ export function resolveRetryPolicy(input: RetryPolicyInput | undefined | null, b
  * draw in [delay/2, delay], so retries of many events spread out but never come sooner than half.
  * `random` returns [0, 1). A server's Retry-After raises the delay (never lowers it), capped at the global bound.
  */
-export function backoffDelayMs(policy: RetryPolicy, attempt: number, random: () => number, retryAfterMs?: number): number {
+export function backoffDelayMs(
+  policy: RetryPolicy,
+  attempt: number,
+  random: () => number,
+  retryAfterMs?: number,
+): number {
   const exponent = Math.min(Math.max(attempt - 1, 0), 64);
   const raw = Math.min(policy.maxBackoffMs, policy.minBackoffMs * Math.pow(policy.coefficient, exponent));
   const jittered = Math.floor(raw / 2 + random() * (raw / 2));

@@ -104,7 +104,7 @@ export function brokerTargetOf(config: DestinationConfig): BrokerTarget | null {
 
 /** Rows written before destinations had kinds carry none: they are webhooks. */
 export function withKind(config: DestinationConfig): DestinationConfig {
-  return config.kind === undefined ? { ...(config as object), kind: 'http' } as DestinationConfig : config;
+  return config.kind === undefined ? ({ ...(config as object), kind: 'http' } as DestinationConfig) : config;
 }
 
 /** The target alone (no shared settings): the identity of a broker connection. */

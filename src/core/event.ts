@@ -24,19 +24,13 @@ export const EVENT_STATES = [
 ] as const;
 export type EventState = (typeof EVENT_STATES)[number];
 
-export const TERMINAL_STATES: readonly EventState[] = ['succeeded', 'discarded', 'archived', 'canceled'];
-/** States the scheduler may fire from. */
-export const FIREABLE_STATES: readonly EventState[] = ['scheduled', 'awaiting_retry'];
-/** States a user may cancel from. */
-export const CANCELABLE_STATES: readonly EventState[] = ['scheduled', 'awaiting_retry'];
-/** States a user may replay from. */
-export const REPLAYABLE_STATES: readonly EventState[] = ['archived', 'discarded'];
-
-export function isTerminal(state: EventState): boolean {
-  return TERMINAL_STATES.includes(state);
-}
-
-const ALLOWED: Record<EventState, readonly EventState[]> = {
+/**
+ * Which states each state may change to: the one source of which change applies from which
+ * states. Every backend builds its state checks (SQL `state IN (...)` lists, JS checks) from the
+ * lists below, which are read off this table; `src/store/state-lists.test.ts` keeps them equal.
+ * An edit (update) is not a change of state: it applies to EDITABLE_STATES and leaves the state.
+ */
+export const TRANSITIONS: Readonly<Record<EventState, readonly EventState[]>> = {
   scheduled: ['executing', 'canceled', 'archived'],
   executing: ['succeeded', 'discarded', 'awaiting_retry', 'archived'],
   awaiting_retry: ['executing', 'canceled', 'archived'],
@@ -46,8 +40,40 @@ const ALLOWED: Record<EventState, readonly EventState[]> = {
   canceled: [],
 };
 
-export function canTransition(from: EventState, to: EventState): boolean {
-  return ALLOWED[from].includes(to);
+/** The states from which an event may change to `to`, in the order of EVENT_STATES. */
+export function statesInto(to: EventState): readonly EventState[] {
+  return EVENT_STATES.filter((from) => TRANSITIONS[from].includes(to));
+}
+
+/**
+ * The states the scheduler never changes: only a replay (into `scheduled`) leaves one, in the
+ * spelling (and order) of the partial index events_terminal.
+ */
+export const TERMINAL_STATES: readonly EventState[] = EVENT_STATES.filter((s) =>
+  TRANSITIONS[s].every((to) => to === 'scheduled'),
+);
+/** The states not terminal, in the spelling (and order) of the partial indexes. */
+export const LIVE_STATES: readonly EventState[] = EVENT_STATES.filter((s) => !TERMINAL_STATES.includes(s));
+/** States the scheduler (or a pull consumer) may fire from. */
+export const FIREABLE_STATES: readonly EventState[] = statesInto('executing');
+/** States a user may cancel from. */
+export const CANCELABLE_STATES: readonly EventState[] = statesInto('canceled');
+/** States a user may replay from. */
+export const REPLAYABLE_STATES: readonly EventState[] = statesInto('scheduled');
+/** The states an attempt's outcome (or a pull ack / nack) may move an executing event to. */
+export const ATTEMPT_OUTCOME_STATES: readonly EventState[] = TRANSITIONS.executing;
+/** The states an attempt's outcome applies from (those that may become `succeeded`). */
+export const ATTEMPTING_STATES: readonly EventState[] = statesInto('succeeded');
+/** States a user may edit (update) in: only before the first fire. */
+export const EDITABLE_STATES: readonly EventState[] = ['scheduled'];
+/**
+ * The states of a group member that has started delivery (it entered `executing`) and holds its
+ * group until it is terminal: the live states but `scheduled`.
+ */
+export const STARTED_STATES: readonly EventState[] = LIVE_STATES.filter((s) => s !== 'scheduled');
+
+export function isTerminal(state: EventState): boolean {
+  return TERMINAL_STATES.includes(state);
 }
 
 /** Where an event goes: a registered destination by name, or an inline URL. */
@@ -111,4 +137,29 @@ export interface TransitionRecord {
   latenessMs: number | null;
   /** Free-form facts: changed fields, old and new fireAt, the node. */
   detail: Record<string, unknown> | null;
+}
+
+/** What the scheduler holds of an event due soon: enough to claim it (conditionally, at this version) and to line it up in its queue. */
+export interface DueRef {
+  tenantId: string;
+  id: string;
+  version: number;
+  dueAt: number;
+  shard: number;
+  group: string | null;
+  /** The event's virtual queue within its tenant (see core/queue.ts). */
+  queue: string;
+}
+
+/** The ref of an event as it stands. */
+export function dueRefOf(e: EventRecord): DueRef {
+  return {
+    tenantId: e.tenantId,
+    id: e.id,
+    version: e.version,
+    dueAt: e.dueAt,
+    shard: e.shard,
+    group: e.group,
+    queue: e.queue,
+  };
 }

@@ -14,7 +14,8 @@ describe('forecastGrid', () => {
       [MIN, MIN + 1, MIN, { startMs: MIN, buckets: 1 }],
       [90 * MIN, 24 * 60 * MIN, 60 * MIN, { startMs: 60 * MIN, buckets: 23 }],
     ];
-    for (const [from, to, b, want] of cases) assert.deepEqual(forecastGrid(from, to, b), { ...want, bucketMs: b }, `${from}..${to}/${b}`);
+    for (const [from, to, b, want] of cases)
+      assert.deepEqual(forecastGrid(from, to, b), { ...want, bucketMs: b }, `${from}..${to}/${b}`);
   });
 
   it('refuses more buckets than the bound, and bad arguments', () => {
@@ -33,15 +34,27 @@ describe('forecastGrid', () => {
 describe('spikes', () => {
   it('flags a bucket at least 4 times the median of its neighbours, and at least SPIKE_COUNT_MIN', () => {
     const flat = [10, 10, 10, 10, 10, 40, 10, 10, 10, 10, 10];
-    assert.deepEqual(spikes(flat).map((s, i) => (s ? i : -1)).filter((i) => i >= 0), [5]);
+    assert.deepEqual(
+      spikes(flat)
+        .map((s, i) => (s ? i : -1))
+        .filter((i) => i >= 0),
+      [5],
+    );
     assert.deepEqual(spikes([10, 10, 10, 39, 10, 10]), [false, false, false, false, false, false], 'just under 4x');
     assert.deepEqual(spikes([0, 0, 0, SPIKE_COUNT_MIN - 1, 0, 0]).some(Boolean), false, 'too small to matter');
-    assert.deepEqual(spikes([0, 0, 0, SPIKE_COUNT_MIN, 0, 0]), [false, false, false, true, false, false], 'from nothing: 4 x max(1, 0)');
+    assert.deepEqual(
+      spikes([0, 0, 0, SPIKE_COUNT_MIN, 0, 0]),
+      [false, false, false, true, false, false],
+      'from nothing: 4 x max(1, 0)',
+    );
   });
 
   it('finds two spikes side by side (the median ignores them) and not their neighbours', () => {
     const s = spikes([5, 5, 5, 5, 100, 100, 5, 5, 5, 5]);
-    assert.deepEqual(s.map((x, i) => (x ? i : -1)).filter((i) => i >= 0), [4, 5]);
+    assert.deepEqual(
+      s.map((x, i) => (x ? i : -1)).filter((i) => i >= 0),
+      [4, 5],
+    );
   });
 
   it('flags nothing in a steady ramp or a plateau, and handles the edges and empty input', () => {

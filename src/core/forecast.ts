@@ -28,8 +28,14 @@ export interface ForecastGrid {
 }
 
 /** The grid covering [fromMs, toMs); null when the window is longer than `bucketsMax` buckets. */
-export function forecastGrid(fromMs: number, toMs: number, bucketMs: number, bucketsMax = FORECAST_BUCKETS_MAX): ForecastGrid | null {
-  if (!(bucketMs >= 1) || !Number.isSafeInteger(bucketMs)) throw new RangeError(`forecastGrid: bucketMs must be a positive integer, got ${bucketMs}`);
+export function forecastGrid(
+  fromMs: number,
+  toMs: number,
+  bucketMs: number,
+  bucketsMax = FORECAST_BUCKETS_MAX,
+): ForecastGrid | null {
+  if (!(bucketMs >= 1) || !Number.isSafeInteger(bucketMs))
+    throw new RangeError(`forecastGrid: bucketMs must be a positive integer, got ${bucketMs}`);
   if (!(toMs > fromMs)) throw new RangeError('forecastGrid: toMs must be after fromMs');
   if (toMs - fromMs > bucketsMax * bucketMs) return null;
   const startMs = Math.floor(fromMs / bucketMs) * bucketMs;
@@ -48,7 +54,8 @@ export function spikes(counts: readonly number[]): boolean[] {
   return counts.map((n, i) => {
     if (n < SPIKE_COUNT_MIN) return false;
     const around: number[] = [];
-    for (let j = Math.max(0, i - SPIKE_NEIGHBOURS); j <= Math.min(counts.length - 1, i + SPIKE_NEIGHBOURS); j++) if (j !== i) around.push(counts[j]);
+    for (let j = Math.max(0, i - SPIKE_NEIGHBOURS); j <= Math.min(counts.length - 1, i + SPIKE_NEIGHBOURS); j++)
+      if (j !== i) around.push(counts[j]);
     return n >= SPIKE_FACTOR * Math.max(1, median(around));
   });
 }

@@ -1,6 +1,6 @@
 /**
  * The shape of a node's background loops (read-ahead, heartbeat, shard map, elector, rescuer,
- * cleaner, schedule materialiser): a pass, then a pause of `intervalMs` on the node's clock, until
+ * cleaner, schedule materialiser, clock calibration, claim-lease renewal, the sources' poll): a pass, then a pause of `intervalMs` on the node's clock, until
  * the signal aborts. A pass reports its own failures; one that throws anyway ends nothing (the
  * error goes to `onError` and the next pass comes after the pause).
  */
@@ -12,16 +12,28 @@ export interface LoopOptions {
   onError?(err: unknown): void;
 }
 
-/** Runs until `signal` aborts; resolves once the pass in progress (if any) has ended. */
-export async function runEvery(clock: Clock, intervalMs: number, signal: AbortSignal, pass: () => Promise<unknown>, opts: LoopOptions = {}): Promise<void> {
-  if (opts.pauseFirst && !(await pause(clock, intervalMs, signal))) return;
+/**
+ * Runs until `signal` aborts; resolves once the pass in progress (if any) has ended. `intervalMs`
+ * may be chosen after each pass from its result (undefined when it threw): a loop with work left
+ * comes back sooner.
+ */
+export async function runEvery<T>(
+  clock: Clock,
+  intervalMs: number | ((result: T | undefined) => number),
+  signal: AbortSignal,
+  pass: () => Promise<T>,
+  opts: LoopOptions = {},
+): Promise<void> {
+  const pauseMs = (result: T | undefined) => (typeof intervalMs === 'number' ? intervalMs : intervalMs(result));
+  if (opts.pauseFirst && !(await pause(clock, pauseMs(undefined), signal))) return;
   for (;;) {
+    let result: T | undefined;
     try {
-      await pass();
+      result = await pass();
     } catch (err) {
       opts.onError?.(err);
     }
-    if (!(await pause(clock, intervalMs, signal))) return;
+    if (!(await pause(clock, pauseMs(result), signal))) return;
   }
 }
 

@@ -118,7 +118,12 @@ export function lastOccurrences(timing: ScheduleTiming, from: number, to: number
   if (timing.kind === 'every') {
     const last = nextOccurrenceBefore(timing, end);
     const out: number[] = [];
-    for (let t = last; t !== null && t >= from && out.length < k; t = t - timing.everyMs >= timing.startAt ? t - timing.everyMs : null) out.unshift(t);
+    for (
+      let t = last;
+      t !== null && t >= from && out.length < k;
+      t = t - timing.everyMs >= timing.startAt ? t - timing.everyMs : null
+    )
+      out.unshift(t);
     return out;
   }
   // Where a DST gap inside the stretch made the count high, the walk finds fewer than k: start
@@ -173,7 +178,14 @@ export interface AdvancePlan {
  * `now + horizonMs`, at most `onTimeMax` of them. Bounded work whatever the stretch: a count by
  * days and a walk of at most catchUpMax (or about it) occurrences.
  */
-export function planAdvance(timing: ScheduleTiming, rule: MissedRule, cursor: number | null, now: number, horizonMs: number, onTimeMax: number): AdvancePlan {
+export function planAdvance(
+  timing: ScheduleTiming,
+  rule: MissedRule,
+  cursor: number | null,
+  now: number,
+  horizonMs: number,
+  onTimeMax: number,
+): AdvancePlan {
   const cutoff = now - rule.missedAfterMs;
   const make: number[] = [];
   let missed = 0;

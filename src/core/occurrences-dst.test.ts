@@ -19,7 +19,14 @@ const PROCESS_ZONES = ['UTC', 'America/Los_Angeles', 'Asia/Kolkata', 'Australia/
 /** The wall time of `t` in `zone`, from a formatter of its own (not zone.ts's). */
 function oracleWall(fmt: Intl.DateTimeFormat, t: number): number {
   const p = Object.fromEntries(fmt.formatToParts(t).map((x) => [x.type, x.value]));
-  return Date.UTC(Number(p.year), Number(p.month) - 1, Number(p.day), Number(p.hour), Number(p.minute), Number(p.second));
+  return Date.UTC(
+    Number(p.year),
+    Number(p.month) - 1,
+    Number(p.day),
+    Number(p.hour),
+    Number(p.minute),
+    Number(p.second),
+  );
 }
 
 /**
@@ -33,9 +40,24 @@ function oracle(zone: string, cron: string, from: number, count: number): string
     const d = new Date(w);
     const dom = fields.daysOfMonth.has(d.getUTCDate());
     const dow = fields.daysOfWeek.has(d.getUTCDay());
-    return fields.months.has(d.getUTCMonth() + 1) && (fields.dayEither ? dom || dow : dom && dow) && fields.hours.has(d.getUTCHours()) && fields.minutes.has(d.getUTCMinutes()) && fields.seconds.has(d.getUTCSeconds());
+    return (
+      fields.months.has(d.getUTCMonth() + 1) &&
+      (fields.dayEither ? dom || dow : dom && dow) &&
+      fields.hours.has(d.getUTCHours()) &&
+      fields.minutes.has(d.getUTCMinutes()) &&
+      fields.seconds.has(d.getUTCSeconds())
+    );
   };
-  const fmt = new Intl.DateTimeFormat('en-US', { timeZone: zone, hourCycle: 'h23', year: 'numeric', month: 'numeric', day: 'numeric', hour: 'numeric', minute: 'numeric', second: 'numeric' });
+  const fmt = new Intl.DateTimeFormat('en-US', {
+    timeZone: zone,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: 'numeric',
+    day: 'numeric',
+    hour: 'numeric',
+    minute: 'numeric',
+    second: 'numeric',
+  });
   const step = fields.seconds.size === 1 && fields.seconds.has(0) ? 60_000 : 1000;
   const out: string[] = [];
   let shown = oracleWall(fmt, from);
@@ -52,20 +74,27 @@ function oracle(zone: string, cron: string, from: number, count: number): string
 
 test('each DST case gives the occurrences derived from the zone rules', () => {
   const results = computeDstCases();
-  for (const c of DST_CASES) assert.deepEqual(results[c.name], c.expected, `${c.name} (${c.zone}, "${c.cron}" after ${c.from})`);
+  for (const c of DST_CASES)
+    assert.deepEqual(results[c.name], c.expected, `${c.name} (${c.zone}, "${c.cron}" after ${c.from})`);
 });
 
 test('each DST case agrees with the minute-by-minute oracle', () => {
   const results = computeDstCases();
   for (const c of DST_CASES) {
-    assert.deepEqual(oracle(c.zone, c.cron, Date.parse(c.from), c.expected.length), results[c.name], `oracle: ${c.name}`);
+    assert.deepEqual(
+      oracle(c.zone, c.cron, Date.parse(c.from), c.expected.length),
+      results[c.name],
+      `oracle: ${c.name}`,
+    );
   }
 });
 
 test('the process time zone changes no occurrence', async () => {
   const expected = Object.fromEntries(DST_CASES.map((c) => [c.name, c.expected]));
   const runs = await Promise.all(
-    PROCESS_ZONES.map((tz) => run(process.execPath, ['--import', 'tsx', FIXTURE], { env: { ...process.env, TZ: tz }, timeout: 60_000 })),
+    PROCESS_ZONES.map((tz) =>
+      run(process.execPath, ['--import', 'tsx', FIXTURE], { env: { ...process.env, TZ: tz }, timeout: 60_000 }),
+    ),
   );
   const offsets = new Set<number>();
   runs.forEach(({ stdout }, i) => {

@@ -54,14 +54,19 @@ export function parseCron(expression: string): CronFields {
   if (hit) return hit;
   if (expression.length > CRON_LENGTH_MAX) throw new CronSyntaxError(`at most ${CRON_LENGTH_MAX} characters`);
   const parts = expression.trim().split(/\s+/);
-  if (parts.length !== 5 && parts.length !== 6) throw new CronSyntaxError(`must have 5 fields (minute hour day month weekday) or 6 (seconds first), not ${parts.length}`);
+  if (parts.length !== 5 && parts.length !== 6)
+    throw new CronSyntaxError(
+      `must have 5 fields (minute hour day month weekday) or 6 (seconds first), not ${parts.length}`,
+    );
   for (const p of parts) {
     if (!/^[0-9A-Za-z*,/-]+$/.test(p) || /[A-Za-z]/.test(p.replace(NAMES, ''))) {
-      throw new CronSyntaxError(`field "${p}": only numbers, names (MON, JAN), *, ranges (a-b), lists (a,b) and steps (/n)`);
+      throw new CronSyntaxError(
+        `field "${p}": only numbers, names (MON, JAN), *, ranges (a-b), lists (a,b) and steps (/n)`,
+      );
     }
   }
   const six = parts.length === 6 ? parts : ['0', ...parts];
-  let fields;
+  let fields: ReturnType<typeof CronExpressionParser.parse>['fields'];
   try {
     fields = CronExpressionParser.parse(six.join(' '), { tz: 'UTC', currentDate: 0 }).fields;
   } catch (err) {

@@ -9,9 +9,15 @@
  */
 import { DURATION_MS_MAX, parseDurationMs } from './duration.ts';
 import type { EventState } from './event.ts';
+import { overridesOf, type StoredSettings } from './tenant-settings.ts';
 
 /** The states retention applies to: the terminal ones. */
-export const RETENTION_STATES = ['succeeded', 'canceled', 'discarded', 'archived'] as const satisfies readonly EventState[];
+export const RETENTION_STATES = [
+  'succeeded',
+  'canceled',
+  'discarded',
+  'archived',
+] as const satisfies readonly EventState[];
 export type RetentionState = (typeof RETENTION_STATES)[number];
 
 /** Milliseconds kept after the event reached each terminal state. */
@@ -42,18 +48,17 @@ export function parseRetentionMs(raw: unknown): number | null {
 }
 
 /** The tenant's own periods as stored (`settings.retention`); invalid entries are ignored. */
-export function storedRetention(settings: Record<string, unknown> | undefined): Partial<RetentionPeriods> {
-  const raw = settings?.retention;
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return {};
+export function storedRetention(settings: StoredSettings): Partial<RetentionPeriods> {
+  const raw = overridesOf(settings, 'retention');
   const out: Partial<RetentionPeriods> = {};
   for (const state of RETENTION_STATES) {
-    const ms = parseRetentionMs((raw as Record<string, unknown>)[state]);
+    const ms = parseRetentionMs(raw[state]);
     if (ms !== null) out[state] = ms;
   }
   return out;
 }
 
 /** The periods in effect for a tenant: its own over the node's defaults. */
-export function resolveRetention(defaults: RetentionPeriods, settings: Record<string, unknown> | undefined): RetentionPeriods {
+export function resolveRetention(defaults: RetentionPeriods, settings: StoredSettings): RetentionPeriods {
   return { ...defaults, ...storedRetention(settings) };
 }

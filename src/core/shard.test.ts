@@ -10,13 +10,18 @@ describe('shardOf', () => {
 
   it('is fnv1a32 of tenant, NUL, group or id: stable for the events already stored', () => {
     const names = ['', 'a', 't_01jd9x', 'order-8812', 'é😀\u0000x', 'g'.repeat(200)];
-    for (const t of names) for (const g of names) for (const n of [1, 7, 256, 4096]) assert.equal(shardOf(t, g, n), fnv1a32(`${t}\u0000${g}`) % n);
+    for (const t of names)
+      for (const g of names)
+        for (const n of [1, 7, 256, 4096]) assert.equal(shardOf(t, g, n), fnv1a32(`${t}\u0000${g}`) % n);
     assert.equal(shardOf('t_1', 'order-8812'), 21);
   });
   it('keeps a group in one shard and spreads ids evenly', () => {
     const counts = new Array(256).fill(0);
     for (let i = 0; i < 256_00; i++) counts[shardOf('tenant-1', `event-${i}`)]++;
-    assert.ok(Math.min(...counts) > 50 && Math.max(...counts) < 160, `uneven: ${Math.min(...counts)}..${Math.max(...counts)}`);
+    assert.ok(
+      Math.min(...counts) > 50 && Math.max(...counts) < 160,
+      `uneven: ${Math.min(...counts)}..${Math.max(...counts)}`,
+    );
     assert.equal(shardOf('t', 'g'), shardOf('t', 'g'));
   });
   it('separates tenants', () => {
@@ -30,7 +35,8 @@ describe('shardOf', () => {
 });
 
 describe('balanceShards', () => {
-  const toMap = (a: (string | null)[]) => new Map(a.flatMap((n, s) => (n === null ? [] : [[s, n] as [number, string]])));
+  const toMap = (a: (string | null)[]) =>
+    new Map(a.flatMap((n, s) => (n === null ? [] : [[s, n] as [number, string]])));
   const counts = (a: (string | null)[]) => {
     const c = new Map<string, number>();
     for (const n of a) if (n !== null) c.set(n, (c.get(n) ?? 0) + 1);
@@ -80,7 +86,7 @@ describe('balanceShards', () => {
     let a = balanceShards(new Map(), live, 256);
     let next = 3;
     let seed = 7;
-    const rand = () => ((seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+    const rand = () => (seed = (seed * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff;
     for (let step = 0; step < 200; step++) {
       if (live.length > 1 && (rand() < 0.5 || live.length > 12)) {
         const victim = Math.min(live.length - 1, Math.floor(rand() * live.length));
@@ -95,7 +101,9 @@ describe('balanceShards', () => {
       // shards, unassigned ones and a node's excess above floor(S/N) may move.
       const floorQuota = Math.floor(256 / live.length);
       const held = counts(a);
-      const allowed = a.filter((n) => n === null || !live.includes(n)).length + live.reduce((sum, n) => sum + Math.max(0, (held.get(n) ?? 0) - floorQuota), 0);
+      const allowed =
+        a.filter((n) => n === null || !live.includes(n)).length +
+        live.reduce((sum, n) => sum + Math.max(0, (held.get(n) ?? 0) - floorQuota), 0);
       assert.ok(moved(a, b) <= allowed, `step ${step}: moved ${moved(a, b)} > ${allowed}`);
       a = b;
     }

@@ -38,7 +38,11 @@ export function shardOf(tenantId: string, groupOrId: string, shardCount: number 
  * that already hold more (so a balanced map stays unchanged). Pure and deterministic.
  * Returns an array indexed by shard: the node id, or null when no node is live.
  */
-export function balanceShards(current: ReadonlyMap<number, string>, liveNodeIds: readonly string[], shardCount: number): (string | null)[] {
+export function balanceShards(
+  current: ReadonlyMap<number, string>,
+  liveNodeIds: readonly string[],
+  shardCount: number,
+): (string | null)[] {
   const nodes = [...new Set(liveNodeIds)].sort();
   if (nodes.length === 0) return new Array<string | null>(shardCount).fill(null);
   const held = new Map<string, number[]>(nodes.map((n) => [n, []]));
@@ -74,4 +78,9 @@ export function balanceShards(current: ReadonlyMap<number, string>, liveNodeIds:
     }
   }
   return out;
+}
+
+/** Whether `shard` is among `shards` (null: every shard, a single node). */
+export function owns(shards: number[] | null, shard: number): boolean {
+  return shards === null || shards.includes(shard);
 }

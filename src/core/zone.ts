@@ -62,13 +62,27 @@ function wallOfIntl(zone: string, t: number): number {
   let bc = false;
   for (const p of parts) {
     switch (p.type) {
-      case 'year': y = Number(p.value); break;
-      case 'month': mo = Number(p.value); break;
-      case 'day': d = Number(p.value); break;
-      case 'hour': h = Number(p.value); break;
-      case 'minute': mi = Number(p.value); break;
-      case 'second': s = Number(p.value); break;
-      case 'era': bc = p.value === 'BC' || p.value === 'B'; break;
+      case 'year':
+        y = Number(p.value);
+        break;
+      case 'month':
+        mo = Number(p.value);
+        break;
+      case 'day':
+        d = Number(p.value);
+        break;
+      case 'hour':
+        h = Number(p.value);
+        break;
+      case 'minute':
+        mi = Number(p.value);
+        break;
+      case 'second':
+        s = Number(p.value);
+        break;
+      case 'era':
+        bc = p.value === 'BC' || p.value === 'B';
+        break;
     }
   }
   const wall = new Date(0);

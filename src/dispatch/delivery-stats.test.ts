@@ -8,7 +8,10 @@ test('an empty window has no rate and no percentile', () => {
 
 test('success rate and p99 over the attempts recorded', () => {
   const s = new DeliveryStats();
-  for (let i = 1; i <= 100; i++) s.add(i % 4 === 0 ? { kind: 'retry', reason: '500', durationMs: i } : { kind: 'delivered', status: 200, durationMs: i });
+  for (let i = 1; i <= 100; i++)
+    s.add(
+      i % 4 === 0 ? { kind: 'retry', reason: '500', durationMs: i } : { kind: 'delivered', status: 200, durationMs: i },
+    );
   assert.deepEqual(s.view(), { deliveries: 100, successRate: 0.75, p99DurationMs: 99 });
 });
 

@@ -8,7 +8,22 @@ function storeWithOneDestination() {
   const reads: string[] = [];
   const release: (() => void)[] = [];
   const row = (maxConcurrency: number) =>
-    ({ tenantId: 't1', name: 'orders', config: { kind: 'http', url: 'https://orders.example/hook', headers: {}, timeoutMs: 5_000, retry: null, rateLimitPerSecond: null, maxConcurrency }, secrets: [], createdAt: 0, updatedAt: 0 }) as unknown as DestinationRecord;
+    ({
+      tenantId: 't1',
+      name: 'orders',
+      config: {
+        kind: 'http',
+        url: 'https://orders.example/hook',
+        headers: {},
+        timeoutMs: 5_000,
+        retry: null,
+        rateLimitPerSecond: null,
+        maxConcurrency,
+      },
+      secrets: [],
+      createdAt: 0,
+      updatedAt: 0,
+    }) as unknown as DestinationRecord;
   let concurrency = 20;
   const store = {
     destinationGet: ({ name }: { tenantId: string; name: string }) => {

@@ -2,8 +2,8 @@
  * Resolves where and how an event is delivered: a registered destination's settings (cached for a
  * few seconds, dropped at once when this node changes it) or an inline URL with the defaults.
  *
- * Every HTTP delivery is signed. A destination signs with its own secrets; a delivery to an
- * inline URL signs with its tenant's (cached like a destination's, dropped at once when this node
+ * Every HTTP delivery is signed (by the HTTP channel, with the secrets handed to it here). A
+ * destination signs with its own secrets; a delivery to an inline URL signs with its tenant's (cached like a destination's, dropped at once when this node
  * rotates them). A tenant made before tenants had secrets gets one at its first inline delivery,
  * written by compare and swap so that two nodes doing it at once agree on one.
  */
@@ -13,6 +13,7 @@ import { brokerTargetOf, type BrokerTarget } from '../core/destination.ts';
 import type { DestinationRef } from '../core/event.ts';
 import { queueKeyOf, queueOf } from '../core/queue.ts';
 import { newWebhookSecret } from '../core/ids.ts';
+import { TtlCache } from '../core/ttl-cache.ts';
 import type { DestinationSecret, Store } from '../store/store.ts';
 
 export interface DeliverySettings {
@@ -24,7 +25,8 @@ export interface DeliverySettings {
   broker?: BrokerTarget | null;
   headers: Record<string, string>;
   /**
-   * Newest first; an old secret of a rotation signs until its expiresAt (see activeSecrets).
+   * Newest first; an old secret of a rotation signs until its expiresAt (the HTTP channel signs
+   * with those not expired when it sends).
    * Empty for an inline URL: those sign with the tenant's secrets (tenantSecrets), looked up per
    * delivery, as one queue serves every inline URL of an origin.
    */
@@ -65,35 +67,28 @@ export async function tenantSecretsEnsured(store: SecretStore, tenantId: string)
   throw new Error(`the first signing secret of tenant "${tenantId}" kept changing under it`);
 }
 
-/** The secrets that sign a delivery made at `nowMs`: those not expired, newest first. */
-export function activeSecrets(secrets: readonly DestinationSecret[], nowMs: number): string[] {
-  return secrets.filter((s) => s.expiresAt === null || s.expiresAt > nowMs).map((s) => s.secret);
-}
-
 export class DestinationResolver {
   /** Per queue: its destination's settings being loaded or loaded. */
-  private cache = new Map<string, { settings: Promise<DeliverySettings>; loadedAtMs: number }>();
+  private readonly cache: TtlCache<string, Promise<DeliverySettings>>;
   /** Per tenant: its secrets being loaded or loaded (one store read however many deliveries ask). */
-  private tenantSecretCache = new Map<string, { secrets: Promise<DestinationSecret[]>; loadedAtMs: number }>();
+  private readonly tenantSecretCache: TtlCache<string, Promise<DestinationSecret[]>>;
 
   constructor(
     private readonly store: Pick<Store, 'destinationGet'> & SecretStore,
-    private readonly clock: Clock,
-  ) {}
-
-  /** The signing secrets of the tenant's deliveries to inline URLs, newest first. */
-  tenantSecrets(tenantId: string): Promise<DestinationSecret[]> {
-    const cached = this.tenantSecretCache.get(tenantId);
-    if (cached && this.clock.monotonicMs() - cached.loadedAtMs < DESTINATION_CACHE_MS) return cached.secrets;
-    if (this.tenantSecretCache.size >= TENANT_SECRETS_CACHED_MAX) this.tenantSecretCache.clear();
-    const secrets = tenantSecretsEnsured(this.store, tenantId);
-    const entry = { secrets, loadedAtMs: this.clock.monotonicMs() };
-    this.tenantSecretCache.set(tenantId, entry);
-    // A failed load is not kept: the next delivery asks the store again.
-    secrets.catch(() => {
-      if (this.tenantSecretCache.get(tenantId) === entry) this.tenantSecretCache.delete(tenantId);
+    clock: Clock,
+  ) {
+    const nowMs = () => clock.monotonicMs();
+    this.cache = new TtlCache({ ttlMs: DESTINATION_CACHE_MS, entriesMax: DESTINATIONS_CACHED_MAX, nowMs });
+    this.tenantSecretCache = new TtlCache({
+      ttlMs: DESTINATION_CACHE_MS,
+      entriesMax: TENANT_SECRETS_CACHED_MAX,
+      nowMs,
     });
-    return secrets;
+  }
+
+  /** The signing secrets of the tenant's deliveries to inline URLs, newest first (a failed load is not kept). */
+  tenantSecrets(tenantId: string): Promise<DestinationSecret[]> {
+    return TtlCache.loadOnce(this.tenantSecretCache, tenantId, () => tenantSecretsEnsured(this.store, tenantId));
   }
 
   invalidateTenantSecrets(tenantId: string): void {
@@ -117,18 +112,9 @@ export class DestinationResolver {
       };
     }
     // One store read per destination however many deliveries ask at once: a flood's first claim
-    // (hundreds of events of a queue not seen yet) waits for one read, not hundreds in a row.
-    const cached = this.cache.get(queueKey);
-    if (cached && this.clock.monotonicMs() - cached.loadedAtMs < DESTINATION_CACHE_MS) return cached.settings;
-    if (this.cache.size >= DESTINATIONS_CACHED_MAX) this.cache.clear();
-    const settings = this.load(tenantId, destination.name, queueKey);
-    const entry = { settings, loadedAtMs: this.clock.monotonicMs() };
-    this.cache.set(queueKey, entry);
-    // A failed load is not kept: the next delivery asks the store again.
-    settings.catch(() => {
-      if (this.cache.get(queueKey) === entry) this.cache.delete(queueKey);
-    });
-    return settings;
+    // (hundreds of events of a queue not seen yet) waits for one read, not hundreds in a row. A
+    // failed load is not kept: the next delivery asks the store again.
+    return TtlCache.loadOnce(this.cache, queueKey, () => this.load(tenantId, destination.name, queueKey));
   }
 
   private async load(tenantId: string, name: string, queueKey: string): Promise<DeliverySettings> {

@@ -14,21 +14,27 @@
  * minus what it holds), and is told (`onRoom`) when recorded outcomes free room.
  */
 import type { Logger } from 'pino';
-import type { Channel, DeliveryOutcome, DueEvent } from '../channels/channel.ts';
+import {
+  brokerDueEvent,
+  type Channel,
+  type DeliveryOutcome,
+  type DueEvent,
+  type DueEventCommon,
+} from '../channels/channel.ts';
 import { DEFAULT_RETRY } from '../core/backoff.ts';
 import type { Clock } from '../core/clock.ts';
 import type { EventRecord } from '../core/event.ts';
-import type { Metrics } from '../node/metrics.ts';
+import type { Metrics } from '../core/metrics.ts';
 import { dueRefOf, type DueRef, type Store } from '../store/store.ts';
 import { destinationNameOf, queueKeyOf, queueOf } from '../core/queue.ts';
-import { activeSecrets, DestinationResolver, type DeliverySettings } from './destinations.ts';
+import { DestinationResolver, type DeliverySettings } from './destinations.ts';
 import { decideNext } from './outcome.ts';
 import { OutcomeRecorder, type RecordedOutcome } from './recorder.ts';
 import { TenantPolicies, type TenantPolicy } from './tenant-policy.ts';
 import { CLAIMED_MIN, VirtualQueue, type QueueHealth } from './virtual-queue.ts';
 
 export interface DispatcherDeps {
-  store: Store;
+  store: Pick<Store, 'destinationGet' | 'tenantGet' | 'tenantSecretsGet' | 'tenantSecretsSwap' | 'eventRecordAttempts'>;
   clock: Clock;
   channel: Channel;
   owner: string;
@@ -64,7 +70,13 @@ export class Dispatcher {
     this.random = deps.random ?? Math.random;
     this.resolver = new DestinationResolver(deps.store, deps.clock);
     this.policies = new TenantPolicies((id) => deps.store.tenantGet({ id }), deps.clock);
-    this.recorder = new OutcomeRecorder<Ctx>(deps.store, deps.clock, (batch, applied) => this.afterRecord(batch, applied), deps.logger, deps.metrics);
+    this.recorder = new OutcomeRecorder<Ctx>(
+      deps.store,
+      deps.clock,
+      (batch, applied) => this.afterRecord(batch, applied),
+      deps.logger,
+      deps.metrics,
+    );
   }
 
   /** Events submitted and not yet recorded: the scheduler's back-pressure signal. */
@@ -129,7 +141,12 @@ export class Dispatcher {
   /** Archives a first fire that comes later than the tenant's missedAfter; queues the rest. */
   private route(event: EventRecord, policy: TenantPolicy): void {
     const lateMs = this.deps.clock.now() - event.fireAt;
-    if (policy.missedAfterMs !== null && event.attempts === 1 && event.dueAt === event.fireAt && lateMs > policy.missedAfterMs) {
+    if (
+      policy.missedAfterMs !== null &&
+      event.attempts === 1 &&
+      event.dueAt === event.fireAt &&
+      lateMs > policy.missedAfterMs
+    ) {
       this.deps.metrics.deliveries.inc({ outcome: 'missed' });
       this.recorder.add(
         {
@@ -164,10 +181,15 @@ export class Dispatcher {
     let queue = this.queues.get(key);
     if (!queue) {
       if (this.queues.size >= QUEUES_MAX) this.dropIdleQueues();
-      queue = new VirtualQueue<EventRecord>(settings, this.deps.clock, {
-        deliver: (e, s, signal) => this.deliverOne(e, s, signal),
-        done: (e, s, outcome) => this.finish(e, s, outcome),
-      }, this.random);
+      queue = new VirtualQueue<EventRecord>(
+        settings,
+        this.deps.clock,
+        {
+          deliver: (e, s, signal) => this.deliverOne(e, s, signal),
+          done: (e, s, outcome) => this.finish(e, s, outcome),
+        },
+        this.random,
+      );
       this.queues.set(key, queue);
     }
     queue.push(event);
@@ -205,7 +227,11 @@ export class Dispatcher {
     }
   }
 
-  private async deliverOne(event: EventRecord, settings: DeliverySettings, signal: AbortSignal): Promise<DeliveryOutcome> {
+  private async deliverOne(
+    event: EventRecord,
+    settings: DeliverySettings,
+    signal: AbortSignal,
+  ): Promise<DeliveryOutcome> {
     if (settings.missing) {
       const name = 'name' in event.destination ? event.destination.name : '';
       return { kind: 'discard', reason: `destination "${name}" does not exist`, durationMs: 0 };
@@ -213,33 +239,34 @@ export class Dispatcher {
     const startedAt = this.deps.clock.now();
     let due: DueEvent;
     if (settings.broker) {
-      this.deps.metrics.fireLatenessSeconds.observe(Math.max(0, startedAt - event.dueAt) / 1000);
-      due = { ...this.dueEvent(event, settings), secrets: [], broker: { poolKey: settings.queueKey, target: settings.broker } };
+      due = brokerDueEvent(this.dueEvent(event, settings), settings.broker, settings.queueKey);
     } else {
-      // Every webhook delivery is signed: without its secrets it is retried later, never sent unsigned.
+      // A webhook goes with its secrets, and the HTTP channel signs it (never unsigned: without
+      // them it is retried later). A destination's are its own; an inline URL's, its tenant's.
       const secrets = 'name' in event.destination ? settings.secrets : await this.inlineSecrets(event);
       if (secrets === null) return { kind: 'retry', reason: 'signing secret lookup failed', durationMs: 0 };
-      // Judged per delivery, so a rotated-out secret stops signing at its expiry, cache or not.
-      const signing = activeSecrets(secrets, startedAt);
-      if (signing.length === 0) return { kind: 'discard', reason: 'no active signing secret (rotate the signing secret, then replay)', durationMs: 0 };
-      this.deps.metrics.fireLatenessSeconds.observe(Math.max(0, startedAt - event.dueAt) / 1000);
-      due = { ...this.dueEvent(event, settings), secrets: signing };
+      due = {
+        ...this.dueEvent(event, settings),
+        kind: 'http',
+        // An inline destination's queue is shared by its origin; the URL is the event's own.
+        target: 'url' in event.destination ? event.destination.url : settings.target,
+        secrets,
+      };
     }
+    this.deps.metrics.fireLatenessSeconds.observe(Math.max(0, startedAt - event.dueAt) / 1000);
     const outcome = await this.deps.channel.deliver(due, signal);
     this.deps.metrics.deliveryDurationSeconds.observe(outcome.durationMs / 1000);
     return outcome;
   }
 
-  /** What every channel is given of an event; the caller adds its secrets or broker target. */
-  private dueEvent(event: EventRecord, settings: DeliverySettings): Omit<DueEvent, 'secrets'> {
+  /** What every kind's delivery carries of an event; the caller adds where it goes. */
+  private dueEvent(event: EventRecord, settings: DeliverySettings): DueEventCommon {
     return {
       tenantId: event.tenantId,
       id: event.id,
       attempt: event.attempts,
       payload: event.payload,
       headers: { ...settings.headers, ...event.headers },
-      // An inline destination's queue is shared by its origin; the URL is the event's own.
-      target: 'url' in event.destination ? event.destination.url : settings.target,
       timeoutMs: settings.timeoutMs,
       dueAt: event.dueAt,
       fireAt: event.fireAt,
@@ -312,7 +339,10 @@ export class Dispatcher {
     const waitMs = deadlineMs - this.deps.clock.monotonicMs();
     if (this.outstanding > 0 && waitMs > 0) {
       const deadline = new AbortController();
-      await Promise.race([new Promise<void>((r) => this.idleWaiters.push(r)), this.deps.clock.sleep(waitMs, deadline.signal).catch(() => {})]);
+      await Promise.race([
+        new Promise<void>((r) => this.idleWaiters.push(r)),
+        this.deps.clock.sleep(waitMs, deadline.signal).catch(() => {}),
+      ]);
       deadline.abort();
     }
     for (const queue of this.queues.values()) queue.abortInflight();
@@ -322,7 +352,16 @@ export class Dispatcher {
   /** Hands an event that was claimed but never sent back to the store, due now (no backoff). */
   private release(event: EventRecord, now: number): void {
     this.recorder.add(
-      { tenantId: event.tenantId, id: event.id, version: event.version, owner: this.deps.owner, to: 'awaiting_retry', retryAt: now, error: 'released at shutdown before sending', durationMs: 0 },
+      {
+        tenantId: event.tenantId,
+        id: event.id,
+        version: event.version,
+        owner: this.deps.owner,
+        to: 'awaiting_retry',
+        retryAt: now,
+        error: 'released at shutdown before sending',
+        durationMs: 0,
+      },
       { event },
     );
   }

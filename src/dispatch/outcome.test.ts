@@ -8,7 +8,11 @@ const base = { policy, expireAt: null, now: 1_000_000, random: () => 1 - Number.
 
 describe('decideNext', () => {
   const cases: { name: string; params: Parameters<typeof decideNext>[0]; want: ReturnType<typeof decideNext> }[] = [
-    { name: '2xx succeeds', params: { ...base, attempts: 1, outcome: { kind: 'delivered', status: 200, durationMs: 3 } }, want: { to: 'succeeded' } },
+    {
+      name: '2xx succeeds',
+      params: { ...base, attempts: 1, outcome: { kind: 'delivered', status: 200, durationMs: 3 } },
+      want: { to: 'succeeded' },
+    },
     {
       name: 'discard is final',
       params: { ...base, attempts: 1, outcome: { kind: 'discard', reason: 'HTTP 404', durationMs: 3 } },
@@ -26,7 +30,11 @@ describe('decideNext', () => {
     },
     {
       name: 'Retry-After raises the delay',
-      params: { ...base, attempts: 1, outcome: { kind: 'retry', reason: 'HTTP 429', retryAfterMs: 30_000, durationMs: 3 } },
+      params: {
+        ...base,
+        attempts: 1,
+        outcome: { kind: 'retry', reason: 'HTTP 429', retryAfterMs: 30_000, durationMs: 3 },
+      },
       want: { to: 'awaiting_retry', retryAt: 1_030_000, error: 'HTTP 429' },
     },
     {
@@ -36,7 +44,12 @@ describe('decideNext', () => {
     },
     {
       name: 'a retry after expireAt archives',
-      params: { ...base, expireAt: 1_000_500, attempts: 1, outcome: { kind: 'retry', reason: 'HTTP 500', durationMs: 3 } },
+      params: {
+        ...base,
+        expireAt: 1_000_500,
+        attempts: 1,
+        outcome: { kind: 'retry', reason: 'HTTP 500', durationMs: 3 },
+      },
       want: { to: 'archived', error: 'expired before the next attempt: HTTP 500' },
     },
   ];

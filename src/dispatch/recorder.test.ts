@@ -9,7 +9,14 @@ import pino from 'pino';
 import { SimClock } from '../core/clock.ts';
 import { Metrics } from '../node/metrics.ts';
 import { StoreUnavailableError, type AttemptOutcome, type EventRecordAttemptsParams } from '../store/store.ts';
-import { OutcomeRecorder, RECORD_BATCH_LOADED, RECORD_CONFLICT_RETRIES_MAX, RECORD_INTERVAL_MS_MIN, recordRetryDelayMs, type RecordedOutcome } from './recorder.ts';
+import {
+  OutcomeRecorder,
+  RECORD_BATCH_LOADED,
+  RECORD_CONFLICT_RETRIES_MAX,
+  RECORD_INTERVAL_MS_MIN,
+  recordRetryDelayMs,
+  type RecordedOutcome,
+} from './recorder.ts';
 
 /** Bound on the simulated retries a test drives before it gives up. */
 const ADVANCES_MAX = 500;
@@ -50,7 +57,8 @@ function harness(fail: (ids: string[], callIndex: number) => unknown): Harness {
     },
   };
   const logger = pino({ level: 'error' }, { write: (line: string) => logs.push(JSON.parse(line)) });
-  const onRecorded = (batch: RecordedOutcome<string>[], applied: boolean[]) => recorded.push(batch.map((b, i) => [b.context, applied[i]]));
+  const onRecorded = (batch: RecordedOutcome<string>[], applied: boolean[]) =>
+    recorded.push(batch.map((b, i) => [b.context, applied[i]]));
   const recorder = new OutcomeRecorder<string>(store, clock, onRecorded, logger, metrics);
   return { recorder, clock, metrics, calls, recorded, logs };
 }
@@ -69,7 +77,10 @@ async function recordAll(h: Harness, ids: string[], opts: { advance: boolean }):
     await new Promise((resolve) => setImmediate(resolve));
     if (opts.advance && !done) await h.clock.advance(recordRetryDelayMs(Number.MAX_SAFE_INTEGER));
   }
-  assert.ok(done, `the recorder did not finish within ${ADVANCES_MAX} turns${opts.advance ? ' and simulated retries' : ' without the clock moving'}`);
+  assert.ok(
+    done,
+    `the recorder did not finish within ${ADVANCES_MAX} turns${opts.advance ? ' and simulated retries' : ' without the clock moving'}`,
+  );
   await flushed;
 }
 
@@ -86,16 +97,28 @@ describe('OutcomeRecorder', () => {
     assert.equal(await count(h.metrics.outcomeBatchesSetAside), 1);
     assert.equal(await count(h.metrics.outcomesDropped), 1);
     assert.ok(h.logs.some((l) => l.msg.startsWith('recording delivery outcomes failed; set the batch aside')));
-    assert.ok(h.logs.some((l) => l.msg.startsWith('recording a delivery outcome failed; dropped') && l.id === 'poison'));
+    assert.ok(
+      h.logs.some((l) => l.msg.startsWith('recording a delivery outcome failed; dropped') && l.id === 'poison'),
+    );
   });
 
   it('keeps retrying the whole batch while the store is unavailable, past the bound on lost races', async () => {
     const outageCalls = RECORD_CONFLICT_RETRIES_MAX * 3;
-    const h = harness((_ids, call) => (call < outageCalls ? new StoreUnavailableError('PostgreSQL unavailable: ECONNREFUSED') : null));
+    const h = harness((_ids, call) =>
+      call < outageCalls ? new StoreUnavailableError('PostgreSQL unavailable: ECONNREFUSED') : null,
+    );
     await recordAll(h, ['a', 'b'], { advance: true });
     assert.equal(h.calls.length, outageCalls + 1);
-    assert.ok(h.calls.every((ids) => ids.length === 2), 'every try was the whole batch');
-    assert.deepEqual(h.recorded, [[['a', true], ['b', true]]]);
+    assert.ok(
+      h.calls.every((ids) => ids.length === 2),
+      'every try was the whole batch',
+    );
+    assert.deepEqual(h.recorded, [
+      [
+        ['a', true],
+        ['b', true],
+      ],
+    ]);
     assert.equal(await count(h.metrics.outcomeBatchesSetAside), 0);
     assert.equal(await count(h.metrics.outcomesDropped), 0);
   });
@@ -104,8 +127,17 @@ describe('OutcomeRecorder', () => {
     it(`retries the whole batch after a lost race (${code}) with a growing backoff`, async () => {
       const h = harness((_ids, call) => (call < 2 ? withCode(code) : null));
       await recordAll(h, ['a', 'b'], { advance: true });
-      assert.deepEqual(h.calls, [['a', 'b'], ['a', 'b'], ['a', 'b']]);
-      assert.deepEqual(h.recorded, [[['a', true], ['b', true]]]);
+      assert.deepEqual(h.calls, [
+        ['a', 'b'],
+        ['a', 'b'],
+        ['a', 'b'],
+      ]);
+      assert.deepEqual(h.recorded, [
+        [
+          ['a', true],
+          ['b', true],
+        ],
+      ]);
       assert.equal(await count(h.metrics.outcomeBatchesSetAside), 0);
     });
   }
@@ -127,10 +159,21 @@ describe('OutcomeRecorder', () => {
     const calls: { ids: string[]; release: () => void }[] = [];
     const store = {
       eventRecordAttempts: (params: EventRecordAttemptsParams) =>
-        new Promise<boolean[]>((resolve) => calls.push({ ids: params.outcomes.map((o) => o.id), release: () => resolve(params.outcomes.map(() => true)) })),
+        new Promise<boolean[]>((resolve) =>
+          calls.push({
+            ids: params.outcomes.map((o) => o.id),
+            release: () => resolve(params.outcomes.map(() => true)),
+          }),
+        ),
     };
     const recorded: string[] = [];
-    const recorder = new OutcomeRecorder<string>(store, clock, (batch) => recorded.push(...batch.map((b) => b.context)), pino({ level: 'silent' }), metrics);
+    const recorder = new OutcomeRecorder<string>(
+      store,
+      clock,
+      (batch) => recorded.push(...batch.map((b) => b.context)),
+      pino({ level: 'silent' }),
+      metrics,
+    );
     return { clock, metrics, calls, recorded, recorder };
   }
   const turns = async (n: number) => {
@@ -143,14 +186,24 @@ describe('OutcomeRecorder', () => {
     await turns(2);
     h.recorder.add(outcome('b'), 'b');
     await turns(2);
-    assert.deepEqual(h.calls.map((c) => c.ids), [['a']], 'one commit at a time');
+    assert.deepEqual(
+      h.calls.map((c) => c.ids),
+      [['a']],
+      'one commit at a time',
+    );
     h.calls[0].release();
     await turns(3);
-    assert.deepEqual(h.calls.map((c) => c.ids), [['a'], ['b']], 'b went when a committed, the clock unmoved');
+    assert.deepEqual(
+      h.calls.map((c) => c.ids),
+      [['a'], ['b']],
+      'b went when a committed, the clock unmoved',
+    );
     h.calls[1].release();
     await h.recorder.flush();
     assert.deepEqual(h.recorded, ['a', 'b']);
-    const window = (await h.metrics.outcomeUnrecordedSeconds.get()).values.find((v) => v.metricName?.endsWith('_count'));
+    const window = (await h.metrics.outcomeUnrecordedSeconds.get()).values.find((v) =>
+      v.metricName?.endsWith('_count'),
+    );
     assert.equal(window?.value, 2, 'each commit observed the window of its outcomes');
   });
 
@@ -166,7 +219,11 @@ describe('OutcomeRecorder', () => {
     h.recorder.add(outcome('y'), 'y');
     await h.clock.advance(RECORD_INTERVAL_MS_MIN);
     await turns(3);
-    assert.deepEqual(h.calls.map((c) => c.ids.length), [RECORD_BATCH_LOADED, 2], 'x and y shared the next commit');
+    assert.deepEqual(
+      h.calls.map((c) => c.ids.length),
+      [RECORD_BATCH_LOADED, 2],
+      'x and y shared the next commit',
+    );
     h.calls[1].release();
     await h.recorder.flush();
     assert.equal(h.recorded.length, RECORD_BATCH_LOADED + 2);

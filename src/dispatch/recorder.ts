@@ -27,7 +27,7 @@
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
-import type { Metrics } from '../node/metrics.ts';
+import type { Metrics } from '../core/metrics.ts';
 import { storeFailureKind } from '../store/failure-kind.ts';
 import type { AttemptOutcome, Store } from '../store/store.ts';
 
@@ -144,7 +144,10 @@ export class OutcomeRecorder<T> {
       return;
     }
     this.metrics.outcomeBatchesSetAside.inc();
-    this.logger.error({ err: result.err, count: batch.length }, 'recording delivery outcomes failed; set the batch aside, recording its outcomes one by one');
+    this.logger.error(
+      { err: result.err, count: batch.length },
+      'recording delivery outcomes failed; set the batch aside, recording its outcomes one by one',
+    );
     for (const item of batch) await this.recordAlone(item);
   }
 
@@ -155,7 +158,10 @@ export class OutcomeRecorder<T> {
     else {
       this.metrics.outcomesDropped.inc();
       const { tenantId, id, version, to } = item.outcome;
-      this.logger.error({ err: one.err, tenantId, id, version, to }, 'recording a delivery outcome failed; dropped it (the event stays executing until rescued, then is delivered again)');
+      this.logger.error(
+        { err: one.err, tenantId, id, version, to },
+        'recording a delivery outcome failed; dropped it (the event stays executing until rescued, then is delivered again)',
+      );
     }
     // A dropped outcome did not apply, as one the store skipped: nothing follows from it.
     this.onRecorded([item], one.ok ? one.applied : [false]);
@@ -167,15 +173,21 @@ export class OutcomeRecorder<T> {
   }
 
   /** Records `batch`, retrying while the store is unavailable or after a lost race (bounded). */
-  private async record(batch: RecordedOutcome<T>[]): Promise<{ ok: true; applied: boolean[] } | { ok: false; err: unknown }> {
+  private async record(
+    batch: RecordedOutcome<T>[],
+  ): Promise<{ ok: true; applied: boolean[] } | { ok: false; err: unknown }> {
     let conflicts = 0;
     for (let attempt = 0; ; attempt++) {
       try {
-        const applied = await this.store.eventRecordAttempts({ outcomes: batch.map((b) => b.outcome), now: this.clock.now() });
+        const applied = await this.store.eventRecordAttempts({
+          outcomes: batch.map((b) => b.outcome),
+          now: this.clock.now(),
+        });
         return { ok: true, applied };
       } catch (err) {
         const kind = storeFailureKind(err);
-        if (kind === 'permanent' || (kind === 'retryable' && ++conflicts > RECORD_CONFLICT_RETRIES_MAX)) return { ok: false, err };
+        if (kind === 'permanent' || (kind === 'retryable' && ++conflicts > RECORD_CONFLICT_RETRIES_MAX))
+          return { ok: false, err };
         // The events stay executing in the store and their results are kept here meanwhile.
         this.logger.error({ err, count: batch.length, attempt, kind }, 'recording delivery outcomes failed; retrying');
         await this.clock.sleep(recordRetryDelayMs(attempt));

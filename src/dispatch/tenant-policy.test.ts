@@ -11,7 +11,8 @@ function loader() {
     new Promise<TenantRecord | null>((resolve, reject) => {
       calls.push({
         tenantId,
-        answer: (missedAfter) => resolve({ id: tenantId, settings: missedAfter === null ? {} : { missedAfter } } as unknown as TenantRecord),
+        answer: (missedAfter) =>
+          resolve({ id: tenantId, settings: missedAfter === null ? {} : { missedAfter } } as unknown as TenantRecord),
         fail: reject,
       });
     });

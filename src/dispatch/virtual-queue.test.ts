@@ -12,8 +12,15 @@ import type { DeliveryOutcome } from '../channels/channel.ts';
 import { CLAIMED_MAX, CLAIMED_MIN, claimedMaxOf, VirtualQueue } from './virtual-queue.ts';
 
 const SETTINGS: DeliverySettings = {
-  queueKey: 't/a', target: 'http://127.0.0.1:1/', headers: {}, secrets: [], timeoutMs: 1_000,
-  retry: DEFAULT_RETRY, rateLimitPerSecond: null, maxConcurrency: 1, missing: false,
+  queueKey: 't/a',
+  target: 'http://127.0.0.1:1/',
+  headers: {},
+  secrets: [],
+  timeoutMs: 1_000,
+  retry: DEFAULT_RETRY,
+  rateLimitPerSecond: null,
+  maxConcurrency: 1,
+  missing: false,
 };
 
 describe('VirtualQueue with its circuit open', () => {
@@ -33,10 +40,13 @@ describe('VirtualQueue with its circuit open', () => {
     done.length = 0;
     for (let i = 0; i < 200; i++) queue.push(100 + i);
     assert.equal(done.length, 200, 'every event failed fast');
-    const delays = done.map((d) => d.outcome.kind === 'retry' ? d.outcome.retryAfterMs ?? -1 : -1);
+    const delays = done.map((d) => (d.outcome.kind === 'retry' ? (d.outcome.retryAfterMs ?? -1) : -1));
     // The simulated clock stands still: the circuit reopens in exactly its first open time, 1 s.
     const reopenMs = 1_000;
-    assert.ok(delays.every((d) => d >= reopenMs && d <= 2 * reopenMs), `all within [1 s, 2 s]: ${Math.min(...delays)}–${Math.max(...delays)} ms`);
+    assert.ok(
+      delays.every((d) => d >= reopenMs && d <= 2 * reopenMs),
+      `all within [1 s, 2 s]: ${Math.min(...delays)}–${Math.max(...delays)} ms`,
+    );
     assert.ok(new Set(delays).size > 100, `spread, not one instant (${new Set(delays).size} distinct delays of 200)`);
   });
 });
@@ -56,18 +66,38 @@ describe('VirtualQueue.health', () => {
     const clock = new SimClock();
     let answer: (o: DeliveryOutcome) => void = () => {};
     const queue = new VirtualQueue<number>(SETTINGS, clock, {
-      deliver: () => new Promise<DeliveryOutcome>((resolve) => { answer = resolve; }),
+      deliver: () =>
+        new Promise<DeliveryOutcome>((resolve) => {
+          answer = resolve;
+        }),
       done: () => {},
     });
-    assert.deepEqual(queue.health(), { circuit: 'closed', waiting: 0, inFlight: 0, deliveries: 0, successRate: null, p99DurationMs: null });
+    assert.deepEqual(queue.health(), {
+      circuit: 'closed',
+      waiting: 0,
+      inFlight: 0,
+      deliveries: 0,
+      successRate: null,
+      p99DurationMs: null,
+    });
     queue.push(1);
     queue.push(2);
     queue.push(3);
-    assert.deepEqual({ ...queue.health() }, { circuit: 'closed', waiting: 2, inFlight: 1, deliveries: 0, successRate: null, p99DurationMs: null });
+    assert.deepEqual(
+      { ...queue.health() },
+      { circuit: 'closed', waiting: 2, inFlight: 1, deliveries: 0, successRate: null, p99DurationMs: null },
+    );
     answer({ kind: 'delivered', status: 200, durationMs: 40 });
     await new Promise((resolve) => setImmediate(resolve));
     answer({ kind: 'retry', reason: 'HTTP 500', durationMs: 900 });
     await new Promise((resolve) => setImmediate(resolve));
-    assert.deepEqual(queue.health(), { circuit: 'closed', waiting: 0, inFlight: 1, deliveries: 2, successRate: 0.5, p99DurationMs: 900 });
+    assert.deepEqual(queue.health(), {
+      circuit: 'closed',
+      waiting: 0,
+      inFlight: 1,
+      deliveries: 2,
+      successRate: 0.5,
+      p99DurationMs: 900,
+    });
   });
 });

@@ -18,7 +18,7 @@ import type { DeliveryOutcome } from '../channels/channel.ts';
 import { CircuitBreaker, type CircuitState } from './circuit-breaker.ts';
 import { DeliveryStats, type DeliveryStatsView } from './delivery-stats.ts';
 import type { DeliverySettings } from './destinations.ts';
-import { TokenBucket } from './rate-limiter.ts';
+import { TokenBucket } from '../core/token-bucket.ts';
 
 export interface VirtualQueueHooks<T> {
   /** Starts one delivery; resolves with its outcome (never rejects). */
@@ -41,7 +41,8 @@ const CLAIMED_RATE_SECONDS = 2;
  */
 export function claimedMaxOf(settings: Pick<DeliverySettings, 'maxConcurrency' | 'rateLimitPerSecond'>): number {
   let n = settings.maxConcurrency * CLAIMED_PER_SLOT;
-  if (settings.rateLimitPerSecond !== null) n = Math.min(n, Math.ceil(settings.rateLimitPerSecond * CLAIMED_RATE_SECONDS));
+  if (settings.rateLimitPerSecond !== null)
+    n = Math.min(n, Math.ceil(settings.rateLimitPerSecond * CLAIMED_RATE_SECONDS));
   return Math.max(CLAIMED_MIN, Math.min(CLAIMED_MAX, n));
 }
 
@@ -89,7 +90,12 @@ export class VirtualQueue<T> {
   }
 
   health(): QueueHealth {
-    return { circuit: this.breaker.state, waiting: this.items.length - this.head, inFlight: this.active, ...this.stats.view() };
+    return {
+      circuit: this.breaker.state,
+      waiting: this.items.length - this.head,
+      inFlight: this.active,
+      ...this.stats.view(),
+    };
   }
 
   /** Bound on this queue's claimed-but-undelivered events (claimedMaxOf its settings). */
@@ -98,10 +104,15 @@ export class VirtualQueue<T> {
   }
 
   applySettings(settings: DeliverySettings): void {
-    const rateChanged = settings.rateLimitPerSecond !== this.settings.rateLimitPerSecond || (this.bucket === null) !== (settings.rateLimitPerSecond === null);
+    const rateChanged =
+      settings.rateLimitPerSecond !== this.settings.rateLimitPerSecond ||
+      (this.bucket === null) !== (settings.rateLimitPerSecond === null);
     this.settings = settings;
     if (rateChanged || (settings.rateLimitPerSecond !== null && !this.bucket)) {
-      this.bucket = settings.rateLimitPerSecond !== null ? new TokenBucket({ perSecond: settings.rateLimitPerSecond }, this.clock) : null;
+      this.bucket =
+        settings.rateLimitPerSecond !== null
+          ? new TokenBucket({ perSecond: settings.rateLimitPerSecond }, this.clock)
+          : null;
     }
     this.pump();
   }
@@ -150,7 +161,12 @@ export class VirtualQueue<T> {
           // 56–66 ms to 112–143 ms in test/slow/isolation.test.ts.) The queue's claim bound keeps
           // how many fail fast at once to claimedMax.
           const retryAfterMs = gate.retryInMs + Math.floor(this.random() * gate.retryInMs);
-          this.hooks.done(item, this.settings, { kind: 'retry', reason: 'circuit open: endpoint failing', retryAfterMs, durationMs: 0 });
+          this.hooks.done(item, this.settings, {
+            kind: 'retry',
+            reason: 'circuit open: endpoint failing',
+            retryAfterMs,
+            durationMs: 0,
+          });
           continue;
         }
         // This caller holds the half-open probe: one request, sent now, outside the rate limit.
@@ -182,7 +198,8 @@ export class VirtualQueue<T> {
     const settings = this.settings;
     this.hooks.deliver(item, settings, this.abort.signal).then(
       (outcome) => this.finish(item, settings, outcome),
-      (err: unknown) => this.finish(item, settings, { kind: 'retry', reason: `channel error: ${String(err)}`, durationMs: 0 }),
+      (err: unknown) =>
+        this.finish(item, settings, { kind: 'retry', reason: `channel error: ${String(err)}`, durationMs: 0 }),
     );
   }
 

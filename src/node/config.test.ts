@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_TENANT_LIMITS } from '../api/limits.ts';
+import { DEFAULT_TENANT_LIMITS } from '../core/tenant-limits.ts';
 import { RETENTION_DEFAULTS } from '../core/retention.ts';
 import { ConfigError, DEFAULT_CONFIG, resolveConfig } from './config.ts';
 
@@ -33,7 +33,14 @@ describe('resolveConfig', () => {
   });
 
   it('reads every contract setting from flags, env and file, flags over env over file', () => {
-    const file = configFile({ port: 1111, host: '0.0.0.0', dataDir: '/f', store: 'sqlite', adminKey: 'file-key-0123456789', allowHosts: ['10.0.0.1'] });
+    const file = configFile({
+      port: 1111,
+      host: '0.0.0.0',
+      dataDir: '/f',
+      store: 'sqlite',
+      adminKey: 'file-key-0123456789',
+      allowHosts: ['10.0.0.1'],
+    });
     const env = { BELFRY_PORT: '2222', BELFRY_DATA_DIR: '/e', BELFRY_ALLOW_HOSTS: '127.0.0.1, ::1' };
     const c = resolveConfig(['--config', file, '--port', '3333'], env);
     assert.equal(c.port, 3333);
@@ -42,12 +49,43 @@ describe('resolveConfig', () => {
     assert.equal(c.adminKey, 'file-key-0123456789');
     assert.deepEqual(c.allowHosts, ['127.0.0.1', '::1']);
     const all = resolveConfig(
-      ['--port', '0', '--host', '::1', '--data', '/d', '--store', 'postgres://u@h/db', '--admin-key', 'flag-key-0123456789', '--allow-hosts', '127.0.0.0/8', '--lookahead', '5s'],
+      [
+        '--port',
+        '0',
+        '--host',
+        '::1',
+        '--data',
+        '/d',
+        '--store',
+        'postgres://u@h/db',
+        '--admin-key',
+        'flag-key-0123456789',
+        '--allow-hosts',
+        '127.0.0.0/8',
+        '--lookahead',
+        '5s',
+      ],
       {},
     );
     assert.deepEqual(
-      { port: all.port, host: all.host, dataDir: all.dataDir, store: all.store, adminKey: all.adminKey, allowHosts: all.allowHosts, lookaheadMs: all.lookaheadMs },
-      { port: 0, host: '::1', dataDir: '/d', store: 'postgres://u@h/db', adminKey: 'flag-key-0123456789', allowHosts: ['127.0.0.0/8'], lookaheadMs: 5000 },
+      {
+        port: all.port,
+        host: all.host,
+        dataDir: all.dataDir,
+        store: all.store,
+        adminKey: all.adminKey,
+        allowHosts: all.allowHosts,
+        lookaheadMs: all.lookaheadMs,
+      },
+      {
+        port: 0,
+        host: '::1',
+        dataDir: '/d',
+        store: 'postgres://u@h/db',
+        adminKey: 'flag-key-0123456789',
+        allowHosts: ['127.0.0.0/8'],
+        lookaheadMs: 5000,
+      },
     );
     assert.equal(resolveConfig([], { BELFRY_CONFIG: file }).port, 1111);
   });
@@ -89,15 +127,31 @@ describe('resolveConfig', () => {
     const d = resolveConfig([], {});
     assert.deepEqual(d.retention, RETENTION_DEFAULTS);
     assert.deepEqual([d.retentionIntervalMs, d.retentionBatchSize, d.retentionDeletesPerSecond], [60_000, 200, 2_000]);
-    const file = configFile({ retentionSucceeded: '1d', retentionArchived: 90 * 86_400_000, retentionInterval: '5m', retentionBatchSize: 200 });
-    const c = resolveConfig(['--config', file, '--retention-succeeded', '12h', '--retention-deletes-per-second', '800'], {
-      BELFRY_RETENTION_SUCCEEDED: '2d',
-      BELFRY_RETENTION_CANCELED: '30s',
-      BELFRY_RETENTION_BATCH_SIZE: '300',
+    const file = configFile({
+      retentionSucceeded: '1d',
+      retentionArchived: 90 * 86_400_000,
+      retentionInterval: '5m',
+      retentionBatchSize: 200,
     });
-    assert.deepEqual(c.retention, { succeeded: 12 * 3_600_000, canceled: 30_000, discarded: RETENTION_DEFAULTS.discarded, archived: 90 * 86_400_000 });
+    const c = resolveConfig(
+      ['--config', file, '--retention-succeeded', '12h', '--retention-deletes-per-second', '800'],
+      {
+        BELFRY_RETENTION_SUCCEEDED: '2d',
+        BELFRY_RETENTION_CANCELED: '30s',
+        BELFRY_RETENTION_BATCH_SIZE: '300',
+      },
+    );
+    assert.deepEqual(c.retention, {
+      succeeded: 12 * 3_600_000,
+      canceled: 30_000,
+      discarded: RETENTION_DEFAULTS.discarded,
+      archived: 90 * 86_400_000,
+    });
     assert.deepEqual([c.retentionIntervalMs, c.retentionBatchSize, c.retentionDeletesPerSecond], [300_000, 300, 800]);
-    assert.throws(() => resolveConfig(['--retention-discarded', '0s'], {}), /flag --retention-discarded: .*retention\.discarded: must be a duration from 1s/);
+    assert.throws(
+      () => resolveConfig(['--retention-discarded', '0s'], {}),
+      /flag --retention-discarded: .*retention\.discarded: must be a duration from 1s/,
+    );
     assert.throws(() => resolveConfig([], { BELFRY_RETENTION_ARCHIVED: 'forever' }), /BELFRY_RETENTION_ARCHIVED/);
     assert.throws(() => resolveConfig(['--retention-batch-size', '0'], {}), /retentionBatchSize/);
     assert.throws(() => resolveConfig(['--retention-batch-size', '10001'], {}), /retentionBatchSize/);

@@ -18,12 +18,12 @@
  * | --schedule-horizon | BELFRY_SCHEDULE_HORIZON   | scheduleHorizon   | 10s            |
  * | --body-bytes-in-flight-max | BELFRY_BODY_BYTES_IN_FLIGHT_MAX | bodyBytesInFlightMax | 33554432 (32 MiB) |
  *
- * Plus the default of every per-tenant limit (src/api/limits.ts), each overridable per tenant
+ * Plus the default of every per-tenant limit (src/core/tenant-limits.ts), each overridable per tenant
  * through the admin API: flag `--<kebab-name>`, env `BELFRY_<SNAKE_NAME>`, file key `<name>`:
  *   --payload-bytes-max, --batch-events-max, --pending-events-max, --schedule-requests-per-second,
  *   --schedule-ahead-max (a duration), --id-length-max, --header-value-length-max, --destinations-max.
  *
- * Retention (src/core/retention.ts, src/scheduler/cleaner.ts): the default period per terminal
+ * Retention (src/core/retention.ts, src/maintenance/cleaner.ts): the default period per terminal
  * state, each overridable per tenant through the admin API (`--retention-succeeded 7d`, env
  * `BELFRY_RETENTION_SUCCEEDED`, file key `retentionSucceeded`; also canceled, discarded,
  * archived), and the cleaner's bounds: --retention-interval (pause between passes, default 1m),
@@ -33,11 +33,28 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
-import { DEFAULT_TENANT_LIMITS, LIMIT_SPECS, limitBounds, parseLimitValue, type LimitName, type TenantLimits } from '../api/limits.ts';
+import {
+  DEFAULT_TENANT_LIMITS,
+  LIMIT_SPECS,
+  limitBounds,
+  parseLimitValue,
+  type LimitName,
+  type TenantLimits,
+} from '../core/tenant-limits.ts';
 import { allowEntryError } from '../core/address.ts';
 import { parseDurationMs } from '../core/duration.ts';
-import { parseRetentionMs, RETENTION_DEFAULTS, RETENTION_STATES, type RetentionPeriods, type RetentionState } from '../core/retention.ts';
-import { CLEANER_BATCH_SIZE_MAX, CLEANER_DELETES_PER_SECOND_MAX, DEFAULT_CLEANER_OPTIONS } from '../scheduler/cleaner.ts';
+import {
+  parseRetentionMs,
+  RETENTION_DEFAULTS,
+  RETENTION_STATES,
+  type RetentionPeriods,
+  type RetentionState,
+} from '../core/retention.ts';
+import {
+  CLEANER_BATCH_SIZE_MAX,
+  CLEANER_DELETES_PER_SECOND_MAX,
+  DEFAULT_CLEANER_OPTIONS,
+} from '../maintenance/cleaner.ts';
 import { SHARD_COUNT_DEFAULT } from '../core/shard.ts';
 import { DELIVERY_THREADS_MAX } from '../channels/http/delivery-threads.ts';
 import { BODY_BYTES_IN_FLIGHT_MAX_DEFAULT, BODY_BYTES_IN_FLIGHT_MAX_MIN } from '../api/body-limits.ts';
@@ -61,7 +78,7 @@ export interface NodeConfig {
    * the event loop, beside the timer and the claims.
    */
   deliveryThreads: number;
-  /** How far ahead recurring schedules' occurrences are made into events (scheduler/materialiser.ts). */
+  /** How far ahead recurring schedules' occurrences are made into events (schedules/materialiser.ts). */
   scheduleHorizonMs: number;
   /** Bytes of request bodies being received and handled at once on this node (api/body-limits.ts); past it 503. */
   bodyBytesInFlightMax: number;
@@ -130,7 +147,10 @@ const asList = (v: unknown) =>
   Array.isArray(v) && v.every((x) => typeof x === 'string')
     ? v
     : typeof v === 'string'
-      ? v.split(',').map((s) => s.trim()).filter(Boolean)
+      ? v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)
       : undefined;
 /** Hosts, addresses and CIDR ranges; undefined (an error naming the setting) when one is invalid. */
 const asAllowList = (v: unknown) => {
@@ -142,7 +162,8 @@ const asDurationFrom1s = (v: unknown) => {
   return ms !== null && ms >= 1_000 ? ms : undefined;
 };
 const capitalised = (s: string) => s[0].toUpperCase() + s.slice(1);
-const asLevel = (v: unknown) => (typeof v === 'string' && ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(v) ? v : undefined);
+const asLevel = (v: unknown) =>
+  typeof v === 'string' && ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(v) ? v : undefined;
 
 const SETTINGS: Setting[] = [
   { key: 'port', flag: 'port', env: 'BELFRY_PORT', parse: asInt(0, 65535) },
@@ -154,16 +175,31 @@ const SETTINGS: Setting[] = [
     env: 'BELFRY_STORE',
     parse: (v) => (v === 'sqlite' || (typeof v === 'string' && /^postgres(ql)?:\/\//.test(v)) ? v : undefined),
   },
-  { key: 'adminKey', flag: 'admin-key', env: 'BELFRY_ADMIN_KEY', parse: (v) => (typeof v === 'string' && v.length >= 16 ? v : undefined) },
+  {
+    key: 'adminKey',
+    flag: 'admin-key',
+    env: 'BELFRY_ADMIN_KEY',
+    parse: (v) => (typeof v === 'string' && v.length >= 16 ? v : undefined),
+  },
   { key: 'allowHosts', flag: 'allow-hosts', env: 'BELFRY_ALLOW_HOSTS', parse: asAllowList },
   { key: 'logLevel', flag: 'log-level', env: 'BELFRY_LOG_LEVEL', parse: asLevel },
   { key: 'shardCount', flag: 'shard-count', env: 'BELFRY_SHARD_COUNT', parse: asInt(1, 65536) },
   { key: 'lookaheadMs', flag: 'lookahead', env: 'BELFRY_LOOKAHEAD', parse: asDuration },
   { key: 'shutdownTimeoutMs', flag: 'shutdown-timeout', env: 'BELFRY_SHUTDOWN_TIMEOUT', parse: asDuration },
   { key: 'nodeId', flag: 'node-id', env: 'BELFRY_NODE_ID', parse: asString },
-  { key: 'deliveryThreads', flag: 'delivery-threads', env: 'BELFRY_DELIVERY_THREADS', parse: asInt(0, DELIVERY_THREADS_MAX) },
+  {
+    key: 'deliveryThreads',
+    flag: 'delivery-threads',
+    env: 'BELFRY_DELIVERY_THREADS',
+    parse: asInt(0, DELIVERY_THREADS_MAX),
+  },
   { key: 'scheduleHorizonMs', flag: 'schedule-horizon', env: 'BELFRY_SCHEDULE_HORIZON', parse: asDurationFrom1s },
-  { key: 'bodyBytesInFlightMax', flag: 'body-bytes-in-flight-max', env: 'BELFRY_BODY_BYTES_IN_FLIGHT_MAX', parse: asInt(BODY_BYTES_IN_FLIGHT_MAX_MIN, Number.MAX_SAFE_INTEGER) },
+  {
+    key: 'bodyBytesInFlightMax',
+    flag: 'body-bytes-in-flight-max',
+    env: 'BELFRY_BODY_BYTES_IN_FLIGHT_MAX',
+    parse: asInt(BODY_BYTES_IN_FLIGHT_MAX_MIN, Number.MAX_SAFE_INTEGER),
+  },
   ...LIMIT_SPECS.map(
     (spec): Setting => ({
       key: 'limits',
@@ -185,8 +221,18 @@ const SETTINGS: Setting[] = [
     }),
   ),
   { key: 'retentionIntervalMs', flag: 'retention-interval', env: 'BELFRY_RETENTION_INTERVAL', parse: asDurationFrom1s },
-  { key: 'retentionBatchSize', flag: 'retention-batch-size', env: 'BELFRY_RETENTION_BATCH_SIZE', parse: asInt(1, CLEANER_BATCH_SIZE_MAX) },
-  { key: 'retentionDeletesPerSecond', flag: 'retention-deletes-per-second', env: 'BELFRY_RETENTION_DELETES_PER_SECOND', parse: asInt(1, CLEANER_DELETES_PER_SECOND_MAX) },
+  {
+    key: 'retentionBatchSize',
+    flag: 'retention-batch-size',
+    env: 'BELFRY_RETENTION_BATCH_SIZE',
+    parse: asInt(1, CLEANER_BATCH_SIZE_MAX),
+  },
+  {
+    key: 'retentionDeletesPerSecond',
+    flag: 'retention-deletes-per-second',
+    env: 'BELFRY_RETENTION_DELETES_PER_SECOND',
+    parse: asInt(1, CLEANER_DELETES_PER_SECOND_MAX),
+  },
 ];
 
 const FILE_KEYS: Record<string, keyof NodeConfig> = {
@@ -202,7 +248,10 @@ export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.e
   for (const s of SETTINGS) options[s.flag] = { type: 'string' };
   let flags: Record<string, string | undefined>;
   try {
-    flags = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values as Record<string, string | undefined>;
+    flags = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values as Record<
+      string,
+      string | undefined
+    >;
   } catch (err) {
     throw new ConfigError((err as Error).message);
   }
@@ -224,12 +273,17 @@ function set(out: NodeConfig, s: Setting, raw: unknown, source: string): void {
   const value = s.parse(raw);
   if (s.limit) {
     const spec = LIMIT_SPECS.find((x) => x.key === s.limit)!;
-    if (value === undefined) fail(source, `invalid value ${JSON.stringify(raw)} for ${spec.name}: must be ${limitBounds(spec)}`);
+    if (value === undefined)
+      fail(source, `invalid value ${JSON.stringify(raw)} for ${spec.name}: must be ${limitBounds(spec)}`);
     out.limits = { ...out.limits, [s.limit]: value };
     return;
   }
   if (s.retention) {
-    if (value === undefined) fail(source, `invalid value ${JSON.stringify(raw)} for retention.${s.retention}: must be a duration from 1s to 3650d, such as "7d"`);
+    if (value === undefined)
+      fail(
+        source,
+        `invalid value ${JSON.stringify(raw)} for retention.${s.retention}: must be a duration from 1s to 3650d, such as "7d"`,
+      );
     out.retention = { ...out.retention, [s.retention]: value };
     return;
   }
@@ -244,7 +298,8 @@ function applyFile(out: NodeConfig, path: string): void {
   } catch (err) {
     fail(`config file ${path}`, (err as Error).message);
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) fail(`config file ${path}`, 'must hold a JSON object');
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    fail(`config file ${path}`, 'must hold a JSON object');
   for (const [fileKey, raw] of Object.entries(parsed)) {
     const key = FILE_KEYS[fileKey] ?? fileKey;
     const s = SETTINGS.find((x) => (x.fileKey ?? x.key) === key);

@@ -1,8 +1,13 @@
-/** Prometheus metrics of one node, in one registry. */
+/**
+ * Prometheus metrics of one node, in one registry: prom-client's implementation of the metrics
+ * port (core/metrics.ts) that scheduler/, dispatch/ and api/ update, plus what only the node's
+ * wiring updates (sources, schedules, retention, threads).
+ */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { BusyThread } from './thread-busy.ts';
+import type { Metrics as MetricsPort } from '../core/metrics.ts';
+import type { BusyThread } from '../core/thread-busy.ts';
 
-export class Metrics {
+export class Metrics implements MetricsPort {
   readonly registry = new Registry();
   private threads: () => BusyThread[] = () => [];
   /** Each thread's busy milliseconds at the previous scrape, by the thread itself. */

@@ -7,7 +7,7 @@
  * Both are bounded by the scheduler: a queue's parked plus timer entries never pass its
  * `queueRefsMax`, and the overflow map has one entry per queue that has rows left behind.
  */
-import { refKey } from './timer-wheel.ts';
+import { refKey } from './due-heap.ts';
 import type { DueRef } from '../store/store.ts';
 
 export class ParkedQueues {

@@ -74,7 +74,15 @@ describe('Scheduler bounds per virtual queue', () => {
     const list = held.get(keyOf(destination)) ?? [];
     const done = list.splice(0, n);
     const applied = await store.eventRecordAttempts({
-      outcomes: done.map((e) => ({ tenantId: e.tenantId, id: e.id, version: e.version, owner: 'node-sim', to: 'succeeded', status: 200, durationMs: 1 })),
+      outcomes: done.map((e) => ({
+        tenantId: e.tenantId,
+        id: e.id,
+        version: e.version,
+        owner: 'node-sim',
+        to: 'succeeded',
+        status: 200,
+        durationMs: 1,
+      })),
       now: clock.now(),
     });
     assert.ok(applied.every(Boolean));
@@ -112,7 +120,10 @@ describe('Scheduler bounds per virtual queue', () => {
     assert.equal(held.get(keyOf('b'))?.length, 10, "all of B's events fired at their millisecond");
     const stored = await store.eventList({ tenantId: tenant, state: 'scheduled', limit: 2_000 });
     assert.equal(stored.events.length, 950, "A's other events stay scheduled in the store, unclaimed");
-    assert.ok(stored.events.every((e) => e.attempts === 0), 'and spend no attempt');
+    assert.ok(
+      stored.events.every((e) => e.attempts === 0),
+      'and spend no attempt',
+    );
 
     await record('a', 20);
     await tick(10);
@@ -133,7 +144,10 @@ describe('Scheduler bounds per virtual queue', () => {
     await tick(510);
     assert.equal(held.get(keyOf('b'))?.length, 10);
     assert.equal(held.get(keyOf('a'))?.length, 2_000, 'A has room for all of its events: all are claimed');
-    assert.ok(claims.every((ids) => ids.length <= 250), `claim sizes: ${claims.map((ids) => ids.length)}`);
+    assert.ok(
+      claims.every((ids) => ids.length <= 250),
+      `claim sizes: ${claims.map((ids) => ids.length)}`,
+    );
     // A's 2,000 come first in due order (same ms, ids sort before B's), yet B's 10 are in the first claim.
     assert.equal(claims[0].filter((id) => id.startsWith('b-')).length, 10, 'all of B in the first claim');
   });
@@ -192,7 +206,11 @@ describe('Scheduler bounds per virtual queue', () => {
 
   it("shares the node's own bound among queues in turn when that bound binds", async () => {
     queueBound = 1_000;
-    await insertAll(store, [...events('a', 500, T + 100), ...events('b', 500, T + 100), ...events('c', 500, T + 100)], T);
+    await insertAll(
+      store,
+      [...events('a', 500, T + 100), ...events('b', 500, T + 100), ...events('c', 500, T + 100)],
+      T,
+    );
     start({ dispatchBacklogMax: 90 });
     await tick(110);
     assert.equal(heldCount(), 90);
@@ -202,8 +220,14 @@ describe('Scheduler bounds per virtual queue', () => {
     scheduler.roomFreed();
     await tick(0);
     const counts = ['a', 'b', 'c'].map((d) => held.get(keyOf(d))?.length ?? 0);
-    assert.equal(counts.reduce((a, b) => a + b), 90);
-    assert.ok(counts.every((n) => n >= 16), `each queue got a share: ${counts.join(', ')}`);
+    assert.equal(
+      counts.reduce((a, b) => a + b),
+      90,
+    );
+    assert.ok(
+      counts.every((n) => n >= 16),
+      `each queue got a share: ${counts.join(', ')}`,
+    );
   });
 
   it('sweeps a bounded number of rows per pass over an overdue backlog, and continues where it stopped', async () => {

@@ -54,7 +54,8 @@ describe('Scheduler on a SimClock', () => {
         logger: pino({ level: 'silent' }),
         onClaimed: (events) => claimed.push(...events.map((event) => ({ event, atMs: clock.now() }))),
         dispatchBacklog: () => backlog,
-        onDueSoon: (queues) => dueSoon.push({ queues: [...queues.values()].map((q) => q.queue).sort(), atMs: clock.now() }),
+        onDueSoon: (queues) =>
+          dueSoon.push({ queues: [...queues.values()].map((q) => q.queue).sort(), atMs: clock.now() }),
         shards: () => null,
       },
       { lookaheadMs: 3_000, pollIntervalMs: 250 },
@@ -68,34 +69,61 @@ describe('Scheduler on a SimClock', () => {
   });
 
   it('fires each event at its due millisecond, not before, including ones beyond the look-ahead', async () => {
-    await insertAll(store, [
-      newEvent(tenant, 'a', { fireAt: T + 1_000 }),
-      newEvent(tenant, 'b', { fireAt: T + 1_500 }),
-      newEvent(tenant, 'far', { fireAt: T + 10_000 }),
-    ], T);
+    await insertAll(
+      store,
+      [
+        newEvent(tenant, 'a', { fireAt: T + 1_000 }),
+        newEvent(tenant, 'b', { fireAt: T + 1_500 }),
+        newEvent(tenant, 'far', { fireAt: T + 10_000 }),
+      ],
+      T,
+    );
     scheduler.start();
     await tick(0);
     assert.equal(scheduler.pending, 2, 'only events within the look-ahead are in memory');
     await tick(999);
-    assert.deepEqual(claimed.map((c) => c.event.id), []);
+    assert.deepEqual(
+      claimed.map((c) => c.event.id),
+      [],
+    );
     await tick(1);
-    assert.deepEqual(claimed.map((c) => [c.event.id, c.atMs - T]), [['a', 1_000]]);
+    assert.deepEqual(
+      claimed.map((c) => [c.event.id, c.atMs - T]),
+      [['a', 1_000]],
+    );
     await tick(500);
-    assert.deepEqual(claimed.map((c) => [c.event.id, c.atMs - T]), [['a', 1_000], ['b', 1_500]]);
+    assert.deepEqual(
+      claimed.map((c) => [c.event.id, c.atMs - T]),
+      [
+        ['a', 1_000],
+        ['b', 1_500],
+      ],
+    );
     await tick(8_499);
     assert.equal(claimed.length, 2);
     await tick(1);
-    assert.deepEqual(claimed.map((c) => [c.event.id, c.atMs - T]), [['a', 1_000], ['b', 1_500], ['far', 10_000]]);
+    assert.deepEqual(
+      claimed.map((c) => [c.event.id, c.atMs - T]),
+      [
+        ['a', 1_000],
+        ['b', 1_500],
+        ['far', 10_000],
+      ],
+    );
     assert.equal(claimed[0].event.state, 'executing');
   });
 
   it('tells which queues have events loaded ahead, once per page, a look-ahead before they fall due', async () => {
-    await insertAll(store, [
-      newEvent(tenant, 'a1', { fireAt: T + 2_000, destination: { name: 'orders' } }),
-      newEvent(tenant, 'a2', { fireAt: T + 2_001, destination: { name: 'orders' } }),
-      newEvent(tenant, 'b1', { fireAt: T + 2_500, destination: { url: 'https://hooks.example/x' } }),
-      newEvent(tenant, 'late', { fireAt: T + 9_000, destination: { name: 'billing' } }),
-    ], T);
+    await insertAll(
+      store,
+      [
+        newEvent(tenant, 'a1', { fireAt: T + 2_000, destination: { name: 'orders' } }),
+        newEvent(tenant, 'a2', { fireAt: T + 2_001, destination: { name: 'orders' } }),
+        newEvent(tenant, 'b1', { fireAt: T + 2_500, destination: { url: 'https://hooks.example/x' } }),
+        newEvent(tenant, 'late', { fireAt: T + 9_000, destination: { name: 'billing' } }),
+      ],
+      T,
+    );
     scheduler.start();
     await tick(0);
     assert.deepEqual(dueSoon, [{ queues: ['name:orders', 'url:https://hooks.example'], atMs: T }]);
@@ -108,17 +136,29 @@ describe('Scheduler on a SimClock', () => {
     await insertAll(store, [newEvent(tenant, 'old', { fireAt: T - 60_000 })], T);
     scheduler.start();
     await tick(0);
-    assert.deepEqual(claimed.map((c) => [c.event.id, c.atMs - T]), [['old', 0]]);
+    assert.deepEqual(
+      claimed.map((c) => [c.event.id, c.atMs - T]),
+      [['old', 0]],
+    );
   });
 
   it('a cancel or reschedule that commits after the read-ahead wins', async () => {
-    const [c, m] = await insertAll(store, [newEvent(tenant, 'c', { fireAt: T + 2_000 }), newEvent(tenant, 'm', { fireAt: T + 2_000 })], T);
+    const [c, m] = await insertAll(
+      store,
+      [newEvent(tenant, 'c', { fireAt: T + 2_000 }), newEvent(tenant, 'm', { fireAt: T + 2_000 })],
+      T,
+    );
     scheduler.start();
     await tick(0);
     assert.equal(scheduler.pending, 2);
     const canceled = await store.eventCancel({ tenantId: tenant, id: c.id, now: clock.now() });
     assert.equal(canceled.kind, 'ok');
-    const moved = await store.eventUpdate({ tenantId: tenant, id: m.id, now: clock.now(), patch: { fireAt: T + 5_000 } });
+    const moved = await store.eventUpdate({
+      tenantId: tenant,
+      id: m.id,
+      now: clock.now(),
+      patch: { fireAt: T + 5_000 },
+    });
     assert.equal(moved.kind, 'ok');
     // Without telling the scheduler: the stale entries must not fire.
     await tick(2_500);
@@ -127,7 +167,10 @@ describe('Scheduler on a SimClock', () => {
     await tick(2_499);
     assert.equal(claimed.length, 0);
     await tick(1);
-    assert.deepEqual(claimed.map((x) => [x.event.id, x.atMs - T]), [['m', 5_000]]);
+    assert.deepEqual(
+      claimed.map((x) => [x.event.id, x.atMs - T]),
+      [['m', 5_000]],
+    );
   });
 
   it('never fires early when the wall clock jumps backwards', async () => {
@@ -162,7 +205,10 @@ describe('Scheduler on a SimClock', () => {
     const [e] = await insertAll(store, [newEvent(tenant, 'soon', { fireAt: T + 500 })], clock.now());
     scheduler.notifyEvents([e]);
     await tick(500);
-    assert.deepEqual(claimed.map((c) => [c.event.id, c.atMs - T]), [['soon', 500]]);
+    assert.deepEqual(
+      claimed.map((c) => [c.event.id, c.atMs - T]),
+      [['soon', 500]],
+    );
   });
 
   it('the overdue sweep finds rows written behind the cursor without a notification', async () => {
@@ -172,20 +218,32 @@ describe('Scheduler on a SimClock', () => {
     // Another process writes an event due before the cursor and tells nobody.
     await insertAll(store, [newEvent(tenant, 'foreign', { fireAt: T + 100 })], T);
     await tick(1_999);
-    assert.deepEqual(claimed.map((c) => c.event.id), []);
+    assert.deepEqual(
+      claimed.map((c) => c.event.id),
+      [],
+    );
     await tick(1); // the sweep at T + 2 s takes rows overdue by the 1 s grace
-    assert.deepEqual(claimed.map((c) => [c.event.id, c.atMs - T]), [['foreign', 2_000]]);
+    assert.deepEqual(
+      claimed.map((c) => [c.event.id, c.atMs - T]),
+      [['foreign', 2_000]],
+    );
   });
 
   it('while the node is at its claim bound, due events wait unclaimed and the sweep still finds rows behind the cursor', async () => {
     backlog = 20_000; // the dispatcher is full: nothing is claimed
-    const held = Array.from({ length: 100 }, (_, i) => newEvent(tenant, `held-${i}`, { fireAt: T + 500 + Math.floor(i / 50) * 100 }));
+    const held = Array.from({ length: 100 }, (_, i) =>
+      newEvent(tenant, `held-${i}`, { fireAt: T + 500 + Math.floor(i / 50) * 100 }),
+    );
     await insertAll(store, held, T);
     scheduler.start();
     await tick(0);
     assert.equal(scheduler.pending, 100);
     // Written by another process: one older than everything held, one among them.
-    await insertAll(store, [newEvent(tenant, 'older', { fireAt: T + 400 }), newEvent(tenant, 'among', { fireAt: T + 550 })], T);
+    await insertAll(
+      store,
+      [newEvent(tenant, 'older', { fireAt: T + 400 }), newEvent(tenant, 'among', { fireAt: T + 550 })],
+      T,
+    );
     await tick(10_000); // five sweeps
     assert.equal(claimed.length, 0);
     assert.equal(scheduler.pending, 102, 'both rows joined the events held');

@@ -8,6 +8,7 @@
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
+import { runEvery } from '../core/loop.ts';
 import type { SourceRecord, SourceStore } from '../store/sources.ts';
 import type { ReaderReport } from './kafka/reader.ts';
 
@@ -18,6 +19,24 @@ const PAGE = 500;
 export interface Reader {
   start(): Promise<void>;
   stop(): Promise<void>;
+}
+
+/**
+ * A reader whose module (and so its client library) is loaded when it starts: a node with no
+ * source never loads one. `stop` before the load ended stops the reader once it is made.
+ */
+export function lazyReader(load: () => Promise<Reader>): Reader {
+  let made: Promise<Reader> | null = null;
+  return {
+    async start() {
+      made ??= load();
+      await (await made).start();
+    },
+    async stop() {
+      const reader = await made?.catch(() => null);
+      await reader?.stop();
+    },
+  };
 }
 
 export interface SourceManagerDeps {
@@ -36,7 +55,11 @@ export interface SourceManagerOptions {
   backoffMsMax: number;
 }
 
-export const SOURCE_MANAGER_DEFAULTS: SourceManagerOptions = { pollMs: 1_000, backoffMsMin: 1_000, backoffMsMax: 30_000 };
+export const SOURCE_MANAGER_DEFAULTS: SourceManagerOptions = {
+  pollMs: 1_000,
+  backoffMsMin: 1_000,
+  backoffMsMax: 30_000,
+};
 
 interface Running {
   version: number;
@@ -59,7 +82,10 @@ export class SourceManager {
   /** Readers of deleted sources leaving their groups: stop() waits for them. */
   private readonly stopping = new Set<Promise<void>>();
 
-  constructor(private readonly deps: SourceManagerDeps, opts: Partial<SourceManagerOptions> = {}) {
+  constructor(
+    private readonly deps: SourceManagerDeps,
+    opts: Partial<SourceManagerOptions> = {},
+  ) {
     this.opts = { ...SOURCE_MANAGER_DEFAULTS, ...opts };
   }
 
@@ -78,7 +104,8 @@ export class SourceManager {
       const key = keyOf(source);
       seen.add(key);
       const cur = this.running.get(key);
-      if (cur && cur.version === source.version && !(cur.failed && this.deps.clock.monotonicMs() >= cur.retryAtMs)) continue;
+      if (cur && cur.version === source.version && !(cur.failed && this.deps.clock.monotonicMs() >= cur.retryAtMs))
+        continue;
       if (cur?.reader) await cur.reader.stop();
       // Not awaited: a broker that does not answer holds up only its own source.
       const started = this.startReader(source, cur && cur.version === source.version ? cur.backoffMs : 0);
@@ -100,7 +127,13 @@ export class SourceManager {
 
   private async startReader(source: SourceRecord, lastBackoffMs: number): Promise<void> {
     const key = keyOf(source);
-    const entry: Running = { version: source.version, reader: null, retryAtMs: 0, backoffMs: lastBackoffMs, failed: false };
+    const entry: Running = {
+      version: source.version,
+      reader: null,
+      retryAtMs: 0,
+      backoffMs: lastBackoffMs,
+      failed: false,
+    };
     this.running.set(key, entry);
     const report = (r: ReaderReport) => this.report(source, r);
     const fail = (err: Error) => {
@@ -109,8 +142,16 @@ export class SourceManager {
       entry.backoffMs = Math.min(this.opts.backoffMsMax, Math.max(this.opts.backoffMsMin, entry.backoffMs * 2));
       entry.retryAtMs = this.deps.clock.monotonicMs() + entry.backoffMs;
       this.deps.onReaderFailed?.(source, err);
-      this.deps.logger.warn({ source: source.name, tenantId: source.tenantId, err: err.message, retryInMs: entry.backoffMs }, 'source reader failed');
-      report({ acceptedAdd: 0, rejectedAdd: 0, errors: [{ at: this.deps.clock.now(), message: `reader failed: ${err.message}`.slice(0, 500) }], state: 'failing' }).catch(() => {});
+      this.deps.logger.warn(
+        { source: source.name, tenantId: source.tenantId, err: err.message, retryInMs: entry.backoffMs },
+        'source reader failed',
+      );
+      report({
+        acceptedAdd: 0,
+        rejectedAdd: 0,
+        errors: [{ at: this.deps.clock.now(), message: `reader failed: ${err.message}`.slice(0, 500) }],
+        state: 'failing',
+      }).catch(() => {});
       const reader = entry.reader;
       entry.reader = null;
       reader?.stop().catch(() => {});
@@ -128,20 +169,18 @@ export class SourceManager {
   }
 
   private async report(source: SourceRecord, r: ReaderReport): Promise<void> {
-    await this.deps.store.sourceReport({ tenantId: source.tenantId, name: source.name, ...r, now: this.deps.clock.now() });
+    await this.deps.store.sourceReport({
+      tenantId: source.tenantId,
+      name: source.name,
+      ...r,
+      now: this.deps.clock.now(),
+    });
   }
 
   start(): void {
-    this.loop ??= (async () => {
-      while (!this.abort.signal.aborted) {
-        try {
-          await this.runOnce();
-        } catch (err) {
-          this.deps.logger.warn({ err: (err as Error).message }, 'reading the sources failed');
-        }
-        await this.deps.clock.sleep(this.opts.pollMs, this.abort.signal).catch(() => {});
-      }
-    })();
+    this.loop ??= runEvery(this.deps.clock, this.opts.pollMs, this.abort.signal, () => this.runOnce(), {
+      onError: (err) => this.deps.logger.warn({ err: (err as Error).message }, 'reading the sources failed'),
+    });
   }
 
   /** Stops the loop and every reader (each leaves its consumer group). */

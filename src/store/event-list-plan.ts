@@ -56,7 +56,12 @@ export function listKey(p: EventListParams): ListKey {
 
 export function listPlan(p: EventListParams): ListPlan {
   const key = listKey(p);
-  const given = { state: p.state !== undefined, destination: p.destination !== undefined, group: p.group !== undefined, type: p.type !== undefined };
+  const given = {
+    state: p.state !== undefined,
+    destination: p.destination !== undefined,
+    group: p.group !== undefined,
+    type: p.type !== undefined,
+  };
   const residual =
     p.fromMs !== undefined ||
     p.toMs !== undefined ||
@@ -87,7 +92,11 @@ export function listNextCursor(hitSeqs: number[], limit: number, walkEndSeq: num
  * page only tells that there is more); `walkEndSeq` as for listNextCursor.
  */
 export function listPage(rows: EventRow[], limit: number, walkEndSeq: number | null): EventListPage {
-  const nextCursor = listNextCursor(rows.map((r) => r.seq), limit, walkEndSeq);
+  const nextCursor = listNextCursor(
+    rows.map((r) => r.seq),
+    limit,
+    walkEndSeq,
+  );
   if (rows.length > limit) rows.length = limit;
   return { events: rows.map(eventFromRow), nextCursor };
 }
@@ -98,6 +107,9 @@ export function encodeSeqCursor(seq: number): string {
 
 export function decodeSeqCursor(cursor: string): number {
   const seq = Number(Buffer.from(cursor, 'base64url').toString());
-  if (!Number.isSafeInteger(seq) || seq < 1) throw new BelfryError('invalid_request', 'cursor: not a cursor of this list', [{ field: 'cursor', message: 'not a cursor of this list' }]);
+  if (!Number.isSafeInteger(seq) || seq < 1)
+    throw new BelfryError('invalid_request', 'cursor: not a cursor of this list', [
+      { field: 'cursor', message: 'not a cursor of this list' },
+    ]);
   return seq;
 }

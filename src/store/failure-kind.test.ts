@@ -40,7 +40,7 @@ describe('storeFailureKind', () => {
 });
 
 describe('isStoreFull', () => {
-  it('is true of StoreFullError and of the drivers\' disk-full codes only', () => {
+  it("is true of StoreFullError and of the drivers' disk-full codes only", () => {
     assert.equal(isStoreFull(new StoreFullError('full')), true);
     assert.equal(isStoreFull(withCode('SQLITE_FULL')), true);
     assert.equal(isStoreFull(withCode('53100')), true);

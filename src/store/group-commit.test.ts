@@ -49,10 +49,24 @@ describe('GroupCommitter', async () => {
   it('bounds a transaction and keeps requests whole', async () => {
     const tenant = await newTenant(store);
     const calls: number[] = [];
-    const gc = new GroupCommitter({ eventInsertMany: (p) => (calls.push(p.events.length), store.eventInsertMany(p)) }, () => Date.now(), { batchEventsMax: 250 });
-    await Promise.all(Array.from({ length: 10 }, (_, i) => gc.insert(Array.from({ length: 100 }, (_, j) => newEvent(tenant, `b-${i}-${j}`)))));
-    assert.ok(calls.every((n) => n <= 250 && n % 100 === 0), `batches ${calls}`);
-    assert.equal(calls.reduce((a, b) => a + b, 0), 1_000);
+    const gc = new GroupCommitter(
+      { eventInsertMany: (p) => (calls.push(p.events.length), store.eventInsertMany(p)) },
+      () => Date.now(),
+      { batchEventsMax: 250 },
+    );
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        gc.insert(Array.from({ length: 100 }, (_, j) => newEvent(tenant, `b-${i}-${j}`))),
+      ),
+    );
+    assert.ok(
+      calls.every((n) => n <= 250 && n % 100 === 0),
+      `batches ${calls}`,
+    );
+    assert.equal(
+      calls.reduce((a, b) => a + b, 0),
+      1_000,
+    );
   });
 
   it('bounds a transaction in payload bytes (UTF-8, not characters); a request larger than the bound goes alone', async () => {
@@ -60,7 +74,10 @@ describe('GroupCommitter', async () => {
     const calls: { ids: string[]; payloadBytes: number }[] = [];
     const recording = {
       eventInsertMany: (p: EventInsertManyParams) => {
-        calls.push({ ids: p.events.map((e) => e.id), payloadBytes: p.events.reduce((sum, e) => sum + Buffer.byteLength(e.payload), 0) });
+        calls.push({
+          ids: p.events.map((e) => e.id),
+          payloadBytes: p.events.reduce((sum, e) => sum + Buffer.byteLength(e.payload), 0),
+        });
         return store.eventInsertMany(p);
       },
     };
@@ -79,23 +96,34 @@ describe('GroupCommitter', async () => {
       calls.map((c) => c.ids),
       [['a-0', 'a-1', 'b-0'], ['c-0'], ['d-0', 'd-1', 'd-2'], ['e-0', 'f-0'], ['g-0']],
     );
-    assert.deepEqual(calls.map((c) => c.payloadBytes), [900, 300, 3_000, 804, 402]);
+    assert.deepEqual(
+      calls.map((c) => c.payloadBytes),
+      [900, 300, 3_000, 804, 402],
+    );
     assert.ok(answers.flat().every((r) => r.kind === 'created'));
-    assert.deepEqual(answers.map((r) => r.length), [2, 1, 1, 3, 1, 1, 1]);
+    assert.deepEqual(
+      answers.map((r) => r.length),
+      [2, 1, 1, 3, 1, 1, 1],
+    );
   });
 
   it('by default merges up to 4 MiB of payloads in one transaction', async () => {
     assert.equal(GROUP_COMMIT_PAYLOAD_BYTES_MAX, 4 * 1024 * 1024);
     const tenant = await newTenant(store);
     const calls: number[] = [];
-    const gc = new GroupCommitter({ eventInsertMany: (p) => (calls.push(p.events.length), store.eventInsertMany(p)) }, () => Date.now());
+    const gc = new GroupCommitter(
+      { eventInsertMany: (p) => (calls.push(p.events.length), store.eventInsertMany(p)) },
+      () => Date.now(),
+    );
     // Ten requests of 1 MiB of payloads (four events of 256 KiB each): four per transaction.
     await Promise.all(Array.from({ length: 10 }, (_, i) => gc.insert(events(tenant, `m${i}`, 4, 256 * 1024))));
     assert.deepEqual(calls, [16, 16, 8]);
   });
 
   it('rejects every caller of a failed transaction', async () => {
-    const gc = new GroupCommitter({ eventInsertMany: async () => Promise.reject(new Error('disk full')) }, () => Date.now());
+    const gc = new GroupCommitter({ eventInsertMany: async () => Promise.reject(new Error('disk full')) }, () =>
+      Date.now(),
+    );
     const results = await Promise.allSettled([gc.insert([]), gc.insert([])]);
     assert.ok(results.every((r) => r.status === 'rejected' && /disk full/.test(String(r.reason))));
   });
@@ -105,7 +133,11 @@ describe('GroupCommitter', async () => {
     const gate = slowStore(store);
     let rejectedCount = 0;
     // One transaction in flight: the second would take the queue at once (the next test shows two).
-    const gc = new GroupCommitter(gate, () => Date.now(), { flushesInFlightMax: 1, queueEventsMax: 300, onRejected: () => rejectedCount++ });
+    const gc = new GroupCommitter(gate, () => Date.now(), {
+      flushesInFlightMax: 1,
+      queueEventsMax: 300,
+      onRejected: () => rejectedCount++,
+    });
     const inFlight = gc.insert(events(tenant, 'q0', 100));
     await gate.started(1);
     const queued = [gc.insert(events(tenant, 'q1', 200)), gc.insert(events(tenant, 'q2', 100))];
@@ -114,7 +146,8 @@ describe('GroupCommitter', async () => {
     assert.equal(rejectedCount, 1);
     assert.equal(gc.pendingEvents, 300, 'a refused insert takes no room');
     gate.open();
-    for (const results of await Promise.all([inFlight, ...queued])) assert.ok(results.every((r) => r.kind === 'created'));
+    for (const results of await Promise.all([inFlight, ...queued]))
+      assert.ok(results.every((r) => r.kind === 'created'));
     assert.equal(gc.pendingEvents, 0);
     assert.equal((await gc.insert(events(tenant, 'q4', 1)))[0].kind, 'created');
   });
@@ -136,7 +169,10 @@ describe('GroupCommitter', async () => {
     const [a, b, c] = await Promise.all([first, second, third]);
     assert.deepEqual([a.length, b.length, c.length], [10, 20, 30]);
     assert.ok([...a, ...b, ...c].every((r) => r.kind === 'created'));
-    assert.deepEqual(c.map((r) => r.event.id), events(tenant, 'f2', 30).map((e) => e.id));
+    assert.deepEqual(
+      c.map((r) => r.event.id),
+      events(tenant, 'f2', 30).map((e) => e.id),
+    );
     assert.equal(gate.calls(), 3);
     assert.equal(gc.pendingEvents, 0);
   });
@@ -144,7 +180,11 @@ describe('GroupCommitter', async () => {
   it('bounds the queue in payload characters too, and always takes an insert into an empty queue', async () => {
     const tenant = await newTenant(store);
     const gate = slowStore(store);
-    const gc = new GroupCommitter(gate, () => Date.now(), { flushesInFlightMax: 1, queueEventsMax: 10, queuePayloadCharsMax: 1_000 });
+    const gc = new GroupCommitter(gate, () => Date.now(), {
+      flushesInFlightMax: 1,
+      queueEventsMax: 10,
+      queuePayloadCharsMax: 1_000,
+    });
     // Bigger than either bound, but the queue is empty: it goes (else it could never go).
     const big = gc.insert(events(tenant, 'p0', 20, 100));
     await gate.started(1);
@@ -159,12 +199,18 @@ describe('GroupCommitter', async () => {
 
 /** `n` events with ids `<prefix>-<i>` and payloads of `payloadChars` characters. */
 function events(tenant: string, prefix: string, n: number, payloadChars = 2): NewEvent[] {
-  return Array.from({ length: n }, (_, i) => ({ ...newEvent(tenant, `${prefix}-${i}`), payload: JSON.stringify('x'.repeat(payloadChars - 2)) }));
+  return Array.from({ length: n }, (_, i) => ({
+    ...newEvent(tenant, `${prefix}-${i}`),
+    payload: JSON.stringify('x'.repeat(payloadChars - 2)),
+  }));
 }
 
 /** `n` events with ids `<prefix>-<i>` whose payload is the JSON string `text`. */
 function eventsOf(tenant: string, prefix: string, n: number, text: string): NewEvent[] {
-  return Array.from({ length: n }, (_, i) => ({ ...newEvent(tenant, `${prefix}-${i}`), payload: JSON.stringify(text) }));
+  return Array.from({ length: n }, (_, i) => ({
+    ...newEvent(tenant, `${prefix}-${i}`),
+    payload: JSON.stringify(text),
+  }));
 }
 
 /** A store whose inserts wait until `open()`: a disk or a primary that has fallen behind. */

@@ -103,7 +103,9 @@ export class GroupCommitter {
     if (!this.fits(events.length, payloadChars)) {
       this.opts.onRejected?.();
       return Promise.reject(
-        new WriteQueueFullError(`the write queue is full (${this.queuedEvents} events, ${this.queuedPayloadChars} payload characters waiting for the store)`),
+        new WriteQueueFullError(
+          `the write queue is full (${this.queuedEvents} events, ${this.queuedPayloadChars} payload characters waiting for the store)`,
+        ),
       );
     }
     // Counted once a request is let in: a scan of its payloads, far cheaper than their insert.
@@ -118,7 +120,10 @@ export class GroupCommitter {
 
   private fits(events: number, payloadChars: number): boolean {
     if (this.queue.length === 0) return true;
-    return this.queuedEvents + events <= this.queueEventsMax && this.queuedPayloadChars + payloadChars <= this.queuePayloadCharsMax;
+    return (
+      this.queuedEvents + events <= this.queueEventsMax &&
+      this.queuedPayloadChars + payloadChars <= this.queuePayloadCharsMax
+    );
   }
 
   private schedule(): void {
@@ -163,7 +168,10 @@ export class GroupCommitter {
 
   /** Whether `next` fits a transaction that holds `events` events and `payloadBytes` bytes already. */
   private joins(next: Pending, events: number, payloadBytes: number): boolean {
-    return events + next.events.length <= this.batchEventsMax && payloadBytes + next.payloadBytes <= this.transactionPayloadBytesMax;
+    return (
+      events + next.events.length <= this.batchEventsMax &&
+      payloadBytes + next.payloadBytes <= this.transactionPayloadBytesMax
+    );
   }
 
   /** Events waiting for a transaction (for metrics and back-pressure). */

@@ -12,9 +12,11 @@ export function checkShardAssignments(assignments: { shard: number; nodeId: stri
   }
   const seen = new Set<number>();
   for (const a of assignments) {
-    if (!Number.isInteger(a.shard) || a.shard < 0) throw new RangeError(`shardAssign: shard must be an integer ≥ 0, got ${a.shard}`);
+    if (!Number.isInteger(a.shard) || a.shard < 0)
+      throw new RangeError(`shardAssign: shard must be an integer ≥ 0, got ${a.shard}`);
     if (seen.has(a.shard)) throw new RangeError(`shardAssign: shard ${a.shard} assigned twice`);
-    if (typeof a.nodeId !== 'string' || a.nodeId === '') throw new RangeError(`shardAssign: shard ${a.shard} has no node id`);
+    if (typeof a.nodeId !== 'string' || a.nodeId === '')
+      throw new RangeError(`shardAssign: shard ${a.shard} has no node id`);
     seen.add(a.shard);
   }
 }

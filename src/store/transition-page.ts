@@ -21,7 +21,10 @@ export interface TransitionPage {
   nextCursor: string | null;
 }
 
-export async function transitionPage(store: Pick<Store, 'transitionList'>, p: TransitionPageParams): Promise<TransitionPage> {
+export async function transitionPage(
+  store: Pick<Store, 'transitionList'>,
+  p: TransitionPageParams,
+): Promise<TransitionPage> {
   const afterSeq = p.cursor === undefined ? 0 : decodeSeqCursor(p.cursor);
   const rows = await store.transitionList({ tenantId: p.tenantId, eventId: p.eventId, afterSeq, limit: p.limit + 1 });
   const more = rows.length > p.limit;

@@ -75,7 +75,14 @@ export async function uiRoutes(app: FastifyInstance): Promise<void> {
       reply.header('cache-control', 'no-cache');
       return payload;
     });
-    await scope.register(fastifyStatic, { root: PUBLIC_DIR, prefix: '/ui/', index: 'index.html', cacheControl: false, etag: true, lastModified: true });
+    await scope.register(fastifyStatic, {
+      root: PUBLIC_DIR,
+      prefix: '/ui/',
+      index: 'index.html',
+      cacheControl: false,
+      etag: true,
+      lastModified: true,
+    });
     scope.get('/ui', { schema: { hide: true } }, (_request, reply) => reply.redirect('/ui/'));
     scope.get<{ Params: { file: string } }>('/ui/vendor/:file', { schema: { hide: true } }, (request, reply) => {
       const found = vendor.get(request.params.file);

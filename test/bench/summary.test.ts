@@ -17,13 +17,25 @@ test('bestPeer: highest rate or lowest latency among complete peers; an incomple
   ];
   const high = bestPeer(peers, 'higher');
   assert.equal(high.best?.system, 'graphile-worker');
-  assert.deepEqual(high.passedOver.map((p) => p.system), ['bullmq']);
+  assert.deepEqual(
+    high.passedOver.map((p) => p.system),
+    ['bullmq'],
+  );
   const low = bestPeer(peers, 'lower');
   assert.equal(low.best?.system, 'pg-boss');
   assert.deepEqual(low.passedOver, [], 'an incomplete peer that is worse anyway is not worth a note');
-  const none = bestPeer([{ system: 'bullmq', value: 1, incomplete: '1 undelivered' }, { system: 'pg-boss', value: NaN, incomplete: null }], 'higher');
+  const none = bestPeer(
+    [
+      { system: 'bullmq', value: 1, incomplete: '1 undelivered' },
+      { system: 'pg-boss', value: NaN, incomplete: null },
+    ],
+    'higher',
+  );
   assert.equal(none.best, null);
-  assert.deepEqual(none.passedOver.map((p) => p.system), ['bullmq']);
+  assert.deepEqual(
+    none.passedOver.map((p) => p.system),
+    ['bullmq'],
+  );
 });
 
 test('ratioTo and formatRatio', () => {
@@ -39,10 +51,30 @@ test('ratioTo and formatRatio', () => {
 
 test('summaryFigures: ratios per Belfry column against the best complete peer, none for counts or without peers', () => {
   const results = [
-    result('fire', 'belfry-sqlite', { 'deliveries/s': 12_000, 'due → last delivery': 500, undelivered: 0, 'CPU µs per event': 40 }),
-    result('fire', 'belfry-postgres', { 'deliveries/s': 6_000, 'due → last delivery': 1_000, undelivered: 0, 'CPU µs per event': 120 }),
-    result('fire', 'bullmq', { 'deliveries/s': 20_000, 'due → last delivery': 250, undelivered: 7, 'CPU µs per event': 30 }),
-    result('fire', 'pg-boss', { 'deliveries/s': 8_000, 'due → last delivery': 2_000, undelivered: 0, 'CPU µs per event': 200 }),
+    result('fire', 'belfry-sqlite', {
+      'deliveries/s': 12_000,
+      'due → last delivery': 500,
+      undelivered: 0,
+      'CPU µs per event': 40,
+    }),
+    result('fire', 'belfry-postgres', {
+      'deliveries/s': 6_000,
+      'due → last delivery': 1_000,
+      undelivered: 0,
+      'CPU µs per event': 120,
+    }),
+    result('fire', 'bullmq', {
+      'deliveries/s': 20_000,
+      'due → last delivery': 250,
+      undelivered: 7,
+      'CPU µs per event': 30,
+    }),
+    result('fire', 'pg-boss', {
+      'deliveries/s': 8_000,
+      'due → last delivery': 2_000,
+      undelivered: 0,
+      'CPU µs per event': 200,
+    }),
     result('burst', 'belfry-sqlite', { 'deliveries/s': 9_000 }),
   ];
   const figures = summaryFigures(results);
@@ -91,7 +123,7 @@ test('summaryLines: single-event ingest is shown as a share of the do-nothing JS
   assert.match(lines, /\| do-nothing JSON API, single creates \| 32,000 \|/);
 });
 
-test('summaryFigures: Belfry\'s return=minimal batch figure is compared with the peers\' own bulk figure, and left out without Belfry', () => {
+test("summaryFigures: Belfry's return=minimal batch figure is compared with the peers' own bulk figure, and left out without Belfry", () => {
   const results = [
     result('ingest', 'belfry-sqlite', { 'batch events/s': 60_000, 'batch events/s, Prefer: return=minimal': 72_000 }),
     result('ingest', 'pg-boss', { 'batch events/s': 80_000 }),
@@ -101,5 +133,8 @@ test('summaryFigures: Belfry\'s return=minimal batch figure is compared with the
   assert.deepEqual(minimal.values, { 'belfry-sqlite': 72_000, 'pg-boss': 80_000, 'graphile-worker': 90_000 });
   assert.deepEqual(minimal.bestPeer, { system: 'graphile-worker', value: 90_000 });
   assert.equal(minimal.ratioToBestPeer['belfry-sqlite'], 0.8);
-  assert.equal(summaryFigures(results.slice(1)).find((f) => f.metric === 'batch events/s, Prefer: return=minimal'), undefined);
+  assert.equal(
+    summaryFigures(results.slice(1)).find((f) => f.metric === 'batch events/s, Prefer: return=minimal'),
+    undefined,
+  );
 });

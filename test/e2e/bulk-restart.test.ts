@@ -39,31 +39,55 @@ describe('bulk job across a SIGKILL', () => {
     node = await startNodeProcess(args);
     const tenant = await api(node.url, ADMIN_KEY, 'POST', '/v1/tenants', { name: 'e2e-bulk' });
     const key = (await api(node.url, ADMIN_KEY, 'POST', `/v1/tenants/${tenant.body.id}/keys`, {})).body.key as string;
-    assert.equal((await api(node.url, key, 'PUT', '/v1/destinations/rx', { url: 'http://127.0.0.1:9/unused' })).status, 201);
+    assert.equal(
+      (await api(node.url, key, 'PUT', '/v1/destinations/rx', { url: 'http://127.0.0.1:9/unused' })).status,
+      201,
+    );
     const base = Date.now() + 24 * HOUR;
     for (let b = 0; b < EVENTS; b += 1_000) {
-      const events = Array.from({ length: 1_000 }, (_, k) => ({ id: `s-${b + k}`, destination: 'rx', fireAt: base + b + k, type: 'shift.me' }));
+      const events = Array.from({ length: 1_000 }, (_, k) => ({
+        id: `s-${b + k}`,
+        destination: 'rx',
+        fireAt: base + b + k,
+        type: 'shift.me',
+      }));
       assert.equal((await api(node.url, key, 'POST', '/v1/events/batch', { events })).status, 200);
     }
-    const started = await api(node.url, key, 'POST', '/v1/events/bulk', { filter: { type: 'shift.me' }, action: { shift: '+1h' } });
+    const started = await api(node.url, key, 'POST', '/v1/events/bulk', {
+      filter: { type: 'shift.me' },
+      action: { shift: '+1h' },
+    });
     assert.equal(started.status, 202, JSON.stringify(started.body));
     const id = started.body.id as string;
     const status = async (n: NodeProcess) => (await api(n.url, key, 'GET', `/v1/bulk/${id}`)).body;
-    const mid = await waitFor('the job to be part way', async () => {
-      const s = await status(node!);
-      return s.state === 'running' && s.done >= 1_000 ? s : null;
-    }, 60_000);
+    const mid = await waitFor(
+      'the job to be part way',
+      async () => {
+        const s = await status(node!);
+        return s.state === 'running' && s.done >= 1_000 ? s : null;
+      },
+      60_000,
+    );
     await killNodeProcess(node);
     const doneBeforeKill = mid.done;
 
     node = await startNodeProcess(args);
     const afterRestart = await status(node);
-    assert.ok(afterRestart.done >= doneBeforeKill && afterRestart.done < EVENTS, `resumes part way: ${JSON.stringify(afterRestart)}`);
-    const final = await waitFor('the job to finish', async () => {
-      const s = await status(node!);
-      return s.state === 'running' ? null : s;
-    }, 120_000);
-    console.log(`bulk restart: killed at ${doneBeforeKill} of ${EVENTS} done; finished ${JSON.stringify({ state: final.state, matched: final.matched, done: final.done, skipped: final.skipped })}`);
+    assert.ok(
+      afterRestart.done >= doneBeforeKill && afterRestart.done < EVENTS,
+      `resumes part way: ${JSON.stringify(afterRestart)}`,
+    );
+    const final = await waitFor(
+      'the job to finish',
+      async () => {
+        const s = await status(node!);
+        return s.state === 'running' ? null : s;
+      },
+      120_000,
+    );
+    console.log(
+      `bulk restart: killed at ${doneBeforeKill} of ${EVENTS} done; finished ${JSON.stringify({ state: final.state, matched: final.matched, done: final.done, skipped: final.skipped })}`,
+    );
     assert.deepEqual([final.state, final.matched, final.done, final.skipped], ['succeeded', EVENTS, EVENTS, 0]);
 
     // Every event moved by exactly one hour: none twice, none missed.
@@ -71,7 +95,9 @@ describe('bulk job across a SIGKILL', () => {
     let seen = 0;
     let cursor: string | null = null;
     do {
-      const page: { events: { id: string; fireAt: string }[]; nextCursor: string | null } = (await api(node.url, key, 'GET', `/v1/events?type=shift.me&limit=1000${cursor ? `&cursor=${cursor}` : ''}`)).body;
+      const page: { events: { id: string; fireAt: string }[]; nextCursor: string | null } = (
+        await api(node.url, key, 'GET', `/v1/events?type=shift.me&limit=1000${cursor ? `&cursor=${cursor}` : ''}`)
+      ).body;
       for (const e of page.events) {
         seen += 1;
         const i = Number(e.id.slice(2));
@@ -82,6 +108,10 @@ describe('bulk job across a SIGKILL', () => {
     assert.equal(seen, EVENTS);
     assert.deepEqual(wrong.slice(0, 5), [], `${wrong.length} events not shifted exactly once`);
     const trace = (await api(node.url, key, 'GET', '/v1/events/s-0/transitions')).body.transitions;
-    assert.deepEqual(trace.map((t: { kind: string }) => t.kind), ['created', 'updated'], 'one shift, one transition');
+    assert.deepEqual(
+      trace.map((t: { kind: string }) => t.kind),
+      ['created', 'updated'],
+      'one shift, one transition',
+    );
   });
 });

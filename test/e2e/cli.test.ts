@@ -32,7 +32,8 @@ function cli(args: string[], env: Record<string, string>): Promise<CliResult> {
       [BIN, ...args],
       { env: { ...process.env, ...env }, timeout: CLI_RUN_MS_MAX, killSignal: 'SIGKILL' },
       (error, stdout, stderr) => {
-        if (error && typeof error.code !== 'number') return reject(new Error(`belfry ${args.join(' ')}: ${error.message}\n${stderr}`));
+        if (error && typeof error.code !== 'number')
+          return reject(new Error(`belfry ${args.join(' ')}: ${error.message}\n${stderr}`));
         resolve({ code: error ? Number(error.code) : 0, stdout, stderr });
       },
     );
@@ -71,7 +72,10 @@ describe('belfry CLI against a real node', { timeout: 120_000 }, () => {
     const human = await ok(['tenants', 'create', 'acme-human'], adminEnv);
     assert.match(human, /^id\s+\S+$/m);
     assert.match(human, /^name\s+acme-human$/m);
-    const tenant = JSON.parse(await ok(['tenants', 'create', 'acme', '--json'], adminEnv)) as { id: string; name: string };
+    const tenant = JSON.parse(await ok(['tenants', 'create', 'acme', '--json'], adminEnv)) as {
+      id: string;
+      name: string;
+    };
     assert.equal(tenant.name, 'acme');
     assert.ok(tenant.id);
     tenantId = tenant.id;
@@ -94,11 +98,28 @@ describe('belfry CLI against a real node', { timeout: 120_000 }, () => {
   });
 
   it('events schedule posts a far-future event to a URL; the same again is idempotent', async () => {
-    const args = ['events', 'schedule', '--destination', DESTINATION_URL, '--fire-at', FIRE_AT_FAR, '--id', eventId, '--payload', '{"orderId":8812}', '--header', 'x-kind=timeout'];
+    const args = [
+      'events',
+      'schedule',
+      '--destination',
+      DESTINATION_URL,
+      '--fire-at',
+      FIRE_AT_FAR,
+      '--id',
+      eventId,
+      '--payload',
+      '{"orderId":8812}',
+      '--header',
+      'x-kind=timeout',
+    ];
     const human = await ok(args, tenantEnv);
     assert.match(human, /^scheduled$/m);
     assert.match(human, new RegExp(`^id\\s+${eventId}$`, 'm'));
-    const again = JSON.parse(await ok([...args, '--json'], tenantEnv)) as { id: string; state: string; payload: unknown };
+    const again = JSON.parse(await ok([...args, '--json'], tenantEnv)) as {
+      id: string;
+      state: string;
+      payload: unknown;
+    };
     assert.equal(again.id, eventId);
     assert.equal(again.state, 'scheduled');
     assert.deepEqual(again.payload, { orderId: 8812 });
@@ -108,7 +129,10 @@ describe('belfry CLI against a real node', { timeout: 120_000 }, () => {
     const human = await ok(['events', 'get', eventId], tenantEnv);
     assert.match(human, /^state\s+scheduled$/m);
     assert.match(human, /^destination\s+http:\/\/127\.0\.0\.1:9\/hook$/m);
-    const event = JSON.parse(await ok(['events', 'get', eventId, '--json'], tenantEnv)) as { fireAt: string; version: number };
+    const event = JSON.parse(await ok(['events', 'get', eventId, '--json'], tenantEnv)) as {
+      fireAt: string;
+      version: number;
+    };
     assert.equal(Date.parse(event.fireAt), Date.parse(FIRE_AT_FAR));
     assert.ok(Number.isInteger(event.version));
   });
@@ -117,7 +141,9 @@ describe('belfry CLI against a real node', { timeout: 120_000 }, () => {
     const human = await ok(['events', 'list', '--state', 'scheduled'], tenantEnv);
     assert.match(human, /^ID\s+STATE/);
     assert.match(human, new RegExp(`^${eventId}\\s+scheduled`, 'm'));
-    const page = JSON.parse(await ok(['events', 'list', '--limit', '10', '--json'], tenantEnv)) as { events: Array<{ id: string }> };
+    const page = JSON.parse(await ok(['events', 'list', '--limit', '10', '--json'], tenantEnv)) as {
+      events: Array<{ id: string }>;
+    };
     assert.ok(page.events.some((e) => e.id === eventId));
   });
 

@@ -29,8 +29,18 @@ async function writeStore(dataDir: string): Promise<string> {
   await store.tenantCreate({ id: 't', name: 't', settings: {}, createdAt: t0 });
   for (let b = 0; b < EVENTS; b += 1_000) {
     const events = Array.from({ length: 1_000 }, (_, i) => ({
-      tenantId: 't', id: `e-${b + i}`, shard: (b + i) % 256, fireAt: t0 + b + i, destination: { name: 'rx' },
-      payload: JSON.stringify({ n: b + i, note: 'an ordinary payload' }), headers: {}, group: null, retry: null, expireAt: null, tags: {}, requestHash: `h-${b + i}`,
+      tenantId: 't',
+      id: `e-${b + i}`,
+      shard: (b + i) % 256,
+      fireAt: t0 + b + i,
+      destination: { name: 'rx' },
+      payload: JSON.stringify({ n: b + i, note: 'an ordinary payload' }),
+      headers: {},
+      group: null,
+      retry: null,
+      expireAt: null,
+      tags: {},
+      requestHash: `h-${b + i}`,
     }));
     await store.eventInsertMany({ events, now: t0 });
   }
@@ -78,9 +88,14 @@ describe('a damaged database file at start (real file, real node process)', () =
     const refused = await startRefused(dir);
     assert.equal(refused.signal, null, `still running after ${REFUSAL_MS_MAX} ms\n${refused.output.slice(-2000)}`);
     assert.equal(refused.code, 1, refused.output.slice(-2000));
-    assert.ok(refused.output.includes(`the database file ${file} is damaged (PRAGMA quick_check: `), refused.output.slice(-2000));
+    assert.ok(
+      refused.output.includes(`the database file ${file} is damaged (PRAGMA quick_check: `),
+      refused.output.slice(-2000),
+    );
     assert.ok(!refused.output.includes('"msg":"listening"'), 'it never listened');
-    console.log(`damaged pages ${Math.floor(pages / 2)}..${Math.floor(pages / 2) + GARBAGE_PAGES - 1} of ${pages}: refused in ${Math.round(refused.elapsedMs)} ms: ${refused.output.split('\n').find((l) => l.startsWith('error: '))}`);
+    console.log(
+      `damaged pages ${Math.floor(pages / 2)}..${Math.floor(pages / 2) + GARBAGE_PAGES - 1} of ${pages}: refused in ${Math.round(refused.elapsedMs)} ms: ${refused.output.split('\n').find((l) => l.startsWith('error: '))}`,
+    );
   });
 
   it('the header page overwritten with garbage: refuses to start the same way', async () => {

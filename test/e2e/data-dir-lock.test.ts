@@ -2,18 +2,24 @@
  * The SQLite data-dir lock with real processes:
  * - a node killed with SIGKILL and left unreaped (a zombie, as under a parent that never waits,
  *   e.g. node as pid 1 in a container) does not keep the lock: a new node starts on its dir at
- *   once, even with the old scheme's pid file naming the zombie or a live process;
+ *   once (no pid is compared, so a zombie's or a reused pid cannot block it);
  * - a second live node on the same dir fails at once with an error naming the dir.
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { after, describe, it } from 'node:test';
-import { LEGACY_PID_FILE_NAME } from '../../src/store/sqlite/data-dir-lock.ts';
-import { BIN, killNodeProcess, listeningPort, NODE_START_MS_MAX, startNodeProcess, type NodeProcess } from '../support/process.ts';
+import {
+  BIN,
+  killNodeProcess,
+  listeningPort,
+  NODE_START_MS_MAX,
+  startNodeProcess,
+  type NodeProcess,
+} from '../support/process.ts';
 
 const ADMIN_KEY = 'e2e-admin-key-0123456789abcdef';
 /** How long the non-reaping parent lives at most, should the test die before killing it. */
@@ -39,15 +45,22 @@ interface Orphaned {
  */
 async function startUnreapedNode(dataDir: string): Promise<Orphaned> {
   const script = `"$@" & echo "pid $!"; exec sleep ${PARENT_LIFETIME_S_MAX}`;
-  const parent = spawn('sh', ['-c', script, 'sh', process.execPath, BIN, 'start', '--port', '0', ...nodeArgs(dataDir)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const parent = spawn(
+    'sh',
+    ['-c', script, 'sh', process.execPath, BIN, 'start', '--port', '0', ...nodeArgs(dataDir)],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const output: string[] = [];
   parent.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
   const lines = createInterface({ input: parent.stdout! });
   let nodePid = 0;
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`node did not listen within ${NODE_START_MS_MAX}ms:\n${output.join('')}`)), NODE_START_MS_MAX);
+    const timer = setTimeout(
+      () => reject(new Error(`node did not listen within ${NODE_START_MS_MAX}ms:\n${output.join('')}`)),
+      NODE_START_MS_MAX,
+    );
     lines.on('line', (line) => {
       output.push(line + '\n');
       const pid = /^pid (\d+)$/.exec(line);
@@ -78,7 +91,8 @@ function procState(pid: number): string | null {
 async function waitForZombie(pid: number): Promise<void> {
   const deadlineMs = performance.now() + ZOMBIE_WAIT_MS_MAX;
   while (procState(pid) !== 'Z') {
-    if (performance.now() > deadlineMs) throw new Error(`pid ${pid} is in state ${procState(pid)}, not a zombie, after ${ZOMBIE_WAIT_MS_MAX}ms`);
+    if (performance.now() > deadlineMs)
+      throw new Error(`pid ${pid} is in state ${procState(pid)}, not a zombie, after ${ZOMBIE_WAIT_MS_MAX}ms`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
@@ -86,7 +100,9 @@ async function waitForZombie(pid: number): Promise<void> {
 /** Starts `belfry start` expecting it to fail; resolves with its exit code, output and duration. */
 async function startRefused(dataDir: string): Promise<{ code: number | null; output: string; elapsedMs: number }> {
   const startedMs = performance.now();
-  const child = spawn(process.execPath, [BIN, 'start', '--port', '0', ...nodeArgs(dataDir)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, 'start', '--port', '0', ...nodeArgs(dataDir)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -109,12 +125,10 @@ describe('data-dir lock with real processes', () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it('restarts at once after SIGKILL while the dead node is an unreaped zombie and a stale pid file names it', async () => {
+  it('restarts at once after SIGKILL while the dead node is an unreaped zombie', async () => {
     orphaned = await startUnreapedNode(dataDir);
     process.kill(orphaned.nodePid, 'SIGKILL');
     await waitForZombie(orphaned.nodePid);
-    // What the pid-file lock would have left: the zombie's pid, which kill(pid, 0) calls alive.
-    writeFileSync(join(dataDir, LEGACY_PID_FILE_NAME), `${orphaned.nodePid}\n`);
     node = await startNodeProcess(nodeArgs(dataDir));
     assert.equal(procState(orphaned.nodePid), 'Z', 'the dead node was still a zombie while the new one started');
   });
@@ -124,11 +138,5 @@ describe('data-dir lock with real processes', () => {
     assert.equal(refused.code, 1, refused.output);
     assert.ok(refused.output.includes(`data dir ${dataDir} is in use by another process`), refused.output);
     assert.ok(refused.elapsedMs < REFUSAL_MS_MAX, `took ${Math.round(refused.elapsedMs)}ms`);
-  });
-
-  it('restarts after SIGKILL when the stale pid file names a live process (a reused pid)', async () => {
-    await killNodeProcess(node!);
-    writeFileSync(join(dataDir, LEGACY_PID_FILE_NAME), `${process.pid}\n`);
-    node = await startNodeProcess(nodeArgs(dataDir));
   });
 });

@@ -52,7 +52,15 @@ describe('data dir modes with a real node process', () => {
     assert.equal(tenant.status, 201);
     const seen = modes(dataDir);
     for (const name of EXPECTED_FILES) assert.ok(name in seen, `${name} is in the data dir (${JSON.stringify(seen)})`);
-    assert.deepEqual(seen, Object.fromEntries([['.', '0700'], ...Object.keys(seen).filter((n) => n !== '.').map((n) => [n, '0600'])]));
+    assert.deepEqual(
+      seen,
+      Object.fromEntries([
+        ['.', '0700'],
+        ...Object.keys(seen)
+          .filter((n) => n !== '.')
+          .map((n) => [n, '0600']),
+      ]),
+    );
     const stopped = await stopNodeProcess(node);
     assert.equal(stopped.code, 0);
     node = undefined;
@@ -78,7 +86,11 @@ describe('data dir modes with a real node process', () => {
     assert.deepEqual(byPath.get(dataDir), { ...byPath.get(dataDir), from: '0755', to: '0700' });
     for (const name of loosened) {
       const from = name === 'operator-notes.txt' ? '0666' : '0644';
-      assert.deepEqual(byPath.get(join(dataDir, name)), { ...byPath.get(join(dataDir, name)), from, to: '0600' }, `${name}'s change is logged`);
+      assert.deepEqual(
+        byPath.get(join(dataDir, name)),
+        { ...byPath.get(join(dataDir, name)), from, to: '0600' },
+        `${name}'s change is logged`,
+      );
     }
   });
 });

@@ -76,14 +76,26 @@ describe('a full disk (real tmpfs, real node process)', { skip: skip ?? false },
 
   it('refuses writes with 503 storage_full, is not ready, recovers by itself when space returns, and keeps every acknowledged event', async () => {
     rx = await startReceiver();
-    node = await startNodeProcess(['--data', dataDir, '--admin-key', ADMIN_KEY, '--allow-hosts', '127.0.0.1', '--shutdown-timeout', '5s']);
+    node = await startNodeProcess([
+      '--data',
+      dataDir,
+      '--admin-key',
+      ADMIN_KEY,
+      '--allow-hosts',
+      '127.0.0.1',
+      '--shutdown-timeout',
+      '5s',
+    ]);
     const url = node.url;
     // The tmpfs root is 1777: the node made it its own.
     assert.equal(statSync(dataDir).mode & 0o7777, 0o700);
     const tenant = await api(url, ADMIN_KEY, 'POST', '/v1/tenants', { name: 'full' });
     assert.equal(tenant.status, 201);
     const key = (await api(url, ADMIN_KEY, 'POST', `/v1/tenants/${tenant.body.id}/keys`, {})).body.key as string;
-    const dest = await api(url, key, 'PUT', '/v1/destinations/rx', { url: rx.url, retry: { maxAttempts: 50, minBackoff: '100ms', maxBackoff: '500ms' } });
+    const dest = await api(url, key, 'PUT', '/v1/destinations/rx', {
+      url: rx.url,
+      retry: { maxAttempts: 50, minBackoff: '100ms', maxBackoff: '500ms' },
+    });
     assert.equal(dest.status, 201);
 
     const acked: string[] = [];
@@ -96,7 +108,12 @@ describe('a full disk (real tmpfs, real node process)', { skip: skip ?? false },
       // Half due at once (delivered, and their outcomes recorded, while the disk fills), half a
       // moment later (due while it is full).
       const fireAt = Date.now() + (creates++ % 2 === 0 ? 0 : 1_000);
-      const res = await api(url, key, 'POST', '/v1/events', { id, destination: 'rx', fireAt, payload: { pad: 'x'.repeat(PAYLOAD_CHARS) } });
+      const res = await api(url, key, 'POST', '/v1/events', {
+        id,
+        destination: 'rx',
+        fireAt,
+        payload: { pad: 'x'.repeat(PAYLOAD_CHARS) },
+      });
       const label = res.status === 201 ? '201' : `${res.status} ${res.body?.error?.code}`;
       if (answers.at(-1)?.[0] === label) answers.at(-1)![1]++;
       else answers.push([label, 1]);
@@ -108,7 +125,11 @@ describe('a full disk (real tmpfs, real node process)', { skip: skip ?? false },
       assert.equal(res.status, 503, `create ${id}: ${res.status} ${JSON.stringify(res.body)}`);
       assert.equal(res.body.error.code, 'storage_full');
       assert.ok(Number(res.headers.get('retry-after')) >= 1, 'a Retry-After of at least a second');
-      assert.doesNotMatch(JSON.stringify(res.body), /SQLITE|sqlite|disk I\/O|\n\s+at /, 'no driver text nor stack in the answer');
+      assert.doesNotMatch(
+        JSON.stringify(res.body),
+        /SQLITE|sqlite|disk I\/O|\n\s+at /,
+        'no driver text nor stack in the answer',
+      );
       refused.push(id);
       return false;
     };
@@ -139,7 +160,8 @@ describe('a full disk (real tmpfs, real node process)', { skip: skip ?? false },
     const grownAtMs = performance.now();
     await waitUntil('/readyz is 200 again', async () => (await fetch(`${url}/readyz`)).status === 200, 15_000);
     const readyAfterMs = Math.round(performance.now() - grownAtMs);
-    for (let i = 0; i < AFTER_RECOVERY; i++) assert.ok(await create(`after-${i}`), `after-${i} was refused once space returned`);
+    for (let i = 0; i < AFTER_RECOVERY; i++)
+      assert.ok(await create(`after-${i}`), `after-${i} was refused once space returned`);
 
     // 3. Every acknowledged event is there, delivered and succeeded; every refused one is absent.
     const ackedSet = new Set(acked);
@@ -148,9 +170,14 @@ describe('a full disk (real tmpfs, real node process)', { skip: skip ?? false },
     for (const id of acked) assert.ok(delivered.has(id), `acknowledged event ${id} was never delivered`);
     for (const id of refused) assert.ok(!delivered.has(id), `refused event ${id} was delivered`);
     for (const id of acked) {
-      await waitUntil(`${id} succeeded`, async () => (await api(url, key, 'GET', `/v1/events/${id}`)).body?.state === 'succeeded', 10_000);
+      await waitUntil(
+        `${id} succeeded`,
+        async () => (await api(url, key, 'GET', `/v1/events/${id}`)).body?.state === 'succeeded',
+        10_000,
+      );
     }
-    for (const id of refused) assert.equal((await api(url, key, 'GET', `/v1/events/${id}`)).status, 404, `refused event ${id} exists`);
+    for (const id of refused)
+      assert.equal((await api(url, key, 'GET', `/v1/events/${id}`)).status, 404, `refused event ${id} exists`);
 
     const stopped = await stopNodeProcess(node);
     assert.equal(stopped.code, 0, node.output.join('').slice(-2000));
@@ -158,7 +185,10 @@ describe('a full disk (real tmpfs, real node process)', { skip: skip ?? false },
     assert.ok(output.includes('the disk is full'), 'the node logged that the disk is full');
     assert.ok(output.includes('the disk has room again'), 'the node logged that it has room again');
     const logged = (msg: string) => output.split('\n').filter((l) => l.includes(msg)).length;
-    const failedInside = { claims: logged('claim failed; retrying'), outcomeBatches: logged('recording delivery outcomes failed; retrying') };
+    const failedInside = {
+      claims: logged('claim failed; retrying'),
+      outcomeBatches: logged('recording delivery outcomes failed; retrying'),
+    };
     node = undefined;
     const db = new Database(join(dataDir, 'belfry.db'), { readonly: true });
     try {

@@ -12,7 +12,15 @@ import { dropTestSchema, TEST_PG_URL } from '../support/pg.ts';
 import { startTestNode, waitUntil, type TestNode } from '../support/node.ts';
 
 /** Every reason /readyz may give (docs/operations.md). */
-const REASON_CODES = new Set(['starting', 'shutting_down', 'no_shards', 'store_unreachable', 'storage_full', 'store_damaged', 'readiness_check_failed']);
+const REASON_CODES = new Set([
+  'starting',
+  'shutting_down',
+  'no_shards',
+  'store_unreachable',
+  'storage_full',
+  'store_damaged',
+  'readiness_check_failed',
+]);
 
 /** A TCP relay on a loopback port to PostgreSQL; cut() closes every connection and stops listening. */
 class Relay {
@@ -72,15 +80,23 @@ describe('/readyz reasons', () => {
 
     await relay.cut();
     let body = '';
-    await waitUntil('not ready: store_unreachable', async () => {
-      const res = await fetch(`${t!.url}/readyz`);
-      body = await res.text();
-      return res.status === 503 && (JSON.parse(body) as { reasons: string[] }).reasons.includes('store_unreachable');
-    }, 10_000);
+    await waitUntil(
+      'not ready: store_unreachable',
+      async () => {
+        const res = await fetch(`${t!.url}/readyz`);
+        body = await res.text();
+        return res.status === 503 && (JSON.parse(body) as { reasons: string[] }).reasons.includes('store_unreachable');
+      },
+      10_000,
+    );
     const ready = JSON.parse(body) as { status: string; reasons: string[] };
     assert.equal(ready.status, 'not_ready');
     for (const reason of ready.reasons) assert.ok(REASON_CODES.has(reason), `${reason} is a stable reason code`);
-    assert.doesNotMatch(body, /ECONNREFUSED|127\.0\.0\.1|PostgreSQL|postgres|connect|:\d{2,5}/i, `no error text in ${body}`);
+    assert.doesNotMatch(
+      body,
+      /ECONNREFUSED|127\.0\.0\.1|PostgreSQL|postgres|connect|:\d{2,5}/i,
+      `no error text in ${body}`,
+    );
 
     await relay.listen();
     await waitUntil('ready again', async () => (await fetch(`${t!.url}/readyz`)).status === 200, 20_000);

@@ -16,13 +16,17 @@ import { waitUntil } from '../support/node.ts';
 
 const ADMIN_KEY = 'e2e-admin-key-0123456789abcdef';
 
-
 async function setUp(node: NodeProcess, receiverUrl: string, timeout: string): Promise<string> {
   const tenant = await api(node.url, ADMIN_KEY, 'POST', '/v1/tenants', { name: 'e2e' });
   assert.equal(tenant.status, 201);
   const key = await api(node.url, ADMIN_KEY, 'POST', `/v1/tenants/${tenant.body.id}/keys`, {});
   assert.equal(key.status, 201);
-  const dest = await api(node.url, key.body.key, 'PUT', '/v1/destinations/rx', { url: receiverUrl, timeout, maxConcurrency: 20, retry: { maxAttempts: 20, minBackoff: '100ms', maxBackoff: '500ms' } });
+  const dest = await api(node.url, key.body.key, 'PUT', '/v1/destinations/rx', {
+    url: receiverUrl,
+    timeout,
+    maxConcurrency: 20,
+    retry: { maxAttempts: 20, minBackoff: '100ms', maxBackoff: '500ms' },
+  });
   assert.equal(dest.status, 201);
   return key.body.key;
 }
@@ -50,14 +54,25 @@ for (const nodeId of [null, 'e2e-fixed-node']) {
       const key = await setUp(node, rx.url, '5s');
       const start = Date.now() + 1_500;
       const events = [];
-      for (let i = 0; i < 600; i++) events.push({ id: `k-${i}`, fireAt: start + i * 5, destination: 'rx', payload: { fireAt: start + i * 5 } });
+      for (let i = 0; i < 600; i++)
+        events.push({ id: `k-${i}`, fireAt: start + i * 5, destination: 'rx', payload: { fireAt: start + i * 5 } });
       // Some far enough ahead that they are due only after the restart: they must not fire early.
-      for (let i = 0; i < 100; i++) events.push({ id: `later-${i}`, fireAt: start + 8_000 + i * 10, destination: 'rx', payload: { fireAt: start + 8_000 + i * 10 } });
+      for (let i = 0; i < 100; i++)
+        events.push({
+          id: `later-${i}`,
+          fireAt: start + 8_000 + i * 10,
+          destination: 'rx',
+          payload: { fireAt: start + 8_000 + i * 10 },
+        });
       const res = await api(node.url, key, 'POST', '/v1/events/batch', { events });
       assert.equal(res.status, 200);
       // The last acknowledged single event, right before the kill, must survive too.
       await rx.waitFor((reqs) => reqs.length >= 150, 15_000);
-      const last = await api(node.url, key, 'POST', '/v1/events', { id: 'acked-last', destination: 'rx', payload: { fireAt: Date.now() } });
+      const last = await api(node.url, key, 'POST', '/v1/events', {
+        id: 'acked-last',
+        destination: 'rx',
+        payload: { fireAt: Date.now() },
+      });
       assert.equal(last.status, 201);
       await killNodeProcess(node);
       const receivedBeforeKill = rx.count;
@@ -66,10 +81,13 @@ for (const nodeId of [null, 'e2e-fixed-node']) {
       const ids = new Set([...events.map((e) => e.id), 'acked-last']);
       await rx.waitFor((reqs) => new Set(reqs.map((r) => String(r.headers['webhook-id']))).size >= ids.size, 30_000);
       const byId = new Map<string, number>();
-      for (const r of rx.requests) byId.set(String(r.headers['webhook-id']), (byId.get(String(r.headers['webhook-id'])) ?? 0) + 1);
+      for (const r of rx.requests)
+        byId.set(String(r.headers['webhook-id']), (byId.get(String(r.headers['webhook-id'])) ?? 0) + 1);
       const early = rx.requests.filter((r) => r.receivedAt < (r.json as { fireAt: number }).fireAt);
       const duplicates = rx.count - byId.size;
-      console.log(`SIGKILL restart${nodeId ? ' (fixed node id)' : ''}: ${ids.size} events, ${receivedBeforeKill} received before the kill, ${duplicates} duplicates after restart`);
+      console.log(
+        `SIGKILL restart${nodeId ? ' (fixed node id)' : ''}: ${ids.size} events, ${receivedBeforeKill} received before the kill, ${duplicates} duplicates after restart`,
+      );
       for (const id of ids) assert.ok(byId.has(id), `event ${id} was never delivered`);
       assert.equal(early.length, 0, `${early.length} events delivered before their due time`);
       assert.ok(duplicates <= 20 * 2, `more duplicates (${duplicates}) than deliveries that could have been in flight`);
@@ -108,6 +126,10 @@ describe('graceful shutdown on SIGTERM', () => {
     const duplicates = rx.count - new Set(rx.requests.map((r) => r.headers['webhook-id'])).size;
     console.log(`SIGTERM: ${sentBeforeStop} sent before the stop, ${duplicates} duplicates after restart`);
     assert.equal(duplicates, 0);
-    await waitUntil('s-0 succeeded', async () => (await api(restarted.url, key, 'GET', '/v1/events/s-0')).body.state === 'succeeded', 10_000);
+    await waitUntil(
+      's-0 succeeded',
+      async () => (await api(restarted.url, key, 'GET', '/v1/events/s-0')).body.state === 'succeeded',
+      10_000,
+    );
   });
 });

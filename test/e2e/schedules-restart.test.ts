@@ -28,7 +28,11 @@ const ADMIN_KEY = 'e2e-admin-key-0123456789abcdef';
 const STOP_MS = Number(process.env.BELFRY_E2E_STOP_MS ?? 6_000);
 const SEC = 1_000;
 const MISSED_AFTER_MS = 1_000;
-const POLICIES = [['skip', 'skip', 0], ['once', 'fire-once', 1], ['all', 'fire-all', 3]] as const;
+const POLICIES = [
+  ['skip', 'skip', 0],
+  ['once', 'fire-once', 1],
+  ['all', 'fire-all', 3],
+] as const;
 
 function nodeArgs(dataDir: string): string[] {
   return ['--data', dataDir, '--admin-key', ADMIN_KEY, '--allow-hosts', '127.0.0.1'];
@@ -60,7 +64,14 @@ for (const signal of ['SIGKILL', 'SIGTERM'] as const) {
       assert.equal((await api(node.url, key, 'PUT', '/v1/destinations/rx', { url: rx.url })).status, 201);
       const startAt = Math.ceil((Date.now() + 1_500) / SEC) * SEC;
       for (const [id, missed] of POLICIES) {
-        const res = await api(node.url, key, 'POST', '/v1/schedules', { id, every: '1s', startAt, destination: 'rx', missed, catchUpMax: 3 });
+        const res = await api(node.url, key, 'POST', '/v1/schedules', {
+          id,
+          every: '1s',
+          startAt,
+          destination: 'rx',
+          missed,
+          catchUpMax: 3,
+        });
         assert.equal(res.status, 201, JSON.stringify(res.body));
       }
       const of = (schedule: string, reqs: ReceivedRequest[]) => reqs.filter((r) => occurrence(r).schedule === schedule);
@@ -72,7 +83,11 @@ for (const signal of ['SIGKILL', 'SIGTERM'] as const) {
       await delay(STOP_MS);
       node = await startNodeProcess(nodeArgs(dataDir));
       const restartedAt = Date.now();
-      await rx.waitFor((reqs) => POLICIES.every(([id]) => of(id, reqs).filter((r) => occurrence(r).at > restartedAt + 2 * SEC).length >= 2), 30_000);
+      await rx.waitFor(
+        (reqs) =>
+          POLICIES.every(([id]) => of(id, reqs).filter((r) => occurrence(r).at > restartedAt + 2 * SEC).length >= 2),
+        30_000,
+      );
 
       const report: string[] = [];
       for (const [id, , lateFiresExpected] of POLICIES) {
@@ -80,31 +95,55 @@ for (const signal of ['SIGKILL', 'SIGTERM'] as const) {
         const ats = [...new Set(got.map((r) => occurrence(r).at))].sort((a, b) => a - b);
         const repeats = got.length - ats.length;
         assert.ok(repeats <= (signal === 'SIGKILL' ? 1 : 0), `${id}: ${repeats} repeated deliveries`);
-        assert.ok(ats.every((at) => (at - startAt) % SEC === 0 && at >= startAt), `${id}: every occurrence on the 1 s grid from startAt`);
-        assert.ok(got.every((r) => r.receivedAt >= occurrence(r).at), `${id}: nothing delivered before its time`);
+        assert.ok(
+          ats.every((at) => (at - startAt) % SEC === 0 && at >= startAt),
+          `${id}: every occurrence on the 1 s grid from startAt`,
+        );
+        assert.ok(
+          got.every((r) => r.receivedAt >= occurrence(r).at),
+          `${id}: nothing delivered before its time`,
+        );
         // Every occurrence up to the last delivered one was delivered or counted missed, none both
         // (counts are written within a second: wait for them).
         const last = ats[ats.length - 1];
         const grid = (last - startAt) / SEC + 1;
         let missedCount = -1;
-        await waitUntil(`${id}: ${grid} occurrences delivered or counted missed`, async () => {
-          missedCount = (await api(node!.url, key, 'GET', `/v1/schedules/${id}`)).body.missedCount;
-          const delivered = new Set(of(id, rx.requests).map((r) => occurrence(r).at).filter((at) => at <= last)).size;
-          return delivered + missedCount === grid;
-        }, 10_000, 100);
+        await waitUntil(
+          `${id}: ${grid} occurrences delivered or counted missed`,
+          async () => {
+            missedCount = (await api(node!.url, key, 'GET', `/v1/schedules/${id}`)).body.missedCount;
+            const delivered = new Set(
+              of(id, rx.requests)
+                .map((r) => occurrence(r).at)
+                .filter((at) => at <= last),
+            ).size;
+            return delivered + missedCount === grid;
+          },
+          10_000,
+          100,
+        );
         // Which fired late (more than missedAfter after their time), by the claim's lateness in the trace.
         let lateFired = 0;
         for (const at of ats) {
           const eventId = `${id}@${new Date(at).toISOString()}`;
-          const trace = (await api(node.url, key, 'GET', `/v1/events/${encodeURIComponent(eventId)}/transitions`)).body.transitions as { toState: string; latenessMs: number | null }[];
+          const trace = (await api(node.url, key, 'GET', `/v1/events/${encodeURIComponent(eventId)}/transitions`)).body
+            .transitions as { toState: string; latenessMs: number | null }[];
           const firstClaim = trace.find((x) => x.toState === 'executing');
           if (firstClaim && (firstClaim.latenessMs ?? 0) > MISSED_AFTER_MS) lateFired += 1;
         }
         const stretch = ats.filter((at) => at > stoppedAt && at < restartedAt).length;
-        assert.equal(lateFired, lateFiresExpected, `${id}: ${lateFired} occurrences fired late, the missed policy allows ${lateFiresExpected}`);
+        assert.equal(
+          lateFired,
+          lateFiresExpected,
+          `${id}: ${lateFired} occurrences fired late, the missed policy allows ${lateFiresExpected}`,
+        );
         assert.ok(missedCount >= 2, `${id}: the stop made occurrences late (${missedCount} missed)`);
-        const onTime = got.filter((r) => r.receivedAt < stoppedAt || occurrence(r).at > restartedAt + 2 * SEC).map((r) => r.receivedAt - occurrence(r).at);
-        report.push(`${id}: delivered ${ats.length}, fired late ${lateFired}, missed ${missedCount}, of the stop's stretch delivered ${stretch}, repeats ${repeats}, on-time lateness p50 ${percentile(onTime, 50)} ms p99 ${percentile(onTime, 99)} ms (n=${onTime.length})`);
+        const onTime = got
+          .filter((r) => r.receivedAt < stoppedAt || occurrence(r).at > restartedAt + 2 * SEC)
+          .map((r) => r.receivedAt - occurrence(r).at);
+        report.push(
+          `${id}: delivered ${ats.length}, fired late ${lateFired}, missed ${missedCount}, of the stop's stretch delivered ${stretch}, repeats ${repeats}, on-time lateness p50 ${percentile(onTime, 50)} ms p99 ${percentile(onTime, 99)} ms (n=${onTime.length})`,
+        );
       }
       console.log(`# ${signal}, stopped ${restartedAt - stoppedAt} ms: ${report.join('; ')}`);
     });

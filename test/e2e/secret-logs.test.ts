@@ -32,23 +32,34 @@ describe('logs of a full run hold no secret', { timeout: 120_000 }, () => {
     rx = await startReceiver({
       behavior: (req) => {
         const id = String(req.headers['webhook-id']);
-        if (failOnce.delete(id)) return { status: 500, body: `echo ${req.headers['webhook-signature']} ${req.headers.authorization ?? ''}` };
+        if (failOnce.delete(id))
+          return { status: 500, body: `echo ${req.headers['webhook-signature']} ${req.headers.authorization ?? ''}` };
         if (req.path === '/gone') return { status: 410, body: 'gone' };
         return { status: 200 };
       },
     });
     // The admin key comes from the environment: never on a command line, where `ps` shows it.
-    node = await startNodeProcess(['--data', dataDir, '--allow-hosts', '127.0.0.1', '--log-level', 'trace'], { BELFRY_ADMIN_KEY: adminKey });
+    node = await startNodeProcess(['--data', dataDir, '--allow-hosts', '127.0.0.1', '--log-level', 'trace'], {
+      BELFRY_ADMIN_KEY: adminKey,
+    });
   });
   after(async () => {
     await rx.close();
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  async function api(method: string, path: string, key: string, body?: unknown): Promise<{ status: number; body: any }> {
+  async function api(
+    method: string,
+    path: string,
+    key: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: any }> {
     const res = await fetch(node.url + path, {
       method,
-      headers: { authorization: `Bearer ${key}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     });
     const text = await res.text();
@@ -71,7 +82,10 @@ describe('logs of a full run hold no secret', { timeout: 120_000 }, () => {
     secrets.add(generated.body.secret);
     const given = 'whsec_' + randomBytes(32).toString('base64');
     secrets.add(given);
-    assert.equal((await api('PUT', '/v1/destinations/given', key, { url: `${rx.url}/gone`, secret: given })).status, 201);
+    assert.equal(
+      (await api('PUT', '/v1/destinations/given', key, { url: `${rx.url}/gone`, secret: given })).status,
+      201,
+    );
     const rotated = await api('POST', '/v1/destinations/main/rotate-secret', key, { gracePeriod: '1h' });
     assert.equal(rotated.status, 200);
     secrets.add(rotated.body.secret);
@@ -89,21 +103,50 @@ describe('logs of a full run hold no secret', { timeout: 120_000 }, () => {
     const another = 'whsec_' + randomBytes(32).toString('base64');
     secrets.add(another);
     assert.equal((await api('PUT', '/v1/destinations/bad', key, { url: 'ftp://x', secret: another })).status, 400);
-    assert.equal((await api('PUT', '/v1/destinations/bad', key, `{"url":"${rx.url}","secret":"${another}",`)).status, 400);
-    assert.equal((await api('POST', '/v1/destinations/main/rotate-secret', key, { secret: `${another}!` })).status, 400);
-    assert.equal((await api('POST', '/v1/signing-secret/rotate', key, { secret: another, gracePeriod: '9d' })).status, 400);
+    assert.equal(
+      (await api('PUT', '/v1/destinations/bad', key, `{"url":"${rx.url}","secret":"${another}",`)).status,
+      400,
+    );
+    assert.equal(
+      (await api('POST', '/v1/destinations/main/rotate-secret', key, { secret: `${another}!` })).status,
+      400,
+    );
+    assert.equal(
+      (await api('POST', '/v1/signing-secret/rotate', key, { secret: another, gracePeriod: '9d' })).status,
+      400,
+    );
 
     // Deliveries: signed successes, a failure (the receiver echoes the signature) then a retry, a discard.
     // Inline URLs sign with the tenant's secrets (three of them here, through two rotations).
     failOnce = new Set(['log-2', 'log-5']);
     const inline = { url: `${rx.url}/hook` };
-    for (const [id, destination] of [['log-1', 'main'], ['log-2', 'main'], ['log-3', 'given'], ['log-4', inline], ['log-5', inline]] as const) {
-      assert.equal((await api('POST', '/v1/events', key, { id, destination, payload: { id }, retry: { maxAttempts: 3, minBackoff: '100ms', maxBackoff: '200ms' } })).status, 201);
+    for (const [id, destination] of [
+      ['log-1', 'main'],
+      ['log-2', 'main'],
+      ['log-3', 'given'],
+      ['log-4', inline],
+      ['log-5', inline],
+    ] as const) {
+      assert.equal(
+        (
+          await api('POST', '/v1/events', key, {
+            id,
+            destination,
+            payload: { id },
+            retry: { maxAttempts: 3, minBackoff: '100ms', maxBackoff: '200ms' },
+          })
+        ).status,
+        201,
+      );
     }
     await waitUntil(
       'deliveries to finish',
       async () => {
-        const states = await Promise.all(['log-1', 'log-2', 'log-3', 'log-4', 'log-5'].map(async (id) => (await api('GET', `/v1/events/${id}`, key)).body.state));
+        const states = await Promise.all(
+          ['log-1', 'log-2', 'log-3', 'log-4', 'log-5'].map(
+            async (id) => (await api('GET', `/v1/events/${id}`, key)).body.state,
+          ),
+        );
         return states.join() === 'succeeded,succeeded,discarded,succeeded,succeeded';
       },
       20_000,
@@ -119,23 +162,89 @@ describe('logs of a full run hold no secret', { timeout: 120_000 }, () => {
     // Without TLS on these servers, credentials go in clear only because each says so.
     const insecure = { allowInsecureCredentials: true };
     const brokers: [string, Record<string, unknown>][] = [
-      ['b-redis', { kind: 'redis', url: `redis://belfry:${redisPw}@127.0.0.1:6379`, stream: `belfry-logs-${process.pid}`, ...insecure }],
-      ['b-amqp', { kind: 'amqp', url: `amqp://guest:${amqpPw}@127.0.0.1:5672`, exchange: 'belfry-logs', routingKey: 'x', ...insecure }],
-      ['b-nats', { kind: 'nats', servers: [`nats://belfry:${natsPw}@127.0.0.1:${closed}`], subject: 'belfry.logs', token: natsToken, ...insecure }],
-      ['b-kafka', { kind: 'kafka', brokers: [`127.0.0.1:${closed}`], topic: 'belfry-logs', sasl: { mechanism: 'plain', username: 'belfry', password: saslPw }, ...insecure }],
+      [
+        'b-redis',
+        {
+          kind: 'redis',
+          url: `redis://belfry:${redisPw}@127.0.0.1:6379`,
+          stream: `belfry-logs-${process.pid}`,
+          ...insecure,
+        },
+      ],
+      [
+        'b-amqp',
+        {
+          kind: 'amqp',
+          url: `amqp://guest:${amqpPw}@127.0.0.1:5672`,
+          exchange: 'belfry-logs',
+          routingKey: 'x',
+          ...insecure,
+        },
+      ],
+      [
+        'b-nats',
+        {
+          kind: 'nats',
+          servers: [`nats://belfry:${natsPw}@127.0.0.1:${closed}`],
+          subject: 'belfry.logs',
+          token: natsToken,
+          ...insecure,
+        },
+      ],
+      [
+        'b-kafka',
+        {
+          kind: 'kafka',
+          brokers: [`127.0.0.1:${closed}`],
+          topic: 'belfry-logs',
+          sasl: { mechanism: 'plain', username: 'belfry', password: saslPw },
+          ...insecure,
+        },
+      ],
     ];
     for (const [name, body] of brokers) {
       assert.equal((await api('PUT', `/v1/destinations/${name}`, key, { ...body, timeout: '1s' })).status, 201);
       assert.equal((await api('GET', `/v1/destinations/${name}`, key)).status, 200);
-      assert.equal((await api('POST', '/v1/events', key, { id: `log-${name}`, destination: name, payload: {}, retry: { maxAttempts: 2, minBackoff: '100ms', maxBackoff: '200ms' } })).status, 201);
+      assert.equal(
+        (
+          await api('POST', '/v1/events', key, {
+            id: `log-${name}`,
+            destination: name,
+            payload: {},
+            retry: { maxAttempts: 2, minBackoff: '100ms', maxBackoff: '200ms' },
+          })
+        ).status,
+        201,
+      );
     }
-    assert.equal((await api('PUT', '/v1/destinations/bad-broker', key, { kind: 'amqp', url: `amqp://guest:${badPw}@127.0.0.1:5672`, exchange: 'x', bogus: true })).status, 400);
+    assert.equal(
+      (
+        await api('PUT', '/v1/destinations/bad-broker', key, {
+          kind: 'amqp',
+          url: `amqp://guest:${badPw}@127.0.0.1:5672`,
+          exchange: 'x',
+          bogus: true,
+        })
+      ).status,
+      400,
+    );
     // Refused for sending a credential without TLS: the refusal does not carry it either.
-    assert.equal((await api('PUT', '/v1/destinations/bad-broker', key, { kind: 'redis', url: `redis://belfry:${badPw}@127.0.0.1:6379`, stream: 's' })).status, 400);
+    assert.equal(
+      (
+        await api('PUT', '/v1/destinations/bad-broker', key, {
+          kind: 'redis',
+          url: `redis://belfry:${badPw}@127.0.0.1:6379`,
+          stream: 's',
+        })
+      ).status,
+      400,
+    );
     await waitUntil(
       'broker deliveries to end',
       async () => {
-        const states = await Promise.all(brokers.map(async ([name]) => (await api('GET', `/v1/events/log-${name}`, key)).body.state));
+        const states = await Promise.all(
+          brokers.map(async ([name]) => (await api('GET', `/v1/events/log-${name}`, key)).body.state),
+        );
         return states.every((s) => s !== 'scheduled' && s !== 'executing' && s !== 'awaiting_retry');
       },
       20_000,
@@ -143,7 +252,8 @@ describe('logs of a full run hold no secret', { timeout: 120_000 }, () => {
     );
     for (const [name] of brokers) {
       const trace = await api('GET', `/v1/events/log-${name}/transitions`, key);
-      for (const p of [redisPw, amqpPw, natsPw, natsToken, saslPw]) assert.doesNotMatch(JSON.stringify(trace.body), new RegExp(p), `${name}: a credential in the trace`);
+      for (const p of [redisPw, amqpPw, natsPw, natsToken, saslPw])
+        assert.doesNotMatch(JSON.stringify(trace.body), new RegExp(p), `${name}: a credential in the trace`);
     }
 
     // Keys: rotate one with a grace period, revoke the other, and use both.

@@ -53,7 +53,18 @@ describe('a Kafka source shared by two nodes on PostgreSQL', () => {
   async function startNode(id: string): Promise<NodeProcess> {
     const dir = mkdtempSync(join(tmpdir(), 'belfry-e2e-srcc-'));
     dirs.push(dir);
-    const node = await startNodeProcess(['--store', store, '--node-id', id, '--data', dir, '--admin-key', ADMIN_KEY, '--allow-hosts', '127.0.0.1']);
+    const node = await startNodeProcess([
+      '--store',
+      store,
+      '--node-id',
+      id,
+      '--data',
+      dir,
+      '--admin-key',
+      ADMIN_KEY,
+      '--allow-hosts',
+      '127.0.0.1',
+    ]);
     nodes.push(node);
     return node;
   }
@@ -63,7 +74,11 @@ describe('a Kafka source shared by two nodes on PostgreSQL', () => {
     const topic = `shared-requests-${process.pid}`;
     const groupId = `shared-${process.pid}`;
     await mock.createTopic(topic, PARTITIONS);
-    const kafka = new Kafka({ clientId: 'belfry-test', brokers: mock.bootstrap.split(','), logLevel: logLevel.NOTHING });
+    const kafka = new Kafka({
+      clientId: 'belfry-test',
+      brokers: mock.bootstrap.split(','),
+      logLevel: logLevel.NOTHING,
+    });
     producer = kafka.producer({ idempotent: false });
     await producer.connect();
     admin = kafka.admin();
@@ -74,13 +89,22 @@ describe('a Kafka source shared by two nodes on PostgreSQL', () => {
     const tenant = await api(a.url, ADMIN_KEY, 'POST', '/v1/tenants', { name: 'e2e' });
     const key = (await api(a.url, ADMIN_KEY, 'POST', `/v1/tenants/${tenant.body.id}/keys`, {})).body.key as string;
     // Due in an hour: this test is about the store; delivery has its own tests.
-    assert.equal((await api(a.url, key, 'PUT', '/v1/destinations/later', { url: 'http://127.0.0.1:9/never' })).status, 201);
-    const put = await api(a.url, key, 'PUT', '/v1/sources/shared', { kind: 'kafka', brokers: mock.bootstrap.split(','), topic, groupId });
+    assert.equal(
+      (await api(a.url, key, 'PUT', '/v1/destinations/later', { url: 'http://127.0.0.1:9/never' })).status,
+      201,
+    );
+    const put = await api(a.url, key, 'PUT', '/v1/sources/shared', {
+      kind: 'kafka',
+      brokers: mock.bootstrap.split(','),
+      topic,
+      groupId,
+    });
     assert.equal(put.status, 201, JSON.stringify(put.body));
 
     // The stream: request n has the idempotency key `req-n` when n is even and none when odd;
     // every fifth send also repeats an earlier keyed request, byte for byte (a producer's retry).
-    const body = (n: number) => JSON.stringify({ ...(n % 2 === 0 ? { id: `req-${n}` } : {}), destination: 'later', delay: '1h', payload: { n } });
+    const body = (n: number) =>
+      JSON.stringify({ ...(n % 2 === 0 ? { id: `req-${n}` } : {}), destination: 'later', delay: '1h', payload: { n } });
     let sent = 0;
     let repeats = 0;
     let stopAt = Number.POSITIVE_INFINITY;
@@ -99,7 +123,12 @@ describe('a Kafka source shared by two nodes on PostgreSQL', () => {
 
     try {
       // Both nodes read: the group split the partitions between them.
-      await waitUntil('both nodes committing messages', async () => (await acceptedOn(a)) > 0 && (await acceptedOn(b)) > 0, 60_000, 200);
+      await waitUntil(
+        'both nodes committing messages',
+        async () => (await acceptedOn(a)) > 0 && (await acceptedOn(b)) > 0,
+        60_000,
+        200,
+      );
       const before = { a: await acceptedOn(a), b: await acceptedOn(b) };
       await killNodeProcess(a);
       nodes.splice(nodes.indexOf(a), 1);
@@ -113,24 +142,35 @@ describe('a Kafka source shared by two nodes on PostgreSQL', () => {
 
     // B takes over A's partitions (after A's session times out) and reads the topic to its end.
     const ends = (await admin.fetchTopicOffsets(topic)).sort((x, y) => x.partition - y.partition).map((p) => p.high);
-    await waitUntil('every partition committed to its end', async () => {
-      const [t] = await admin!.fetchOffsets({ groupId, topics: [topic] });
-      const done = [...t.partitions].sort((x, y) => x.partition - y.partition).map((p) => p.offset);
-      return done.join() === ends.join();
-    }, 90_000, 250);
+    await waitUntil(
+      'every partition committed to its end',
+      async () => {
+        const [t] = await admin!.fetchOffsets({ groupId, topics: [topic] });
+        const done = [...t.partitions].sort((x, y) => x.partition - y.partition).map((p) => p.offset);
+        return done.join() === ends.join();
+      },
+      90_000,
+      250,
+    );
 
     const events: { id: string; payload: { n: number } }[] = [];
     let cursor: string | null = null;
     do {
-      const page: { status: number; body: { events: { id: string; payload: { n: number } }[]; nextCursor: string | null } } =
-        await api(b.url, key, 'GET', `/v1/events?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      const page: {
+        status: number;
+        body: { events: { id: string; payload: { n: number } }[]; nextCursor: string | null };
+      } = await api(b.url, key, 'GET', `/v1/events?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
       assert.equal(page.status, 200);
       events.push(...page.body.events);
       cursor = page.body.nextCursor;
     } while (cursor);
     const ns = events.map((e) => e.payload.n).sort((x, y) => x - y);
     assert.equal(new Set(ns).size, sent, 'every request has an event: none lost');
-    assert.equal(events.length, sent, `one event per request (${sent} requests, ${repeats} of them produced twice): nothing made twice`);
+    assert.equal(
+      events.length,
+      sent,
+      `one event per request (${sent} requests, ${repeats} of them produced twice): nothing made twice`,
+    );
     assert.ok(ns.every((n, i) => n === i));
     for (const e of events) {
       if (e.payload.n % 2 === 0) assert.equal(e.id, `req-${e.payload.n}`);
@@ -138,7 +178,14 @@ describe('a Kafka source shared by two nodes on PostgreSQL', () => {
     }
     const view = (await api(b.url, key, 'GET', '/v1/sources/shared')).body;
     assert.equal(view.rejected, 0);
-    await waitUntil('the source reports no lag', async () => (await api(b.url, key, 'GET', '/v1/sources/shared')).body.lag === 0, 10_000, 200);
-    console.log(`shared source: ${sent} requests (+${repeats} repeated), ${events.length} events; B committed ${await acceptedOn(b)} messages in all`);
+    await waitUntil(
+      'the source reports no lag',
+      async () => (await api(b.url, key, 'GET', '/v1/sources/shared')).body.lag === 0,
+      10_000,
+      200,
+    );
+    console.log(
+      `shared source: ${sent} requests (+${repeats} repeated), ${events.length} events; B committed ${await acceptedOn(b)} messages in all`,
+    );
   });
 });

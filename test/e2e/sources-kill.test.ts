@@ -38,7 +38,11 @@ describe('a Kafka source across SIGKILL and restart', () => {
     mock = await startMockKafka(1);
     const topic = `kill-requests-${process.pid}`;
     await mock.createTopic(topic, 2);
-    producer = new Kafka({ clientId: 'belfry-test', brokers: mock.bootstrap.split(','), logLevel: logLevel.NOTHING }).producer({ idempotent: false });
+    producer = new Kafka({
+      clientId: 'belfry-test',
+      brokers: mock.bootstrap.split(','),
+      logLevel: logLevel.NOTHING,
+    }).producer({ idempotent: false });
     await producer.connect();
     rx = await startReceiver({ behavior: () => ({ status: 200 }) });
     const args = ['--data', dataDir, '--admin-key', ADMIN_KEY, '--allow-hosts', '127.0.0.1'];
@@ -46,13 +50,20 @@ describe('a Kafka source across SIGKILL and restart', () => {
     const tenant = await api(node.url, ADMIN_KEY, 'POST', '/v1/tenants', { name: 'e2e' });
     const key = (await api(node.url, ADMIN_KEY, 'POST', `/v1/tenants/${tenant.body.id}/keys`, {})).body.key as string;
     assert.equal((await api(node.url, key, 'PUT', '/v1/destinations/rx', { url: rx.url })).status, 201);
-    const put = await api(node.url, key, 'PUT', '/v1/sources/stream', { kind: 'kafka', brokers: mock.bootstrap.split(','), topic, groupId: `kill-${process.pid}` });
+    const put = await api(node.url, key, 'PUT', '/v1/sources/stream', {
+      kind: 'kafka',
+      brokers: mock.bootstrap.split(','),
+      topic,
+      groupId: `kill-${process.pid}`,
+    });
     assert.equal(put.status, 201, JSON.stringify(put.body));
 
     // The stream: MESSAGES messages, PER_SEND per produce, paced so the kill lands mid-stream.
     const streaming = (async () => {
       for (let i = 0; i < MESSAGES; i += PER_SEND) {
-        const messages = Array.from({ length: PER_SEND }, (_, k) => ({ value: JSON.stringify({ destination: 'rx', payload: { n: i + k } }) }));
+        const messages = Array.from({ length: PER_SEND }, (_, k) => ({
+          value: JSON.stringify({ destination: 'rx', payload: { n: i + k } }),
+        }));
         await producer!.send({ topic, acks: -1, messages });
         await new Promise((r) => setTimeout(r, 40));
       }
@@ -73,7 +84,12 @@ describe('a Kafka source across SIGKILL and restart', () => {
     const ids: string[] = [];
     let cursor: string | null = null;
     do {
-      const page: { body: { events: { id: string }[]; nextCursor: string | null } } = await api(node.url, key, 'GET', `/v1/events?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      const page: { body: { events: { id: string }[]; nextCursor: string | null } } = await api(
+        node.url,
+        key,
+        'GET',
+        `/v1/events?limit=1000${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
       ids.push(...page.body.events.map((e) => e.id));
       cursor = page.body.nextCursor;
     } while (cursor);
@@ -81,6 +97,8 @@ describe('a Kafka source across SIGKILL and restart', () => {
     assert.equal(new Set(ids).size, MESSAGES);
     assert.ok(ids.every((id) => /^stream:[01]:\d+:0$/.test(id)));
     const deliveries = rx.requests.length;
-    console.log(`source across SIGKILL: ${MESSAGES} messages, ${ids.length} events, ${deliveries} deliveries (${deliveries - MESSAGES} repeated), ${atKill} delivered before the kill`);
+    console.log(
+      `source across SIGKILL: ${MESSAGES} messages, ${ids.length} events, ${deliveries} deliveries (${deliveries - MESSAGES} repeated), ${atKill} delivered before the kill`,
+    );
   });
 });

@@ -12,7 +12,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { callApi as api } from '../support/http.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
-import { killNodeProcess, NODE_START_MS_MAX, REFUSAL_MS_MAX, runRefusedStart, startNodeProcess, stopNodeProcess, type NodeProcess } from '../support/process.ts';
+import {
+  killNodeProcess,
+  NODE_START_MS_MAX,
+  REFUSAL_MS_MAX,
+  runRefusedStart,
+  startNodeProcess,
+  stopNodeProcess,
+  type NodeProcess,
+} from '../support/process.ts';
 import { waitUntil } from '../support/node.ts';
 
 const ADMIN_KEY = 'e2e-admin-key-0123456789abcdef';
@@ -59,7 +67,10 @@ describe('start order with real processes', () => {
     const key = (await api(node.url, ADMIN_KEY, 'POST', `/v1/tenants/${tenant.body.id}/keys`, {})).body.key as string;
     assert.equal((await api(node.url, key, 'PUT', '/v1/destinations/rx', { url: rx.url })).status, 201);
     const fireAt = Date.now() + 1_000;
-    assert.equal((await api(node.url, key, 'POST', '/v1/events', { id: 'due', destination: 'rx', fireAt })).status, 201);
+    assert.equal(
+      (await api(node.url, key, 'POST', '/v1/events', { id: 'due', destination: 'rx', fireAt })).status,
+      201,
+    );
     assert.equal((await stopNodeProcess(node)).code, 0);
     node = undefined;
     assert.equal(rx.count, 0, 'the event was not due before the first node stopped');
@@ -68,7 +79,11 @@ describe('start order with real processes', () => {
     const taken = await holdPort();
     held = taken.server;
     const refused = await startOnTakenPort(dataDir, taken.port);
-    assert.equal(refused.signal, null, `killed after ${REFUSAL_MS_MAX} ms: it kept running\n${refused.output.slice(-2000)}`);
+    assert.equal(
+      refused.signal,
+      null,
+      `killed after ${REFUSAL_MS_MAX} ms: it kept running\n${refused.output.slice(-2000)}`,
+    );
     assert.notEqual(refused.code, 0, refused.output.slice(-2000));
     assert.ok(refused.output.includes(`cannot listen on 127.0.0.1:${taken.port}`), refused.output.slice(-2000));
     assert.ok(refused.output.includes('EADDRINUSE'), refused.output.slice(-2000));
@@ -80,6 +95,8 @@ describe('start order with real processes', () => {
     assert.ok(performance.now() - startedMs < NODE_START_MS_MAX);
     await rx.waitFor((reqs) => reqs.length >= 1, 10_000);
     assert.equal(rx.requests[0].headers['webhook-id'], 'due');
-    console.log(`start order: the node on a taken port exited with code ${refused.code} after ${Math.round(refused.elapsedMs)} ms, fired nothing; the restart delivered the due event`);
+    console.log(
+      `start order: the node on a taken port exited with code ${refused.code} after ${Math.round(refused.elapsedMs)} ms, fired nothing; the restart delivered the due event`,
+    );
   });
 });

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { BATCH_EVENT_BYTES, bodyBytesMaxOf, SMALL_BODY_BYTES_MAX } from '../../src/api/body-limits.ts';
-import { DEFAULT_TENANT_LIMITS } from '../../src/api/limits.ts';
+import { DEFAULT_TENANT_LIMITS } from '../../src/core/tenant-limits.ts';
 import { bearer, makeTestApp, type TestApp } from '../support/app.ts';
 import { callApi } from '../support/http.ts';
 import { percentile, waitUntil } from '../support/node.ts';
@@ -68,7 +68,13 @@ function rawPost(
       const head = text.slice(0, headEnd);
       const length = Number(/content-length: *(\d+)/i.exec(head)?.[1] ?? NaN);
       if (text.length - headEnd - 4 < length) return null;
-      return { status: Number(head.split(' ')[1]), body: text.slice(headEnd + 4, headEnd + 4 + length), headers: head, answerMs, bodyBytesWritten: written };
+      return {
+        status: Number(head.split(' ')[1]),
+        body: text.slice(headEnd + 4, headEnd + 4 + length),
+        headers: head,
+        answerMs,
+        bodyBytesWritten: written,
+      };
     };
     socket.on('data', (data: Buffer) => {
       if (answerMs < 0) answerMs = performance.now() - started;
@@ -92,12 +98,20 @@ function rawPost(
     });
     socket.on('close', () => {
       if (parsed !== null) resolve({ ...parsed, closed: serverEnded });
-      else reject(new Error(`${opts.chunked ? 'chunked' : 'content-length'}: connection closed without an answer after ${written} body bytes (server ended: ${serverEnded}): ${received.toString('latin1').slice(0, 200)}`));
+      else
+        reject(
+          new Error(
+            `${opts.chunked ? 'chunked' : 'content-length'}: connection closed without an answer after ${written} body bytes (server ended: ${serverEnded}): ${received.toString('latin1').slice(0, 200)}`,
+          ),
+        );
     });
   });
   const framing = opts.chunked ? 'transfer-encoding: chunked' : `content-length: ${opts.totalBytes}`;
-  socket.write(`POST ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\n${framing}\r\n\r\n`);
-  const frame = (data: Buffer) => (opts.chunked ? Buffer.concat([Buffer.from(`${data.length.toString(16)}\r\n`), data, Buffer.from('\r\n')]) : data);
+  socket.write(
+    `POST ${path} HTTP/1.1\r\nhost: 127.0.0.1\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\n${framing}\r\n\r\n`,
+  );
+  const frame = (data: Buffer) =>
+    opts.chunked ? Buffer.concat([Buffer.from(`${data.length.toString(16)}\r\n`), data, Buffer.from('\r\n')]) : data;
   void (async () => {
     const writeSome = async (data: Buffer) => {
       if (answerMs >= 0 || socket.destroyed || !socket.writable) return false;
@@ -163,7 +177,14 @@ describe('a 60 MB batch against a real node process', () => {
 
   before(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'belfry-bodies-'));
-    node = await startNodeProcess(['--data', dataDir, '--admin-key', ADMIN, '--body-bytes-in-flight-max', String(48 * MiB)]);
+    node = await startNodeProcess([
+      '--data',
+      dataDir,
+      '--admin-key',
+      ADMIN,
+      '--body-bytes-in-flight-max',
+      String(48 * MiB),
+    ]);
     const tenant = await callApi(node.url, ADMIN, 'POST', '/v1/tenants', { name: 'attacker' });
     key = (await callApi(node.url, ADMIN, 'POST', `/v1/tenants/${tenant.body.id}/keys`, {})).body.key;
   });
@@ -195,7 +216,10 @@ describe('a 60 MB batch against a real node process', () => {
       assert.ok(a.closed, 'the server closed the connection instead of reading the rest');
       // With Content-Length nothing is read; chunked, reading stops at the limit. Either way the
       // client got to write a small part of its 60 MB (the rest of what it wrote sat in socket buffers).
-      assert.ok(a.bodyBytesWritten < 24 * MiB, `${chunked ? 'chunked' : 'content-length'}: wrote ${a.bodyBytesWritten} bytes before the answer`);
+      assert.ok(
+        a.bodyBytesWritten < 24 * MiB,
+        `${chunked ? 'chunked' : 'content-length'}: wrote ${a.bodyBytesWritten} bytes before the answer`,
+      );
     }
     const byLength = answers.filter((x) => !x.chunked).map((x) => x.a.answerMs);
     const byChunks = answers.filter((x) => x.chunked).map((x) => x.a.answerMs);
@@ -226,17 +250,28 @@ describe('in process', () => {
     t = await makeTestApp({ limits: { bodyBytesInFlightMax: budgetBytes, scheduleRequestsPerSecond: 1_000_000 } });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     port = (t.app.server.address() as { port: number }).port;
-    const put = await t.app.inject({ method: 'PUT', url: '/v1/destinations/orders', headers: bearer(t.tenantKey), payload: { url: 'http://127.0.0.1:9/x' } });
+    const put = await t.app.inject({
+      method: 'PUT',
+      url: '/v1/destinations/orders',
+      headers: bearer(t.tenantKey),
+      payload: { url: 'http://127.0.0.1:9/x' },
+    });
     assert.equal(put.statusCode, 201, put.body);
   });
   after(() => t.cleanup());
 
   const json = () => ({ ...bearer(t.tenantKey), 'content-type': 'application/json' });
-  const eventBody = (id: string, payloadBytes: number) => JSON.stringify({ id, destination: 'orders', delay: '1h', payload: 'x'.repeat(payloadBytes) });
+  const eventBody = (id: string, payloadBytes: number) =>
+    JSON.stringify({ id, destination: 'orders', delay: '1h', payload: 'x'.repeat(payloadBytes) });
 
   test('a single-event route refuses a 2 MiB body with 413 and creates nothing, chunked or not', async () => {
     const changedBefore = t.changed.length;
-    const res = await t.app.inject({ method: 'POST', url: '/v1/events', headers: json(), payload: eventBody('big-one', 2 * MiB) });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/events',
+      headers: json(),
+      payload: eventBody('big-one', 2 * MiB),
+    });
     assert.equal(res.statusCode, 413, res.body);
     const error = res.json().error;
     assert.equal(error.code, 'payload_too_large');
@@ -244,7 +279,12 @@ describe('in process', () => {
     assert.match(error.message, /1048576/);
     assert.equal(res.headers.connection, 'close');
 
-    const chunked = await rawPost(port, '/v1/events', t.tenantKey, { totalBytes: 2 * MiB, prefix: '{"id":"big-two","destination":"orders","payload":"', chunk: Buffer.alloc(64 * 1024, 'x'), chunked: true }).answer;
+    const chunked = await rawPost(port, '/v1/events', t.tenantKey, {
+      totalBytes: 2 * MiB,
+      prefix: '{"id":"big-two","destination":"orders","payload":"',
+      chunk: Buffer.alloc(64 * 1024, 'x'),
+      chunked: true,
+    }).answer;
     assert.equal(chunked.status, 413, chunked.body);
     assert.match(JSON.parse(chunked.body).error.message, /stopped reading/);
     assert.ok(chunked.closed);
@@ -253,16 +293,31 @@ describe('in process', () => {
     assert.equal(t.changed.length, changedBefore, 'nothing was told to the scheduler');
 
     // An edit too: the event stays as it was.
-    const small = await t.app.inject({ method: 'POST', url: '/v1/events', headers: json(), payload: eventBody('edit-me', 10) });
+    const small = await t.app.inject({
+      method: 'POST',
+      url: '/v1/events',
+      headers: json(),
+      payload: eventBody('edit-me', 10),
+    });
     assert.equal(small.statusCode, 201);
-    const patch = await t.app.inject({ method: 'PATCH', url: '/v1/events/edit-me', headers: json(), payload: JSON.stringify({ payload: 'y'.repeat(2 * MiB) }) });
+    const patch = await t.app.inject({
+      method: 'PATCH',
+      url: '/v1/events/edit-me',
+      headers: json(),
+      payload: JSON.stringify({ payload: 'y'.repeat(2 * MiB) }),
+    });
     assert.equal(patch.statusCode, 413);
     assert.equal((await t.store.eventGet({ tenantId: t.tenantId, id: 'edit-me' }))!.version, small.json().version);
   });
 
   test('a batch is bounded by batchEventsMax × 4 KiB + payloadBytesMax: one byte over is 413, the most is accepted', async () => {
     assert.equal(BATCH_LIMIT, 1_000 * BATCH_EVENT_BYTES + 256 * 1024);
-    const over = await t.app.inject({ method: 'POST', url: '/v1/events/batch', headers: json(), payload: ' '.repeat(BATCH_LIMIT + 1) });
+    const over = await t.app.inject({
+      method: 'POST',
+      url: '/v1/events/batch',
+      headers: json(),
+      payload: ' '.repeat(BATCH_LIMIT + 1),
+    });
     assert.equal(over.statusCode, 413);
     assert.equal(over.json().error.details[0].limitBytes, BATCH_LIMIT);
     assert.match(over.json().error.message, /split the batch/);
@@ -272,11 +327,21 @@ describe('in process', () => {
     const budget = t.app.bodyBudget;
     assert.equal(budget.bytesMax, budgetBytes);
     // A client that sends 100 KiB of its declared body, then stalls.
-    const held = rawPost(port, '/v1/events', t.tenantKey, { totalBytes: 100 * 1024, prefix: '{"id":"held","destination":"orders","payload":"', chunk: Buffer.alloc(1024, 'x'), holdAfterBytes: 10 * 1024 });
+    const held = rawPost(port, '/v1/events', t.tenantKey, {
+      totalBytes: 100 * 1024,
+      prefix: '{"id":"held","destination":"orders","payload":"',
+      chunk: Buffer.alloc(1024, 'x'),
+      holdAfterBytes: 10 * 1024,
+    });
     held.answer.catch(() => {});
     await waitUntil('the held body is counted', () => budget.bytesInFlight === 100 * 1024, 5_000);
 
-    const refused = await t.app.inject({ method: 'POST', url: '/v1/events', headers: json(), payload: eventBody('refused', 60 * 1024) });
+    const refused = await t.app.inject({
+      method: 'POST',
+      url: '/v1/events',
+      headers: json(),
+      payload: eventBody('refused', 60 * 1024),
+    });
     assert.equal(refused.statusCode, 503, refused.body);
     assert.equal(refused.headers['retry-after'], '1');
     const error = refused.json().error;
@@ -287,21 +352,50 @@ describe('in process', () => {
     assert.equal(await t.store.eventGet({ tenantId: t.tenantId, id: 'refused' }), null);
 
     // Chunked: refused when its bytes pass the budget.
-    const chunked = await rawPost(port, '/v1/events', t.tenantKey, { totalBytes: 64 * 1024, prefix: '{"id":"chunked","destination":"orders","payload":"', chunk: Buffer.alloc(4096, 'x'), chunked: true }).answer;
+    const chunked = await rawPost(port, '/v1/events', t.tenantKey, {
+      totalBytes: 64 * 1024,
+      prefix: '{"id":"chunked","destination":"orders","payload":"',
+      chunk: Buffer.alloc(4096, 'x'),
+      chunked: true,
+    }).answer;
     assert.equal(chunked.status, 503, chunked.body);
     assert.match(chunked.headers, /retry-after: 1/i);
     assert.equal(JSON.parse(chunked.body).error.details[0].limit, 'bodyBytesInFlightMax');
 
     // Within what is left, a body still passes.
-    assert.equal((await t.app.inject({ method: 'POST', url: '/v1/events', headers: json(), payload: eventBody('fits', 1024) })).statusCode, 201);
+    assert.equal(
+      (await t.app.inject({ method: 'POST', url: '/v1/events', headers: json(), payload: eventBody('fits', 1024) }))
+        .statusCode,
+      201,
+    );
     assert.equal(budget.bytesInFlight, 100 * 1024, 'what the answered requests held is released');
 
     // The stalled client goes away: its 100 KiB are released, and the refused body now passes.
     held.socket.destroy();
     await waitUntil('the held body is released', () => budget.bytesInFlight === 0, 5_000);
-    assert.equal((await t.app.inject({ method: 'POST', url: '/v1/events', headers: json(), payload: eventBody('refused', 60 * 1024) })).statusCode, 201);
+    assert.equal(
+      (
+        await t.app.inject({
+          method: 'POST',
+          url: '/v1/events',
+          headers: json(),
+          payload: eventBody('refused', 60 * 1024),
+        })
+      ).statusCode,
+      201,
+    );
     // A body larger than the whole budget is let in when it is alone (its route's limit bounds it).
-    assert.equal((await t.app.inject({ method: 'POST', url: '/v1/events', headers: json(), payload: eventBody('alone', 200 * 1024) })).statusCode, 201);
+    assert.equal(
+      (
+        await t.app.inject({
+          method: 'POST',
+          url: '/v1/events',
+          headers: json(),
+          payload: eventBody('alone', 200 * 1024),
+        })
+      ).statusCode,
+      201,
+    );
     assert.equal(budget.bytesInFlight, 0);
   });
 });
@@ -310,12 +404,23 @@ describe('the event loop while the largest accepted batch is handled', () => {
   let t: TestApp;
   before(async () => {
     t = await makeTestApp({ limits: { scheduleRequestsPerSecond: 1_000_000 } });
-    await t.app.inject({ method: 'PUT', url: '/v1/destinations/orders', headers: bearer(t.tenantKey), payload: { url: 'http://127.0.0.1:9/x' } });
+    await t.app.inject({
+      method: 'PUT',
+      url: '/v1/destinations/orders',
+      headers: bearer(t.tenantKey),
+      payload: { url: 'http://127.0.0.1:9/x' },
+    });
   });
   after(() => t.cleanup());
 
   test('stays under a generous bound (the largest batch and a flood of {} items)', async () => {
-    const post = (body: string) => t.app.inject({ method: 'POST', url: '/v1/events/batch', headers: { ...bearer(t.tenantKey), 'content-type': 'application/json' }, payload: body });
+    const post = (body: string) =>
+      t.app.inject({
+        method: 'POST',
+        url: '/v1/events/batch',
+        headers: { ...bearer(t.tenantKey), 'content-type': 'application/json' },
+        payload: body,
+      });
     // Warm up: code compiled, schemas compiled, store statements prepared.
     assert.equal((await post(largestBatch('warm', BATCH_LIMIT / 4))).statusCode, 200);
 
@@ -331,8 +436,12 @@ describe('the event loop while the largest accepted batch is handled', () => {
     assert.equal(refused.result.statusCode, 400, refused.result.body);
     assert.equal(refused.result.json().error.details[0].limit, 'batchEventsMax');
 
-    console.log(`largest accepted batch (${body.length} bytes, 1,000 events of object payloads): answered in ${big.ms.toFixed(0)} ms, event loop delay max ${big.delayMaxMs.toFixed(1)} ms`);
-    console.log(`${flood.length} bytes of {} items: refused in ${refused.ms.toFixed(0)} ms, event loop delay max ${refused.delayMaxMs.toFixed(1)} ms`);
+    console.log(
+      `largest accepted batch (${body.length} bytes, 1,000 events of object payloads): answered in ${big.ms.toFixed(0)} ms, event loop delay max ${big.delayMaxMs.toFixed(1)} ms`,
+    );
+    console.log(
+      `${flood.length} bytes of {} items: refused in ${refused.ms.toFixed(0)} ms, event loop delay max ${refused.delayMaxMs.toFixed(1)} ms`,
+    );
     // Generous, for a shared machine: before slicing, the same batch held the loop 150-320 ms and
     // the flood 300-700 ms here; now 30-60 ms and 10-20 ms, most of the batch's being the store's
     // synchronous insert (SQLite) and the garbage collector.

@@ -36,7 +36,10 @@ describe('credential headers through a node', () => {
   async function call(method: string, path: string, body?: unknown) {
     const res = await fetch(`${node.url}${path}`, {
       method,
-      headers: { authorization: `Bearer ${node.tenantKey}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${node.tenantKey}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const raw = await res.text();
@@ -53,16 +56,31 @@ describe('credential headers through a node', () => {
   };
 
   it("masks a destination's credential headers in PUT and GET answers, and delivers them as stored", async () => {
-    const put = await call('PUT', '/v1/destinations/secure', { url: `${receiver.url}/secure`, headers: destinationHeaders });
+    const put = await call('PUT', '/v1/destinations/secure', {
+      url: `${receiver.url}/secure`,
+      headers: destinationHeaders,
+    });
     assert.equal(put.status, 201, put.raw);
-    const expected = { Authorization: '***', 'X-Api-Key': '***', 'x-client-secret': '***', Cookie: '***', 'x-trace-tenant': 'acme' };
+    const expected = {
+      Authorization: '***',
+      'X-Api-Key': '***',
+      'x-client-secret': '***',
+      Cookie: '***',
+      'x-trace-tenant': 'acme',
+    };
     assert.deepEqual(put.body.headers, expected);
     assert.deepEqual((await call('GET', '/v1/destinations/secure')).body.headers, expected);
     const list = await call('GET', '/v1/destinations');
     assert.deepEqual(list.body.destinations.find((d: { name: string }) => d.name === 'secure').headers, expected);
 
     const eventHeaders = { 'x-upstream-token': secret('event-token'), 'x-request-id': 'r-1' };
-    const created = await call('POST', '/v1/events', { id: 'to-secure', destination: 'secure', delay: '10ms', headers: eventHeaders, payload: { n: 1 } });
+    const created = await call('POST', '/v1/events', {
+      id: 'to-secure',
+      destination: 'secure',
+      delay: '10ms',
+      headers: eventHeaders,
+      payload: { n: 1 },
+    });
     assert.equal(created.status, 201, created.raw);
     assert.deepEqual(created.body.headers, { 'x-upstream-token': '***', 'x-request-id': 'r-1' });
 
@@ -76,29 +94,50 @@ describe('credential headers through a node', () => {
     assert.equal(delivered.headers['x-request-id'], 'r-1');
 
     // The delivered event as its reader sees it afterwards.
-    await waitUntil('the delivery recorded', async () => (await node.api('GET', '/v1/events/to-secure')).body.state === 'succeeded', 30_000);
+    await waitUntil(
+      'the delivery recorded',
+      async () => (await node.api('GET', '/v1/events/to-secure')).body.state === 'succeeded',
+      30_000,
+    );
     const got = await call('GET', '/v1/events/to-secure');
     assert.deepEqual(got.body.headers, { 'x-upstream-token': '***', 'x-request-id': 'r-1' });
   });
 
   it("masks an event's credential headers in every answer that shows the event: create, batch, get, list, edit, cancel", async () => {
     const inline = { url: `${receiver.url}/inline` };
-    const created = await call('POST', '/v1/events', { id: 'inline-1', destination: inline, delay: '1h', headers: { authorization: `Basic ${secret('inline-basic')}`, 'x-kind': 'inline' } });
+    const created = await call('POST', '/v1/events', {
+      id: 'inline-1',
+      destination: inline,
+      delay: '1h',
+      headers: { authorization: `Basic ${secret('inline-basic')}`, 'x-kind': 'inline' },
+    });
     assert.equal(created.status, 201, created.raw);
     assert.deepEqual(created.body.headers, { authorization: '***', 'x-kind': 'inline' });
     assert.deepEqual(created.body.destination, inline, 'an inline URL without credentials is shown as it is');
 
     const batch = await call('POST', '/v1/events/batch', {
-      events: [{ id: 'batch-1', destination: 'secure', delay: '1h', headers: { 'X-Access-Token': secret('access'), 'X-Session-Id': secret('session') } }],
+      events: [
+        {
+          id: 'batch-1',
+          destination: 'secure',
+          delay: '1h',
+          headers: { 'X-Access-Token': secret('access'), 'X-Session-Id': secret('session') },
+        },
+      ],
     });
     assert.equal(batch.status, 200, batch.raw);
     assert.equal(batch.body.results[0].status, 'created', batch.raw);
     assert.deepEqual(batch.body.results[0].event.headers, { 'X-Access-Token': '***', 'X-Session-Id': '***' });
 
-    const patched = await call('PATCH', '/v1/events/inline-1', { headers: { 'x-db-password': secret('db-password'), 'x-kind': 'edited' } });
+    const patched = await call('PATCH', '/v1/events/inline-1', {
+      headers: { 'x-db-password': secret('db-password'), 'x-kind': 'edited' },
+    });
     assert.equal(patched.status, 200, patched.raw);
     assert.deepEqual(patched.body.headers, { 'x-db-password': '***', 'x-kind': 'edited' });
-    assert.deepEqual((await call('GET', '/v1/events/inline-1')).body.headers, { 'x-db-password': '***', 'x-kind': 'edited' });
+    assert.deepEqual((await call('GET', '/v1/events/inline-1')).body.headers, {
+      'x-db-password': '***',
+      'x-kind': 'edited',
+    });
     const list = await call('GET', '/v1/events?limit=100');
     assert.ok(list.body.events.length >= 3);
     await call('GET', '/v1/events/inline-1/transitions');
@@ -111,10 +150,18 @@ describe('credential headers through a node', () => {
   });
 
   it("masks a schedule's template headers, and its occurrences'", async () => {
-    const created = await call('POST', '/v1/schedules', { id: 'nightly', every: '1h', destination: 'secure', headers: { 'X-Auth-Token': secret('schedule-token'), 'x-job': 'nightly' } });
+    const created = await call('POST', '/v1/schedules', {
+      id: 'nightly',
+      every: '1h',
+      destination: 'secure',
+      headers: { 'X-Auth-Token': secret('schedule-token'), 'x-job': 'nightly' },
+    });
     assert.equal(created.status, 201, created.raw);
     assert.deepEqual(created.body.headers, { 'X-Auth-Token': '***', 'x-job': 'nightly' });
-    assert.deepEqual((await call('GET', '/v1/schedules/nightly')).body.headers, { 'X-Auth-Token': '***', 'x-job': 'nightly' });
+    assert.deepEqual((await call('GET', '/v1/schedules/nightly')).body.headers, {
+      'X-Auth-Token': '***',
+      'x-job': 'nightly',
+    });
     await call('GET', '/v1/schedules');
     const occurrences = await call('GET', '/v1/events?schedule=nightly');
     assert.ok(occurrences.body.events.length >= 1, occurrences.raw);
@@ -144,10 +191,25 @@ describe('credential headers through a node', () => {
 
 describe('which headers are credentials', () => {
   it('the named ones and those whose names say so, case-insensitively; no others', () => {
-    for (const name of ['authorization', 'Proxy-Authorization', 'COOKIE', 'set-cookie', 'x-api-key', 'X-Auth-Token', 'x-client-secret', 'x-db-password', 'apikey', 'x-session', 'x-credentials', 'private-key', 'x-token']) {
+    for (const name of [
+      'authorization',
+      'Proxy-Authorization',
+      'COOKIE',
+      'set-cookie',
+      'x-api-key',
+      'X-Auth-Token',
+      'x-client-secret',
+      'x-db-password',
+      'apikey',
+      'x-session',
+      'x-credentials',
+      'private-key',
+      'x-token',
+    ]) {
       assert.ok(isCredentialHeader(name), name);
     }
-    for (const name of ['x-request-id', 'content-language', 'x-trace-tenant', 'accept', 'x-kind']) assert.ok(!isCredentialHeader(name), name);
+    for (const name of ['x-request-id', 'content-language', 'x-trace-tenant', 'accept', 'x-kind'])
+      assert.ok(!isCredentialHeader(name), name);
   });
 
   it('keeps the same object when nothing is masked, and never changes the one given', () => {

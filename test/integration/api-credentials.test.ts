@@ -8,7 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { defaultSourceGroupId } from '../../src/api/routes/sources.ts';
+import { defaultSourceGroupId } from '../../src/sources/index.ts';
 import { bearer, makeTestApp, type TestApp } from '../support/app.ts';
 
 const SECRET = 'pw-7hx2-secret';
@@ -21,7 +21,12 @@ describe('credentials and TLS through the API', () => {
   after(() => t.cleanup());
 
   async function call(method: 'GET' | 'PUT' | 'POST', url: string, payload?: unknown, key = t.tenantKey) {
-    const res = await t.app.inject({ method, url, headers: bearer(key), ...(payload === undefined ? {} : { payload: payload as object }) });
+    const res = await t.app.inject({
+      method,
+      url,
+      headers: bearer(key),
+      ...(payload === undefined ? {} : { payload: payload as object }),
+    });
     return { status: res.statusCode, body: res.body ? res.json() : null, raw: res.body };
   }
 
@@ -32,10 +37,27 @@ describe('credentials and TLS through the API', () => {
     ['redis password', { kind: 'redis', url: `redis://:${SECRET}@127.0.0.1:6379`, stream: 's' }, 'url'],
     ['redis user and password', { kind: 'redis', url: `redis://belfry:${SECRET}@127.0.0.1:6379`, stream: 's' }, 'url'],
     ['amqp user and password', { kind: 'amqp', url: `amqp://belfry:${SECRET}@127.0.0.1:5672`, exchange: 'x' }, 'url'],
-    ['nats user and password', { kind: 'nats', servers: [`nats://belfry:${SECRET}@127.0.0.1:4222`], subject: 's' }, 'servers.0'],
-    ['nats lone user name (a token)', { kind: 'nats', servers: ['nats://127.0.0.1:4222', `nats://${SECRET}@127.0.0.1:4223`], subject: 's' }, 'servers.1'],
+    [
+      'nats user and password',
+      { kind: 'nats', servers: [`nats://belfry:${SECRET}@127.0.0.1:4222`], subject: 's' },
+      'servers.0',
+    ],
+    [
+      'nats lone user name (a token)',
+      { kind: 'nats', servers: ['nats://127.0.0.1:4222', `nats://${SECRET}@127.0.0.1:4223`], subject: 's' },
+      'servers.1',
+    ],
     ['nats token', { kind: 'nats', servers: ['nats://127.0.0.1:4222'], subject: 's', token: SECRET }, 'token'],
-    ['kafka SASL PLAIN without ssl', { kind: 'kafka', brokers: ['127.0.0.1:9092'], topic: 't', sasl: { mechanism: 'plain', username: 'u', password: SECRET } }, 'sasl.mechanism'],
+    [
+      'kafka SASL PLAIN without ssl',
+      {
+        kind: 'kafka',
+        brokers: ['127.0.0.1:9092'],
+        topic: 't',
+        sasl: { mechanism: 'plain', username: 'u', password: SECRET },
+      },
+      'sasl.mechanism',
+    ],
   ];
 
   it('refuses a credential over plaintext with a 400 naming the field and the opt-in, and writes nothing', async () => {
@@ -58,8 +80,15 @@ describe('credentials and TLS through the API', () => {
       assert.equal(got.body.allowInsecureCredentials, true, what);
       shown.push(put.raw, got.raw, (await call('GET', '/v1/destinations')).raw);
     }
-    const nats = await call('PUT', '/v1/destinations/nats-token-url', { ...PLAINTEXT[4][1], allowInsecureCredentials: true });
-    assert.deepEqual(nats.body.servers, ['nats://127.0.0.1:4222', 'nats://***@127.0.0.1:4223'], 'a lone user name is a token: hidden whole');
+    const nats = await call('PUT', '/v1/destinations/nats-token-url', {
+      ...PLAINTEXT[4][1],
+      allowInsecureCredentials: true,
+    });
+    assert.deepEqual(
+      nats.body.servers,
+      ['nats://127.0.0.1:4222', 'nats://***@127.0.0.1:4223'],
+      'a lone user name is a token: hidden whole',
+    );
     shown.push(nats.raw);
   });
 
@@ -67,10 +96,26 @@ describe('credentials and TLS through the API', () => {
     const bodies: Record<string, unknown>[] = [
       { kind: 'redis', url: `rediss://belfry:${SECRET}@127.0.0.1:6380`, stream: 's' },
       { kind: 'amqp', url: `amqps://belfry:${SECRET}@127.0.0.1:5671`, exchange: 'x' },
-      { kind: 'nats', servers: [`tls://belfry:${SECRET}@127.0.0.1:4222`, 'tls://127.0.0.1:4223'], subject: 's', token: SECRET },
+      {
+        kind: 'nats',
+        servers: [`tls://belfry:${SECRET}@127.0.0.1:4222`, 'tls://127.0.0.1:4223'],
+        subject: 's',
+        token: SECRET,
+      },
       { kind: 'nats', servers: [`tls://${SECRET}@127.0.0.1:4222`], subject: 's' },
-      { kind: 'kafka', brokers: ['127.0.0.1:9093'], topic: 't', ssl: true, sasl: { mechanism: 'plain', username: 'u', password: SECRET } },
-      { kind: 'kafka', brokers: ['127.0.0.1:9092'], topic: 't', sasl: { mechanism: 'scram-sha-512', username: 'u', password: SECRET } },
+      {
+        kind: 'kafka',
+        brokers: ['127.0.0.1:9093'],
+        topic: 't',
+        ssl: true,
+        sasl: { mechanism: 'plain', username: 'u', password: SECRET },
+      },
+      {
+        kind: 'kafka',
+        brokers: ['127.0.0.1:9092'],
+        topic: 't',
+        sasl: { mechanism: 'scram-sha-512', username: 'u', password: SECRET },
+      },
     ];
     for (const body of bodies) {
       const put = await call('PUT', '/v1/destinations/tls', body);
@@ -86,19 +131,32 @@ describe('credentials and TLS through the API', () => {
   });
 
   it('refuses NATS servers that mix tls:// and nats:// (TLS would hold for some only)', async () => {
-    const res = await call('PUT', '/v1/destinations/mixed', { kind: 'nats', servers: ['tls://127.0.0.1:4222', 'nats://127.0.0.1:4223'], subject: 's' });
+    const res = await call('PUT', '/v1/destinations/mixed', {
+      kind: 'nats',
+      servers: ['tls://127.0.0.1:4222', 'nats://127.0.0.1:4223'],
+      subject: 's',
+    });
     assert.equal(res.status, 400, res.raw);
     assert.equal(res.body.error.details[0].field, 'servers.1');
   });
 
   it('refuses a webhook URL with credentials, registered or inline, and writes nothing', async () => {
-    for (const url of [`https://user:${SECRET}@hooks.example.com/h`, `https://${SECRET}@hooks.example.com/h`, `http://user:@hooks.example.com/h`]) {
+    for (const url of [
+      `https://user:${SECRET}@hooks.example.com/h`,
+      `https://${SECRET}@hooks.example.com/h`,
+      `http://user:@hooks.example.com/h`,
+    ]) {
       const put = await call('PUT', '/v1/destinations/hook', { url });
       shown.push(put.raw);
       assert.equal(put.status, 400, put.raw);
       assert.equal(put.body.error.details[0].field, 'url');
       assert.match(put.body.error.message, /must not carry credentials/);
-      const inline = await call('POST', '/v1/events', { id: 'inline-cred', delay: '1h', destination: { url }, payload: {} });
+      const inline = await call('POST', '/v1/events', {
+        id: 'inline-cred',
+        delay: '1h',
+        destination: { url },
+        payload: {},
+      });
       shown.push(inline.raw);
       assert.equal(inline.status, 400, inline.raw);
       assert.match(inline.body.error.message, /must not carry credentials/);
@@ -112,7 +170,15 @@ describe('credentials and TLS through the API', () => {
       destination: {
         tenantId: t.tenantId,
         name: 'legacy-hook',
-        config: { kind: 'http', url: `https://user:${SECRET}@hooks.example.com/h`, headers: {}, timeoutMs: 10_000, retry: null, rateLimitPerSecond: null, maxConcurrency: 20 },
+        config: {
+          kind: 'http',
+          url: `https://user:${SECRET}@hooks.example.com/h`,
+          headers: {},
+          timeoutMs: 10_000,
+          retry: null,
+          rateLimitPerSecond: null,
+          maxConcurrency: 20,
+        },
         secrets: [],
         createdAt: t.clock.now(),
         updatedAt: t.clock.now(),
@@ -124,7 +190,12 @@ describe('credentials and TLS through the API', () => {
   });
 
   it('sources: SASL PLAIN without ssl is refused unless opted in; with ssl or the opt-in it is kept, never shown', async () => {
-    const body = { kind: 'kafka', brokers: ['127.0.0.1:9092'], topic: 'requests', sasl: { mechanism: 'plain', username: 'svc', password: SECRET } };
+    const body = {
+      kind: 'kafka',
+      brokers: ['127.0.0.1:9092'],
+      topic: 'requests',
+      sasl: { mechanism: 'plain', username: 'svc', password: SECRET },
+    };
     const refused = await call('PUT', '/v1/sources/plain', body);
     shown.push(refused.raw);
     assert.equal(refused.status, 400, refused.raw);
@@ -147,7 +218,11 @@ describe('credentials and TLS through the API', () => {
     const other = await call('PUT', '/v1/sources/refunds', body);
     assert.equal(a.body.groupId, defaultSourceGroupId(t.tenantId, 'orders'));
     assert.equal(a.body.groupId, `belfry/${t.tenantId}/orders`);
-    assert.equal(b.body.groupId, `belfry/${t.tenantIdB}/orders`, "another tenant's source of the same name has its own group");
+    assert.equal(
+      b.body.groupId,
+      `belfry/${t.tenantIdB}/orders`,
+      "another tenant's source of the same name has its own group",
+    );
     assert.equal(other.body.groupId, `belfry/${t.tenantId}/refunds`);
     const replaced = await call('PUT', '/v1/sources/orders', { ...body, start: 'latest' });
     assert.equal(replaced.body.groupId, a.body.groupId, 'a replace keeps the group, and so its offsets');

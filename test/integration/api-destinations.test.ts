@@ -29,7 +29,19 @@ describe('PUT /v1/destinations/{name}', () => {
     assert.match(d.secret, /^whsec_[A-Za-z0-9+/]{32}$/);
     assert.deepEqual(
       { ...d, secret: undefined, createdAt: undefined, updatedAt: undefined },
-      { name: 'orders-webhook', kind: 'http', url: 'https://orders.example.com/hooks/belfry', headers: {}, timeout: '10s', retry: null, rateLimit: null, maxConcurrency: 20, secret: undefined, createdAt: undefined, updatedAt: undefined },
+      {
+        name: 'orders-webhook',
+        kind: 'http',
+        url: 'https://orders.example.com/hooks/belfry',
+        headers: {},
+        timeout: '10s',
+        retry: null,
+        rateLimit: null,
+        maxConcurrency: 20,
+        secret: undefined,
+        createdAt: undefined,
+        updatedAt: undefined,
+      },
     );
     const stored = await t.store.destinationGet({ tenantId: t.tenantId, name: 'orders-webhook' });
     assert.deepEqual(stored!.secrets, [{ secret: d.secret, expiresAt: null }]);
@@ -56,17 +68,28 @@ describe('PUT /v1/destinations/{name}', () => {
     const d = replaced.json();
     assert.equal(d.secret, undefined);
     assert.deepEqual(
-      { url: d.url, headers: d.headers, timeout: d.timeout, retry: d.retry, rateLimit: d.rateLimit, maxConcurrency: d.maxConcurrency },
+      {
+        url: d.url,
+        headers: d.headers,
+        timeout: d.timeout,
+        retry: d.retry,
+        rateLimit: d.rateLimit,
+        maxConcurrency: d.maxConcurrency,
+      },
       full,
     );
     assert.equal(d.createdAt, created.createdAt);
-    assert.deepEqual((await t.store.destinationGet({ tenantId: t.tenantId, name: 'billing' }))!.secrets, [{ secret: created.secret, expiresAt: null }]);
+    assert.deepEqual((await t.store.destinationGet({ tenantId: t.tenantId, name: 'billing' }))!.secrets, [
+      { secret: created.secret, expiresAt: null },
+    ]);
 
     const secret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
     const withSecret = await req('PUT', '/v1/destinations/billing', { url: 'https://billing.example/v2', secret });
     assert.equal(withSecret.statusCode, 200);
     assert.ok(!withSecret.body.includes('whsec_'));
-    assert.deepEqual((await t.store.destinationGet({ tenantId: t.tenantId, name: 'billing' }))!.secrets, [{ secret, expiresAt: null }]);
+    assert.deepEqual((await t.store.destinationGet({ tenantId: t.tenantId, name: 'billing' }))!.secrets, [
+      { secret, expiresAt: null },
+    ]);
 
     const createdWithSecret = await req('PUT', '/v1/destinations/given-secret', { url: 'https://x.example', secret });
     assert.equal(createdWithSecret.statusCode, 201);
@@ -100,8 +123,18 @@ describe('PUT /v1/destinations/{name}', () => {
   }
 
   test('400 for an invalid name', async () => {
-    assertError(await req('PUT', '/v1/destinations/has%20space', { url: 'https://x.example' }), 400, 'invalid_request', 'name');
-    assertError(await req('PUT', `/v1/destinations/${'n'.repeat(101)}`, { url: 'https://x.example' }), 400, 'invalid_request', 'name');
+    assertError(
+      await req('PUT', '/v1/destinations/has%20space', { url: 'https://x.example' }),
+      400,
+      'invalid_request',
+      'name',
+    );
+    assertError(
+      await req('PUT', `/v1/destinations/${'n'.repeat(101)}`, { url: 'https://x.example' }),
+      400,
+      'invalid_request',
+      'name',
+    );
   });
 });
 
@@ -138,8 +171,15 @@ describe('scheduling to a destination (the event routes cache which destinations
   test('a destination deleted through this node is refused at once; one created is accepted at once', async () => {
     const event = (id: string) => ({ id, delay: '1h', destination: 'short-lived', payload: {} });
     assertError(await req('POST', '/v1/events', event('e0')), 400, 'invalid_request', 'destination');
-    assert.equal((await req('PUT', '/v1/destinations/short-lived', { url: 'https://short.example/h' })).statusCode, 201);
-    assert.equal((await req('POST', '/v1/events', event('e1'))).statusCode, 201, 'created just before: accepted (only found destinations are cached)');
+    assert.equal(
+      (await req('PUT', '/v1/destinations/short-lived', { url: 'https://short.example/h' })).statusCode,
+      201,
+    );
+    assert.equal(
+      (await req('POST', '/v1/events', event('e1'))).statusCode,
+      201,
+      'created just before: accepted (only found destinations are cached)',
+    );
     assert.equal((await req('POST', '/v1/events', event('e2'))).statusCode, 201);
     assert.equal((await req('DELETE', '/v1/destinations/short-lived')).statusCode, 204);
     assertError(await req('POST', '/v1/events', event('e3')), 400, 'invalid_request', 'destination');

@@ -16,11 +16,21 @@ for (const [backend, make] of TEST_BACKENDS) {
     after(() => t.cleanup());
 
     function req(method: InjectOptions['method'], url: string, payload?: unknown, key?: string) {
-      return t.app.inject({ method, url, headers: bearer(key ?? t.tenantKey), ...(payload === undefined ? {} : { payload: payload as object }) });
+      return t.app.inject({
+        method,
+        url,
+        headers: bearer(key ?? t.tenantKey),
+        ...(payload === undefined ? {} : { payload: payload as object }),
+      });
     }
 
     test('is stored and shown on create, get and list; null when not given', async () => {
-      const created = await req('POST', '/v1/events', { id: 'typed-1', destination: 'orders', delay: '1h', type: 'order.timeout' });
+      const created = await req('POST', '/v1/events', {
+        id: 'typed-1',
+        destination: 'orders',
+        delay: '1h',
+        type: 'order.timeout',
+      });
       assert.equal(created.statusCode, 201, created.body);
       assert.equal(created.json().type, 'order.timeout');
       assert.equal((await req('GET', '/v1/events/typed-1')).json().type, 'order.timeout');
@@ -33,7 +43,10 @@ for (const [backend, make] of TEST_BACKENDS) {
       assert.equal((await req('POST', '/v1/events', body)).statusCode, 201);
       assert.equal((await req('POST', '/v1/events', body)).statusCode, 200);
       assert.equal((await req('POST', '/v1/events', { ...body, type: 'a.c' })).statusCode, 409);
-      assert.equal((await req('POST', '/v1/events', { id: 'typed-idem', destination: 'orders', delay: '1h' })).statusCode, 409);
+      assert.equal(
+        (await req('POST', '/v1/events', { id: 'typed-idem', destination: 'orders', delay: '1h' })).statusCode,
+        409,
+      );
     });
 
     test('is accepted per item in a batch; a bad one fails alone, naming the field', async () => {
@@ -60,7 +73,11 @@ for (const [backend, make] of TEST_BACKENDS) {
       }
       assert.equal((await req('GET', '/v1/events/bad-type')).statusCode, 404);
       assert.equal((await req('GET', '/v1/events?type=a%20b')).statusCode, 400);
-      assert.equal((await req('POST', '/v1/events', { destination: 'orders', type: 'x'.repeat(100) })).statusCode, 201, '100 characters is the bound');
+      assert.equal(
+        (await req('POST', '/v1/events', { destination: 'orders', type: 'x'.repeat(100) })).statusCode,
+        201,
+        '100 characters is the bound',
+      );
     });
 
     test('is changed by PATCH (set, change, null removes), with an updated transition naming it', async () => {
@@ -72,21 +89,39 @@ for (const [backend, make] of TEST_BACKENDS) {
       assert.equal(cleared.json().type, null);
       assert.equal((await req('PATCH', '/v1/events/patch-type', { type: 'bad kind' })).statusCode, 400);
       const trace = (await req('GET', '/v1/events/patch-type/transitions')).json().transitions;
-      assert.deepEqual(trace.slice(1).map((tr: { detail: { fields: string[] } }) => tr.detail.fields), [['type'], ['type']]);
+      assert.deepEqual(
+        trace.slice(1).map((tr: { detail: { fields: string[] } }) => tr.detail.fields),
+        [['type'], ['type']],
+      );
     });
 
     test('filters the list by type, newest first, cursor-paged, for the caller tenant only', async () => {
-      for (let i = 0; i < 5; i++) await req('POST', '/v1/events', { id: `lt-${i}`, destination: 'orders', delay: '1h', type: i % 2 ? 'list.odd' : 'list.even' });
-      await req('POST', '/v1/events', { id: 'lt-b', destination: { url: 'https://b.example.com/' }, delay: '1h', type: 'list.even' }, t.tenantKeyB);
+      for (let i = 0; i < 5; i++)
+        await req('POST', '/v1/events', {
+          id: `lt-${i}`,
+          destination: 'orders',
+          delay: '1h',
+          type: i % 2 ? 'list.odd' : 'list.even',
+        });
+      await req(
+        'POST',
+        '/v1/events',
+        { id: 'lt-b', destination: { url: 'https://b.example.com/' }, delay: '1h', type: 'list.even' },
+        t.tenantKeyB,
+      );
       const ids: string[] = [];
       let cursor: string | null = null;
       do {
-        const page: { events: { id: string }[]; nextCursor: string | null } = (await req('GET', `/v1/events?type=list.even&limit=2${cursor ? `&cursor=${cursor}` : ''}`)).json();
+        const page: { events: { id: string }[]; nextCursor: string | null } = (
+          await req('GET', `/v1/events?type=list.even&limit=2${cursor ? `&cursor=${cursor}` : ''}`)
+        ).json();
         ids.push(...page.events.map((e) => e.id));
         cursor = page.nextCursor;
       } while (cursor);
       assert.deepEqual(ids, ['lt-4', 'lt-2', 'lt-0']);
-      const odd = (await req('GET', '/v1/events?type=list.odd&state=scheduled')).json().events.map((e: { id: string }) => e.id);
+      const odd = (await req('GET', '/v1/events?type=list.odd&state=scheduled'))
+        .json()
+        .events.map((e: { id: string }) => e.id);
       assert.deepEqual(odd, ['lt-3', 'lt-1']);
     });
   });

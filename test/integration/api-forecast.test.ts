@@ -16,7 +16,12 @@ for (const [backend, make] of TEST_BACKENDS) {
       t = await make();
       now = t.clock.now(); // 12:00:00 exactly
       for (const name of ['orders', 'billing']) {
-        const put = await t.app.inject({ method: 'PUT', url: `/v1/destinations/${name}`, headers: bearer(t.tenantKey), payload: { url: `https://${name}.example.com/hook` } });
+        const put = await t.app.inject({
+          method: 'PUT',
+          url: `/v1/destinations/${name}`,
+          headers: bearer(t.tenantKey),
+          payload: { url: `https://${name}.example.com/hook` },
+        });
         assert.equal(put.statusCode, 201);
       }
       // Tenant A: one event a minute to orders for 20 minutes, plus a burst of 40 to billing in minute 10.
@@ -24,15 +29,28 @@ for (const [backend, make] of TEST_BACKENDS) {
       for (let m = 0; m < 20; m++) events.push({ destination: 'orders', fireAt: now + m * MIN + 1_000 });
       for (let i = 0; i < 40; i++) events.push({ destination: 'billing', fireAt: now + 10 * MIN + 2_000 + i });
       for (let i = 0; i < events.length; i += 30) {
-        const res = await t.app.inject({ method: 'POST', url: '/v1/events/batch', headers: bearer(t.tenantKey), payload: { events: events.slice(i, i + 30) } });
+        const res = await t.app.inject({
+          method: 'POST',
+          url: '/v1/events/batch',
+          headers: bearer(t.tenantKey),
+          payload: { events: events.slice(i, i + 30) },
+        });
         assert.equal(res.statusCode, 200, res.body);
       }
       // Tenant B: 3 in minute 2 (to an inline URL), 1 canceled.
       for (let i = 0; i < 4; i++) {
-        const res = await t.app.inject({ method: 'POST', url: '/v1/events', headers: bearer(t.tenantKeyB), payload: { id: `b${i}`, destination: { url: 'https://b.example.com/x' }, fireAt: now + 2 * MIN + i } });
+        const res = await t.app.inject({
+          method: 'POST',
+          url: '/v1/events',
+          headers: bearer(t.tenantKeyB),
+          payload: { id: `b${i}`, destination: { url: 'https://b.example.com/x' }, fireAt: now + 2 * MIN + i },
+        });
         assert.equal(res.statusCode, 201, res.body);
       }
-      assert.equal((await t.app.inject({ method: 'DELETE', url: '/v1/events/b3', headers: bearer(t.tenantKeyB) })).statusCode, 200);
+      assert.equal(
+        (await t.app.inject({ method: 'DELETE', url: '/v1/events/b3', headers: bearer(t.tenantKeyB) })).statusCode,
+        200,
+      );
     });
     after(() => t.cleanup());
 
@@ -49,7 +67,10 @@ for (const [backend, make] of TEST_BACKENDS) {
       assert.equal(f.bucket, '1m');
       assert.equal(f.by, null);
       assert.equal(f.buckets[0].at, new Date(now).toISOString());
-      assert.deepEqual(f.buckets.slice(0, 12).map((b: { count: number }) => b.count), [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 41, 1]);
+      assert.deepEqual(
+        f.buckets.slice(0, 12).map((b: { count: number }) => b.count),
+        [1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 41, 1],
+      );
       assert.deepEqual(f.spikes, [new Date(now + 10 * MIN).toISOString()]);
       assert.equal(f.buckets[10].spike, true);
       assert.equal(f.buckets[11].spike, false);
@@ -62,7 +83,10 @@ for (const [backend, make] of TEST_BACKENDS) {
       assert.deepEqual(byDest.buckets[3].by, { orders: 1 });
       assert.deepEqual(byDest.buckets[25].by, {});
       const hourly = (await get('?to=2h&bucket=1h')).json();
-      assert.deepEqual(hourly.buckets.map((b: { count: number }) => b.count), [60, 0]);
+      assert.deepEqual(
+        hourly.buckets.map((b: { count: number }) => b.count),
+        [60, 0],
+      );
       const later = (await get(`?from=${new Date(now + 15 * MIN).toISOString()}&to=1h`)).json();
       assert.equal(later.total, 5);
     });
@@ -97,7 +121,7 @@ for (const [backend, make] of TEST_BACKENDS) {
       }
       assert.equal((await get('?by=destination', ADMIN_KEY)).statusCode, 400);
       assert.equal((await get('?to=24h&bucket=1m')).statusCode, 200, '1440 buckets is the bound');
-      // DESIGN.md's own example, asked at a moment inside a minute (as a real clock always is).
+      // docs/bulk-and-forecast.md's own example, asked at a moment inside a minute (as a real clock always is).
       const unaligned = await get(`?from=${new Date(now + 30_000).toISOString()}&to=24h&bucket=1m&by=destination`);
       assert.equal(unaligned.statusCode, 200, unaligned.body);
       assert.equal(unaligned.json().buckets.length, 1441);
@@ -122,7 +146,9 @@ for (const [backend, make] of TEST_BACKENDS) {
         },
       });
       try {
-        const lined = Array.from({ length: FORECASTS_IN_FLIGHT_PER_TENANT + FORECASTS_WAITING_PER_TENANT_MAX }, () => Promise.resolve(get('?to=30m')));
+        const lined = Array.from({ length: FORECASTS_IN_FLIGHT_PER_TENANT + FORECASTS_WAITING_PER_TENANT_MAX }, () =>
+          Promise.resolve(get('?to=30m')),
+        );
         await waitUntil('the first forecast at the store', () => atStore === FORECASTS_IN_FLIGHT_PER_TENANT, 5_000, 5);
         const over = await get('?to=30m');
         assert.equal(over.statusCode, 429, over.body);
@@ -134,7 +160,10 @@ for (const [backend, make] of TEST_BACKENDS) {
         assert.equal(atStore, FORECASTS_IN_FLIGHT_PER_TENANT, "A's others wait their turn before the store");
         release();
         const answers = await Promise.all(lined);
-        assert.deepEqual(answers.map((r) => r.statusCode), lined.map(() => 200));
+        assert.deepEqual(
+          answers.map((r) => r.statusCode),
+          lined.map(() => 200),
+        );
         assert.equal(atStore, lined.length);
         assert.equal((await get('?to=30m')).statusCode, 200, 'room again');
       } finally {

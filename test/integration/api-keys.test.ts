@@ -19,7 +19,8 @@ before(async () => {
 after(() => t.cleanup());
 
 const as = (key: string) => ({ headers: bearer(key) });
-const listEvents = (key: string, app: FastifyInstance = t.app) => app.inject({ method: 'GET', url: '/v1/events', ...as(key) }).then((r) => r.statusCode);
+const listEvents = (key: string, app: FastifyInstance = t.app) =>
+  app.inject({ method: 'GET', url: '/v1/events', ...as(key) }).then((r) => r.statusCode);
 
 async function newKey(tenantId = t.tenantId): Promise<{ id: string; key: string }> {
   const res = await t.app.inject({ method: 'POST', url: `/v1/tenants/${tenantId}/keys`, ...as(ADMIN_KEY) });
@@ -32,9 +33,13 @@ describe("a tenant's own keys (/v1/keys)", () => {
     const mine = await t.app.inject({ method: 'GET', url: '/v1/keys', ...as(t.tenantKey) });
     assert.equal(mine.statusCode, 200);
     assert.ok(!mine.body.includes(t.tenantKey));
-    for (const k of mine.json().keys) assert.deepEqual(Object.keys(k).sort(), ['createdAt', 'id', 'prefix', 'revokedAt']);
+    for (const k of mine.json().keys)
+      assert.deepEqual(Object.keys(k).sort(), ['createdAt', 'id', 'prefix', 'revokedAt']);
     const stored = await t.store.apiKeyList({ tenantId: t.tenantId });
-    assert.ok(stored.every((k) => !mine.body.includes(k.hash)), 'not even the hash');
+    assert.ok(
+      stored.every((k) => !mine.body.includes(k.hash)),
+      'not even the hash',
+    );
 
     const made = await t.app.inject({ method: 'POST', url: '/v1/keys', ...as(t.tenantKey) });
     assert.equal(made.statusCode, 201);
@@ -48,15 +53,24 @@ describe("a tenant's own keys (/v1/keys)", () => {
     const b = await newKey(t.tenantIdB);
     const listA = (await t.app.inject({ method: 'GET', url: '/v1/keys', ...as(t.tenantKey) })).json().keys;
     assert.ok(!listA.some((k: { id: string }) => k.id === b.id));
-    assert.equal((await t.app.inject({ method: 'DELETE', url: `/v1/keys/${b.id}`, ...as(t.tenantKey) })).statusCode, 404);
-    assert.equal((await t.app.inject({ method: 'POST', url: `/v1/keys/${b.id}/rotate`, ...as(t.tenantKey) })).statusCode, 404);
+    assert.equal(
+      (await t.app.inject({ method: 'DELETE', url: `/v1/keys/${b.id}`, ...as(t.tenantKey) })).statusCode,
+      404,
+    );
+    assert.equal(
+      (await t.app.inject({ method: 'POST', url: `/v1/keys/${b.id}/rotate`, ...as(t.tenantKey) })).statusCode,
+      404,
+    );
     assert.equal(await listEvents(b.key), 200, "B's key untouched");
   });
 
   test(`at most ${KEYS_LIVE_MAX} live keys per tenant`, async () => {
-    const { id: tenantId } = (await t.app.inject({ method: 'POST', url: '/v1/tenants', ...as(ADMIN_KEY), payload: { name: 'many-keys' } })).json();
+    const { id: tenantId } = (
+      await t.app.inject({ method: 'POST', url: '/v1/tenants', ...as(ADMIN_KEY), payload: { name: 'many-keys' } })
+    ).json();
     const first = await newKey(tenantId);
-    for (let i = 1; i < KEYS_LIVE_MAX; i++) assert.equal((await t.app.inject({ method: 'POST', url: '/v1/keys', ...as(first.key) })).statusCode, 201);
+    for (let i = 1; i < KEYS_LIVE_MAX; i++)
+      assert.equal((await t.app.inject({ method: 'POST', url: '/v1/keys', ...as(first.key) })).statusCode, 201);
     const over = await t.app.inject({ method: 'POST', url: '/v1/keys', ...as(first.key) });
     assert.equal(over.statusCode, 403);
     assert.equal(over.json().error.code, 'quota_exceeded');
@@ -70,7 +84,11 @@ describe('rotation', () => {
   test('the admin rotates a key: a new key works, the old one fails at once', async () => {
     const old = await newKey();
     assert.equal(await listEvents(old.key), 200);
-    const res = await t.app.inject({ method: 'POST', url: `/v1/tenants/${t.tenantId}/keys/${old.id}/rotate`, ...as(ADMIN_KEY) });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: `/v1/tenants/${t.tenantId}/keys/${old.id}/rotate`,
+      ...as(ADMIN_KEY),
+    });
     assert.equal(res.statusCode, 201, res.body);
     const rotated = res.json();
     assert.equal(rotated.replaces, old.id);
@@ -78,13 +96,33 @@ describe('rotation', () => {
     assert.equal(rotated.replacedKeyRevokedAt, new Date(t.clock.now()).toISOString());
     assert.equal(await listEvents(rotated.key), 200);
     assert.equal(await listEvents(old.key), 401);
-    assert.equal((await t.app.inject({ method: 'POST', url: `/v1/tenants/${t.tenantId}/keys/${old.id}/rotate`, ...as(ADMIN_KEY) })).statusCode, 404, 'a revoked key cannot be rotated');
-    assert.equal((await t.app.inject({ method: 'POST', url: `/v1/tenants/${t.tenantIdB}/keys/${rotated.id}/rotate`, ...as(ADMIN_KEY) })).statusCode, 404, 'only under its own tenant');
+    assert.equal(
+      (await t.app.inject({ method: 'POST', url: `/v1/tenants/${t.tenantId}/keys/${old.id}/rotate`, ...as(ADMIN_KEY) }))
+        .statusCode,
+      404,
+      'a revoked key cannot be rotated',
+    );
+    assert.equal(
+      (
+        await t.app.inject({
+          method: 'POST',
+          url: `/v1/tenants/${t.tenantIdB}/keys/${rotated.id}/rotate`,
+          ...as(ADMIN_KEY),
+        })
+      ).statusCode,
+      404,
+      'only under its own tenant',
+    );
   });
 
   test('with a grace period the old key keeps working until it ends', async () => {
     const old = await newKey();
-    const res = await t.app.inject({ method: 'POST', url: `/v1/keys/${old.id}/rotate`, ...as(old.key), payload: { gracePeriod: '1h' } });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: `/v1/keys/${old.id}/rotate`,
+      ...as(old.key),
+      payload: { gracePeriod: '1h' },
+    });
     assert.equal(res.statusCode, 201, res.body);
     const rotated = res.json();
     assert.equal(rotated.replacedKeyRevokedAt, new Date(t.clock.now() + 3_600_000).toISOString());
@@ -97,10 +135,19 @@ describe('rotation', () => {
 
   test('revoking a key in its grace period ends the grace at once', async () => {
     const old = await newKey();
-    const res = await t.app.inject({ method: 'POST', url: `/v1/tenants/${t.tenantId}/keys/${old.id}/rotate`, ...as(ADMIN_KEY), payload: { gracePeriod: '1d' } });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: `/v1/tenants/${t.tenantId}/keys/${old.id}/rotate`,
+      ...as(ADMIN_KEY),
+      payload: { gracePeriod: '1d' },
+    });
     assert.equal(res.statusCode, 201);
     assert.equal(await listEvents(old.key), 200);
-    assert.equal((await t.app.inject({ method: 'DELETE', url: `/v1/tenants/${t.tenantId}/keys/${old.id}`, ...as(ADMIN_KEY) })).statusCode, 204);
+    assert.equal(
+      (await t.app.inject({ method: 'DELETE', url: `/v1/tenants/${t.tenantId}/keys/${old.id}`, ...as(ADMIN_KEY) }))
+        .statusCode,
+      204,
+    );
     assert.equal(await listEvents(old.key), 401);
     assert.equal(await listEvents(res.json().key), 200);
   });
@@ -123,7 +170,11 @@ describe('revocation on another node', () => {
     try {
       const k = await newKey();
       assert.equal(await listEvents(k.key, other), 200, 'cached on the other node');
-      assert.equal((await t.app.inject({ method: 'DELETE', url: `/v1/tenants/${t.tenantId}/keys/${k.id}`, ...as(ADMIN_KEY) })).statusCode, 204);
+      assert.equal(
+        (await t.app.inject({ method: 'DELETE', url: `/v1/tenants/${t.tenantId}/keys/${k.id}`, ...as(ADMIN_KEY) }))
+          .statusCode,
+        204,
+      );
       assert.equal(await listEvents(k.key), 401, 'at once on the node that revoked it');
       await t.clock.advance(KEY_CACHE_TTL_MS);
       assert.equal(await listEvents(k.key, other), 401, 'within the TTL on the other');

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import type { InjectOptions } from 'fastify';
 import pino from 'pino';
 import { bearer, TEST_BACKENDS, type TestApp } from '../support/app.ts';
-import { PullExpirer } from '../../src/dispatch/pull-expirer.ts';
+import { PullExpirer } from '../../src/pull/expirer.ts';
 import { waitUntil } from '../support/node.ts';
 import type { Store } from '../../src/store/store.ts';
 
@@ -16,15 +16,32 @@ for (const [backend, make] of TEST_BACKENDS) {
     let t: TestApp<Store>;
     before(async () => {
       t = await make();
-      assert.equal((await req('PUT', '/v1/destinations/jobs', { kind: 'pull', retry: { minBackoff: '1s', maxBackoff: '1s', maxAttempts: 3 } })).statusCode, 201);
-      assert.equal((await req('PUT', '/v1/destinations/hook', { url: 'https://orders.example.com/hook' })).statusCode, 201);
+      assert.equal(
+        (
+          await req('PUT', '/v1/destinations/jobs', {
+            kind: 'pull',
+            retry: { minBackoff: '1s', maxBackoff: '1s', maxAttempts: 3 },
+          })
+        ).statusCode,
+        201,
+      );
+      assert.equal(
+        (await req('PUT', '/v1/destinations/hook', { url: 'https://orders.example.com/hook' })).statusCode,
+        201,
+      );
     });
     after(() => t.cleanup());
 
     function req(method: InjectOptions['method'], url: string, payload?: unknown, key?: string) {
-      return t.app.inject({ method, url, headers: bearer(key ?? t.tenantKey), ...(payload === undefined ? {} : { payload: payload as object }) });
+      return t.app.inject({
+        method,
+        url,
+        headers: bearer(key ?? t.tenantKey),
+        ...(payload === undefined ? {} : { payload: payload as object }),
+      });
     }
-    const claim = (body: Record<string, unknown> = {}, name = 'jobs', key?: string) => req('POST', `/v1/destinations/${name}/claim`, body, key);
+    const claim = (body: Record<string, unknown> = {}, name = 'jobs', key?: string) =>
+      req('POST', `/v1/destinations/${name}/claim`, body, key);
     async function schedule(id: string, o: Record<string, unknown> = {}) {
       const res = await req('POST', '/v1/events', { id, destination: 'jobs', delay: 0, payload: { n: id }, ...o });
       assert.equal(res.statusCode, 201, res.body);
@@ -34,7 +51,11 @@ for (const [backend, make] of TEST_BACKENDS) {
     }
     async function trace(id: string): Promise<string[]> {
       const res = await req('GET', `/v1/events/${id}/transitions`);
-      return res.json().transitions.map((x: { kind: string; toState: string; detail: { pull?: string } | null }) => x.detail?.pull ?? x.kind);
+      return res
+        .json()
+        .transitions.map(
+          (x: { kind: string; toState: string; detail: { pull?: string } | null }) => x.detail?.pull ?? x.kind,
+        );
     }
 
     test('a pull destination is shown with its kind, and cannot change between pull and push', async () => {
@@ -45,7 +66,11 @@ for (const [backend, make] of TEST_BACKENDS) {
       assert.equal(change.statusCode, 409, change.body);
       assert.equal((await req('GET', '/v1/destinations/jobs')).json().kind, 'pull');
       assert.equal((await req('PUT', '/v1/destinations/hook', { kind: 'pull' })).statusCode, 409);
-      assert.equal((await req('PUT', '/v1/destinations/jobs2', { kind: 'pull', url: 'https://x.example.com/' })).statusCode, 400, 'a pull body has no url');
+      assert.equal(
+        (await req('PUT', '/v1/destinations/jobs2', { kind: 'pull', url: 'https://x.example.com/' })).statusCode,
+        400,
+        'a pull body has no url',
+      );
     });
 
     test('claims due events with receipts, once; ack makes them succeeded; a repeated ack is 409; each step is traced', async () => {
@@ -92,7 +117,11 @@ for (const [backend, make] of TEST_BACKENDS) {
       assert.equal(c2.id, 'n1');
       assert.equal(c2.attempt, 2);
       assert.notEqual(c2.receipt, c1.receipt);
-      assert.equal((await req('POST', '/v1/events/n1/ack', { receipt: c1.receipt })).statusCode, 409, 'the older claim\'s receipt');
+      assert.equal(
+        (await req('POST', '/v1/events/n1/ack', { receipt: c1.receipt })).statusCode,
+        409,
+        "the older claim's receipt",
+      );
       assert.equal((await state('n1')).state, 'executing');
       const discard = await req('POST', '/v1/events/n1/nack', { receipt: c2.receipt, discard: true });
       assert.equal(discard.json().state, 'discarded');
@@ -105,8 +134,17 @@ for (const [backend, make] of TEST_BACKENDS) {
       const ext = await req('POST', '/v1/events/x1/extend', { receipt: c1.receipt, visibilityTimeout: '5s' });
       assert.equal(ext.statusCode, 200, ext.body);
       assert.equal(Date.parse(ext.json().visibleUntil), t.clock.now() + 5_000);
-      assert.equal((await req('POST', '/v1/events/x1/extend', { receipt: 'not-it', visibilityTimeout: '5s' })).statusCode, 409);
-      const expirer = new PullExpirer({ store: t.store, clock: t.clock, logger: pino({ level: 'silent' }), random: () => 0.5, onSettled: () => {} });
+      assert.equal(
+        (await req('POST', '/v1/events/x1/extend', { receipt: 'not-it', visibilityTimeout: '5s' })).statusCode,
+        409,
+      );
+      const expirer = new PullExpirer({
+        store: t.store,
+        clock: t.clock,
+        logger: pino({ level: 'silent' }),
+        random: () => 0.5,
+        onSettled: () => {},
+      });
       await t.clock.advance(4_000);
       await expirer.runOnce();
       assert.equal((await state('x1')).state, 'executing', 'the extended claim holds');
@@ -115,7 +153,11 @@ for (const [backend, make] of TEST_BACKENDS) {
       const expired = await state('x1');
       assert.equal(expired.state, 'awaiting_retry');
       assert.equal(expired.lastError, 'visibility timeout expired');
-      assert.equal((await req('POST', '/v1/events/x1/ack', { receipt: c1.receipt })).statusCode, 409, 'an expired receipt');
+      assert.equal(
+        (await req('POST', '/v1/events/x1/ack', { receipt: c1.receipt })).statusCode,
+        409,
+        'an expired receipt',
+      );
       // The destination allows 3 attempts: two more claims that expire, and the event is archived.
       for (let attempt = 2; attempt <= 3; attempt++) {
         await t.clock.advance(1_000);
@@ -125,23 +167,47 @@ for (const [backend, make] of TEST_BACKENDS) {
         await expirer.runOnce();
       }
       assert.equal((await state('x1')).state, 'archived');
-      assert.deepEqual(await trace('x1'), ['created', 'claim', 'extend', 'expire', 'claim', 'expire', 'claim', 'expire']);
+      assert.deepEqual(await trace('x1'), [
+        'created',
+        'claim',
+        'extend',
+        'expire',
+        'claim',
+        'expire',
+        'claim',
+        'expire',
+      ]);
     });
 
     test('times visibility by monotonic time: a step of the wall clock neither expires a claim nor stretches it', async () => {
       await schedule('step1');
       const [c1] = (await claim({ visibilityTimeout: '10s' })).json().events;
-      const expirer = new PullExpirer({ store: t.store, clock: t.clock, leaseClock: t.deps.leaseClock, logger: pino({ level: 'silent' }), random: () => 0.5, onSettled: () => {} });
+      const expirer = new PullExpirer({
+        store: t.store,
+        clock: t.clock,
+        leaseClock: t.deps.leaseClock,
+        logger: pino({ level: 'silent' }),
+        random: () => 0.5,
+        onSettled: () => {},
+      });
       t.clock.jump(3_600_000);
       await expirer.runOnce();
-      assert.equal((await state('step1')).state, 'executing', 'an hour\'s step forward ends no claim');
+      assert.equal((await state('step1')).state, 'executing', "an hour's step forward ends no claim");
       t.clock.jump(-7_200_000);
       await t.clock.advance(10_001);
       await expirer.runOnce();
-      assert.equal((await state('step1')).state, 'awaiting_retry', 'a step back stretches no claim: it ends 10 s later');
+      assert.equal(
+        (await state('step1')).state,
+        'awaiting_retry',
+        'a step back stretches no claim: it ends 10 s later',
+      );
       t.clock.jump(3_600_000);
       assert.equal((await req('POST', '/v1/events/step1/ack', { receipt: c1.receipt })).statusCode, 409);
-      assert.equal((await req('DELETE', '/v1/events/step1')).statusCode, 200, 'canceled: later tests claim nothing of it');
+      assert.equal(
+        (await req('DELETE', '/v1/events/step1')).statusCode,
+        200,
+        'canceled: later tests claim nothing of it',
+      );
     });
 
     test('keeps group order: the next event of a group is claimable only after the previous one is terminal', async () => {
@@ -149,11 +215,17 @@ for (const [backend, make] of TEST_BACKENDS) {
       await t.clock.advance(1);
       await schedule('g2', { group: 'grp' });
       const first = (await claim()).json().events;
-      assert.deepEqual(first.map((e: { id: string }) => e.id), ['g1']);
+      assert.deepEqual(
+        first.map((e: { id: string }) => e.id),
+        ['g1'],
+      );
       assert.deepEqual((await claim()).json().events, []);
       await req('POST', '/v1/events/g1/ack', { receipt: first[0].receipt });
       const second = (await claim()).json().events;
-      assert.deepEqual(second.map((e: { id: string }) => e.id), ['g2']);
+      assert.deepEqual(
+        second.map((e: { id: string }) => e.id),
+        ['g2'],
+      );
       await req('POST', '/v1/events/g2/ack', { receipt: second[0].receipt });
     });
 
@@ -161,9 +233,15 @@ for (const [backend, make] of TEST_BACKENDS) {
       await schedule('t1', { type: 'a.x' });
       await schedule('t2', { type: 'b.y' });
       const got = (await claim({ types: ['b.y'] })).json().events;
-      assert.deepEqual(got.map((e: { id: string }) => e.id), ['t2']);
+      assert.deepEqual(
+        got.map((e: { id: string }) => e.id),
+        ['t2'],
+      );
       const rest = (await claim()).json().events;
-      assert.deepEqual(rest.map((e: { id: string }) => e.id), ['t1']);
+      assert.deepEqual(
+        rest.map((e: { id: string }) => e.id),
+        ['t1'],
+      );
       for (const e of [...got, ...rest]) await req('POST', `/v1/events/${e.id}/ack`, { receipt: e.receipt });
     });
 
@@ -187,7 +265,8 @@ for (const [backend, make] of TEST_BACKENDS) {
       const ids = got.map((e: { id: string }) => e.id).sort();
       const rest = (await claim()).json().events;
       assert.deepEqual([...ids, ...rest.map((e: { id: string }) => e.id)].sort(), ['w1', 'w2']);
-      for (const e of [...got, ...rest]) assert.equal((await req('POST', `/v1/events/${e.id}/ack`, { receipt: e.receipt })).statusCode, 200);
+      for (const e of [...got, ...rest])
+        assert.equal((await req('POST', `/v1/events/${e.id}/ack`, { receipt: e.receipt })).statusCode, 200);
       assert.equal(waiters.parkedCount, 0);
     });
 
@@ -195,10 +274,15 @@ for (const [backend, make] of TEST_BACKENDS) {
       await schedule('iso');
       assert.equal((await claim({}, 'jobs', t.tenantKeyB)).statusCode, 404, 'B has no destination "jobs"');
       assert.equal((await req('PUT', '/v1/destinations/jobs', { kind: 'pull' }, t.tenantKeyB)).statusCode, 201);
-      assert.deepEqual((await claim({}, 'jobs', t.tenantKeyB)).json().events, [], 'B\'s jobs is not A\'s');
+      assert.deepEqual((await claim({}, 'jobs', t.tenantKeyB)).json().events, [], "B's jobs is not A's");
       const [c] = (await claim()).json().events;
       for (const action of ['ack', 'nack', 'extend']) {
-        const res = await req('POST', `/v1/events/iso/${action}`, { receipt: c.receipt, ...(action === 'extend' ? { visibilityTimeout: '5s' } : {}) }, t.tenantKeyB);
+        const res = await req(
+          'POST',
+          `/v1/events/iso/${action}`,
+          { receipt: c.receipt, ...(action === 'extend' ? { visibilityTimeout: '5s' } : {}) },
+          t.tenantKeyB,
+        );
         assert.equal(res.statusCode, 409, `${action}: ${res.body}`);
       }
       const mine = await state('iso');
@@ -210,10 +294,18 @@ for (const [backend, make] of TEST_BACKENDS) {
     test('refuses bad input with a 400 naming the field, and changes nothing', async () => {
       await schedule('bad');
       const cases: [Record<string, unknown>, RegExp][] = [
-        [{ max: 0 }, /max/], [{ max: 101 }, /max/], [{ max: 1.5 }, /max/],
-        [{ visibilityTimeout: '0s' }, /visibilityTimeout/], [{ visibilityTimeout: '13h' }, /visibilityTimeout/], [{ visibilityTimeout: 'soon' }, /visibilityTimeout/],
-        [{ wait: '21s' }, /wait/], [{ wait: -1 }, /wait/], [{ types: [] }, /types/], [{ types: ['has space'] }, /types/],
-        [{ types: Array.from({ length: 11 }, (_, i) => `t${i}`) }, /types/], [{ other: 1 }, /other|additional/],
+        [{ max: 0 }, /max/],
+        [{ max: 101 }, /max/],
+        [{ max: 1.5 }, /max/],
+        [{ visibilityTimeout: '0s' }, /visibilityTimeout/],
+        [{ visibilityTimeout: '13h' }, /visibilityTimeout/],
+        [{ visibilityTimeout: 'soon' }, /visibilityTimeout/],
+        [{ wait: '21s' }, /wait/],
+        [{ wait: -1 }, /wait/],
+        [{ types: [] }, /types/],
+        [{ types: ['has space'] }, /types/],
+        [{ types: Array.from({ length: 11 }, (_, i) => `t${i}`) }, /types/],
+        [{ other: 1 }, /other|additional/],
       ];
       for (const [body, field] of cases) {
         const res = await claim(body);
@@ -225,10 +317,14 @@ for (const [backend, make] of TEST_BACKENDS) {
       assert.equal((await state('bad')).state, 'scheduled', 'nothing claimed by a refused request');
       const [c] = (await claim()).json().events;
       const bad: [string, Record<string, unknown>][] = [
-        ['ack', {}], ['ack', { receipt: '' }], ['ack', { receipt: c.receipt, extra: 1 }],
-        ['nack', { receipt: c.receipt, retryAfter: 'later' }], ['nack', { receipt: c.receipt, retryAfter: '8d' }],
+        ['ack', {}],
+        ['ack', { receipt: '' }],
+        ['ack', { receipt: c.receipt, extra: 1 }],
+        ['nack', { receipt: c.receipt, retryAfter: 'later' }],
+        ['nack', { receipt: c.receipt, retryAfter: '8d' }],
         ['nack', { receipt: c.receipt, retryAfter: '1s', discard: true }],
-        ['extend', { receipt: c.receipt }], ['extend', { receipt: c.receipt, visibilityTimeout: '1ms' }],
+        ['extend', { receipt: c.receipt }],
+        ['extend', { receipt: c.receipt, visibilityTimeout: '1ms' }],
       ];
       for (const [action, body] of bad) {
         const res = await req('POST', `/v1/events/bad/${action}`, body);

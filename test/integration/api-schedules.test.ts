@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { pino } from 'pino';
-import { Materialiser } from '../../src/scheduler/materialiser.ts';
+import { Materialiser } from '../../src/schedules/materialiser.ts';
 import { bearer, makeTestApp, type TestApp } from '../support/app.ts';
 
 let t: TestApp;
@@ -18,7 +18,14 @@ const SEC = 1_000;
 before(async () => {
   t = await makeTestApp();
   materialiser = new Materialiser(
-    { store: t.store, clock: t.clock, logger: pino({ level: 'silent' }), shardCount: 16, shards: () => null, onEventsCreated: () => {} },
+    {
+      store: t.store,
+      clock: t.clock,
+      logger: pino({ level: 'silent' }),
+      shardCount: 16,
+      shards: () => null,
+      onEventsCreated: () => {},
+    },
     { horizonMs: 10 * SEC, refillMs: 0 },
   );
   t.deps.scheduleAheadMs = 10 * SEC;
@@ -27,8 +34,19 @@ after(async () => {
   await t.cleanup();
 });
 
-async function call(method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, payload?: unknown, key = t.tenantKey, headers: Record<string, string> = {}) {
-  const res = await t.app.inject({ method, url, headers: { ...bearer(key), ...headers }, ...(payload === undefined ? {} : { payload: payload as object }) });
+async function call(
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+  url: string,
+  payload?: unknown,
+  key = t.tenantKey,
+  headers: Record<string, string> = {},
+) {
+  const res = await t.app.inject({
+    method,
+    url,
+    headers: { ...bearer(key), ...headers },
+    ...(payload === undefined ? {} : { payload: payload as object }),
+  });
   return { status: res.statusCode, body: res.body ? res.json() : null, headers: res.headers };
 }
 
@@ -43,7 +61,14 @@ const HOOK = { url: 'http://127.0.0.1:9/hook' };
 describe('schedules API', () => {
   it('creates a cron schedule in a zone; GET shows the next occurrences in UTC and in the zone', async () => {
     // The SimClock starts at 2026-01-01T12:00:00Z: 13:00 in Paris.
-    const body = { id: 'paris-9am', cron: '0 9 * * MON-FRI', timezone: 'Europe/Paris', destination: HOOK, payload: { report: 'daily' }, tags: { team: 'ops' } };
+    const body = {
+      id: 'paris-9am',
+      cron: '0 9 * * MON-FRI',
+      timezone: 'Europe/Paris',
+      destination: HOOK,
+      payload: { report: 'daily' },
+      tags: { team: 'ops' },
+    };
     const created = await call('POST', '/v1/schedules', body);
     assert.equal(created.status, 201, JSON.stringify(created.body));
     assert.equal(created.headers.etag, '"1"');
@@ -53,13 +78,22 @@ describe('schedules API', () => {
       { at: '2026-01-02T08:00:00.000Z', local: '2026-01-02T09:00:00.000+01:00' },
       { at: '2026-01-05T08:00:00.000Z', local: '2026-01-05T09:00:00.000+01:00' },
     ]);
-    assert.deepEqual([got.body.cron, got.body.timezone, got.body.missed, got.body.catchUpMax, got.body.paused], ['0 9 * * MON-FRI', 'Europe/Paris', 'skip', 100, false]);
-    assert.deepEqual([got.body.payload, got.body.destination, got.body.tags], [{ report: 'daily' }, HOOK, { team: 'ops' }]);
+    assert.deepEqual(
+      [got.body.cron, got.body.timezone, got.body.missed, got.body.catchUpMax, got.body.paused],
+      ['0 9 * * MON-FRI', 'Europe/Paris', 'skip', 100, false],
+    );
+    assert.deepEqual(
+      [got.body.payload, got.body.destination, got.body.tags],
+      [{ report: 'daily' }, HOOK, { team: 'ops' }],
+    );
     assert.equal((await call('POST', '/v1/schedules', body)).status, 200, 'the same body again: the stored schedule');
     const other = await call('POST', '/v1/schedules', { ...body, cron: '0 10 * * *' });
     assert.equal(other.status, 409);
     const list = await call('GET', '/v1/schedules');
-    assert.deepEqual(list.body.schedules.map((s: { id: string }) => s.id), ['paris-9am']);
+    assert.deepEqual(
+      list.body.schedules.map((s: { id: string }) => s.id),
+      ['paris-9am'],
+    );
   });
 
   it('refuses bad input with a 400 naming the field, and creates nothing', async () => {
@@ -86,16 +120,30 @@ describe('schedules API', () => {
     for (const [body, field] of cases) {
       const res = await call('POST', '/v1/schedules', JSON.parse(JSON.stringify(body)));
       assert.equal(res.status, 400, `${JSON.stringify(body)} → ${res.status} ${JSON.stringify(res.body)}`);
-      assert.equal(res.body.error.details[0].field, field, `${JSON.stringify(body)}: ${JSON.stringify(res.body.error)}`);
+      assert.equal(
+        res.body.error.details[0].field,
+        field,
+        `${JSON.stringify(body)}: ${JSON.stringify(res.body.error)}`,
+      );
     }
-    for (const body of [{ ...base, missed: 'sometimes' }, { ...base, catchUpMax: -1 }, { ...base, id: 'has@at' }, { ...base, color: 'red' }]) {
+    for (const body of [
+      { ...base, missed: 'sometimes' },
+      { ...base, catchUpMax: -1 },
+      { ...base, id: 'has@at' },
+      { ...base, color: 'red' },
+    ]) {
       assert.equal((await call('POST', '/v1/schedules', body)).status, 400, JSON.stringify(body));
     }
     assert.equal((await call('GET', '/v1/schedules/bad')).status, 404);
   });
 
   it('previews a body without creating it: New York over the spring-forward night', async () => {
-    const res = await call('POST', '/v1/schedules/preview', { cron: '30 2 * * *', timezone: 'America/New_York', startAt: '2026-03-07T00:00:00Z', count: 3 });
+    const res = await call('POST', '/v1/schedules/preview', {
+      cron: '30 2 * * *',
+      timezone: 'America/New_York',
+      startAt: '2026-03-07T00:00:00Z',
+      count: 3,
+    });
     assert.equal(res.status, 200, JSON.stringify(res.body));
     assert.deepEqual(res.body.next, [
       { at: '2026-03-07T07:30:00.000Z', local: '2026-03-07T02:30:00.000-05:00' },
@@ -118,7 +166,13 @@ describe('schedules API', () => {
 
   it('occurrences become events <id>@<time>; pause cancels those made, resume applies missed, edits update them, delete cancels them', async () => {
     const start = t.clock.now();
-    const created = await call('POST', '/v1/schedules', { id: 'tick', every: '1s', destination: HOOK, payload: { v: 1 }, missed: 'fire-once' });
+    const created = await call('POST', '/v1/schedules', {
+      id: 'tick',
+      every: '1s',
+      destination: HOOK,
+      payload: { v: 1 },
+      missed: 'fire-once',
+    });
     assert.equal(created.status, 201);
     let occ = await occurrences('tick');
     assert.equal(occ.length, 11, 'the create made now .. now + 10 s at once');
@@ -131,7 +185,10 @@ describe('schedules API', () => {
     assert.equal(edited.status, 200, JSON.stringify(edited.body));
     occ = await occurrences('tick');
     assert.ok(occ.every((e) => JSON.stringify(e.payload) === '{"v":2}'));
-    assert.equal((await call('PATCH', '/v1/schedules/tick', { paused: true }, t.tenantKey, { 'if-match': '"1"' })).status, 412);
+    assert.equal(
+      (await call('PATCH', '/v1/schedules/tick', { paused: true }, t.tenantKey, { 'if-match': '"1"' })).status,
+      412,
+    );
 
     // Pause: the occurrences made are canceled; none is made while paused.
     const paused = await call('PATCH', '/v1/schedules/tick', { paused: true });
@@ -161,7 +218,10 @@ describe('schedules API', () => {
 
     // Paging through the occurrences.
     const page1 = await call('GET', '/v1/events?schedule=tick&limit=5');
-    const page2 = await call('GET', `/v1/events?schedule=tick&limit=5&cursor=${encodeURIComponent(page1.body.nextCursor)}`);
+    const page2 = await call(
+      'GET',
+      `/v1/events?schedule=tick&limit=5&cursor=${encodeURIComponent(page1.body.nextCursor)}`,
+    );
     assert.equal(page1.body.events.length, 5);
     assert.ok(page2.body.events[0].id < page1.body.events[4].id);
     assert.equal((await call('GET', '/v1/events?schedule=tick&state=scheduled')).status, 400);
@@ -177,24 +237,37 @@ describe('schedules API', () => {
   });
 
   it('an edit of an every schedule created without startAt keeps its anchor and its occurrences', async () => {
-    assert.equal((await call('POST', '/v1/schedules', { id: 'anchored', every: '1s', destination: HOOK, payload: 1 })).status, 201);
+    assert.equal(
+      (await call('POST', '/v1/schedules', { id: 'anchored', every: '1s', destination: HOOK, payload: 1 })).status,
+      201,
+    );
     await materialiser.runOnce();
     await t.clock.advance(1_500);
     const res = await call('PATCH', '/v1/schedules/anchored', { payload: 2 });
     assert.equal(res.status, 200);
     const occ = await occurrences('anchored');
-    assert.ok(occ.every((e) => e.state === 'scheduled' && e.payload === 2), 'updated, none canceled');
+    assert.ok(
+      occ.every((e) => e.state === 'scheduled' && e.payload === 2),
+      'updated, none canceled',
+    );
     assert.equal(res.body.startAt, (await call('GET', '/v1/schedules/anchored')).body.startAt);
     await materialiser.runOnce();
     const ids = (await occurrences('anchored')).map((e) => e.id);
     assert.equal(new Set(ids).size, ids.length);
     const anchor = Date.parse(res.body.startAt);
-    assert.ok(ids.every((id) => (Date.parse(id.slice('anchored@'.length)) - anchor) % 1_000 === 0), 'still on the 1 s grid of its anchor');
+    assert.ok(
+      ids.every((id) => (Date.parse(id.slice('anchored@'.length)) - anchor) % 1_000 === 0),
+      'still on the 1 s grid of its anchor',
+    );
     assert.equal((await call('DELETE', '/v1/schedules/anchored')).status, 200);
   });
 
   it('the template’s type goes on every occurrence, and an edit of it on those made and not fired', async () => {
-    assert.equal((await call('POST', '/v1/schedules', { id: 'typed', every: '1s', destination: HOOK, type: 'report.daily' })).status, 201);
+    assert.equal(
+      (await call('POST', '/v1/schedules', { id: 'typed', every: '1s', destination: HOOK, type: 'report.daily' }))
+        .status,
+      201,
+    );
     assert.equal((await call('GET', '/v1/schedules/typed')).body.type, 'report.daily');
     await materialiser.runOnce();
     const stored = await t.store.scheduleOccurrenceList({ tenantId: t.tenantId, scheduleId: 'typed', limit: 100 });
@@ -202,7 +275,17 @@ describe('schedules API', () => {
     assert.equal((await call('PATCH', '/v1/schedules/typed', { type: 'report.hourly' })).status, 200);
     const after = await t.store.scheduleOccurrenceList({ tenantId: t.tenantId, scheduleId: 'typed', limit: 100 });
     assert.ok(after.every((e) => e.type === 'report.hourly' && e.state === 'scheduled'));
-    assert.equal((await call('POST', '/v1/schedules', { id: 'badtype', every: '1s', destination: HOOK, type: 'no spaces allowed' })).status, 400);
+    assert.equal(
+      (
+        await call('POST', '/v1/schedules', {
+          id: 'badtype',
+          every: '1s',
+          destination: HOOK,
+          type: 'no spaces allowed',
+        })
+      ).status,
+      400,
+    );
     assert.equal((await call('DELETE', '/v1/schedules/typed')).status, 200);
   });
 

@@ -16,9 +16,15 @@ before(async () => {
 after(() => t.cleanup());
 
 function req(method: InjectOptions['method'], url: string, payload?: unknown, key = t.tenantKey) {
-  return t.app.inject({ method, url, headers: bearer(key), ...(payload === undefined ? {} : { payload: payload as object }) });
+  return t.app.inject({
+    method,
+    url,
+    headers: bearer(key),
+    ...(payload === undefined ? {} : { payload: payload as object }),
+  });
 }
-const patch = (tenantId: string, limits: Record<string, unknown>) => req('PATCH', `/v1/tenants/${tenantId}`, { limits }, ADMIN_KEY);
+const patch = (tenantId: string, limits: Record<string, unknown>) =>
+  req('PATCH', `/v1/tenants/${tenantId}`, { limits }, ADMIN_KEY);
 const inline = { url: 'https://hooks.example.com/x' };
 
 describe("a tenant's own limits", () => {
@@ -37,7 +43,10 @@ describe("a tenant's own limits", () => {
     assert.equal((await req('POST', '/v1/events', big, t.tenantKeyB)).statusCode, 201, 'tenant B keeps the defaults');
     assert.equal((await req('POST', '/v1/events', { destination: inline, delay: '3d' })).statusCode, 400);
     assert.equal((await req('GET', '/v1/limits')).json().payloadBytesMax, 64);
-    assert.equal((await req('GET', `/v1/tenants/${t.tenantId}`, undefined, ADMIN_KEY)).json().limits.payloadBytesMax, 64);
+    assert.equal(
+      (await req('GET', `/v1/tenants/${t.tenantId}`, undefined, ADMIN_KEY)).json().limits.payloadBytesMax,
+      64,
+    );
 
     const reset = await patch(t.tenantId, { payloadBytesMax: null, scheduleAheadMax: null });
     assert.deepEqual(reset.json().overrides, {});
@@ -47,19 +56,37 @@ describe("a tenant's own limits", () => {
   test('keeps the other settings (durability) of the tenant', async () => {
     await t.store.tenantUpdate({ id: t.tenantIdB, settings: { durability: 'relaxed' } });
     assert.equal((await patch(t.tenantIdB, { destinationsMax: 5 })).statusCode, 200);
-    assert.deepEqual((await t.store.tenantGet({ id: t.tenantIdB }))!.settings, { durability: 'relaxed', limits: { destinationsMax: 5 } });
+    assert.deepEqual((await t.store.tenantGet({ id: t.tenantIdB }))!.settings, {
+      durability: 'relaxed',
+      limits: { destinationsMax: 5 },
+    });
   });
 
   test('refuses unknown limits, values out of bounds, a missing tenant and tenant keys, changing nothing', async () => {
     const before = (await t.store.tenantGet({ id: t.tenantId }))!.settings;
-    for (const limits of [{ payloadBytes: 5 }, { payloadBytesMax: 0 }, { payloadBytesMax: 1e12 }, { payloadBytesMax: '5' }, { scheduleAheadMax: 'soon' }, { scheduleAheadMax: '99999d' }, { idLengthMax: 201 }]) {
+    for (const limits of [
+      { payloadBytes: 5 },
+      { payloadBytesMax: 0 },
+      { payloadBytesMax: 1e12 },
+      { payloadBytesMax: '5' },
+      { scheduleAheadMax: 'soon' },
+      { scheduleAheadMax: '99999d' },
+      { idLengthMax: 201 },
+    ]) {
       const res = await patch(t.tenantId, limits);
       assert.equal(res.statusCode, 400, JSON.stringify(limits));
       assert.match(res.json().error.message, /limits/);
     }
-    assert.equal((await req('PATCH', `/v1/tenants/${t.tenantId}`, { limits: {}, name: 'x' }, ADMIN_KEY)).statusCode, 400);
+    assert.equal(
+      (await req('PATCH', `/v1/tenants/${t.tenantId}`, { limits: {}, name: 'x' }, ADMIN_KEY)).statusCode,
+      400,
+    );
     assert.equal((await patch('t_missing', { batchEventsMax: 5 })).statusCode, 404);
-    assert.equal((await req('PATCH', `/v1/tenants/${t.tenantId}`, { limits: { batchEventsMax: 5000 } })).statusCode, 403, 'a tenant cannot raise its own limits');
+    assert.equal(
+      (await req('PATCH', `/v1/tenants/${t.tenantId}`, { limits: { batchEventsMax: 5000 } })).statusCode,
+      403,
+      'a tenant cannot raise its own limits',
+    );
     assert.deepEqual((await t.store.tenantGet({ id: t.tenantId }))!.settings, before);
   });
 
@@ -96,12 +123,21 @@ describe('pendingEventsMax', () => {
     await moveEvent(t.store, tenantId, 'p1', 'archived', t.clock.now());
     await req('DELETE', '/v1/events/p2', undefined, key);
     await t.clock.advance(PENDING_RECOUNT_MS_MIN);
-    const batch = await req('POST', '/v1/events/batch', { events: ['b1', 'b2', 'b3'].map((id) => ({ id, destination: inline, delay: '1h' })) }, key);
+    const batch = await req(
+      'POST',
+      '/v1/events/batch',
+      { events: ['b1', 'b2', 'b3'].map((id) => ({ id, destination: inline, delay: '1h' })) },
+      key,
+    );
     assert.equal(batch.statusCode, 403, 'three do not fit in two');
     assert.equal(await t.store.eventCountPending({ tenantId }), 1);
     assert.equal((await create('p5')).statusCode, 201);
     assert.equal((await create('p6')).statusCode, 201);
-    assert.equal((await req('POST', '/v1/events/p1/replay', undefined, key)).statusCode, 403, 'a replay makes an event pending again');
+    assert.equal(
+      (await req('POST', '/v1/events/p1/replay', undefined, key)).statusCode,
+      403,
+      'a replay makes an event pending again',
+    );
     assert.equal((await t.store.eventGet({ tenantId, id: 'p1' }))!.state, 'archived');
     assert.equal(await t.store.eventCountPending({ tenantId }), 3);
   });

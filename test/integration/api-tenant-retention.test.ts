@@ -12,7 +12,12 @@ before(async () => {
 after(() => t.cleanup());
 
 function req(method: InjectOptions['method'], url: string, payload?: unknown, key = ADMIN_KEY) {
-  return t.app.inject({ method, url, headers: bearer(key), ...(payload === undefined ? {} : { payload: payload as object }) });
+  return t.app.inject({
+    method,
+    url,
+    headers: bearer(key),
+    ...(payload === undefined ? {} : { payload: payload as object }),
+  });
 }
 const patch = (tenantId: string, retention: unknown) => req('PATCH', `/v1/tenants/${tenantId}`, { retention });
 const DEFAULTS = { succeeded: '7d', canceled: '7d', discarded: '30d', archived: '30d' };
@@ -30,20 +35,43 @@ describe("a tenant's own retention", () => {
     assert.equal(res.statusCode, 200, res.body);
     assert.deepEqual(res.json().retention, { succeeded: '90s', canceled: '1h', discarded: '30d', archived: '365d' });
     assert.deepEqual(res.json().retentionOverrides, { succeeded: '90s', canceled: '1h', archived: '365d' });
-    assert.deepEqual((await t.store.tenantGet({ id: t.tenantId }))!.settings.retention, { succeeded: 90_000, canceled: 3_600_000, archived: 365 * 86_400_000 });
-    assert.deepEqual((await req('GET', `/v1/tenants/${t.tenantIdB}`)).json().retention, DEFAULTS, 'tenant B keeps the defaults');
+    assert.deepEqual((await t.store.tenantGet({ id: t.tenantId }))!.settings.retention, {
+      succeeded: 90_000,
+      canceled: 3_600_000,
+      archived: 365 * 86_400_000,
+    });
+    assert.deepEqual(
+      (await req('GET', `/v1/tenants/${t.tenantIdB}`)).json().retention,
+      DEFAULTS,
+      'tenant B keeps the defaults',
+    );
 
     const again = await patch(t.tenantId, { discarded: '1s', succeeded: null });
-    assert.deepEqual(again.json().retentionOverrides, { canceled: '1h', discarded: '1s', archived: '365d' }, 'periods not named stay as they were');
+    assert.deepEqual(
+      again.json().retentionOverrides,
+      { canceled: '1h', discarded: '1s', archived: '365d' },
+      'periods not named stay as they were',
+    );
     const reset = await patch(t.tenantId, { canceled: null, discarded: null, archived: null });
     assert.deepEqual(reset.json().retention, DEFAULTS);
-    assert.equal((await t.store.tenantGet({ id: t.tenantId }))!.settings.retention, undefined, 'no empty retention left behind');
+    assert.equal(
+      (await t.store.tenantGet({ id: t.tenantId }))!.settings.retention,
+      undefined,
+      'no empty retention left behind',
+    );
   });
 
   test('keeps the limits and policy of the tenant, and they keep its retention', async () => {
-    assert.equal((await req('PATCH', `/v1/tenants/${t.tenantIdB}`, { durability: 'relaxed', limits: { destinationsMax: 5 } })).statusCode, 200);
+    assert.equal(
+      (await req('PATCH', `/v1/tenants/${t.tenantIdB}`, { durability: 'relaxed', limits: { destinationsMax: 5 } }))
+        .statusCode,
+      200,
+    );
     assert.equal((await patch(t.tenantIdB, { succeeded: '2d' })).statusCode, 200);
-    assert.equal((await req('PATCH', `/v1/tenants/${t.tenantIdB}`, { limits: { destinationsMax: 6 } })).statusCode, 200);
+    assert.equal(
+      (await req('PATCH', `/v1/tenants/${t.tenantIdB}`, { limits: { destinationsMax: 6 } })).statusCode,
+      200,
+    );
     assert.deepEqual((await t.store.tenantGet({ id: t.tenantIdB }))!.settings, {
       durability: 'relaxed',
       limits: { destinationsMax: 6 },
@@ -77,13 +105,22 @@ describe("a tenant's own retention", () => {
       assert.match(res.json().error.message, message, JSON.stringify(retention));
     }
     assert.equal((await patch('t_missing', { succeeded: '1d' })).statusCode, 404);
-    assert.equal((await req('PATCH', `/v1/tenants/${t.tenantId}`, { retention: { succeeded: '1s' } }, t.tenantKey)).statusCode, 403, 'a tenant cannot set its own retention');
+    assert.equal(
+      (await req('PATCH', `/v1/tenants/${t.tenantId}`, { retention: { succeeded: '1s' } }, t.tenantKey)).statusCode,
+      403,
+      'a tenant cannot set its own retention',
+    );
     assert.deepEqual((await t.store.tenantGet({ id: t.tenantId }))!.settings, before);
   });
 
   test('the OpenAPI document lists the retention of a tenant', async () => {
     const doc = (await req('GET', '/openapi.json')).json();
     const body = doc.paths['/v1/tenants/{tenantId}'].patch.requestBody.content['application/json'].schema;
-    assert.deepEqual(Object.keys(body.properties.retention.properties), ['succeeded', 'canceled', 'discarded', 'archived']);
+    assert.deepEqual(Object.keys(body.properties.retention.properties), [
+      'succeeded',
+      'canceled',
+      'discarded',
+      'archived',
+    ]);
   });
 });

@@ -36,7 +36,12 @@ before(async () => {
 after(() => t.cleanup());
 
 function create(id: string) {
-  return t.app.inject({ method: 'POST', url: '/v1/events', headers: bearer(t.tenantKey), payload: { id, destination: { url: 'https://hooks.example.com/x' }, delay: '1h' } });
+  return t.app.inject({
+    method: 'POST',
+    url: '/v1/events',
+    headers: bearer(t.tenantKey),
+    payload: { id, destination: { url: 'https://hooks.example.com/x' }, delay: '1h' },
+  });
 }
 
 describe('group-commit queue full', () => {
@@ -55,12 +60,21 @@ describe('group-commit queue full', () => {
     const { error } = refused.json();
     assert.equal(error.code, 'unavailable');
     assert.match(error.message, /write queue is full .*try again shortly/);
-    const batch = await t.app.inject({ method: 'POST', url: '/v1/events/batch', headers: bearer(t.tenantKey), payload: { events: [{ id: 'refused-batch', destination: { url: 'https://hooks.example.com/x' } }] } });
+    const batch = await t.app.inject({
+      method: 'POST',
+      url: '/v1/events/batch',
+      headers: bearer(t.tenantKey),
+      payload: { events: [{ id: 'refused-batch', destination: { url: 'https://hooks.example.com/x' } }] },
+    });
     assert.equal(batch.statusCode, 503, batch.body);
 
     openStore();
     for (const res of await Promise.all([...inFlight, ...queued])) assert.equal(res.statusCode, 201, res.body);
-    assert.equal(await t.store.eventGet({ tenantId: t.tenantId, id: 'refused' }), null, 'a refused create wrote nothing');
+    assert.equal(
+      await t.store.eventGet({ tenantId: t.tenantId, id: 'refused' }),
+      null,
+      'a refused create wrote nothing',
+    );
     assert.equal(await t.store.eventGet({ tenantId: t.tenantId, id: 'refused-batch' }), null);
     assert.equal((await create('refused')).statusCode, 201, 'the same create goes once the queue drained');
   });

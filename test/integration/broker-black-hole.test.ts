@@ -23,12 +23,20 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { AddressPolicy } from '../../src/core/address.ts';
 import type { BrokerTarget } from '../../src/core/destination.ts';
-import type { Channel, DeliveryOutcome, DueEvent } from '../../src/channels/channel.ts';
+import { brokerDueEvent, type Channel, type DeliveryOutcome, type DueEvent } from '../../src/channels/channel.ts';
 import { AmqpChannel } from '../../src/channels/amqp/index.ts';
 import { KafkaChannel } from '../../src/channels/kafka/index.ts';
 import { NatsChannel } from '../../src/channels/nats/index.ts';
 import { RedisChannel } from '../../src/channels/redis/index.ts';
-import { blackHole, memorySnapshot, MIB, openSockets, stallingProxy, type BlackHole, type MemorySnapshot } from '../support/black-hole.ts';
+import {
+  blackHole,
+  memorySnapshot,
+  MIB,
+  openSockets,
+  stallingProxy,
+  type BlackHole,
+  type MemorySnapshot,
+} from '../support/black-hole.ts';
 import { startMockKafka } from '../support/kafka/mock-cluster.ts';
 import { waitUntil } from '../support/node.ts';
 
@@ -72,26 +80,47 @@ const KINDS: Kind[] = [
   {
     name: 'redis',
     channel: () => new RedisChannel(options),
-    target: (port) => ({ kind: 'redis', url: `redis://127.0.0.1:${port}`, stream: `belfry-black-hole-${process.pid}`, maxLen: null }),
+    target: (port) => ({
+      kind: 'redis',
+      url: `redis://127.0.0.1:${port}`,
+      stream: `belfry-black-hole-${process.pid}`,
+      maxLen: null,
+    }),
     stall: { port: REDIS_PORT, isPublish: (c) => c.toString('latin1').toLowerCase().includes('xadd') },
   },
   {
     name: 'amqp',
     channel: () => new AmqpChannel(options),
     // No credentials in the URL: the client logs in as guest, RabbitMQ's default.
-    target: (port) => ({ kind: 'amqp', url: `amqp://127.0.0.1:${port}`, exchange: '', routingKey: `belfry-black-hole-${process.pid}` }),
+    target: (port) => ({
+      kind: 'amqp',
+      url: `amqp://127.0.0.1:${port}`,
+      exchange: '',
+      routingKey: `belfry-black-hole-${process.pid}`,
+    }),
     stall: { port: AMQP_PORT, isPublish: (c) => c.includes(BASIC_PUBLISH) },
   },
   {
     name: 'nats',
     channel: () => new NatsChannel(options),
-    target: (port) => ({ kind: 'nats', servers: [`nats://127.0.0.1:${port}`], subject: `belfry.blackhole.${process.pid}`, token: null }),
+    target: (port) => ({
+      kind: 'nats',
+      servers: [`nats://127.0.0.1:${port}`],
+      subject: `belfry.blackhole.${process.pid}`,
+      token: null,
+    }),
     stall: { port: NATS_PORT, isPublish: (c) => c.includes(`HPUB belfry.blackhole.${process.pid}`) },
   },
   {
     name: 'kafka',
     channel: () => new KafkaChannel(options),
-    target: (port) => ({ kind: 'kafka', brokers: [`127.0.0.1:${port}`], topic: 'belfry-black-hole', sasl: null, ssl: false }),
+    target: (port) => ({
+      kind: 'kafka',
+      brokers: [`127.0.0.1:${port}`],
+      topic: 'belfry-black-hole',
+      sasl: null,
+      ssl: false,
+    }),
   },
 ];
 
@@ -99,27 +128,35 @@ let seq = 0;
 
 function event(target: BrokerTarget, destination: number, timeoutMs = TIMEOUT_MS): DueEvent {
   const n = ++seq;
-  return {
-    tenantId: 'tenant-black-hole',
-    id: `evt-${n}`,
-    attempt: 1,
-    // A flat string of its own per event (JSON.stringify builds one; a template literal would make
-    // a rope sharing the pad): a delivery that stays held keeps its 64 KiB.
-    payload: JSON.stringify({ n, pad: PAYLOAD_PAD }),
-    headers: {},
-    target: '',
-    secrets: [],
-    timeoutMs,
-    dueAt: Date.now(),
-    broker: { poolKey: `black-hole-${destination}`, target },
-  };
+  return brokerDueEvent(
+    {
+      tenantId: 'tenant-black-hole',
+      id: `evt-${n}`,
+      attempt: 1,
+      // A flat string of its own per event (JSON.stringify builds one; a template literal would make
+      // a rope sharing the pad): a delivery that stays held keeps its 64 KiB.
+      payload: JSON.stringify({ n, pad: PAYLOAD_PAD }),
+      headers: {},
+      timeoutMs,
+      dueAt: Date.now(),
+    },
+    target,
+    `black-hole-${destination}`,
+  );
 }
 
 /** Sends `count` attempts in waves of WAVE at once, round-robin over the destinations. */
-async function send(channel: Channel, target: BrokerTarget, count: number, outcomes: Map<string, number>): Promise<void> {
+async function send(
+  channel: Channel,
+  target: BrokerTarget,
+  count: number,
+  outcomes: Map<string, number>,
+): Promise<void> {
   const signal = new AbortController().signal;
   for (let sent = 0; sent < count; sent += WAVE) {
-    const wave = Array.from({ length: Math.min(WAVE, count - sent) }, (_, i) => channel.deliver(event(target, i % DESTINATIONS), signal));
+    const wave = Array.from({ length: Math.min(WAVE, count - sent) }, (_, i) =>
+      channel.deliver(event(target, i % DESTINATIONS), signal),
+    );
     for (const o of await Promise.all(wave)) {
       const key = `${o.kind}: ${kindOfReason(o)}`;
       outcomes.set(key, (outcomes.get(key) ?? 0) + 1);
@@ -135,8 +172,10 @@ function kindOfReason(o: DeliveryOutcome): string {
 const mib = (bytes: number) => `${(bytes / MIB).toFixed(1)} MiB`;
 
 function report(name: string, before: MemorySnapshot, after: MemorySnapshot): string {
-  return `${name}: after ${WARM_UP_ATTEMPTS} attempts rss ${mib(before.rssBytes)}, heap ${mib(before.heapUsedBytes)}, external ${mib(before.externalBytes)}, sockets ${before.sockets}` +
-    ` · after ${ATTEMPTS} more rss ${mib(after.rssBytes)}, heap ${mib(after.heapUsedBytes)}, external ${mib(after.externalBytes)}, sockets ${after.sockets}`;
+  return (
+    `${name}: after ${WARM_UP_ATTEMPTS} attempts rss ${mib(before.rssBytes)}, heap ${mib(before.heapUsedBytes)}, external ${mib(before.externalBytes)}, sockets ${before.sockets}` +
+    ` · after ${ATTEMPTS} more rss ${mib(after.rssBytes)}, heap ${mib(after.heapUsedBytes)}, external ${mib(after.externalBytes)}, sockets ${after.sockets}`
+  );
 }
 
 /**
@@ -144,7 +183,13 @@ function report(name: string, before: MemorySnapshot, after: MemorySnapshot): st
  * when the silent broker is this process's (null for the Kafka mock cluster: the process's own
  * sockets are counted then). `prepare` runs first (the Kafka case opens its connections).
  */
-async function run(kind: Kind, what: string, target: BrokerTarget, server: BlackHole | null, prepare?: (channel: Channel) => Promise<void>): Promise<Map<string, number>> {
+async function run(
+  kind: Kind,
+  what: string,
+  target: BrokerTarget,
+  server: BlackHole | null,
+  prepare?: (channel: Channel) => Promise<void>,
+): Promise<Map<string, number>> {
   const channel = kind.channel();
   const outcomes = new Map<string, number>();
   try {
@@ -154,22 +199,48 @@ async function run(kind: Kind, what: string, target: BrokerTarget, server: Black
     const before = await memorySnapshot();
     await send(channel, target, ATTEMPTS, outcomes);
     // Sockets destroyed by the client close on the server's side a moment later.
-    if (server) await waitUntil(`${kind.name}: at most ${CONNECTIONS_MAX} connections open at the ${what}`, () => server.open <= CONNECTIONS_MAX, 5_000);
+    if (server)
+      await waitUntil(
+        `${kind.name}: at most ${CONNECTIONS_MAX} connections open at the ${what}`,
+        () => server.open <= CONNECTIONS_MAX,
+        5_000,
+      );
     const after = await memorySnapshot();
-    console.log(`${report(`${kind.name} (${what})`, before, after)} · ${server ? `${server.accepted} connections made · ` : ''}outcomes ${JSON.stringify(Object.fromEntries(outcomes))}`);
+    console.log(
+      `${report(`${kind.name} (${what})`, before, after)} · ${server ? `${server.accepted} connections made · ` : ''}outcomes ${JSON.stringify(Object.fromEntries(outcomes))}`,
+    );
 
     const total = [...outcomes.values()].reduce((a, b) => a + b, 0);
     assert.equal(total, WARM_UP_ATTEMPTS + ATTEMPTS);
     for (const key of outcomes.keys()) assert.match(key, /^retry: /, `every attempt is a retry: ${key}`);
     const heapGrowth = after.heapUsedBytes + after.externalBytes - (before.heapUsedBytes + before.externalBytes);
-    assert.ok(heapGrowth < HEAP_GROWTH_MAX, `${kind.name}: heap and buffers grew by ${mib(heapGrowth)} over ${ATTEMPTS} attempts`);
-    assert.ok(after.rssBytes - before.rssBytes < RSS_GROWTH_MAX, `${kind.name}: RSS grew by ${mib(after.rssBytes - before.rssBytes)} over ${ATTEMPTS} attempts`);
+    assert.ok(
+      heapGrowth < HEAP_GROWTH_MAX,
+      `${kind.name}: heap and buffers grew by ${mib(heapGrowth)} over ${ATTEMPTS} attempts`,
+    );
+    assert.ok(
+      after.rssBytes - before.rssBytes < RSS_GROWTH_MAX,
+      `${kind.name}: RSS grew by ${mib(after.rssBytes - before.rssBytes)} over ${ATTEMPTS} attempts`,
+    );
     if (before.sockets !== null && after.sockets !== null) {
-      assert.ok(after.sockets - before.sockets <= SOCKETS_GROWTH_MAX, `${kind.name}: ${after.sockets - before.sockets} more sockets open`);
+      assert.ok(
+        after.sockets - before.sockets <= SOCKETS_GROWTH_MAX,
+        `${kind.name}: ${after.sockets - before.sockets} more sockets open`,
+      );
     }
     // Idle connections close: nothing of the silent broker is left open a moment after the last attempt.
-    if (server) await waitUntil(`${kind.name}: every connection to the ${what} closed when idle`, () => server.open === 0, 5 * IDLE_MS + 5_000);
-    if (baselineSockets !== null) await waitUntil(`${kind.name}: the process's sockets back to where they were`, () => (openSockets() ?? 0) <= baselineSockets, 5_000);
+    if (server)
+      await waitUntil(
+        `${kind.name}: every connection to the ${what} closed when idle`,
+        () => server.open === 0,
+        5 * IDLE_MS + 5_000,
+      );
+    if (baselineSockets !== null)
+      await waitUntil(
+        `${kind.name}: the process's sockets back to where they were`,
+        () => (openSockets() ?? 0) <= baselineSockets,
+        5_000,
+      );
     return outcomes;
   } finally {
     await channel.close();
@@ -197,8 +268,14 @@ describe('broker channels: thousands of attempts to a broker that never answers 
           const proxy = await stallingProxy(stall.port, stall.isPublish);
           try {
             await run(kind, 'stalling proxy', kind.target(proxy.port), proxy);
-            assert.ok(proxy.stalled >= 2, `${kind.name}: publishes reached the broker's connection and stalled (${proxy.stalled} connections)`);
-            assert.ok(proxy.accepted >= 2, `${kind.name}: a connection whose sends timed out was rebuilt (${proxy.accepted} connections made)`);
+            assert.ok(
+              proxy.stalled >= 2,
+              `${kind.name}: publishes reached the broker's connection and stalled (${proxy.stalled} connections)`,
+            );
+            assert.ok(
+              proxy.accepted >= 2,
+              `${kind.name}: a connection whose sends timed out was rebuilt (${proxy.accepted} connections made)`,
+            );
           } finally {
             await proxy.close();
           }
@@ -211,7 +288,13 @@ describe('broker channels: thousands of attempts to a broker that never answers 
           try {
             const topic = `belfry-black-hole-${process.pid}`;
             await mock.createTopic(topic, 1);
-            const target: BrokerTarget = { kind: 'kafka', brokers: mock.bootstrap.split(','), topic, sasl: null, ssl: false };
+            const target: BrokerTarget = {
+              kind: 'kafka',
+              brokers: mock.bootstrap.split(','),
+              topic,
+              sasl: null,
+              ssl: false,
+            };
             const outcomes = await run(kind, 'slow broker', target, null, async (channel) => {
               const signal = new AbortController().signal;
               for (let d = 0; d < CONNECTIONS_MAX; d++) {
@@ -221,7 +304,10 @@ describe('broker channels: thousands of attempts to a broker that never answers 
               await mock.brokerRtt(1, 60_000);
             });
             // The sends still waiting on a connection that was closed for a timed-out one failed at once.
-            assert.ok([...outcomes.keys()].some((k) => k.includes('connection closed by Belfry')), JSON.stringify(Object.fromEntries(outcomes)));
+            assert.ok(
+              [...outcomes.keys()].some((k) => k.includes('connection closed by Belfry')),
+              JSON.stringify(Object.fromEntries(outcomes)),
+            );
           } finally {
             await mock.stop();
           }

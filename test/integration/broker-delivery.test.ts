@@ -7,7 +7,14 @@
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
 import { after, before, describe, it } from 'node:test';
-import { consumeAmqp, consumeKafka, consumeNats, consumeRedis, REDIS_URL, type BrokerConsumer } from '../support/brokers.ts';
+import {
+  consumeAmqp,
+  consumeKafka,
+  consumeNats,
+  consumeRedis,
+  REDIS_URL,
+  type BrokerConsumer,
+} from '../support/brokers.ts';
 import { startMockKafka, type MockKafka } from '../support/kafka/mock-cluster.ts';
 import { startTestNode, waitUntil, type TestNode } from '../support/node.ts';
 
@@ -17,7 +24,12 @@ describe('delivery to brokers', { timeout: 120_000 }, () => {
   const consumers: BrokerConsumer[] = [];
 
   before(async () => {
-    [t, mock] = await Promise.all([startTestNode(), startMockKafka(1)]);
+    // Both started at once; whichever started is kept for after() to close, even when the other
+    // failed (a node left open kept the test process alive when the Kafka mock could not start).
+    const [node, kafka] = await Promise.allSettled([startTestNode(), startMockKafka(1)]);
+    if (node.status === 'fulfilled') t = node.value;
+    if (kafka.status === 'fulfilled') mock = kafka.value;
+    for (const r of [node, kafka]) if (r.status === 'rejected') throw r.reason;
   });
   after(async () => {
     await t?.close();
@@ -40,8 +52,17 @@ describe('delivery to brokers', { timeout: 120_000 }, () => {
       const put = await t.api('PUT', `/v1/destinations/${name}`, { ...c.destination, headers: { 'x-team': 'core' } });
       assert.equal(put.status, 201, JSON.stringify(put.body));
       const base = Date.now() + 600;
-      const grouped = Array.from({ length: 15 }, (_, i) => ({ id: `${kind}-g-${i}`, fireAt: base + i * 15, group: 'order-1', payload: { i, kind } }));
-      const loose = Array.from({ length: 10 }, (_, i) => ({ id: `${kind}-l-${i}`, fireAt: base + i * 20, payload: { loose: i, text: 'd\u00e9j\u00e0' } }));
+      const grouped = Array.from({ length: 15 }, (_, i) => ({
+        id: `${kind}-g-${i}`,
+        fireAt: base + i * 15,
+        group: 'order-1',
+        payload: { i, kind },
+      }));
+      const loose = Array.from({ length: 10 }, (_, i) => ({
+        id: `${kind}-l-${i}`,
+        fireAt: base + i * 20,
+        payload: { loose: i, text: 'd\u00e9j\u00e0' },
+      }));
       for (const e of [...grouped, ...loose]) {
         const res = await t.api('POST', '/v1/events', { ...e, destination: name, headers: { 'x-kind': 'test' } });
         assert.equal(res.status, 201, JSON.stringify(res.body));
@@ -61,12 +82,22 @@ describe('delivery to brokers', { timeout: 120_000 }, () => {
         assert.equal(m.headers['x-kind'], 'test');
         assert.equal(m.headers['belfry-group'], 'group' in e ? 'order-1' : undefined);
       }
-      const order = c.messages.filter((m) => m.headers['belfry-group'] === 'order-1').map((m) => m.headers['belfry-event-id']);
-      assert.deepEqual(order, grouped.map((e) => e.id), 'the group in fireAt order');
-      await waitUntil(`${kind}: every event succeeded`, async () => {
-        const states = await Promise.all(all.map(async (e) => (await t.api('GET', `/v1/events/${e.id}`)).body.state));
-        return states.every((s) => s === 'succeeded');
-      }, 10_000);
+      const order = c.messages
+        .filter((m) => m.headers['belfry-group'] === 'order-1')
+        .map((m) => m.headers['belfry-event-id']);
+      assert.deepEqual(
+        order,
+        grouped.map((e) => e.id),
+        'the group in fireAt order',
+      );
+      await waitUntil(
+        `${kind}: every event succeeded`,
+        async () => {
+          const states = await Promise.all(all.map(async (e) => (await t.api('GET', `/v1/events/${e.id}`)).body.state));
+          return states.every((s) => s === 'succeeded');
+        },
+        10_000,
+      );
       assert.equal(c.messages.length, all.length, 'nothing twice');
     });
   }
@@ -76,10 +107,23 @@ describe('delivery to brokers', { timeout: 120_000 }, () => {
     const key = `belfry-test-string-${process.pid}`;
     await admin.set(key, 'not a stream');
     try {
-      assert.equal((await t.api('PUT', '/v1/destinations/refusing', { kind: 'redis', url: REDIS_URL, stream: key })).status, 201);
-      assert.equal((await t.api('POST', '/v1/events', { id: 'refused-1', delay: 0, destination: 'refusing', payload: {} })).status, 201);
-      await waitUntil('discarded', async () => (await t.api('GET', '/v1/events/refused-1')).body.state === 'discarded', 10_000);
-      const trace = (await t.api('GET', '/v1/events/refused-1/transitions')).body.transitions as { toState: string; error?: string }[];
+      assert.equal(
+        (await t.api('PUT', '/v1/destinations/refusing', { kind: 'redis', url: REDIS_URL, stream: key })).status,
+        201,
+      );
+      assert.equal(
+        (await t.api('POST', '/v1/events', { id: 'refused-1', delay: 0, destination: 'refusing', payload: {} })).status,
+        201,
+      );
+      await waitUntil(
+        'discarded',
+        async () => (await t.api('GET', '/v1/events/refused-1')).body.state === 'discarded',
+        10_000,
+      );
+      const trace = (await t.api('GET', '/v1/events/refused-1/transitions')).body.transitions as {
+        toState: string;
+        error?: string;
+      }[];
       const last = trace.at(-1)!;
       assert.equal(last.toState, 'discarded');
       assert.match(String(last.error), /WRONGTYPE/);

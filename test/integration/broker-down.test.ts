@@ -69,7 +69,8 @@ async function ownNats(): Promise<Downable> {
         const jsm = await c.jetstreamManager();
         const total = (await jsm.streams.info(stream)).state.messages;
         const ids: string[] = [];
-        for (let seq = 1; seq <= total; seq++) ids.push((await jsm.streams.getMessage(stream, { seq })).header!.get('belfry-event-id'));
+        for (let seq = 1; seq <= total; seq++)
+          ids.push((await jsm.streams.getMessage(stream, { seq })).header!.get('belfry-event-id'));
         return ids;
       } finally {
         await c.close();
@@ -124,7 +125,11 @@ async function ownKafka(): Promise<Downable> {
     down: () => mock.brokerDown(1),
     up: () => mock.brokerUp(1),
     async readIds() {
-      const kafka = new Kafka({ clientId: 'belfry-test', brokers: mock.bootstrap.split(','), logLevel: logLevel.NOTHING });
+      const kafka = new Kafka({
+        clientId: 'belfry-test',
+        brokers: mock.bootstrap.split(','),
+        logLevel: logLevel.NOTHING,
+      });
       const admin = kafka.admin();
       await admin.connect();
       const [{ high }] = await admin.fetchTopicOffsets(topic);
@@ -133,7 +138,9 @@ async function ownKafka(): Promise<Downable> {
       const consumer = kafka.consumer({ groupId: `reader-${Date.now()}` });
       await consumer.connect();
       await consumer.subscribe({ topic, fromBeginning: true });
-      await consumer.run({ eachMessage: async ({ message }) => void ids.push(String(message.headers?.['belfry-event-id'])) });
+      await consumer.run({
+        eachMessage: async ({ message }) => void ids.push(String(message.headers?.['belfry-event-id'])),
+      });
       await waitUntil('the topic read back', () => ids.length >= Number(high), 20_000);
       await consumer.disconnect();
       return ids;
@@ -165,26 +172,55 @@ describe('a broker that is down', { timeout: 180_000 }, () => {
       const broker = await make();
       try {
         const name = `down-${kind}`;
-        assert.equal((await t.api('PUT', `/v1/destinations/${name}`, { ...broker.destination, timeout: '1s', retry: RETRY })).status, 201);
+        assert.equal(
+          (await t.api('PUT', `/v1/destinations/${name}`, { ...broker.destination, timeout: '1s', retry: RETRY }))
+            .status,
+          201,
+        );
         // Mid-stream: the destination's connection is open and in use when the broker goes.
         const beforeIds = Array.from({ length: EVENTS / 2 }, (_, i) => `${kind}-before-${i}`);
-        for (const id of beforeIds) assert.equal((await t.api('POST', '/v1/events', { id, delay: 0, destination: name, payload: { id } })).status, 201);
-        await waitUntil(`${kind}: the first events delivered`, async () => {
-          const states = await Promise.all(beforeIds.map(async (id) => (await t.api('GET', `/v1/events/${id}`)).body.state));
-          return states.every((s) => s === 'succeeded');
-        }, 20_000);
+        for (const id of beforeIds)
+          assert.equal(
+            (await t.api('POST', '/v1/events', { id, delay: 0, destination: name, payload: { id } })).status,
+            201,
+          );
+        await waitUntil(
+          `${kind}: the first events delivered`,
+          async () => {
+            const states = await Promise.all(
+              beforeIds.map(async (id) => (await t.api('GET', `/v1/events/${id}`)).body.state),
+            );
+            return states.every((s) => s === 'succeeded');
+          },
+          20_000,
+        );
         await broker.down();
         const now = Date.now();
         const brokerIds = Array.from({ length: EVENTS }, (_, i) => `${kind}-down-${i}`);
-        for (const id of brokerIds) assert.equal((await t.api('POST', '/v1/events', { id, delay: 0, destination: name, payload: { id } })).status, 201);
-        const webIds = Array.from({ length: EVENTS }, (_, i) => ({ id: `${kind}-web-${i}`, fireAt: now + 300 + i * 150 }));
-        for (const e of webIds) assert.equal((await t.api('POST', '/v1/events', { ...e, destination: 'web', payload: {} })).status, 201);
+        for (const id of brokerIds)
+          assert.equal(
+            (await t.api('POST', '/v1/events', { id, delay: 0, destination: name, payload: { id } })).status,
+            201,
+          );
+        const webIds = Array.from({ length: EVENTS }, (_, i) => ({
+          id: `${kind}-web-${i}`,
+          fireAt: now + 300 + i * 150,
+        }));
+        for (const e of webIds)
+          assert.equal((await t.api('POST', '/v1/events', { ...e, destination: 'web', payload: {} })).status, 201);
 
-        await waitUntil(`${kind}: every broker event retried`, async () => {
-          const got = await Promise.all(brokerIds.map(async (id) => (await t.api('GET', `/v1/events/${id}`)).body));
-          return got.every((e) => e.state === 'awaiting_retry' || (e.state === 'executing' && e.attempts > 1));
-        }, 15_000);
-        const trace = (await t.api('GET', `/v1/events/${brokerIds[0]}/transitions`)).body.transitions as { toState: string; error?: string }[];
+        await waitUntil(
+          `${kind}: every broker event retried`,
+          async () => {
+            const got = await Promise.all(brokerIds.map(async (id) => (await t.api('GET', `/v1/events/${id}`)).body));
+            return got.every((e) => e.state === 'awaiting_retry' || (e.state === 'executing' && e.attempts > 1));
+          },
+          15_000,
+        );
+        const trace = (await t.api('GET', `/v1/events/${brokerIds[0]}/transitions`)).body.transitions as {
+          toState: string;
+          error?: string;
+        }[];
         const failed = trace.find((x) => x.toState === 'awaiting_retry');
         assert.ok(failed?.error, `the error is in the trace: ${JSON.stringify(trace)}`);
 
@@ -192,18 +228,36 @@ describe('a broker that is down', { timeout: 180_000 }, () => {
         for (const e of webIds) {
           const req = rx.requests.find((r) => r.headers['webhook-id'] === e.id)!;
           assert.ok(req.receivedAt >= e.fireAt, `${e.id} early`);
-          assert.ok(req.receivedAt - e.fireAt <= ON_TIME_MS_MAX, `${e.id} ${req.receivedAt - e.fireAt} ms late while ${kind} was down`);
+          assert.ok(
+            req.receivedAt - e.fireAt <= ON_TIME_MS_MAX,
+            `${e.id} ${req.receivedAt - e.fireAt} ms late while ${kind} was down`,
+          );
         }
-        const stillWaiting = await Promise.all(brokerIds.map(async (id) => (await t.api('GET', `/v1/events/${id}`)).body.state));
-        assert.ok(stillWaiting.every((s) => s !== 'succeeded'), `nothing succeeded while down: ${stillWaiting}`);
+        const stillWaiting = await Promise.all(
+          brokerIds.map(async (id) => (await t.api('GET', `/v1/events/${id}`)).body.state),
+        );
+        assert.ok(
+          stillWaiting.every((s) => s !== 'succeeded'),
+          `nothing succeeded while down: ${stillWaiting}`,
+        );
 
         await broker.up();
-        await waitUntil(`${kind}: every broker event succeeded once it was back`, async () => {
-          const states = await Promise.all(brokerIds.map(async (id) => (await t.api('GET', `/v1/events/${id}`)).body.state));
-          return states.every((s) => s === 'succeeded');
-        }, 30_000);
+        await waitUntil(
+          `${kind}: every broker event succeeded once it was back`,
+          async () => {
+            const states = await Promise.all(
+              brokerIds.map(async (id) => (await t.api('GET', `/v1/events/${id}`)).body.state),
+            );
+            return states.every((s) => s === 'succeeded');
+          },
+          30_000,
+        );
         const ids = await broker.readIds();
-        assert.deepEqual([...new Set(ids)].sort(), [...beforeIds, ...brokerIds].sort(), 'every event reached the broker, none lost');
+        assert.deepEqual(
+          [...new Set(ids)].sort(),
+          [...beforeIds, ...brokerIds].sort(),
+          'every event reached the broker, none lost',
+        );
       } finally {
         await broker.cleanup();
       }

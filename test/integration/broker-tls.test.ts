@@ -24,7 +24,7 @@ import { after, before, describe, it } from 'node:test';
 import { connect as natsConnect } from 'nats';
 import { AddressPolicy } from '../../src/core/address.ts';
 import type { BrokerTarget } from '../../src/core/destination.ts';
-import type { Channel, DeliveryOutcome, DueEvent } from '../../src/channels/channel.ts';
+import { brokerDueEvent, type Channel, type DeliveryOutcome, type DueEvent } from '../../src/channels/channel.ts';
 import { closedPort } from '../../src/channels/conformance/suite.ts';
 import { AmqpChannel } from '../../src/channels/amqp/index.ts';
 import { KafkaChannel } from '../../src/channels/kafka/index.ts';
@@ -42,10 +42,19 @@ const signal = new AbortController().signal;
 let n = 0;
 
 function event(target: BrokerTarget, timeoutMs = 1_000): DueEvent {
-  return {
-    tenantId: 'tenant-tls', id: `evt-tls-${++n}`, attempt: 1, payload: '{"order":1}', headers: {}, target: '', secrets: [],
-    timeoutMs, dueAt: Date.now(), broker: { poolKey: `tls-${n}`, target },
-  };
+  return brokerDueEvent(
+    {
+      tenantId: 'tenant-tls',
+      id: `evt-tls-${++n}`,
+      attempt: 1,
+      payload: '{"order":1}',
+      headers: {},
+      timeoutMs,
+      dueAt: Date.now(),
+    },
+    target,
+    `tls-${n}`,
+  );
 }
 
 /** A TLS record of type handshake (a ClientHello, for a client's first bytes). */
@@ -61,11 +70,27 @@ async function deliverTo(channel: Channel, target: BrokerTarget, timeoutMs?: num
 }
 
 const TLS_TARGETS: [string, () => Channel, (port: number) => BrokerTarget][] = [
-  ['redis (rediss://)', () => new RedisChannel({ policy }), (port) => ({ kind: 'redis', url: `rediss://belfry:${SECRET}@127.0.0.1:${port}`, stream: 's', maxLen: null })],
-  ['amqp (amqps://)', () => new AmqpChannel({ policy }), (port) => ({ kind: 'amqp', url: `amqps://belfry:${SECRET}@127.0.0.1:${port}`, exchange: 'x', routingKey: 'k' })],
-  ['kafka (ssl: true, SASL PLAIN)', () => new KafkaChannel({ policy }), (port) => ({
-    kind: 'kafka', brokers: [`127.0.0.1:${port}`], topic: 't', ssl: true, sasl: { mechanism: 'plain', username: 'belfry', password: SECRET },
-  })],
+  [
+    'redis (rediss://)',
+    () => new RedisChannel({ policy }),
+    (port) => ({ kind: 'redis', url: `rediss://belfry:${SECRET}@127.0.0.1:${port}`, stream: 's', maxLen: null }),
+  ],
+  [
+    'amqp (amqps://)',
+    () => new AmqpChannel({ policy }),
+    (port) => ({ kind: 'amqp', url: `amqps://belfry:${SECRET}@127.0.0.1:${port}`, exchange: 'x', routingKey: 'k' }),
+  ],
+  [
+    'kafka (ssl: true, SASL PLAIN)',
+    () => new KafkaChannel({ policy }),
+    (port) => ({
+      kind: 'kafka',
+      brokers: [`127.0.0.1:${port}`],
+      topic: 't',
+      ssl: true,
+      sasl: { mechanism: 'plain', username: 'belfry', password: SECRET },
+    }),
+  ],
 ];
 
 describe('TLS means TLS: a TLS destination never speaks plaintext', () => {
@@ -76,7 +101,11 @@ describe('TLS means TLS: a TLS destination never speaks plaintext', () => {
         const outcome = await deliverTo(channel(), target(hole.port), 500);
         assert.equal(outcome.kind, 'retry', JSON.stringify(outcome));
         assert.ok(hole.accepted >= 1, 'it connected');
-        for (const bytes of hole.firstBytes) assert.ok(isTlsHandshake(bytes), `a connection began with ${bytes.subarray(0, 8).toString('hex')}, not a TLS handshake`);
+        for (const bytes of hole.firstBytes)
+          assert.ok(
+            isTlsHandshake(bytes),
+            `a connection began with ${bytes.subarray(0, 8).toString('hex')}, not a TLS handshake`,
+          );
         assert.equal(sawSecret(hole), false, 'a credential crossed in clear');
       } finally {
         await hole.close();
@@ -84,16 +113,34 @@ describe('TLS means TLS: a TLS destination never speaks plaintext', () => {
     });
   }
 
-  it('kafka source (ssl: true): the reader\'s first bytes are a ClientHello, no credential in clear', async () => {
+  it("kafka source (ssl: true): the reader's first bytes are a ClientHello, no credential in clear", async () => {
     const hole = await blackHole();
     const source = {
-      tenantId: 'tenant-tls', name: 'tls-source', version: 1,
-      spec: { kind: 'kafka', brokers: [`127.0.0.1:${hole.port}`], topic: 't', groupId: 'g', deadLetterTopic: null, start: 'earliest', ssl: true, sasl: { mechanism: 'plain', username: 'belfry', password: SECRET } },
+      tenantId: 'tenant-tls',
+      name: 'tls-source',
+      version: 1,
+      spec: {
+        kind: 'kafka',
+        brokers: [`127.0.0.1:${hole.port}`],
+        topic: 't',
+        groupId: 'g',
+        deadLetterTopic: null,
+        start: 'earliest',
+        ssl: true,
+        sasl: { mechanism: 'plain', username: 'belfry', password: SECRET },
+      },
     } as unknown as SourceRecord;
-    const reader = new KafkaSourceReader({
-      source, policy, now: () => Date.now(), report: async () => {}, onCrash: () => {},
-      sink: { admit: async () => ({ granted: 0, waitMs: 1_000 }), ingest: async () => [] },
-    }, { connectTimeoutMs: 500, sessionTimeoutMs: 6_000 });
+    const reader = new KafkaSourceReader(
+      {
+        source,
+        policy,
+        now: () => Date.now(),
+        report: async () => {},
+        onCrash: () => {},
+        sink: { admit: async () => ({ granted: 0, waitMs: 1_000 }), ingest: async () => [] },
+      },
+      { connectTimeoutMs: 500, sessionTimeoutMs: 6_000 },
+    );
     const started = reader.start().catch(() => {});
     try {
       await waitUntil('the reader to send its first bytes', () => (hole.firstBytes[0]?.length ?? 0) > 0, 5_000);
@@ -107,7 +154,12 @@ describe('TLS means TLS: a TLS destination never speaks plaintext', () => {
   });
 
   describe('nats (tls://): the server speaks first', () => {
-    const natsTarget = (port: number): BrokerTarget => ({ kind: 'nats', servers: [`tls://belfry:${SECRET}@127.0.0.1:${port}`], subject: 's', token: SECRET });
+    const natsTarget = (port: number): BrokerTarget => ({
+      kind: 'nats',
+      servers: [`tls://belfry:${SECRET}@127.0.0.1:${port}`],
+      subject: 's',
+      token: SECRET,
+    });
 
     it('a silent server: the client sends nothing, and the attempt fails', async () => {
       const hole = await blackHole();
@@ -115,30 +167,45 @@ describe('TLS means TLS: a TLS destination never speaks plaintext', () => {
         const outcome = await deliverTo(new NatsChannel({ policy }), natsTarget(hole.port), 500);
         assert.equal(outcome.kind, 'retry');
         assert.ok(hole.accepted >= 1);
-        assert.deepEqual(hole.firstBytes.map((b) => b.length), hole.firstBytes.map(() => 0), 'nothing was sent');
+        assert.deepEqual(
+          hole.firstBytes.map((b) => b.length),
+          hole.firstBytes.map(() => 0),
+          'nothing was sent',
+        );
       } finally {
         await hole.close();
       }
     });
 
     it('a plain INFO that offers no TLS (a downgrade): refused before a single byte is sent', async () => {
-      const hole = await blackHole('INFO {"server_id":"x","version":"2.10.0","headers":true,"max_payload":1048576,"tls_required":false}\r\n');
+      const hole = await blackHole(
+        'INFO {"server_id":"x","version":"2.10.0","headers":true,"max_payload":1048576,"tls_required":false}\r\n',
+      );
       try {
         const outcome = await deliverTo(new NatsChannel({ policy }), natsTarget(hole.port), 1_000);
         assert.equal(outcome.kind, 'retry');
         assert.match((outcome as { reason: string }).reason, /does not offer TLS/);
-        assert.deepEqual(hole.firstBytes.map((b) => b.length), hole.firstBytes.map(() => 0), 'nothing was sent');
+        assert.deepEqual(
+          hole.firstBytes.map((b) => b.length),
+          hole.firstBytes.map(() => 0),
+          'nothing was sent',
+        );
       } finally {
         await hole.close();
       }
     });
 
     it('a plain INFO that requires TLS: the next bytes are a ClientHello, no credential in clear', async () => {
-      const hole = await blackHole('INFO {"server_id":"x","version":"2.10.0","headers":true,"max_payload":1048576,"tls_required":true}\r\n');
+      const hole = await blackHole(
+        'INFO {"server_id":"x","version":"2.10.0","headers":true,"max_payload":1048576,"tls_required":true}\r\n',
+      );
       try {
         const outcome = await deliverTo(new NatsChannel({ policy }), natsTarget(hole.port), 500);
         assert.equal(outcome.kind, 'retry');
-        assert.ok(hole.firstBytes.length >= 1 && hole.firstBytes.every(isTlsHandshake), hole.firstBytes.map((b) => b.subarray(0, 8).toString('hex')).join());
+        assert.ok(
+          hole.firstBytes.length >= 1 && hole.firstBytes.every(isTlsHandshake),
+          hole.firstBytes.map((b) => b.subarray(0, 8).toString('hex')).join(),
+        );
         assert.equal(sawSecret(hole), false);
       } finally {
         await hole.close();
@@ -150,10 +217,24 @@ describe('TLS means TLS: a TLS destination never speaks plaintext', () => {
 describe('credentials never go without TLS unless the destination says so', () => {
   it('controls: with allowInsecureCredentials, the recorder sees the credential (Redis AUTH, NATS CONNECT)', async () => {
     const redisHole = await blackHole();
-    const natsHole = await blackHole('INFO {"server_id":"x","version":"2.10.0","headers":true,"max_payload":1048576}\r\n');
+    const natsHole = await blackHole(
+      'INFO {"server_id":"x","version":"2.10.0","headers":true,"max_payload":1048576}\r\n',
+    );
     try {
-      const redis = { kind: 'redis', url: `redis://belfry:${SECRET}@127.0.0.1:${redisHole.port}`, stream: 's', maxLen: null, allowInsecureCredentials: true } as BrokerTarget;
-      const nats = { kind: 'nats', servers: [`nats://belfry:${SECRET}@127.0.0.1:${natsHole.port}`], subject: 's', token: null, allowInsecureCredentials: true } as BrokerTarget;
+      const redis = {
+        kind: 'redis',
+        url: `redis://belfry:${SECRET}@127.0.0.1:${redisHole.port}`,
+        stream: 's',
+        maxLen: null,
+        allowInsecureCredentials: true,
+      } as BrokerTarget;
+      const nats = {
+        kind: 'nats',
+        servers: [`nats://belfry:${SECRET}@127.0.0.1:${natsHole.port}`],
+        subject: 's',
+        token: null,
+        allowInsecureCredentials: true,
+      } as BrokerTarget;
       assert.equal((await deliverTo(new RedisChannel({ policy }), redis, 500)).kind, 'retry');
       assert.equal((await deliverTo(new NatsChannel({ policy }), nats, 500)).kind, 'retry');
       assert.equal(sawSecret(redisHole), true, 'the AUTH went in clear, as asked');
@@ -168,10 +249,28 @@ describe('credentials never go without TLS unless the destination says so', () =
     const hole = await blackHole('INFO {"server_id":"x","version":"2.10.0","headers":true}\r\n');
     try {
       const targets: [Channel, BrokerTarget][] = [
-        [new RedisChannel({ policy }), { kind: 'redis', url: `redis://belfry:${SECRET}@127.0.0.1:${hole.port}`, stream: 's', maxLen: null }],
-        [new AmqpChannel({ policy }), { kind: 'amqp', url: `amqp://belfry:${SECRET}@127.0.0.1:${hole.port}`, exchange: 'x', routingKey: 'k' }],
-        [new NatsChannel({ policy }), { kind: 'nats', servers: [`nats://127.0.0.1:${hole.port}`], subject: 's', token: SECRET }],
-        [new KafkaChannel({ policy }), { kind: 'kafka', brokers: [`127.0.0.1:${hole.port}`], topic: 't', ssl: false, sasl: { mechanism: 'plain', username: 'u', password: SECRET } }],
+        [
+          new RedisChannel({ policy }),
+          { kind: 'redis', url: `redis://belfry:${SECRET}@127.0.0.1:${hole.port}`, stream: 's', maxLen: null },
+        ],
+        [
+          new AmqpChannel({ policy }),
+          { kind: 'amqp', url: `amqp://belfry:${SECRET}@127.0.0.1:${hole.port}`, exchange: 'x', routingKey: 'k' },
+        ],
+        [
+          new NatsChannel({ policy }),
+          { kind: 'nats', servers: [`nats://127.0.0.1:${hole.port}`], subject: 's', token: SECRET },
+        ],
+        [
+          new KafkaChannel({ policy }),
+          {
+            kind: 'kafka',
+            brokers: [`127.0.0.1:${hole.port}`],
+            topic: 't',
+            ssl: false,
+            sasl: { mechanism: 'plain', username: 'u', password: SECRET },
+          },
+        ],
       ];
       for (const [channel, target] of targets) {
         const outcome = await deliverTo(channel, target, 500);
@@ -195,19 +294,64 @@ describe('nats: tls:// delivers through a nats-server with TLS and a login', () 
     dir = mkdtempSync(join(tmpdir(), 'belfry-nats-tls-'));
     // A self-signed certificate for 127.0.0.1 (the address the destination names) and localhost
     // (the name the test's own nats.js client checks when given an address).
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1',
-      '-subj', '/CN=belfry-test', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost'], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+        '-days',
+        '1',
+        '-subj',
+        '/CN=belfry-test',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1,DNS:localhost',
+      ],
+      { stdio: 'ignore' },
+    );
     ca = readFileSync(join(dir, 'cert.pem'), 'utf8');
     port = await closedPort();
-    server = spawn('/usr/sbin/nats-server', ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', join(dir, 'js'), '--tls', '--tlscert', join(dir, 'cert.pem'),
-      '--tlskey', join(dir, 'key.pem'), '--user', 'belfry', '--pass', SECRET], { stdio: 'ignore' });
-    await waitUntil('nats-server with TLS to accept connections', () => new Promise<boolean>((resolve) => {
-      const s = net.connect({ host: '127.0.0.1', port }, () => {
-        s.destroy();
-        resolve(true);
-      });
-      s.on('error', () => resolve(false));
-    }), 15_000, 50);
+    server = spawn(
+      '/usr/sbin/nats-server',
+      [
+        '-a',
+        '127.0.0.1',
+        '-p',
+        String(port),
+        '-js',
+        '-sd',
+        join(dir, 'js'),
+        '--tls',
+        '--tlscert',
+        join(dir, 'cert.pem'),
+        '--tlskey',
+        join(dir, 'key.pem'),
+        '--user',
+        'belfry',
+        '--pass',
+        SECRET,
+      ],
+      { stdio: 'ignore' },
+    );
+    await waitUntil(
+      'nats-server with TLS to accept connections',
+      () =>
+        new Promise<boolean>((resolve) => {
+          const s = net.connect({ host: '127.0.0.1', port }, () => {
+            s.destroy();
+            resolve(true);
+          });
+          s.on('error', () => resolve(false));
+        }),
+      15_000,
+      50,
+    );
   });
   after(() => {
     server?.kill('SIGKILL');
@@ -220,7 +364,12 @@ describe('nats: tls:// delivers through a nats-server with TLS and a login', () 
       const jsm = await admin.jetstreamManager();
       await jsm.streams.add({ name: 'belfry_tls', subjects: ['belfry.tls'] });
       const channel = new NatsChannel({ policy, tlsOptions: { ca } });
-      const target: BrokerTarget = { kind: 'nats', servers: [`tls://belfry:${SECRET}@127.0.0.1:${port}`], subject: 'belfry.tls', token: null };
+      const target: BrokerTarget = {
+        kind: 'nats',
+        servers: [`tls://belfry:${SECRET}@127.0.0.1:${port}`],
+        subject: 'belfry.tls',
+        token: null,
+      };
       const outcome = await deliverTo(channel, target, 5_000);
       assert.equal(outcome.kind, 'delivered', JSON.stringify(outcome));
       assert.equal((await jsm.streams.info('belfry_tls')).state.messages, 1);

@@ -32,17 +32,45 @@ async function cli(...argv: string[]): Promise<{ code: number; out: string; err:
 
 describe('belfry schedules', () => {
   it('preview shows occurrences in UTC and in the zone, creating nothing', async () => {
-    const r = await cli('schedules', 'preview', '--cron', '0 9 * * *', '--timezone', 'Europe/London', '--start-at', '2027-10-30T00:00:00Z', '--count', '3', '--json');
+    const r = await cli(
+      'schedules',
+      'preview',
+      '--cron',
+      '0 9 * * *',
+      '--timezone',
+      'Europe/London',
+      '--start-at',
+      '2027-10-30T00:00:00Z',
+      '--count',
+      '3',
+      '--json',
+    );
     assert.equal(r.code, 0, r.err);
-    assert.deepEqual(JSON.parse(r.out).next.map((o: { local: string }) => o.local), [
-      '2027-10-30T09:00:00.000+01:00',
-      '2027-10-31T09:00:00.000+00:00',
-      '2027-11-01T09:00:00.000+00:00',
-    ]);
+    assert.deepEqual(
+      JSON.parse(r.out).next.map((o: { local: string }) => o.local),
+      ['2027-10-30T09:00:00.000+01:00', '2027-10-31T09:00:00.000+00:00', '2027-11-01T09:00:00.000+00:00'],
+    );
   });
 
   it('create, list, get, pause, resume, trigger, delete', async () => {
-    const created = await cli('schedules', 'create', '--id', 'nightly', '--cron', '0 2 * * *', '--timezone', 'America/New_York', '--destination', 'http://127.0.0.1:9/hook', '--payload', '{"job":"backup"}', '--missed', 'fire-once', '--type', 'job.backup');
+    const created = await cli(
+      'schedules',
+      'create',
+      '--id',
+      'nightly',
+      '--cron',
+      '0 2 * * *',
+      '--timezone',
+      'America/New_York',
+      '--destination',
+      'http://127.0.0.1:9/hook',
+      '--payload',
+      '{"job":"backup"}',
+      '--missed',
+      'fire-once',
+      '--type',
+      'job.backup',
+    );
     assert.equal(created.code, 0, created.err);
     assert.match(created.out, /created/);
     assert.match(created.out, /cron 0 2 \* \* \* \(America\/New_York\)/);
@@ -52,7 +80,10 @@ describe('belfry schedules', () => {
     assert.equal(got.type, 'job.backup');
     assert.match(got.next[0].local, /T02:00:00\.000-0[45]:00$/);
     assert.equal(JSON.parse((await cli('schedules', 'pause', 'nightly', '--json')).out).paused, true);
-    assert.equal(JSON.parse((await cli('schedules', 'resume', 'nightly', '--json', '--if-match', '"2"')).out).paused, false);
+    assert.equal(
+      JSON.parse((await cli('schedules', 'resume', 'nightly', '--json', '--if-match', '"2"')).out).paused,
+      false,
+    );
     const fired = JSON.parse((await cli('schedules', 'trigger', 'nightly', '--json')).out);
     assert.match(fired.id, /^nightly@\d{4}-/);
     assert.equal((await cli('schedules', 'delete', 'nightly')).code, 0);

@@ -35,7 +35,8 @@ const recordingFetch: typeof fetch = (input, init) => {
   return fetch(input, init);
 };
 
-const client = (apiKey: string, extra: Partial<BelfryClientOptions> = {}) => new BelfryClient({ baseUrl: node.url, apiKey, fetch: recordingFetch, ...extra });
+const client = (apiKey: string, extra: Partial<BelfryClientOptions> = {}) =>
+  new BelfryClient({ baseUrl: node.url, apiKey, fetch: recordingFetch, ...extra });
 let tenant: BelfryClient;
 let admin: BelfryClient;
 
@@ -65,7 +66,9 @@ async function waitForState(id: string, state: BelfryEvent['state']): Promise<Be
  * A loopback proxy in front of the node that lets the first `METHOD /path` request reach the node,
  * then cuts the connection instead of passing the answer back: the client cannot know it went through.
  */
-async function startAnswerDroppingProxy(which: string): Promise<{ url: string; bodies: string[]; close(): Promise<void> }> {
+async function startAnswerDroppingProxy(
+  which: string,
+): Promise<{ url: string; bodies: string[]; close(): Promise<void> }> {
   const bodies: string[] = [];
   const target = new URL(node.url);
   const proxy: Server = createServer((req, res) => {
@@ -75,14 +78,17 @@ async function startAnswerDroppingProxy(which: string): Promise<{ url: string; b
       const body = Buffer.concat(chunks);
       const matches = `${req.method} ${req.url}` === which;
       if (matches) bodies.push(body.toString());
-      const upstream = httpRequest({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (up) => {
-        const upChunks: Buffer[] = [];
-        up.on('data', (c: Buffer) => upChunks.push(c));
-        up.on('end', () => {
-          if (matches && bodies.length === 1) return req.socket.destroy();
-          res.writeHead(up.statusCode!, up.headers).end(Buffer.concat(upChunks));
-        });
-      });
+      const upstream = httpRequest(
+        { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
+        (up) => {
+          const upChunks: Buffer[] = [];
+          up.on('data', (c: Buffer) => upChunks.push(c));
+          up.on('end', () => {
+            if (matches && bodies.length === 1) return req.socket.destroy();
+            res.writeHead(up.statusCode!, up.headers).end(Buffer.concat(upChunks));
+          });
+        },
+      );
       upstream.end(body);
     });
   });
@@ -113,7 +119,10 @@ describe('belfry/client against a real node', () => {
     const made = await admin.tenants.create({ name: 'sdk-admin', durability: 'strict' });
     assert.match(made.signingSecret, /^whsec_/);
     assert.ok((await admin.tenants.list()).some((t) => t.id === made.id));
-    const patched = await admin.tenants.patch(made.id, { limits: { destinationsMax: 7 }, retention: { succeeded: '2d' } });
+    const patched = await admin.tenants.patch(made.id, {
+      limits: { destinationsMax: 7 },
+      retention: { succeeded: '2d' },
+    });
     assert.equal(patched.limits.destinationsMax, 7);
     assert.equal(patched.retention.succeeded, '2d');
     assert.equal((await admin.tenants.get(made.id)).name, 'sdk-admin');
@@ -164,25 +173,45 @@ describe('belfry/client against a real node', () => {
 
     const bad = await rejection(tenant.destinations.put('sdk-bad', { url: 'ftp://example.com' }));
     assert.equal(bad.status, 400);
-    assert.ok(bad.details.some((d) => d.field === 'url'), JSON.stringify(bad.details));
+    assert.ok(
+      bad.details.some((d) => d.field === 'url'),
+      JSON.stringify(bad.details),
+    );
   });
 
   test('events: create (with and without an id), get, patch with If-Match, cancel, conflicts', async () => {
     await tenant.destinations.put('later', { url: `${receiver.url}/ok` });
-    const made = await tenant.events.createWithOutcome({ destination: 'later', delay: '1h', payload: { n: 1 }, type: 'sdk.test' });
+    const made = await tenant.events.createWithOutcome({
+      destination: 'later',
+      delay: '1h',
+      payload: { n: 1 },
+      type: 'sdk.test',
+    });
     assert.equal(made.created, true);
     assert.match(made.event.id, /^[0-9a-z]{26}$/, 'an id made by the client, time-sortable like the server’s');
     assert.equal(made.event.state, 'scheduled');
-    const again = await tenant.events.createWithOutcome({ id: made.event.id, destination: 'later', delay: '1h', payload: { n: 1 }, type: 'sdk.test' });
+    const again = await tenant.events.createWithOutcome({
+      id: made.event.id,
+      destination: 'later',
+      delay: '1h',
+      payload: { n: 1 },
+      type: 'sdk.test',
+    });
     assert.equal(again.created, false, 'same id and body: the stored event');
     const conflict = await rejection(tenant.events.create({ id: made.event.id, destination: 'later', delay: '2h' }));
     assert.equal(conflict.status, 409);
 
     const fireAt = new Date(Date.now() + 7_200_000);
-    const patched = await tenant.events.patch(made.event.id, { fireAt, payload: { n: 2 } }, { ifMatch: made.event.version });
+    const patched = await tenant.events.patch(
+      made.event.id,
+      { fireAt, payload: { n: 2 } },
+      { ifMatch: made.event.version },
+    );
     assert.equal(Date.parse(patched.fireAt), Math.floor(fireAt.getTime()));
     assert.deepEqual((await tenant.events.get(made.event.id)).payload, { n: 2 });
-    const stale = await rejection(tenant.events.patch(made.event.id, { payload: { n: 3 } }, { ifMatch: made.event.version }));
+    const stale = await rejection(
+      tenant.events.patch(made.event.id, { payload: { n: 3 } }, { ifMatch: made.event.version }),
+    );
     assert.equal(stale.status, 412);
 
     const canceled = await tenant.events.cancel(made.event.id, { ifMatch: patched.version });
@@ -200,16 +229,24 @@ describe('belfry/client against a real node', () => {
       { destination: 'later', delay: '1h', group: 'sdk-list', type: 'sdk.list' },
       { destination: 'later', delay: '1h', group: 'sdk-list', type: 'sdk.list' },
     ]);
-    assert.deepEqual(results.map((r) => r.status), ['created', 'created', 'error', 'created', 'created', 'created']);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['created', 'created', 'error', 'created', 'created', 'created'],
+    );
     assert.equal(results[0].event!.id, 'sdk-b-1');
     const ids = results.filter((r) => r.event).map((r) => r.event!.id);
-    const minimal = await tenant.events.batch([{ id: 'sdk-b-1', destination: 'later', delay: '1h', group: 'sdk-list', type: 'sdk.list' }], { minimal: true });
+    const minimal = await tenant.events.batch(
+      [{ id: 'sdk-b-1', destination: 'later', delay: '1h', group: 'sdk-list', type: 'sdk.list' }],
+      { minimal: true },
+    );
     assert.deepEqual(minimal, [{ status: 'existing', id: 'sdk-b-1', version: 1 }]);
 
     const firstPage = await tenant.events.listPage({ group: 'sdk-list', limit: 2 });
     assert.equal(firstPage.events.length, 2);
     assert.ok(firstPage.nextCursor);
-    const listed = await collect(tenant.events.list({ group: 'sdk-list', type: 'sdk.list', state: 'scheduled', limit: 2 }));
+    const listed = await collect(
+      tenant.events.list({ group: 'sdk-list', type: 'sdk.list', state: 'scheduled', limit: 2 }),
+    );
     assert.deepEqual(listed.map((e) => e.id).sort(), [...ids].sort(), 'every event once, over 3 pages');
     const pages = requested.filter((r) => r === 'GET /v1/events').length;
     assert.ok(pages >= 4, `paged (${pages} list requests)`);
@@ -218,13 +255,23 @@ describe('belfry/client against a real node', () => {
     const firstTrace = await tenant.events.transitionsPage('sdk-b-1', { limit: 1 });
     assert.equal(firstTrace.transitions.length, 1);
     const trace = await collect(tenant.events.transitions('sdk-b-1', { limit: 1 }));
-    assert.deepEqual(trace.map((t) => t.kind), ['created', 'updated', 'updated', 'updated']);
-    assert.deepEqual(trace.map((t) => t.seq), [...trace.map((t) => t.seq)].sort((a, b) => a - b));
+    assert.deepEqual(
+      trace.map((t) => t.kind),
+      ['created', 'updated', 'updated', 'updated'],
+    );
+    assert.deepEqual(
+      trace.map((t) => t.seq),
+      [...trace.map((t) => t.seq)].sort((a, b) => a - b),
+    );
   });
 
   test('a delivery verifies with verifyWebhook and the destination secret; a replay is the same id, which dedup drops', async () => {
     const dest = await tenant.destinations.put('refusing', { url: `${receiver.url}/refuse` });
-    const event = await tenant.events.create({ destination: 'refusing', payload: { order: 8812 }, type: 'order.timeout' });
+    const event = await tenant.events.create({
+      destination: 'refusing',
+      payload: { order: 8812 },
+      type: 'order.timeout',
+    });
     await waitForState(event.id, 'discarded');
     const replayed = await tenant.events.replay(event.id);
     assert.notEqual(replayed.state, 'discarded');
@@ -268,14 +315,20 @@ describe('belfry/client against a real node', () => {
   });
 
   test('bulk: a dry run counts and samples, a job cancels, its progress is read back', async () => {
-    await tenant.events.batch(Array.from({ length: 3 }, () => ({ destination: 'later', delay: '3h', type: 'sdk.bulk' })));
+    await tenant.events.batch(
+      Array.from({ length: 3 }, () => ({ destination: 'later', delay: '3h', type: 'sdk.bulk' })),
+    );
     const dry = await tenant.bulk.dryRun({ filter: { type: 'sdk.bulk' }, action: 'cancel' });
     assert.equal(dry.matched, 3);
     assert.equal(dry.sample.length, 3);
     const job = await tenant.bulk.start({ filter: { type: 'sdk.bulk' }, action: 'cancel' });
     assert.match(job.id, /^bulk_/);
     let last = await tenant.bulk.get(job.id);
-    await waitUntil('bulk job finished', async () => (last = await tenant.bulk.get(job.id)).state !== 'running', 10_000);
+    await waitUntil(
+      'bulk job finished',
+      async () => (last = await tenant.bulk.get(job.id)).state !== 'running',
+      10_000,
+    );
     assert.equal(last.state, 'succeeded');
     assert.equal(last.done, 3);
     const left = await collect(tenant.events.list({ type: 'sdk.bulk', state: 'scheduled' }));
@@ -283,7 +336,13 @@ describe('belfry/client against a real node', () => {
   });
 
   test('schedules: preview, create (idempotent), get with next occurrences, list, pause, resume, trigger, the occurrences, delete', async () => {
-    const body = { cron: '0 9 * * MON-FRI', timezone: 'Europe/Paris', destination: 'later', payload: { report: 'daily' }, type: 'sdk.schedule' };
+    const body = {
+      cron: '0 9 * * MON-FRI',
+      timezone: 'Europe/Paris',
+      destination: 'later',
+      payload: { report: 'daily' },
+      type: 'sdk.schedule',
+    };
     const preview = await tenant.schedules.preview({ ...body, count: 3 });
     assert.equal(preview.next.length, 3);
     const created = await tenant.schedules.create(body);
@@ -302,13 +361,25 @@ describe('belfry/client against a real node', () => {
     assert.ok(occurrences.some((e) => e.id === fired.id));
     const deleted = await tenant.schedules.delete(created.id);
     assert.equal(deleted.id, created.id);
-    await assert.rejects(tenant.schedules.get(created.id), (err: unknown) => err instanceof BelfryApiError && err.status === 404);
+    await assert.rejects(
+      tenant.schedules.get(created.id),
+      (err: unknown) => err instanceof BelfryApiError && err.status === 404,
+    );
   });
 
   test('sources: put (the password write-only), get, list, delete', async () => {
-    const body = { kind: 'kafka' as const, brokers: ['127.0.0.1:9'], topic: 'sdk-requests', sasl: { mechanism: 'plain' as const, username: 'svc', password: 'sdk-secret-pw' }, allowInsecureCredentials: true };
+    const body = {
+      kind: 'kafka' as const,
+      brokers: ['127.0.0.1:9'],
+      topic: 'sdk-requests',
+      sasl: { mechanism: 'plain' as const, username: 'svc', password: 'sdk-secret-pw' },
+      allowInsecureCredentials: true,
+    };
     const created = await tenant.sources.put('sdk-source', body);
-    assert.deepEqual([created.name, created.topic, created.start, created.sasl], ['sdk-source', 'sdk-requests', 'earliest', { mechanism: 'plain', username: 'svc' }]);
+    assert.deepEqual(
+      [created.name, created.topic, created.start, created.sasl],
+      ['sdk-source', 'sdk-requests', 'earliest', { mechanism: 'plain', username: 'svc' }],
+    );
     assert.ok(!JSON.stringify(created).includes('sdk-secret-pw'));
     assert.equal((await tenant.sources.put('sdk-source', { ...body, start: 'latest' })).version, 2);
     const got = await tenant.sources.get('sdk-source');
@@ -316,16 +387,27 @@ describe('belfry/client against a real node', () => {
     const listed = await collect(tenant.sources.list({ limit: 1 }));
     assert.ok(listed.some((x) => x.name === 'sdk-source'));
     assert.equal((await tenant.sources.delete('sdk-source')).name, 'sdk-source');
-    await assert.rejects(tenant.sources.get('sdk-source'), (err: unknown) => err instanceof BelfryApiError && err.status === 404);
+    await assert.rejects(
+      tenant.sources.get('sdk-source'),
+      (err: unknown) => err instanceof BelfryApiError && err.status === 404,
+    );
   });
 
   test('forecast: scheduled events due ahead, per bucket', async () => {
-    await tenant.events.batch(Array.from({ length: 4 }, () => ({ destination: 'later', delay: '90m', type: 'sdk.forecast' })));
+    await tenant.events.batch(
+      Array.from({ length: 4 }, () => ({ destination: 'later', delay: '90m', type: 'sdk.forecast' })),
+    );
     const dueMs = Date.now() + 90 * 60_000;
     const forecast = await tenant.forecast({ from: 'now', to: '2h', bucket: '1h', by: 'destination' });
     assert.equal(forecast.bucket, '1h');
-    assert.ok(forecast.buckets.length >= 2 && forecast.buckets.length <= 3, `buckets aligned to the hour: ${forecast.buckets.length}`);
-    assert.equal(forecast.buckets.reduce((n, b) => n + b.count, 0), forecast.total);
+    assert.ok(
+      forecast.buckets.length >= 2 && forecast.buckets.length <= 3,
+      `buckets aligned to the hour: ${forecast.buckets.length}`,
+    );
+    assert.equal(
+      forecast.buckets.reduce((n, b) => n + b.count, 0),
+      forecast.total,
+    );
     const bucket = forecast.buckets.filter((b) => Date.parse(b.at) <= dueMs).at(-1)!;
     assert.ok((bucket.by?.later ?? 0) >= 4, JSON.stringify(forecast.buckets));
   });
@@ -341,12 +423,21 @@ describe('belfry/client against a real node', () => {
     const proxy = await startAnswerDroppingProxy('POST /v1/events');
     try {
       const viaProxy = new BelfryClient({ baseUrl: proxy.url, apiKey: node.tenantKey, fetch: recordingFetch });
-      const outcome = await viaProxy.events.createWithOutcome({ destination: 'later', delay: '1h', group: 'sdk-lost-answer', payload: { once: true } });
+      const outcome = await viaProxy.events.createWithOutcome({
+        destination: 'later',
+        delay: '1h',
+        group: 'sdk-lost-answer',
+        payload: { once: true },
+      });
       assert.equal(proxy.bodies.length, 2, 'sent twice');
       assert.equal(proxy.bodies[0], proxy.bodies[1], 'the same bytes, the same client-made id');
       assert.equal(outcome.created, false, 'the second try found the event the first one made');
       const stored = await collect(tenant.events.list({ group: 'sdk-lost-answer' }));
-      assert.deepEqual(stored.map((e) => e.id), [outcome.event.id], 'exactly one event');
+      assert.deepEqual(
+        stored.map((e) => e.id),
+        [outcome.event.id],
+        'exactly one event',
+      );
     } finally {
       await proxy.close();
     }
@@ -373,7 +464,9 @@ describe('belfry/client against a real node', () => {
     const slow = client((await admin.tenants.createKey(made.id)).key);
     await slow.destinations.put('later', { url: `${receiver.url}/ok` });
     const before = requested.length;
-    const events = await Promise.all([0, 1, 2].map((n) => slow.events.create({ destination: 'later', delay: '1h', payload: { n } })));
+    const events = await Promise.all(
+      [0, 1, 2].map((n) => slow.events.create({ destination: 'later', delay: '1h', payload: { n } })),
+    );
     assert.equal(new Set(events.map((e) => e.id)).size, 3);
     const tries = requested.slice(before).filter((r) => r === 'POST /v1/events').length;
     assert.ok(tries > 3, `some creates were refused with 429 and sent again (${tries} tries for 3 events)`);
@@ -381,9 +474,19 @@ describe('belfry/client against a real node', () => {
 
   test('pull: claim, ack, nack and extend call by call; a stale receipt is a 409 BelfryApiError', async () => {
     await tenant.destinations.put('pull-calls', { kind: 'pull' });
-    await tenant.events.create({ id: 'pull-call-1', destination: 'pull-calls', delay: 0, payload: { n: 1 }, type: 'job.run' });
+    await tenant.events.create({
+      id: 'pull-call-1',
+      destination: 'pull-calls',
+      delay: 0,
+      payload: { n: 1 },
+      type: 'job.run',
+    });
     let claimed: Awaited<ReturnType<typeof tenant.pull.claim>> = [];
-    await waitUntil('the event claimed', async () => (claimed = await tenant.pull.claim('pull-calls', { max: 5, visibilityTimeout: '30s' })).length === 1, 10_000);
+    await waitUntil(
+      'the event claimed',
+      async () => (claimed = await tenant.pull.claim('pull-calls', { max: 5, visibilityTimeout: '30s' })).length === 1,
+      10_000,
+    );
     const [e] = claimed;
     assert.deepEqual([e.id, e.type, e.attempt, e.payload], ['pull-call-1', 'job.run', 1, { n: 1 }]);
     const ext = await tenant.pull.extend(e.id, { receipt: e.receipt, visibilityTimeout: '60s' });
@@ -392,7 +495,11 @@ describe('belfry/client against a real node', () => {
     assert.equal(nacked.state, 'awaiting_retry');
     const stale = await rejection(tenant.pull.ack(e.id, e.receipt));
     assert.equal(stale.status, 409);
-    await waitUntil('claimed again', async () => (claimed = await tenant.pull.claim('pull-calls', { wait: '1s' })).length === 1, 10_000);
+    await waitUntil(
+      'claimed again',
+      async () => (claimed = await tenant.pull.claim('pull-calls', { wait: '1s' })).length === 1,
+      10_000,
+    );
     assert.equal(claimed[0].attempt, 2);
     assert.equal((await tenant.pull.ack(claimed[0].id, claimed[0].receipt)).state, 'succeeded');
   });
@@ -404,15 +511,25 @@ describe('belfry/client against a real node', () => {
     await tenant.events.create({ id: 'mix-1', destination: 'pull-mixed', fireAt: now, group: 'mixed' });
     await tenant.events.create({ id: 'mix-2', destination: 'push-mixed', fireAt: now + 1, group: 'mixed' });
     let claimed: Awaited<ReturnType<typeof tenant.pull.claim>> = [];
-    await waitUntil('mix-1 claimed', async () => (claimed = await tenant.pull.claim('pull-mixed', { wait: '1s' })).length === 1, 10_000);
+    await waitUntil(
+      'mix-1 claimed',
+      async () => (claimed = await tenant.pull.claim('pull-mixed', { wait: '1s' })).length === 1,
+      10_000,
+    );
     assert.equal((await tenant.events.get('mix-2')).state, 'scheduled', 'the webhook event waits for the pulled one');
     await tenant.pull.ack('mix-1', claimed[0].receipt);
     await waitForState('mix-2', 'succeeded');
-    assert.ok(receiver.requests.some((r) => r.headers['webhook-id'] === 'mix-2'), 'delivered to the webhook');
+    assert.ok(
+      receiver.requests.some((r) => r.headers['webhook-id'] === 'mix-2'),
+      'delivered to the webhook',
+    );
   });
 
   test('pull: the consumer runs handlers by type, extends long ones, acks, nacks a throw, and stops gracefully', async () => {
-    await tenant.destinations.put('pull-consumer', { kind: 'pull', retry: { minBackoff: '100ms', maxBackoff: '100ms', maxAttempts: 5 } });
+    await tenant.destinations.put('pull-consumer', {
+      kind: 'pull',
+      retry: { minBackoff: '100ms', maxBackoff: '100ms', maxAttempts: 5 },
+    });
     const seen: string[] = [];
     let flakyTries = 0;
     let releaseSlow!: () => void;
@@ -442,8 +559,22 @@ describe('belfry/client against a real node', () => {
     assert.equal(flaky.attempts, 2, 'nacked once, then acked');
     await waitUntil('the slow handler running', () => slowStarted, 10_000);
     // Longer than its 2 s visibility timeout: the consumer extends the claim meanwhile.
-    await waitUntil('the slow claim extended', async () => (await collect(tenant.events.transitions('c-slow'))).some((t) => (t.detail as { pull?: string } | null)?.pull === 'extend'), 10_000);
-    await waitUntil('a second extension', async () => (await collect(tenant.events.transitions('c-slow'))).filter((t) => (t.detail as { pull?: string } | null)?.pull === 'extend').length >= 2, 10_000);
+    await waitUntil(
+      'the slow claim extended',
+      async () =>
+        (await collect(tenant.events.transitions('c-slow'))).some(
+          (t) => (t.detail as { pull?: string } | null)?.pull === 'extend',
+        ),
+      10_000,
+    );
+    await waitUntil(
+      'a second extension',
+      async () =>
+        (await collect(tenant.events.transitions('c-slow'))).filter(
+          (t) => (t.detail as { pull?: string } | null)?.pull === 'extend',
+        ).length >= 2,
+      10_000,
+    );
     const stopped = consumer.stop();
     releaseSlow();
     await stopped;
@@ -457,21 +588,32 @@ describe('belfry/client against a real node', () => {
 
   test('every route of the client was called by the tests above', () => {
     const missing = (Object.entries(ROUTES) as [Operation, (typeof ROUTES)[Operation]][]).filter(([, route]) => {
-      const pattern = new RegExp(`^${route.method} ${route.path.replace(/\{[A-Za-z]+\}/g, '[^/]+').replace(/\./g, '\\.')}$`);
+      const pattern = new RegExp(
+        `^${route.method} ${route.path.replace(/\{[A-Za-z]+\}/g, '[^/]+').replace(/\./g, '\\.')}$`,
+      );
       return !requested.some((r) => pattern.test(r));
     });
-    assert.deepEqual(missing.map(([op]) => op), []);
+    assert.deepEqual(
+      missing.map(([op]) => op),
+      [],
+    );
   });
 });
 
 describe('the client and the API cannot drift', () => {
   test("the client's route table and GET /openapi.json list the same routes", async () => {
     const doc = await tenant.operations.openapi();
-    const documented = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`));
+    const documented = Object.entries(doc.paths).flatMap(([path, ops]) =>
+      Object.keys(ops).map((m) => `${m.toUpperCase()} ${path}`),
+    );
     const inClient = Object.values(ROUTES).map((r) => `${r.method} ${r.path}`);
     const notInClient = documented.filter((r) => !inClient.includes(r));
     const notInApi = inClient.filter((r) => !documented.includes(r));
-    assert.deepEqual(notInClient, [], 'routes of the API the client does not cover: add them to src/client/routes.ts and client.ts');
+    assert.deepEqual(
+      notInClient,
+      [],
+      'routes of the API the client does not cover: add them to src/client/routes.ts and client.ts',
+    );
     assert.deepEqual(notInApi, [], 'routes of the client the API does not have');
   });
 });

@@ -41,7 +41,12 @@ describe('two nodes on PostgreSQL: events due soon, created through the node tha
 
   it('fires each on time on its owner', async () => {
     // Each node fires the shards it has taken over (after their previous owner let them go).
-    await waitUntil('each node owns 128 shards', () => a.node.cluster!.ownership.shards().length === 128 && b.node.cluster!.ownership.shards().length === 128, 20_000, 50);
+    await waitUntil(
+      'each node owns 128 shards',
+      () => a.node.cluster!.ownership.shards().length === 128 && b.node.cluster!.ownership.shards().length === 128,
+      20_000,
+      50,
+    );
     assert.equal((await a.api('PUT', '/v1/destinations/rx', { url: rx.url, maxConcurrency: 50 })).status, 201);
     // First events due in 2.5 s: each node reads those of its shards ahead into its timer, and
     // its read-ahead cursor moves past them. Then events due sooner, written through node-a: those
@@ -52,7 +57,12 @@ describe('two nodes on PostgreSQL: events due soon, created through the node tha
       return { id: `far-${i}`, fireAt, destination: 'rx', payload: { fireAt } };
     });
     assert.equal((await a.api('POST', '/v1/events/batch', { events: far })).status, 200);
-    await waitUntil('both nodes hold their far events in memory', () => a.node.scheduler.pending + b.node.scheduler.pending >= FAR, 5_000, 10);
+    await waitUntil(
+      'both nodes hold their far events in memory',
+      () => a.node.scheduler.pending + b.node.scheduler.pending >= FAR,
+      5_000,
+      10,
+    );
     assert.ok(b.node.scheduler.pending > 0, 'node-b owns some of them');
     const near = Array.from({ length: EVENTS }, (_, i) => {
       const fireAt = Date.now() + 1_000 + i * 10;
@@ -62,7 +72,9 @@ describe('two nodes on PostgreSQL: events due soon, created through the node tha
     await rx.waitFor((reqs) => reqs.length >= FAR + EVENTS, 15_000);
     const lateness = rx.requests.map((r) => r.receivedAt - (r.json as { fireAt: number }).fireAt);
     const firedByB = (await b.node.metrics.eventsFired.get()).values.reduce((n, v) => n + v.value, 0);
-    console.log(`cluster wake-up: ${EVENTS} events created through node-a, lateness p50 ${percentile(lateness, 50)} ms, p99 ${percentile(lateness, 99)} ms, max ${Math.max(...lateness)} ms; node-b (the owner of about half) fired ${firedByB}`);
+    console.log(
+      `cluster wake-up: ${EVENTS} events created through node-a, lateness p50 ${percentile(lateness, 50)} ms, p99 ${percentile(lateness, 99)} ms, max ${Math.max(...lateness)} ms; node-b (the owner of about half) fired ${firedByB}`,
+    );
     assert.ok(firedByB > 0, 'some of the events were on shards of node-b');
     assert.equal(lateness.filter((l) => l < 0).length, 0, 'none early');
     assert.ok(Math.max(...lateness) <= LATENESS_MS_MAX, `max lateness ${Math.max(...lateness)} ms`);

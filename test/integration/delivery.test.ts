@@ -43,7 +43,13 @@ describe('delivery', () => {
     const base = Date.now() + 700;
     const ids: string[] = [];
     for (let i = 0; i < 50; i++) {
-      const res = await t.api('POST', '/v1/events', { id: `ontime-${i}`, fireAt: base + i * 10, destination: 'main', payload: { i }, headers: { 'x-kind': 'test' } });
+      const res = await t.api('POST', '/v1/events', {
+        id: `ontime-${i}`,
+        fireAt: base + i * 10,
+        destination: 'main',
+        payload: { i },
+        headers: { 'x-kind': 'test' },
+      });
       assert.equal(res.status, 201, JSON.stringify(res.body));
       ids.push(res.body.id);
     }
@@ -65,7 +71,11 @@ describe('delivery', () => {
         }),
       );
     }
-    await waitUntil('succeeded state', async () => (await t.api('GET', `/v1/events/${ids[49]}`)).body.state === 'succeeded', 5_000);
+    await waitUntil(
+      'succeeded state',
+      async () => (await t.api('GET', `/v1/events/${ids[49]}`)).body.state === 'succeeded',
+      5_000,
+    );
     const trace = await t.api('GET', `/v1/events/${ids[0]}/transitions`);
     assert.deepEqual(
       trace.body.transitions.map((x: any) => x.toState),
@@ -76,7 +86,12 @@ describe('delivery', () => {
   });
 
   it('a past fireAt fires at once', async () => {
-    const res = await t.api('POST', '/v1/events', { id: 'past', fireAt: '2020-01-01T00:00:00Z', destination: { url: rx.url + '/hook' }, payload: {} });
+    const res = await t.api('POST', '/v1/events', {
+      id: 'past',
+      fireAt: '2020-01-01T00:00:00Z',
+      destination: { url: rx.url + '/hook' },
+      payload: {},
+    });
     assert.equal(res.status, 201);
     await rx.waitFor(() => got('past').length === 1, 5_000);
   });
@@ -84,7 +99,12 @@ describe('delivery', () => {
   it('a cancel or reschedule after the read-ahead wins', async () => {
     const fireAt = Date.now() + 1_200; // inside the 3 s look-ahead: loaded into memory at once
     for (const id of ['c-cancel', 'c-move', 'c-sentinel']) {
-      const res = await t.api('POST', '/v1/events', { id, fireAt: id === 'c-sentinel' ? fireAt + 300 : fireAt, destination: 'main', payload: {} });
+      const res = await t.api('POST', '/v1/events', {
+        id,
+        fireAt: id === 'c-sentinel' ? fireAt + 300 : fireAt,
+        destination: 'main',
+        payload: {},
+      });
       assert.equal(res.status, 201);
     }
     await waitUntil('read-ahead', () => t.node.scheduler.pending >= 3, 2_000, 5);
@@ -100,7 +120,11 @@ describe('delivery', () => {
     assert.equal(got('c-move').length, 0);
     assert.equal((await t.api('GET', '/v1/events/c-move')).body.state, 'scheduled');
     // The receiver has the sentinel; its outcome is recorded just after (the delivery thread reports it).
-    await waitUntil('sentinel succeeded', async () => (await t.api('GET', '/v1/events/c-sentinel')).body.state === 'succeeded', 5_000);
+    await waitUntil(
+      'sentinel succeeded',
+      async () => (await t.api('GET', '/v1/events/c-sentinel')).body.state === 'succeeded',
+      5_000,
+    );
     const late = await t.api('DELETE', '/v1/events/c-sentinel');
     assert.equal(late.status, 409);
     assert.equal(late.body.error.details[0].state, 'succeeded');
@@ -109,13 +133,23 @@ describe('delivery', () => {
   it('retries 5xx with backoff until it succeeds, and records each attempt', async () => {
     failuresLeft.set('retry-me', 2);
     const res = await t.api('POST', '/v1/events', {
-      id: 'retry-me', destination: 'main', payload: {}, retry: { maxAttempts: 5, minBackoff: '100ms', maxBackoff: '1s' },
+      id: 'retry-me',
+      destination: 'main',
+      payload: {},
+      retry: { maxAttempts: 5, minBackoff: '100ms', maxBackoff: '1s' },
     });
     assert.equal(res.status, 201);
-    await waitUntil('success after retries', async () => (await t.api('GET', '/v1/events/retry-me')).body.state === 'succeeded', 10_000);
+    await waitUntil(
+      'success after retries',
+      async () => (await t.api('GET', '/v1/events/retry-me')).body.state === 'succeeded',
+      10_000,
+    );
     const attempts = got('retry-me');
     assert.equal(attempts.length, 3);
-    assert.ok(attempts[1].receivedAt - attempts[0].receivedAt >= 50, 'second attempt came before half the minimum backoff');
+    assert.ok(
+      attempts[1].receivedAt - attempts[0].receivedAt >= 50,
+      'second attempt came before half the minimum backoff',
+    );
     const trace = (await t.api('GET', '/v1/events/retry-me/transitions')).body.transitions;
     assert.deepEqual(
       trace.map((x: any) => x.toState),
@@ -126,13 +160,26 @@ describe('delivery', () => {
 
   it('archives when attempts run out, and replay delivers again', async () => {
     failuresLeft.set('doomed', 3);
-    await t.api('POST', '/v1/events', { id: 'doomed', destination: 'main', payload: {}, retry: { maxAttempts: 2, minBackoff: '50ms', maxBackoff: '100ms' } });
-    await waitUntil('archived', async () => (await t.api('GET', '/v1/events/doomed')).body.state === 'archived', 10_000);
+    await t.api('POST', '/v1/events', {
+      id: 'doomed',
+      destination: 'main',
+      payload: {},
+      retry: { maxAttempts: 2, minBackoff: '50ms', maxBackoff: '100ms' },
+    });
+    await waitUntil(
+      'archived',
+      async () => (await t.api('GET', '/v1/events/doomed')).body.state === 'archived',
+      10_000,
+    );
     assert.equal(got('doomed').length, 2);
     const replay = await t.api('POST', '/v1/events/doomed/replay');
     assert.equal(replay.status, 200);
     // One failure is left on the receiver, then success.
-    await waitUntil('replayed success', async () => (await t.api('GET', '/v1/events/doomed')).body.state === 'succeeded', 10_000);
+    await waitUntil(
+      'replayed success',
+      async () => (await t.api('GET', '/v1/events/doomed')).body.state === 'succeeded',
+      10_000,
+    );
     assert.equal(got('doomed').length, 4);
   });
 

@@ -42,7 +42,20 @@ describe('failover on PostgreSQL: a killed node’s claims fire again when its s
       },
     });
     survivor = await startTestNode({ store, nodeId: 'survivor' });
-    victim = await startNodeProcess(['--store', store, '--node-id', 'victim', '--admin-key', ADMIN_KEY, '--allow-hosts', '127.0.0.1', '--data', dataDir, '--log-level', 'info']);
+    victim = await startNodeProcess([
+      '--store',
+      store,
+      '--node-id',
+      'victim',
+      '--admin-key',
+      ADMIN_KEY,
+      '--allow-hosts',
+      '127.0.0.1',
+      '--data',
+      dataDir,
+      '--log-level',
+      'info',
+    ]);
   });
   after(async () => {
     if (victim) await killNodeProcess(victim);
@@ -62,12 +75,21 @@ describe('failover on PostgreSQL: a killed node’s claims fire again when its s
     return ids;
   }
 
-  it('re-fires the dead node’s in-flight events seconds after the kill, and keeps the live node’s claims', { timeout: 60_000 }, async () => {
+  it('re-fires the dead node’s in-flight events seconds after the kill, and keeps the live node’s claims', {
+    timeout: 60_000,
+  }, async () => {
     const { store: db } = survivor.node;
-    await waitUntil('both nodes own 128 shards', async () => {
-      const owners = (await db.shardList()).map((a) => a.nodeId);
-      return owners.filter((n) => n === 'victim').length === 128 && owners.filter((n) => n === 'survivor').length === 128;
-    }, 20_000, 100);
+    await waitUntil(
+      'both nodes own 128 shards',
+      async () => {
+        const owners = (await db.shardList()).map((a) => a.nodeId);
+        return (
+          owners.filter((n) => n === 'victim').length === 128 && owners.filter((n) => n === 'survivor').length === 128
+        );
+      },
+      20_000,
+      100,
+    );
     assert.equal((await db.leaderGet())?.nodeId, 'survivor', 'the survivor, started first, leads');
     assert.equal((await survivor.api('PUT', '/v1/destinations/rx', { url: rx.url, timeout: '60s' })).status, 201);
     const map = new Map((await db.shardList()).map((a) => [a.shard, a.nodeId]));
@@ -76,23 +98,35 @@ describe('failover on PostgreSQL: a killed node’s claims fire again when its s
     const events = [...victims, ...keeps].map((id) => ({ id, destination: 'rx', payload: { id } }));
     assert.equal((await survivor.api('POST', '/v1/events/batch', { events })).status, 200);
     await rx.waitFor(() => events.every((e) => seen.has(e.id)), 15_000);
-    for (const id of victims) assert.equal((await db.eventGet({ tenantId: survivor.tenantId, id }))?.leaseOwner, 'victim');
+    for (const id of victims)
+      assert.equal((await db.eventGet({ tenantId: survivor.tenantId, id }))?.leaseOwner, 'victim');
 
     const killedAt = Date.now();
     await killNodeProcess(victim);
     const secondOf = (id: string) => rx.requests.filter((r) => r.headers['webhook-id'] === id)[1];
     await rx.waitFor(() => victims.every((id) => secondOf(id) !== undefined), 20_000);
     const refireMs = Math.max(...victims.map((id) => secondOf(id).receivedAt)) - killedAt;
-    console.log(`failover rescue: ${victims.length} in-flight events of the killed node delivered again ${refireMs} ms after the kill`);
+    console.log(
+      `failover rescue: ${victims.length} in-flight events of the killed node delivered again ${refireMs} ms after the kill`,
+    );
     assert.ok(refireMs <= REFIRE_MS_MAX, `re-fired ${refireMs} ms after the kill`);
 
     for (const id of victims) {
-      const trace = (await survivor.api('GET', `/v1/events/${id}/transitions`)).body.transitions as { detail?: { reason?: string; owner?: string } }[];
-      assert.ok(trace.some((t) => t.detail?.reason === 'owner dead' && t.detail.owner === 'victim'), `${id} was rescued as a dead owner's claim`);
+      const trace = (await survivor.api('GET', `/v1/events/${id}/transitions`)).body.transitions as {
+        detail?: { reason?: string; owner?: string };
+      }[];
+      assert.ok(
+        trace.some((t) => t.detail?.reason === 'owner dead' && t.detail.owner === 'victim'),
+        `${id} was rescued as a dead owner's claim`,
+      );
     }
     for (const id of keeps) {
       const e = await db.eventGet({ tenantId: survivor.tenantId, id });
-      assert.deepEqual([e?.state, e?.leaseOwner], ['executing', 'survivor'], `${id}: a live node's claim is never rescued`);
+      assert.deepEqual(
+        [e?.state, e?.leaseOwner],
+        ['executing', 'survivor'],
+        `${id}: a live node's claim is never rescued`,
+      );
       assert.equal(rx.requests.filter((r) => r.headers['webhook-id'] === id).length, 1);
     }
   });

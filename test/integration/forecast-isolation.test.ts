@@ -12,7 +12,9 @@ import { bearer, ADMIN_KEY, makePostgresTestApp, type TestApp } from '../support
 import { percentile } from '../support/node.ts';
 import { BelfryError } from '../../src/core/errors.ts';
 import { createPool } from '../../src/store/postgres/db.ts';
-import { PostgresStore, POSTGRES_READ_POOL_SIZE } from '../../src/store/postgres/postgres-store.ts';
+import { PostgresDatabase } from '../../src/store/postgres/database.ts';
+import { PostgresEvents } from '../../src/store/postgres/event-store.ts';
+import { type PostgresStore, POSTGRES_READ_POOL_SIZE } from '../../src/store/postgres/postgres-store.ts';
 import type { Store } from '../../src/store/store.ts';
 import { TEST_PG_URL } from '../support/pg.ts';
 
@@ -45,7 +47,12 @@ async function timedCreates(t: TestApp<Store>, prefix: string, n: number): Promi
   const ms: number[] = [];
   for (let i = 0; i < n; i++) {
     const startMs = performance.now();
-    const res = await t.app.inject({ method: 'POST', url: '/v1/events', headers: bearer(t.tenantKeyB), payload: { id: `${prefix}-${i}`, destination: 'orders', delay: '2h' } });
+    const res = await t.app.inject({
+      method: 'POST',
+      url: '/v1/events',
+      headers: bearer(t.tenantKeyB),
+      payload: { id: `${prefix}-${i}`, destination: 'orders', delay: '2h' },
+    });
     ms.push(performance.now() - startMs);
     assert.equal(res.statusCode, 201, res.body);
   }
@@ -56,11 +63,26 @@ describe('forecasts beside API writes (postgres)', () => {
   let t: TestApp<Store>;
   before(async () => {
     t = await makePostgresTestApp();
-    const put = await t.app.inject({ method: 'PUT', url: '/v1/destinations/orders', headers: bearer(t.tenantKey), payload: { url: 'https://orders.example.com/hook' } });
+    const put = await t.app.inject({
+      method: 'PUT',
+      url: '/v1/destinations/orders',
+      headers: bearer(t.tenantKey),
+      payload: { url: 'https://orders.example.com/hook' },
+    });
     assert.equal(put.statusCode, 201, put.body);
-    const putB = await t.app.inject({ method: 'PUT', url: '/v1/destinations/orders', headers: bearer(t.tenantKeyB), payload: { url: 'https://orders.example.com/hook' } });
+    const putB = await t.app.inject({
+      method: 'PUT',
+      url: '/v1/destinations/orders',
+      headers: bearer(t.tenantKeyB),
+      payload: { url: 'https://orders.example.com/hook' },
+    });
     assert.equal(putB.statusCode, 201, putB.body);
-    const first = await t.app.inject({ method: 'POST', url: '/v1/events', headers: bearer(t.tenantKey), payload: { id: 'template', destination: 'orders', delay: '1h' } });
+    const first = await t.app.inject({
+      method: 'POST',
+      url: '/v1/events',
+      headers: bearer(t.tenantKey),
+      payload: { id: 'template', destination: 'orders', delay: '1h' },
+    });
     assert.equal(first.statusCode, 201, first.body);
     await fill(t, FILL_EVENTS);
   });
@@ -68,7 +90,11 @@ describe('forecasts beside API writes (postgres)', () => {
 
   it(`single creates answer within ${CREATE_MS_MAX} ms while ${FORECAST_CLIENTS} slow forecasts are kept in flight`, async () => {
     const forecast = (key: string) =>
-      t.app.inject({ method: 'GET', url: `/v1/forecast?from=now&to=24h&bucket=1m${key === ADMIN_KEY ? '&by=tenant' : '&by=destination'}`, headers: bearer(key) });
+      t.app.inject({
+        method: 'GET',
+        url: `/v1/forecast?from=now&to=24h&bucket=1m${key === ADMIN_KEY ? '&by=tenant' : '&by=destination'}`,
+        headers: bearer(key),
+      });
     // One alone, to know it is slow (and to warm the plan).
     const aloneMs = performance.now();
     const alone = await forecast(t.tenantKey);
@@ -118,7 +144,13 @@ describe('forecasts beside API writes (postgres)', () => {
     // Straight to the store, past the API's bound per tenant: only the pool bounds these.
     const loops = Array.from({ length: 3 * FORECAST_CLIENTS }, async () => {
       while (!stop) {
-        const rows = await store.eventForecast({ tenantId: t.tenantId, fromMs: now, toMs: now + 24 * HOUR, bucketMs: 60_000, by: 'destination' });
+        const rows = await store.eventForecast({
+          tenantId: t.tenantId,
+          fromMs: now,
+          toMs: now + 24 * HOUR,
+          bucketMs: 60_000,
+          by: 'destination',
+        });
         assert.ok(rows.length > 0);
         done += 1;
         readConnectionsMax = Math.max(readConnectionsMax, store.readPool.totalCount);
@@ -133,21 +165,40 @@ describe('forecasts beside API writes (postgres)', () => {
       await Promise.all(loops);
     }
     const createMax = Math.max(...creates);
-    console.log(`read pool: ${3 * FORECAST_CLIENTS} forecast loops, ${done} forecasts, at most ${readConnectionsMax} read connections; ${CREATES} creates p50 ${percentile(creates, 50).toFixed(1)} ms, max ${createMax.toFixed(1)} ms`);
+    console.log(
+      `read pool: ${3 * FORECAST_CLIENTS} forecast loops, ${done} forecasts, at most ${readConnectionsMax} read connections; ${CREATES} creates p50 ${percentile(creates, 50).toFixed(1)} ms, max ${createMax.toFixed(1)} ms`,
+    );
     assert.ok(readConnectionsMax <= POSTGRES_READ_POOL_SIZE, `${readConnectionsMax} read connections`);
     assert.ok(createMax <= CREATE_MS_MAX, `a create took ${createMax.toFixed(1)} ms`);
   });
 
-  it('answers a forecast past the read pool\'s statement bound with 503 and a reason, not a 500', async () => {
+  it("answers a forecast past the read pool's statement bound with 503 and a reason, not a 500", async () => {
     const own = t.store as unknown as PostgresStore;
     // The same schema, with a read pool whose bound every forecast over the fill passes.
-    const readPool = createPool({ url: TEST_PG_URL, schema: own.schema, size: 1, onError: () => {}, statementTimeoutMs: 1 });
-    const store = new PostgresStore(own.pool, own.schema, TEST_PG_URL, own.claimPool, readPool);
+    const readPool = createPool({
+      url: TEST_PG_URL,
+      schema: own.schema,
+      size: 1,
+      onError: () => {},
+      statementTimeoutMs: 1,
+    });
+    // The event part (which runs forecasts) on those pools.
+    const store = new PostgresEvents(new PostgresDatabase(own.pool, own.schema, own.claimPool, readPool));
     try {
       const now = t.clock.now();
       await assert.rejects(
-        store.eventForecast({ tenantId: t.tenantId, fromMs: now, toMs: now + 24 * HOUR, bucketMs: 60_000, by: 'destination' }),
-        (err: unknown) => err instanceof BelfryError && err.status === 503 && /shorter window/.test(err.message) && err.headers['retry-after'] !== undefined,
+        store.eventForecast({
+          tenantId: t.tenantId,
+          fromMs: now,
+          toMs: now + 24 * HOUR,
+          bucketMs: 60_000,
+          by: 'destination',
+        }),
+        (err: unknown) =>
+          err instanceof BelfryError &&
+          err.status === 503 &&
+          /shorter window/.test(err.message) &&
+          err.headers['retry-after'] !== undefined,
       );
     } finally {
       await readPool.end();

@@ -83,7 +83,26 @@ class Gen {
       () => `ev-${this.int(400)}`,
       () => (this.ctx.knownIds.length > 0 ? this.pick(this.ctx.knownIds) : 'ev-0'),
       () => 'x'.repeat(this.pick([0, 1, 199, 200, 201, 5000])),
-      () => this.pick(['é', 'ä¸­æ–‡', '\u202eevil', '😀', 'a b', 'a/b', '../..', '%2e%2e', 'a?b', 'a#b', '%00', 'a\u0000b', 'a\nb', 'a\tb', '\u0007', '\uffff', '\ud800']),
+      () =>
+        this.pick([
+          'é',
+          'ä¸­æ–‡',
+          '\u202eevil',
+          '😀',
+          'a b',
+          'a/b',
+          '../..',
+          '%2e%2e',
+          'a?b',
+          'a#b',
+          '%00',
+          'a\u0000b',
+          'a\nb',
+          'a\tb',
+          '\u0007',
+          '\uffff',
+          '\ud800',
+        ]),
       () => String(this.int(1e9)),
       () => `${this.pick(['', '.', '..', '~', '@', ':'])}${this.int(10)}`,
     ])();
@@ -93,7 +112,21 @@ class Gen {
     return this.pick([
       () => new Date(Date.UTC(2026, 0, 1) + this.int(1e10)).toISOString(),
       () => Date.UTC(2026, 0, 1) + this.int(1e9),
-      () => this.pick(['2026-02-30T00:00:00Z', '2026-13-01T00:00:00Z', '2026-01-01', '2026-01-01T25:00:00Z', 'yesterday', '', 'T', '1e3', '9999-12-31T23:59:59.999Z', '0000-01-01T00:00:00Z', '2026-01-01T00:00:00+99:99', '2026-01-01T00:00:00.1234567891Z']),
+      () =>
+        this.pick([
+          '2026-02-30T00:00:00Z',
+          '2026-13-01T00:00:00Z',
+          '2026-01-01',
+          '2026-01-01T25:00:00Z',
+          'yesterday',
+          '',
+          'T',
+          '1e3',
+          '9999-12-31T23:59:59.999Z',
+          '0000-01-01T00:00:00Z',
+          '2026-01-01T00:00:00+99:99',
+          '2026-01-01T00:00:00.1234567891Z',
+        ]),
       () => this.pick([-1, 0, 1.5, 1e308, -1e308, Number.MAX_SAFE_INTEGER, 2 ** 63, -(2 ** 53)]),
       () => this.pick([null, true, [], {}, { $date: 1 }]),
     ])();
@@ -113,6 +146,7 @@ class Gen {
     return this.pick([
       () => ({ orderId: this.int(10_000), note: this.str() }),
       () => this.str(),
+      // biome-ignore lint/correctness/noPrecisionLoss: a number JSON carries that JavaScript cannot hold exactly is a case
       () => this.pick([0, -0, 1e308, -1e-308, 123456789012345678901234567890, true, false, null]),
       () => Array.from({ length: this.int(5) }, () => this.payload(depthMax - 1)),
       () => ({ [this.str()]: this.payload(depthMax - 1), __proto__x: 1 }),
@@ -121,13 +155,28 @@ class Gen {
   }
 
   str(): string {
-    return this.pick(['', 'ok', 'é', '\u0000', '\u001f', '"quote"', '\\', '<script>', '😀'.repeat(10), '\ud800', 'x'.repeat(this.int(300))]);
+    return this.pick([
+      '',
+      'ok',
+      'é',
+      '\u0000',
+      '\u001f',
+      '"quote"',
+      '\\',
+      '<script>',
+      '😀'.repeat(10),
+      '\ud800',
+      'x'.repeat(this.int(300)),
+    ]);
   }
 
   headersMap(): unknown {
     return this.pick([
       () => ({ 'x-kind': 'timeout' }),
-      () => ({ [this.pick(['Host', 'content-length', 'webhook-signature', 'bad header', 'x\r\ny', '', 'x'.repeat(101), 'ok'])]: this.pick(['v', 'a\r\nx-injected: 1', 'é', 'v'.repeat(5000), '']) }),
+      () => ({
+        [this.pick(['Host', 'content-length', 'webhook-signature', 'bad header', 'x\r\ny', '', 'x'.repeat(101), 'ok'])]:
+          this.pick(['v', 'a\r\nx-injected: 1', 'é', 'v'.repeat(5000), '']),
+      }),
       () => this.pick([[], 'x', 5, null]),
       () => Object.fromEntries(Array.from({ length: this.pick([49, 50, 51]) }, (_, i) => [`x-h${i}`, 'v'])),
     ])();
@@ -137,7 +186,20 @@ class Gen {
     return this.pick([
       () => 'orders',
       () => 'missing',
-      () => ({ url: this.pick(['https://hooks.example.com/x', 'http://127.0.0.1:9/x', 'http://169.254.169.254/', 'http://[::ffff:10.0.0.1]/', 'http://2130706433/', 'ftp://x', 'javascript:alert(1)', 'not a url', 'http://' + 'a'.repeat(3000), 'https://exa mple.com']) }),
+      () => ({
+        url: this.pick([
+          'https://hooks.example.com/x',
+          'http://127.0.0.1:9/x',
+          'http://169.254.169.254/',
+          'http://[::ffff:10.0.0.1]/',
+          'http://2130706433/',
+          'ftp://x',
+          'javascript:alert(1)',
+          'not a url',
+          'http://' + 'a'.repeat(3000),
+          'https://exa mple.com',
+        ]),
+      }),
       () => ({ url: 'https://hooks.example.com/x', extra: 1 }),
       () => this.pick([5, null, [], '', 'x'.repeat(101), 'bad/name']),
     ])();
@@ -145,7 +207,12 @@ class Gen {
 
   retry(): unknown {
     return this.pick([
-      () => ({ maxAttempts: this.int(200) - 50, minBackoff: this.duration(), maxBackoff: this.duration(), coefficient: this.pick([0, 1, 2, 11, 1e308, -1]) }),
+      () => ({
+        maxAttempts: this.int(200) - 50,
+        minBackoff: this.duration(),
+        maxBackoff: this.duration(),
+        coefficient: this.pick([0, 1, 2, 11, 1e308, -1]),
+      }),
       () => ({ maxAttempts: 3 }),
       () => ({ unknown: true }),
       () => this.pick(['3', [], null]),
@@ -157,6 +224,7 @@ class Gen {
     const e: Record<string, unknown> = { destination: 'orders', payload: { n: this.int(1000) } };
     if (this.chance(0.7)) e.id = this.chance(0.8) ? `ev-${this.int(2_000)}` : this.id();
     if (this.chance(0.5)) e.delay = `${this.int(600)}s`;
+    // biome-ignore lint/suspicious/noDuplicateElseIf: two draws: half delay, a quarter fireAt, a quarter neither
     else if (this.chance(0.5)) e.fireAt = new Date(Date.UTC(2026, 0, 1) + this.int(1e9)).toISOString();
     const mutations = this.int(4);
     for (let i = 0; i < mutations; i++) {
@@ -170,7 +238,14 @@ class Gen {
         () => (e.group = this.chance(0.5) ? this.id() : this.pick([5, null, []])),
         () => (e.retry = this.retry()),
         () => (e.expireAfter = this.duration()),
-        () => (e.tags = this.pick([{ team: 'x' }, { ['bad key!']: 'v' }, { t: 5 }, 'x', Object.fromEntries(Array.from({ length: 40 }, (_, k) => [`t${k}`, 'v']))])),
+        () =>
+          (e.tags = this.pick([
+            { team: 'x' },
+            { ['bad key!']: 'v' },
+            { t: 5 },
+            'x',
+            Object.fromEntries(Array.from({ length: 40 }, (_, k) => [`t${k}`, 'v'])),
+          ])),
         () => (e[this.pick(['unknown', 'Id', 'fire_at', '__proto__', 'constructor', ''])] = 1),
         () => delete e.destination,
       ])();
@@ -190,7 +265,12 @@ class Gen {
       () => text.replace(/:/, ': NaN, "x":'),
       () => text.replace(/\}$/, ',}'),
       () => '{"payload":' + '['.repeat(this.pick([99, 101, 1_000, 20_000])) + ']'.repeat(this.int(3)) + '}',
-      () => '{"destination":"orders","payload":' + '{"a":'.repeat(this.pick([50, 150, 5_000])) + '1' + '}'.repeat(this.pick([50, 150, 5_000])) + '}',
+      () =>
+        '{"destination":"orders","payload":' +
+        '{"a":'.repeat(this.pick([50, 150, 5_000])) +
+        '1' +
+        '}'.repeat(this.pick([50, 150, 5_000])) +
+        '}',
       () => '{"destination":"orders","payload":1e999}',
       () => '{"destination":"orders","payload":-1e999,"id":"inf"}',
       () => '{"__proto__":{"admin":true},"destination":"orders"}',
@@ -213,11 +293,30 @@ class Gen {
     if (roll < 0.82) return { auth: `Bearer ${this.ctx.keyA}`, tenant: 'a' };
     if (roll < 0.88) return { auth: `Bearer ${this.ctx.keyB}`, tenant: 'b' };
     if (roll < 0.93) return { auth: `Bearer ${ADMIN_KEY}` };
-    return { auth: this.pick([undefined, '', 'Bearer', 'Basic abc', `Bearer ${this.ctx.keyA}x`, 'Bearer bk_' + 'A'.repeat(43), `bearer ${'x'.repeat(600)}`, 'Bearer \u00e9']) };
+    return {
+      auth: this.pick([
+        undefined,
+        '',
+        'Bearer',
+        'Basic abc',
+        `Bearer ${this.ctx.keyA}x`,
+        'Bearer bk_' + 'A'.repeat(43),
+        `bearer ${'x'.repeat(600)}`,
+        'Bearer \u00e9',
+      ]),
+    };
   }
 
   contentType(): string | undefined {
-    return this.chance(0.9) ? 'application/json' : this.pick([undefined, 'text/plain', 'application/json; charset=latin1', 'multipart/form-data; boundary=x', 'application/x-www-form-urlencoded']);
+    return this.chance(0.9)
+      ? 'application/json'
+      : this.pick([
+          undefined,
+          'text/plain',
+          'application/json; charset=latin1',
+          'multipart/form-data; boundary=x',
+          'application/x-www-form-urlencoded',
+        ]);
   }
 
   query(): string {
@@ -256,23 +355,145 @@ class Gen {
     const name = this.pick(['orders', 'other', 'bad%2Fname', 'x'.repeat(101), 'é', '..', enc('a b')]);
     const routes: [number, () => Omit<FuzzRequest, 'tenant'>][] = [
       [30, () => ({ kind: 'create', method: 'POST', path: '/v1/events', ...withBody(this.event()) })],
-      [8, () => ({ kind: 'batch', method: 'POST', path: '/v1/events/batch', ...withBody({ events: Array.from({ length: this.pick([0, 1, 3, 20, 21]) }, () => (this.chance(0.9) ? this.event() : this.pick([null, 'x', 5]))) }) })],
+      [
+        8,
+        () => ({
+          kind: 'batch',
+          method: 'POST',
+          path: '/v1/events/batch',
+          ...withBody({
+            events: Array.from({ length: this.pick([0, 1, 3, 20, 21]) }, () =>
+              this.chance(0.9) ? this.event() : this.pick([null, 'x', 5]),
+            ),
+          }),
+        }),
+      ],
       [8, () => ({ kind: 'get', method: 'GET', path: `/v1/events/${id}`, headers })],
       [8, () => ({ kind: 'list', method: 'GET', path: `/v1/events?${this.query()}`, headers })],
-      [8, () => ({ kind: 'patch', method: 'PATCH', path: `/v1/events/${id}`, ...withBody(this.pick([{ delay: this.duration() }, { fireAt: this.time() }, { payload: this.payload() }, { headers: this.headersMap() }, { destination: this.destination() }, {}, { id: 'x' }])) })],
-      [5, () => ({ kind: 'cancel', method: 'DELETE', path: `/v1/events/${id}`, headers: this.chance(0.2) ? { ...headers, 'if-match': this.pick(['"1"', 'x']) } : headers })],
+      [
+        8,
+        () => ({
+          kind: 'patch',
+          method: 'PATCH',
+          path: `/v1/events/${id}`,
+          ...withBody(
+            this.pick([
+              { delay: this.duration() },
+              { fireAt: this.time() },
+              { payload: this.payload() },
+              { headers: this.headersMap() },
+              { destination: this.destination() },
+              {},
+              { id: 'x' },
+            ]),
+          ),
+        }),
+      ],
+      [
+        5,
+        () => ({
+          kind: 'cancel',
+          method: 'DELETE',
+          path: `/v1/events/${id}`,
+          headers: this.chance(0.2) ? { ...headers, 'if-match': this.pick(['"1"', 'x']) } : headers,
+        }),
+      ],
       [4, () => ({ kind: 'trace', method: 'GET', path: `/v1/events/${id}/transitions`, headers })],
       [4, () => ({ kind: 'replay', method: 'POST', path: `/v1/events/${id}/replay`, headers })],
-      [6, () => ({ kind: 'destination-put', method: 'PUT', path: `/v1/destinations/${name}`, ...withBody({ url: this.pick(['https://hooks.example.com/d', 'http://10.0.0.1/', 'x']), timeout: this.duration(), retry: this.retry(), rateLimit: this.pick([{ perSecond: 5 }, { perSecond: -1 }, { perSecond: 1e308 }, 5]), maxConcurrency: this.pick([1, 0, 1001, 1.5]), headers: this.headersMap(), secret: this.pick([undefined, 'whsec_short', 'whsec_' + 'A'.repeat(44)]) }) })],
+      [
+        6,
+        () => ({
+          kind: 'destination-put',
+          method: 'PUT',
+          path: `/v1/destinations/${name}`,
+          ...withBody({
+            url: this.pick(['https://hooks.example.com/d', 'http://10.0.0.1/', 'x']),
+            timeout: this.duration(),
+            retry: this.retry(),
+            rateLimit: this.pick([{ perSecond: 5 }, { perSecond: -1 }, { perSecond: 1e308 }, 5]),
+            maxConcurrency: this.pick([1, 0, 1001, 1.5]),
+            headers: this.headersMap(),
+            secret: this.pick([undefined, 'whsec_short', 'whsec_' + 'A'.repeat(44)]),
+          }),
+        }),
+      ],
       // 'orders' is never deleted: most creates name it, and they should mostly get past it.
-      [3, () => ({ kind: 'destination-get', method: name === 'orders' ? 'GET' : this.pick(['GET', 'DELETE']), path: `/v1/destinations/${name}`, headers })],
+      [
+        3,
+        () => ({
+          kind: 'destination-get',
+          method: name === 'orders' ? 'GET' : this.pick(['GET', 'DELETE']),
+          path: `/v1/destinations/${name}`,
+          headers,
+        }),
+      ],
       [2, () => ({ kind: 'destination-list', method: 'GET', path: '/v1/destinations', headers })],
-      [2, () => ({ kind: 'rotate-secret', method: 'POST', path: this.pick([`/v1/destinations/${name}/rotate-secret`, '/v1/signing-secret/rotate']), ...withBody(this.pick([{ gracePeriod: this.duration() }, { secret: 'nope' }, {}])) })],
+      [
+        2,
+        () => ({
+          kind: 'rotate-secret',
+          method: 'POST',
+          path: this.pick([`/v1/destinations/${name}/rotate-secret`, '/v1/signing-secret/rotate']),
+          ...withBody(this.pick([{ gracePeriod: this.duration() }, { secret: 'nope' }, {}])),
+        }),
+      ],
       [2, () => ({ kind: 'limits', method: 'GET', path: '/v1/limits', headers })],
-      [2, () => ({ kind: 'keys', method: this.pick(['GET', 'DELETE', 'POST']), path: this.pick(['/v1/keys', `/v1/keys/${id}`, `/v1/keys/${id}/rotate`]), ...withBody(this.pick([{ gracePeriod: this.duration() }, {}])) })],
-      [3, () => ({ kind: 'admin', method: this.pick(['GET', 'POST', 'PATCH']), path: this.pick(['/v1/tenants', `/v1/tenants/${this.ctx.tenantB}`, `/v1/tenants/${id}`, `/v1/tenants/${id}/keys`]), ...withBody(this.pick([{ name: this.str() }, { limits: { payloadBytesMax: this.pick([0, 10, 1e12, '5', null]), scheduleAheadMax: this.duration() } }, {}])) })],
-      [2, () => ({ kind: 'ops', method: 'GET', path: this.pick(['/healthz', '/readyz', '/metrics', '/nope', '/v1/events/%', '/v1/events/%zz', '//v1//events', '/v1/events/' + 'x'.repeat(2_000)]), headers })],
-      [1, () => ({ kind: 'method', method: this.pick(['PUT', 'TRACE', 'OPTIONS', 'HEAD', 'PATCH']), path: this.pick(['/v1/events', '/v1/events/batch', '/v1/limits']), ...withBody({}) })],
+      [
+        2,
+        () => ({
+          kind: 'keys',
+          method: this.pick(['GET', 'DELETE', 'POST']),
+          path: this.pick(['/v1/keys', `/v1/keys/${id}`, `/v1/keys/${id}/rotate`]),
+          ...withBody(this.pick([{ gracePeriod: this.duration() }, {}])),
+        }),
+      ],
+      [
+        3,
+        () => ({
+          kind: 'admin',
+          method: this.pick(['GET', 'POST', 'PATCH']),
+          path: this.pick([
+            '/v1/tenants',
+            `/v1/tenants/${this.ctx.tenantB}`,
+            `/v1/tenants/${id}`,
+            `/v1/tenants/${id}/keys`,
+          ]),
+          ...withBody(
+            this.pick([
+              { name: this.str() },
+              { limits: { payloadBytesMax: this.pick([0, 10, 1e12, '5', null]), scheduleAheadMax: this.duration() } },
+              {},
+            ]),
+          ),
+        }),
+      ],
+      [
+        2,
+        () => ({
+          kind: 'ops',
+          method: 'GET',
+          path: this.pick([
+            '/healthz',
+            '/readyz',
+            '/metrics',
+            '/nope',
+            '/v1/events/%',
+            '/v1/events/%zz',
+            '//v1//events',
+            '/v1/events/' + 'x'.repeat(2_000),
+          ]),
+          headers,
+        }),
+      ],
+      [
+        1,
+        () => ({
+          kind: 'method',
+          method: this.pick(['PUT', 'TRACE', 'OPTIONS', 'HEAD', 'PATCH']),
+          path: this.pick(['/v1/events', '/v1/events/batch', '/v1/limits']),
+          ...withBody({}),
+        }),
+      ],
     ];
     const total = routes.reduce((n, [w]) => n + w, 0);
     let roll = this.r() * total;
@@ -298,7 +519,13 @@ function logCollector(): { logger: Logger; errors: string[] } {
 }
 
 /** Writes raw bytes, optionally in dribbles, and resolves with the status line (or null if none came). */
-function rawExchange(port: number, chunks: (string | Buffer)[], gapMs: number, endAfter: boolean, waitMs: number): Promise<string | null> {
+function rawExchange(
+  port: number,
+  chunks: (string | Buffer)[],
+  gapMs: number,
+  endAfter: boolean,
+  waitMs: number,
+): Promise<string | null> {
   return new Promise((resolve) => {
     const socket: Socket = connect(port, '127.0.0.1');
     let reply = '';
@@ -335,13 +562,28 @@ describe(`fuzz (seed ${SEED})`, () => {
   before(async () => {
     t = await makeTestApp({
       logger: logs.logger,
-      limits: { payloadBytesMax: 2_048, batchEventsMax: 20, bodyBytesMax: BODY_BYTES_MAX, scheduleRequestsPerSecond: 1_000_000 },
+      limits: {
+        payloadBytesMax: 2_048,
+        batchEventsMax: 20,
+        bodyBytesMax: BODY_BYTES_MAX,
+        scheduleRequestsPerSecond: 1_000_000,
+      },
     });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     port = (t.app.server.address() as { port: number }).port;
-    const put = await t.app.inject({ method: 'PUT', url: '/v1/destinations/orders', headers: { authorization: `Bearer ${t.tenantKey}` }, payload: { url: 'https://hooks.example.com/orders' } });
+    const put = await t.app.inject({
+      method: 'PUT',
+      url: '/v1/destinations/orders',
+      headers: { authorization: `Bearer ${t.tenantKey}` },
+      payload: { url: 'https://hooks.example.com/orders' },
+    });
     assert.equal(put.statusCode, 201);
-    await t.app.inject({ method: 'PUT', url: '/v1/destinations/orders', headers: { authorization: `Bearer ${t.tenantKeyB}` }, payload: { url: 'https://hooks.example.com/orders' } });
+    await t.app.inject({
+      method: 'PUT',
+      url: '/v1/destinations/orders',
+      headers: { authorization: `Bearer ${t.tenantKeyB}` },
+      payload: { url: 'https://hooks.example.com/orders' },
+    });
   });
   after(() => t.cleanup());
 
@@ -352,7 +594,13 @@ describe(`fuzz (seed ${SEED})`, () => {
     };
     const accepted = { a: new Set<string>(), b: new Set<string>() };
     const knownIds: string[] = [];
-    const gen = new Gen(prng(SEED), { keyA: t.tenantKey, keyB: t.tenantKeyB, tenantA: t.tenantId, tenantB: t.tenantIdB, knownIds });
+    const gen = new Gen(prng(SEED), {
+      keyA: t.tenantKey,
+      keyB: t.tenantKeyB,
+      tenantA: t.tenantId,
+      tenantB: t.tenantIdB,
+      knownIds,
+    });
     const pool = new Pool(`http://127.0.0.1:${port}`, { connections: CONCURRENCY, pipelining: 1 });
     const statuses = new Map<number, number>();
     const kinds = new Map<string, number>();
@@ -368,14 +616,28 @@ describe(`fuzz (seed ${SEED})`, () => {
         if (!req) return;
         let status: number;
         let text: string;
-        if (process.env.BELFRY_FUZZ_TRACE) appendFileSync(process.env.BELFRY_FUZZ_TRACE, JSON.stringify({ n: sent, ...req, body: String(req.body ?? '') }) + '\n');
+        if (process.env.BELFRY_FUZZ_TRACE)
+          appendFileSync(
+            process.env.BELFRY_FUZZ_TRACE,
+            JSON.stringify({ n: sent, ...req, body: String(req.body ?? '') }) + '\n',
+          );
         try {
-          const res = await pool.request({ method: req.method as 'GET', path: req.path, headers: req.headers, body: req.body, headersTimeout: 5_000, bodyTimeout: 5_000 });
+          const res = await pool.request({
+            method: req.method as 'GET',
+            path: req.path,
+            headers: req.headers,
+            body: req.body,
+            headersTimeout: 5_000,
+            bodyTimeout: 5_000,
+          });
           status = res.statusCode;
           text = await res.body.text();
         } catch (err) {
           // The client library itself refused to send it (an invalid header or path): not the server's doing.
-          if ((err as { code?: string }).code === 'UND_ERR_INVALID_ARG' || (err as { code?: string }).code === 'ERR_INVALID_CHAR') {
+          if (
+            (err as { code?: string }).code === 'UND_ERR_INVALID_ARG' ||
+            (err as { code?: string }).code === 'ERR_INVALID_CHAR'
+          ) {
             clientRefused++;
             continue;
           }
@@ -384,7 +646,10 @@ describe(`fuzz (seed ${SEED})`, () => {
         }
         statuses.set(status, (statuses.get(status) ?? 0) + 1);
         kinds.set(req.kind, (kinds.get(req.kind) ?? 0) + 1);
-        if (status >= 500) fail(`${status} for ${req.kind} ${req.method} ${req.path.slice(0, 80)} body ${String(req.body ?? '').slice(0, 200)} → ${text.slice(0, 300)}`);
+        if (status >= 500)
+          fail(
+            `${status} for ${req.kind} ${req.method} ${req.path.slice(0, 80)} body ${String(req.body ?? '').slice(0, 200)} → ${text.slice(0, 300)}`,
+          );
         if (status >= 400 && req.method !== 'HEAD') {
           let ok = false;
           try {
@@ -393,7 +658,10 @@ describe(`fuzz (seed ${SEED})`, () => {
           } catch {
             ok = false;
           }
-          if (!ok) fail(`${status} without the error shape for ${req.kind} ${req.method} ${req.path.slice(0, 80)}: ${text.slice(0, 200)}`);
+          if (!ok)
+            fail(
+              `${status} without the error shape for ${req.kind} ${req.method} ${req.path.slice(0, 80)}: ${text.slice(0, 200)}`,
+            );
         }
         if (req.tenant && req.method === 'POST' && req.path === '/v1/events' && status === 201) {
           const id = JSON.parse(text).id as string;
@@ -427,7 +695,12 @@ describe(`fuzz (seed ${SEED})`, () => {
           [[`GET /v1/events HTTP/1.1\r\nHost: x\r\n${auth}X-Long: ${'a'.repeat(20_000)}\r\n\r\n`], true],
           [[`GET /v1/events/a\u0000b HTTP/1.1\r\nHost: x\r\n${auth}\r\n`], true],
           // Control characters in header values (HTTP client libraries refuse to send these).
-          [[`POST /v1/events HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\u0000\r\nContent-Length: 2\r\n\r\n{}`], true],
+          [
+            [
+              `POST /v1/events HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\u0000\r\nContent-Length: 2\r\n\r\n{}`,
+            ],
+            true,
+          ],
           [[`GET /v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer bk_\u0001\u007f\r\n\r\n`], true],
           [[`GET /v1/events HTTP/1.1\r\nHost: x\r\n${auth}If-Match: "1\r\n\r\n`], true],
           [[Buffer.from([0x16, 0x03, 0x01, 0x00, 0xff, 0x01])], true],
@@ -449,7 +722,11 @@ describe(`fuzz (seed ${SEED})`, () => {
       return Promise.all(runs);
     };
 
-    const [, rawLines, slowResults] = await Promise.all([Promise.all(Array.from({ length: CONCURRENCY }, worker)), raw(), slow()]);
+    const [, rawLines, slowResults] = await Promise.all([
+      Promise.all(Array.from({ length: CONCURRENCY }, worker)),
+      raw(),
+      slow(),
+    ]);
     await pool.close();
 
     for (const line of rawLines) if (line && /^HTTP\/1\.1 5/.test(line)) fail(`raw client got ${line}`);
@@ -473,7 +750,10 @@ describe(`fuzz (seed ${SEED})`, () => {
     accepted.a.add('after-fuzz');
 
     // The store holds exactly the events whose creation was acknowledged, per tenant.
-    for (const [tenant, tenantId] of [['a', t.tenantId], ['b', t.tenantIdB]] as const) {
+    for (const [tenant, tenantId] of [
+      ['a', t.tenantId],
+      ['b', t.tenantIdB],
+    ] as const) {
       const stored = new Set<string>();
       let cursor: string | undefined;
       do {
@@ -484,11 +764,14 @@ describe(`fuzz (seed ${SEED})`, () => {
       const missing = [...accepted[tenant]].filter((id) => !stored.has(id));
       const unexpected = [...stored].filter((id) => !accepted[tenant].has(id));
       if (missing.length > 0) fail(`tenant ${tenant}: acknowledged but not stored: ${missing.slice(0, 5).join(', ')}`);
-      if (unexpected.length > 0) fail(`tenant ${tenant}: stored but never acknowledged: ${unexpected.slice(0, 5).join(', ')}`);
+      if (unexpected.length > 0)
+        fail(`tenant ${tenant}: stored but never acknowledged: ${unexpected.slice(0, 5).join(', ')}`);
     }
     for (const line of logs.errors.slice(0, 3)) fail(`error logged: ${line.slice(0, 300)}`);
 
-    ctx.diagnostic(`seed ${SEED}: ${requests.length} requests (${clientRefused} refused by the client library), statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}, created A ${accepted.a.size} B ${accepted.b.size}`);
+    ctx.diagnostic(
+      `seed ${SEED}: ${requests.length} requests (${clientRefused} refused by the client library), statuses ${JSON.stringify(Object.fromEntries([...statuses].sort()))}, created A ${accepted.a.size} B ${accepted.b.size}`,
+    );
     assert.ok(statuses.get(201)! > 100, 'too few requests were valid: the fuzzer explores nothing');
     assert.ok(kinds.size >= 15, `only ${kinds.size} kinds of request reached the server`);
     assert.deepEqual(failures, [], `fuzz failures; replay with BELFRY_FUZZ_SEED=${SEED}`);

@@ -40,7 +40,11 @@ function run(label: string, payloadBytesMax: number | undefined) {
   /** Events in inserts that wait for the gate. */
   let heldEvents = 0;
   let gate: Promise<void> = Promise.resolve();
-  const result: { delayMaxMs: number; ms: number; transactions: Transaction[] } = { delayMaxMs: NaN, ms: NaN, transactions };
+  const result: { delayMaxMs: number; ms: number; transactions: Transaction[] } = {
+    delayMaxMs: NaN,
+    ms: NaN,
+    transactions,
+  };
 
   before(async () => {
     t = await makeTestApp({
@@ -59,16 +63,31 @@ function run(label: string, payloadBytesMax: number | undefined) {
             return results;
           },
         };
-        writer = new GroupCommitter(timed, () => clock.now(), payloadBytesMax === undefined ? {} : { transactionPayloadBytesMax: payloadBytesMax });
+        writer = new GroupCommitter(
+          timed,
+          () => clock.now(),
+          payloadBytesMax === undefined ? {} : { transactionPayloadBytesMax: payloadBytesMax },
+        );
         return writer;
       },
     });
-    const put = await t.app.inject({ method: 'PUT', url: '/v1/destinations/orders', headers: bearer(t.tenantKey), payload: { url: 'http://127.0.0.1:9/x' } });
+    const put = await t.app.inject({
+      method: 'PUT',
+      url: '/v1/destinations/orders',
+      headers: bearer(t.tenantKey),
+      payload: { url: 'http://127.0.0.1:9/x' },
+    });
     assert.equal(put.statusCode, 201, put.body);
   });
   after(() => t.cleanup());
 
-  const post = (body: string) => t.app.inject({ method: 'POST', url: '/v1/events/batch', headers: { ...bearer(t.tenantKey), 'content-type': 'application/json' }, payload: body });
+  const post = (body: string) =>
+    t.app.inject({
+      method: 'POST',
+      url: '/v1/events/batch',
+      headers: { ...bearer(t.tenantKey), 'content-type': 'application/json' },
+      payload: body,
+    });
 
   test(`${label}: five of the largest batches that wait for the store together are all created`, async () => {
     // Warm up: code and schemas compiled, store statements prepared.
@@ -79,7 +98,11 @@ function run(label: string, payloadBytesMax: number | undefined) {
     gate = new Promise((resolve) => (open = resolve));
     const bodies = Array.from({ length: BATCHES }, (_, b) => largestBatch(`b${b}`, BATCH_LIMIT));
     const answers = Promise.all(bodies.map(post));
-    await waitUntil('every batch is with the committer', () => heldEvents + writer.pendingEvents === BATCHES * 1_000, 30_000);
+    await waitUntil(
+      'every batch is with the committer',
+      () => heldEvents + writer.pendingEvents === BATCHES * 1_000,
+      30_000,
+    );
     const watched = await watchLoop(async () => {
       open();
       return answers;
@@ -88,7 +111,10 @@ function run(label: string, payloadBytesMax: number | undefined) {
       assert.equal(res.statusCode, 200, res.body.slice(0, 300));
       assert.equal(res.json().results.filter((r: { status: string }) => r.status === 'created').length, 1_000);
     }
-    assert.equal(transactions.reduce((sum, x) => sum + x.events, 0), BATCHES * 1_000);
+    assert.equal(
+      transactions.reduce((sum, x) => sum + x.events, 0),
+      BATCHES * 1_000,
+    );
     for (let b = 0; b < BATCHES; b++) assert.ok(await t.store.eventGet({ tenantId: t.tenantId, id: `b${b}-0999` }));
     result.delayMaxMs = watched.delayMaxMs;
     result.ms = watched.ms;
@@ -106,7 +132,10 @@ function run(label: string, payloadBytesMax: number | undefined) {
 describe('group commit, no bound in bytes (the behaviour before)', () => {
   const before = run('unbounded', Infinity);
   test('merges the batches that wait together into one transaction', () => {
-    assert.ok(before.transactions.some((x) => x.events > 1_000), `transactions of ${before.transactions.map((x) => x.events)} events`);
+    assert.ok(
+      before.transactions.some((x) => x.events > 1_000),
+      `transactions of ${before.transactions.map((x) => x.events)} events`,
+    );
   });
 });
 

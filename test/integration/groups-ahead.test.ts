@@ -33,10 +33,8 @@ for (const backend of ['sqlite', 'postgres'] as const) {
           const n = (inFlight.get(group) ?? 0) + 1;
           inFlight.set(group, n);
           maxInFlight = Math.max(maxInFlight, n);
-          // Registered before the receiver's own timer of the same delay, so it runs first: the
-          // member leaves the group before its response goes out.
-          setTimeout(() => inFlight.set(group, (inFlight.get(group) ?? 1) - 1), HOLD_MS);
-          return { status: 200, delayMs: HOLD_MS };
+          // In flight from its arrival until its response is written.
+          return { status: 200, delayMs: HOLD_MS, onSend: () => inFlight.set(group, inFlight.get(group)! - 1) };
         },
       });
       t = await startTestNode(backend === 'postgres' ? { store: `${TEST_PG_URL}?schema=${schema}` } : {});
@@ -44,7 +42,13 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       assert.equal((await api('PUT', '/v1/destinations/slow', { url: rx.url, maxConcurrency: 10 })).status, 201);
       const now = Date.now();
       const create = async (id: string, fireAt: number) => {
-        const res = await api('POST', '/v1/events', { id, group: 'g', fireAt, destination: 'slow', payload: { group: 'g', id } });
+        const res = await api('POST', '/v1/events', {
+          id,
+          group: 'g',
+          fireAt,
+          destination: 'slow',
+          payload: { group: 'g', id },
+        });
         assert.equal(res.status, 201, JSON.stringify(res.body));
       };
       await create('queued', now + 3_600_000);
@@ -57,16 +61,27 @@ for (const backend of ['sqlite', 'postgres'] as const) {
       await create('past-2', now - 10_000);
 
       await waitUntil('every member delivered', () => (rx?.requests.length ?? 0) >= 4, 20_000);
-      await waitUntil('every member succeeded', async () => {
-        const list = await api('GET', '/v1/events?group=g&state=succeeded&limit=10');
-        return list.body.events.length === 4;
-      }, 10_000);
+      await waitUntil(
+        'every member succeeded',
+        async () => {
+          const list = await api('GET', '/v1/events?group=g&state=succeeded&limit=10');
+          return list.body.events.length === 4;
+        },
+        10_000,
+      );
       const order = rx.requests.map((r) => (r.json as { id: string }).id);
       assert.equal(maxInFlight, 1, `members of one group in flight at once: ${maxInFlight}`);
-      assert.deepEqual(order, ['head', 'past', 'queued', 'past-2'], 'the head first, then the waiting members by fireAt');
+      assert.deepEqual(
+        order,
+        ['head', 'past', 'queued', 'past-2'],
+        'the head first, then the waiting members by fireAt',
+      );
       for (let i = 1; i < rx.requests.length; i++) {
         const gap = rx.requests[i].receivedAt - rx.requests[i - 1].receivedAt;
-        assert.ok(gap >= HOLD_MS, `member ${order[i]} arrived ${gap} ms after the previous one, which was held ${HOLD_MS} ms`);
+        assert.ok(
+          gap >= HOLD_MS,
+          `member ${order[i]} arrived ${gap} ms after the previous one, which was held ${HOLD_MS} ms`,
+        );
       }
       console.log(`# groups-ahead ${backend}: max in flight per group ${maxInFlight}, order ${order.join(' → ')}`);
     });

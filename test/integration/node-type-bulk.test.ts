@@ -23,7 +23,10 @@ describe('a node with event types, bulk jobs and the forecast', () => {
   const got = (id: string) => rx.requests.filter((r) => r.headers['webhook-id'] === id);
 
   it('delivers belfry-type with a typed event, and no such header without one', async () => {
-    assert.equal((await t.api('POST', '/v1/events', { id: 'typed', destination: 'main', type: 'order.timeout' })).status, 201);
+    assert.equal(
+      (await t.api('POST', '/v1/events', { id: 'typed', destination: 'main', type: 'order.timeout' })).status,
+      201,
+    );
     assert.equal((await t.api('POST', '/v1/events', { id: 'plain', destination: 'main' })).status, 201);
     await rx.waitFor(() => got('typed').length > 0 && got('plain').length > 0, 10_000);
     assert.equal(got('typed')[0].headers['belfry-type'], 'order.timeout');
@@ -32,9 +35,17 @@ describe('a node with event types, bulk jobs and the forecast', () => {
 
   it('runs a bulk shift in the background; the shifted events fire at their new time', async () => {
     const base = Date.now() + 60 * 60_000;
-    const events = Array.from({ length: 30 }, (_, i) => ({ id: `later-${i}`, destination: 'main', fireAt: base + i, type: 'pull.forward' }));
+    const events = Array.from({ length: 30 }, (_, i) => ({
+      id: `later-${i}`,
+      destination: 'main',
+      fireAt: base + i,
+      type: 'pull.forward',
+    }));
     assert.equal((await t.api('POST', '/v1/events/batch', { events })).status, 200);
-    const started = await t.api('POST', '/v1/events/bulk', { filter: { type: 'pull.forward' }, action: { shift: '-60m' } });
+    const started = await t.api('POST', '/v1/events/bulk', {
+      filter: { type: 'pull.forward' },
+      action: { shift: '-60m' },
+    });
     assert.equal(started.status, 202, JSON.stringify(started.body));
     const deadline = Date.now() + 15_000;
     let job = (await t.api('GET', `/v1/bulk/${started.body.id}`)).body;

@@ -22,34 +22,67 @@ async function metric(n: TestNode, sample: string): Promise<number> {
 
 /** Schedules one event of each fate through `n` and waits until the finished ones have finished. */
 async function scheduleEach(n: TestNode, rx: Receiver): Promise<void> {
-  for (const [name, path] of [['ok', '/ok'], ['bad', '/bad']]) {
+  for (const [name, path] of [
+    ['ok', '/ok'],
+    ['bad', '/bad'],
+  ]) {
     assert.equal((await n.api('PUT', `/v1/destinations/${name}`, { url: rx.url + path })).status, 201);
   }
-  const patched = await n.api('PATCH', `/v1/tenants/${n.tenantId}`, { retention: { succeeded: '1s', canceled: '1s' } }, ADMIN_KEY);
+  const patched = await n.api(
+    'PATCH',
+    `/v1/tenants/${n.tenantId}`,
+    { retention: { succeeded: '1s', canceled: '1s' } },
+    ADMIN_KEY,
+  );
   assert.equal(patched.status, 200, JSON.stringify(patched.body));
   assert.deepEqual(patched.body.retention, { succeeded: '1s', canceled: '1s', discarded: '30d', archived: '30d' });
-  for (const [id, destination, delay] of [['delivered', 'ok', 0], ['refused', 'bad', 0], ['canceled', 'ok', '1h'], ['later', 'ok', '1h']]) {
+  for (const [id, destination, delay] of [
+    ['delivered', 'ok', 0],
+    ['refused', 'bad', 0],
+    ['canceled', 'ok', '1h'],
+    ['later', 'ok', '1h'],
+  ]) {
     assert.equal((await n.api('POST', '/v1/events', { id, destination, delay, payload: { id } })).status, 201);
   }
   assert.equal((await n.api('DELETE', '/v1/events/canceled')).status, 200);
   await rx.waitFor((reqs) => reqs.length >= 2, 15_000);
-  await waitUntil('both fired events finished', async () => (await n.api('GET', '/v1/events/refused')).body.state === 'discarded', 15_000);
+  await waitUntil(
+    'both fired events finished',
+    async () => (await n.api('GET', '/v1/events/refused')).body.state === 'discarded',
+    15_000,
+  );
 }
 
 /** Waits until the events past their period are gone, then checks what is left. */
 async function expectCleaned(n: TestNode): Promise<void> {
   await waitUntil(
     'the delivered and the canceled events deleted',
-    async () => (await n.api('GET', '/v1/events/delivered')).status === 404 && (await n.api('GET', '/v1/events/canceled')).status === 404,
+    async () =>
+      (await n.api('GET', '/v1/events/delivered')).status === 404 &&
+      (await n.api('GET', '/v1/events/canceled')).status === 404,
     20_000,
     50,
   );
   assert.equal((await n.api('GET', '/v1/events/delivered/transitions')).status, 404, 'the trace is gone too');
-  assert.equal((await n.api('GET', '/v1/events/refused')).body.state, 'discarded', 'discarded: kept 30 days by default');
+  assert.equal(
+    (await n.api('GET', '/v1/events/refused')).body.state,
+    'discarded',
+    'discarded: kept 30 days by default',
+  );
   assert.ok((await n.api('GET', '/v1/events/refused/transitions')).body.transitions.length >= 3);
   assert.equal((await n.api('GET', '/v1/events/later')).body.state, 'scheduled');
   // The id is free again: the same request creates a new event.
-  assert.equal((await n.api('POST', '/v1/events', { id: 'delivered', destination: 'ok', delay: '1h', payload: { id: 'delivered' } })).status, 201);
+  assert.equal(
+    (
+      await n.api('POST', '/v1/events', {
+        id: 'delivered',
+        destination: 'ok',
+        delay: '1h',
+        payload: { id: 'delivered' },
+      })
+    ).status,
+    201,
+  );
 }
 
 describe('retention on a node on SQLite', () => {

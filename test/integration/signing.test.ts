@@ -6,8 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { verifySignature } from '../../src/channels/http/signing.ts';
-import { activeSecrets } from '../../src/dispatch/destinations.ts';
+import { activeSecrets, verifySignature } from '../../src/channels/http/signing.ts';
 import { ADMIN_KEY, startTestNode, type TestNode } from '../support/node.ts';
 import { startReceiver, type ReceivedRequest, type Receiver } from '../support/receiver.ts';
 
@@ -78,14 +77,17 @@ describe('signing secrets', () => {
 
     // An old secret whose grace period has ended no longer signs (judged at each delivery).
     const record = (await t.node.store.destinationGet({ tenantId: t.tenantId, name: 'signed' }))!;
-    await t.node.store.destinationPut({ destination: { ...record, secrets: [stored[0], { secret: old, expiresAt: Date.now() - 1 }] } });
+    await t.node.store.destinationPut({
+      destination: { ...record, secrets: [stored[0], { secret: old, expiresAt: Date.now() - 1 }] },
+    });
     await t.node.dispatcher.destinationChanged(t.tenantId, 'signed');
     const expired = await deliver('after-grace');
     assert.equal(String(expired.headers['webhook-signature']).split(' ').length, 1);
     assert.ok(verifies(expired, fresh) && !verifies(expired, old));
 
     // A rotation without grace drops every old secret at once.
-    const now = (await t.api('POST', '/v1/destinations/signed/rotate-secret', { gracePeriod: 0 })).body.secret as string;
+    const now = (await t.api('POST', '/v1/destinations/signed/rotate-secret', { gracePeriod: 0 })).body
+      .secret as string;
     const after = await deliver('after-rotation');
     assert.equal(String(after.headers['webhook-signature']).split(' ').length, 1);
     assert.ok(verifies(after, now));
@@ -128,13 +130,21 @@ describe('the tenant signing secret signs every delivery to an inline URL', () =
 
   /** Schedules an event to an inline URL (due now unless `fireAt`) and returns its delivery. */
   async function deliverInline(key: string, id: string, fireAt?: number): Promise<ReceivedRequest> {
-    const body = { id, destination: { url: `${rx.url}/inline/${id}` }, payload: { id }, ...(fireAt === undefined ? {} : { fireAt }) };
+    const body = {
+      id,
+      destination: { url: `${rx.url}/inline/${id}` },
+      payload: { id },
+      ...(fireAt === undefined ? {} : { fireAt }),
+    };
     assert.equal((await t.api('POST', '/v1/events', body, key)).status, 201);
     await rx.waitFor((reqs) => reqs.some((r) => r.headers['webhook-id'] === id), 15_000);
     return rx.requests.find((r) => r.headers['webhook-id'] === id)!;
   }
 
-  const signatures = (req: ReceivedRequest) => String(req.headers['webhook-signature'] ?? '').split(' ').filter(Boolean).length;
+  const signatures = (req: ReceivedRequest) =>
+    String(req.headers['webhook-signature'] ?? '')
+      .split(' ')
+      .filter(Boolean).length;
 
   it('signs with the secret returned when the tenant was made, which no GET shows', async () => {
     const a = await newTenant('inline-a');
@@ -143,7 +153,12 @@ describe('the tenant signing secret signs every delivery to an inline URL', () =
     assert.equal(signatures(req), 1);
     assert.ok(verifies(req, a.secret), "the tenant's secret verifies");
     assert.ok(!verifies(req, b.secret), "another tenant's does not");
-    for (const [path, key] of [['/v1/events/inline-1', a.key], [`/v1/tenants/${a.id}`, ADMIN_KEY], ['/v1/tenants', ADMIN_KEY], ['/v1/limits', a.key]] as const) {
+    for (const [path, key] of [
+      ['/v1/events/inline-1', a.key],
+      [`/v1/tenants/${a.id}`, ADMIN_KEY],
+      ['/v1/tenants', ADMIN_KEY],
+      ['/v1/limits', a.key],
+    ] as const) {
       const res = await t.api('GET', path, undefined, key);
       assert.equal(res.status, 200);
       assert.ok(!JSON.stringify(res.body).includes('whsec_'), `GET ${path} shows no secret`);

@@ -17,7 +17,8 @@ describe('webhooks cannot reach internal addresses', () => {
   before(async () => {
     rx = await startReceiver();
     // Every name resolves to the loopback receiver, as a hostile DNS server would answer.
-    const resolve = (_host: string, _opts: unknown, cb: (err: null, list: LookupAddress[]) => void) => queueMicrotask(() => cb(null, [{ address: '127.0.0.1', family: 4 }]));
+    const resolve = (_host: string, _opts: unknown, cb: (err: null, list: LookupAddress[]) => void) =>
+      queueMicrotask(() => cb(null, [{ address: '127.0.0.1', family: 4 }]));
     t = await startTestNode({ allowHosts: [] }, { channel: new HttpChannel({ allowHosts: [], resolve }) });
   });
   after(async () => {
@@ -51,9 +52,17 @@ describe('webhooks cannot reach internal addresses', () => {
   it('discards an event whose host name resolves to an internal address when it fires, without sending it', async () => {
     const put = await t.api('PUT', '/v1/destinations/rebind', { url: `http://hooks.rebind.example:${rx.port}/hook` });
     assert.equal(put.status, 201, JSON.stringify(put.body));
-    const ev = await t.api('POST', '/v1/events', { id: 'rebind-1', destination: 'rebind', payload: { secret: 'internal' } });
+    const ev = await t.api('POST', '/v1/events', {
+      id: 'rebind-1',
+      destination: 'rebind',
+      payload: { secret: 'internal' },
+    });
     assert.equal(ev.status, 201);
-    await waitUntil('the event to be discarded', async () => (await t.api('GET', '/v1/events/rebind-1')).body.state === 'discarded', 10_000);
+    await waitUntil(
+      'the event to be discarded',
+      async () => (await t.api('GET', '/v1/events/rebind-1')).body.state === 'discarded',
+      10_000,
+    );
     const trace = (await t.api('GET', '/v1/events/rebind-1/transitions')).body.transitions;
     assert.match(trace.at(-1).error, /address denied: host hooks\.rebind\.example resolves to a loopback address/);
     assert.equal(rx.count, 0);

@@ -33,13 +33,26 @@ test('/ui redirects to /ui/, the page, with a CSP that allows no inline script a
 });
 
 test('the library files are served by name; nothing else of node_modules is', async () => {
-  for (const [file, type] of [['preact.mjs', /javascript/], ['hooks.mjs', /javascript/], ['htm.mjs', /javascript/], ['uPlot.iife.min.js', /javascript/], ['uPlot.min.css', /css/], ['pico.min.css', /css/]] as const) {
+  for (const [file, type] of [
+    ['preact.mjs', /javascript/],
+    ['hooks.mjs', /javascript/],
+    ['htm.mjs', /javascript/],
+    ['uPlot.iife.min.js', /javascript/],
+    ['uPlot.min.css', /css/],
+    ['pico.min.css', /css/],
+  ] as const) {
     const r = await t.app.inject({ method: 'GET', url: `/ui/vendor/${file}` });
     assert.equal(r.statusCode, 200, file);
     assert.match(String(r.headers['content-type']), type, file);
     assert.ok(r.headers['content-security-policy'], file);
   }
-  for (const url of ['/ui/vendor/package.json', '/ui/vendor/..%2Fpackage.json', '/ui/../package.json', '/ui/%2e%2e/package.json', '/ui/vendor/']) {
+  for (const url of [
+    '/ui/vendor/package.json',
+    '/ui/vendor/..%2Fpackage.json',
+    '/ui/../package.json',
+    '/ui/%2e%2e/package.json',
+    '/ui/vendor/',
+  ]) {
     const r = await t.app.inject({ method: 'GET', url });
     assert.ok(r.statusCode === 404 || r.statusCode === 403 || r.statusCode === 400, `${url}: ${r.statusCode}`);
     assert.doesNotMatch(r.body, /"name":\s*"belfry"/, url);
@@ -47,25 +60,69 @@ test('the library files are served by name; nothing else of node_modules is', as
 });
 
 test("GET /v1/destinations/{name}/health: 404 for an unknown one, the node's figures for a known one, 503 where none are kept", async () => {
-  const put = await t.app.inject({ method: 'PUT', url: '/v1/destinations/orders', headers: bearer(t.tenantKey), payload: { url: 'http://127.0.0.1:9/hook' } });
+  const put = await t.app.inject({
+    method: 'PUT',
+    url: '/v1/destinations/orders',
+    headers: bearer(t.tenantKey),
+    payload: { url: 'http://127.0.0.1:9/hook' },
+  });
   assert.equal(put.statusCode, 201, put.body);
-  const missing = await t.app.inject({ method: 'GET', url: '/v1/destinations/nope/health', headers: bearer(t.tenantKey) });
+  const missing = await t.app.inject({
+    method: 'GET',
+    url: '/v1/destinations/nope/health',
+    headers: bearer(t.tenantKey),
+  });
   assert.equal(missing.statusCode, 404);
   // The in-process test app runs no dispatcher: no figures to read.
-  const none = await t.app.inject({ method: 'GET', url: '/v1/destinations/orders/health', headers: bearer(t.tenantKey) });
+  const none = await t.app.inject({
+    method: 'GET',
+    url: '/v1/destinations/orders/health',
+    headers: bearer(t.tenantKey),
+  });
   assert.equal(none.statusCode, 503);
   // Another tenant cannot read this tenant's destination.
-  const other = await t.app.inject({ method: 'GET', url: '/v1/destinations/orders/health', headers: bearer(t.tenantKeyB) });
+  const other = await t.app.inject({
+    method: 'GET',
+    url: '/v1/destinations/orders/health',
+    headers: bearer(t.tenantKeyB),
+  });
   assert.equal(other.statusCode, 404);
   const asked: [string, string][] = [];
   t.deps.destinationHealth = (tenantId, name) => {
     asked.push([tenantId, name]);
-    return { nodeId: 'node-a', queue: { circuit: 'open', waiting: 3, inFlight: 1, claimed: 4, deliveries: 20, successRate: 0.25, p99DurationMs: 812 } };
+    return {
+      nodeId: 'node-a',
+      queue: {
+        circuit: 'open',
+        waiting: 3,
+        inFlight: 1,
+        claimed: 4,
+        deliveries: 20,
+        successRate: 0.25,
+        p99DurationMs: 812,
+      },
+    };
   };
   try {
-    const r = await t.app.inject({ method: 'GET', url: '/v1/destinations/orders/health', headers: bearer(t.tenantKey) });
+    const r = await t.app.inject({
+      method: 'GET',
+      url: '/v1/destinations/orders/health',
+      headers: bearer(t.tenantKey),
+    });
     assert.equal(r.statusCode, 200, r.body);
-    assert.deepEqual(r.json(), { name: 'orders', nodeId: 'node-a', queue: { circuit: 'open', waiting: 3, inFlight: 1, claimed: 4, deliveries: 20, successRate: 0.25, p99DurationMs: 812 } });
+    assert.deepEqual(r.json(), {
+      name: 'orders',
+      nodeId: 'node-a',
+      queue: {
+        circuit: 'open',
+        waiting: 3,
+        inFlight: 1,
+        claimed: 4,
+        deliveries: 20,
+        successRate: 0.25,
+        p99DurationMs: 812,
+      },
+    });
     assert.deepEqual(asked, [[t.tenantId, 'orders']]);
   } finally {
     delete t.deps.destinationHealth;

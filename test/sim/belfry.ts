@@ -8,14 +8,15 @@ import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
-type ClusterModule = typeof import('../../src/node/cluster.ts');
+type ClusterModule = typeof import('../../src/cluster/cluster.ts');
 type SchedulerModule = typeof import('../../src/scheduler/scheduler.ts');
-type RescuerModule = typeof import('../../src/scheduler/rescuer.ts');
-type MaterialiserModule = typeof import('../../src/scheduler/materialiser.ts');
-type GateModule = typeof import('../../src/scheduler/occurrence-gate.ts');
+type RescuerModule = typeof import('../../src/maintenance/rescuer.ts');
+type MaterialiserModule = typeof import('../../src/schedules/materialiser.ts');
+type GateModule = typeof import('../../src/schedules/occurrence-gate.ts');
+type BulkModule = typeof import('../../src/bulk/runner.ts');
 type DispatcherModule = typeof import('../../src/dispatch/dispatcher.ts');
-type PullModule = typeof import('../../src/dispatch/pull.ts');
-type PullExpirerModule = typeof import('../../src/dispatch/pull-expirer.ts');
+type PullModule = typeof import('../../src/pull/settle.ts');
+type PullExpirerModule = typeof import('../../src/pull/expirer.ts');
 type MetricsModule = typeof import('../../src/node/metrics.ts');
 type SqliteModule = typeof import('../../src/store/sqlite/sqlite-store.ts');
 type ShardModule = typeof import('../../src/core/shard.ts');
@@ -31,6 +32,8 @@ export interface Belfry {
   materialiser: MaterialiserModule;
   /** Null in a tree without it (before the schedules' missed rule was judged at fire time). */
   gate: GateModule | null;
+  /** Null in a tree without bulk jobs. */
+  bulk: BulkModule | null;
   dispatcher: DispatcherModule;
   pullExpirer: PullExpirerModule;
   pull: PullModule;
@@ -45,12 +48,19 @@ export const DEFAULT_SRC = resolve(fileURLToPath(new URL('../../src', import.met
 
 const loaded = new Map<string, Promise<Belfry>>();
 
-async function load<T>(root: string, path: string): Promise<T> {
-  return (await import(pathToFileURL(join(root, path)).href)) as T;
+/**
+ * A module of the tree at `root`: the first of `paths` that exists there (a module that moved
+ * lists its new place first and its old ones after, so older trees given by --src still load).
+ */
+async function load<T>(root: string, paths: string | string[]): Promise<T> {
+  const list = typeof paths === 'string' ? [paths] : paths;
+  const found = list.find((path) => existsSync(join(root, path))) ?? list[0];
+  return (await import(pathToFileURL(join(root, found)).href)) as T;
 }
 
-async function loadOptional<T>(root: string, path: string): Promise<T | null> {
-  return existsSync(join(root, path)) ? load<T>(root, path) : null;
+async function loadOptional<T>(root: string, paths: string | string[]): Promise<T | null> {
+  const list = typeof paths === 'string' ? [paths] : paths;
+  return list.some((path) => existsSync(join(root, path))) ? load<T>(root, list) : null;
 }
 
 /** The modules of the tree at `root` (loaded once per process). */
@@ -60,14 +70,15 @@ export function loadBelfry(root: string = process.env.BELFRY_SIM_SRC ?? DEFAULT_
   if (!p) {
     p = (async () => ({
       root: abs,
-      cluster: await load<ClusterModule>(abs, 'node/cluster.ts'),
+      cluster: await load<ClusterModule>(abs, ['cluster/cluster.ts', 'node/cluster.ts']),
       scheduler: await load<SchedulerModule>(abs, 'scheduler/scheduler.ts'),
-      rescuer: await load<RescuerModule>(abs, 'scheduler/rescuer.ts'),
-      materialiser: await load<MaterialiserModule>(abs, 'scheduler/materialiser.ts'),
-      gate: await loadOptional<GateModule>(abs, 'scheduler/occurrence-gate.ts'),
+      rescuer: await load<RescuerModule>(abs, ['maintenance/rescuer.ts', 'scheduler/rescuer.ts']),
+      materialiser: await load<MaterialiserModule>(abs, ['schedules/materialiser.ts', 'scheduler/materialiser.ts']),
+      gate: await loadOptional<GateModule>(abs, ['schedules/occurrence-gate.ts', 'scheduler/occurrence-gate.ts']),
+      bulk: await loadOptional<BulkModule>(abs, ['bulk/runner.ts', 'scheduler/bulk-runner.ts']),
       dispatcher: await load<DispatcherModule>(abs, 'dispatch/dispatcher.ts'),
-      pullExpirer: await load<PullExpirerModule>(abs, 'dispatch/pull-expirer.ts'),
-      pull: await load<PullModule>(abs, 'dispatch/pull.ts'),
+      pullExpirer: await load<PullExpirerModule>(abs, ['pull/expirer.ts', 'dispatch/pull-expirer.ts']),
+      pull: await load<PullModule>(abs, ['pull/settle.ts', 'dispatch/pull.ts']),
       metrics: await load<MetricsModule>(abs, 'node/metrics.ts'),
       sqlite: await load<SqliteModule>(abs, 'store/sqlite/sqlite-store.ts'),
       shard: await load<ShardModule>(abs, 'core/shard.ts'),

@@ -48,7 +48,9 @@ export class Clients {
   /** A request to a node's API, given up after CLIENT_TIMEOUT_MS (its outcome then unknown). */
   private call(node: SimNode, method: string, args: unknown[]): Promise<unknown> {
     return new Promise((resolve, reject) => {
-      const cancel = this.ctx.world.timer(null, CLIENT_TIMEOUT_MS, () => reject(new Error(`no answer from ${node.label} within ${CLIENT_TIMEOUT_MS} ms`)));
+      const cancel = this.ctx.world.timer(null, CLIENT_TIMEOUT_MS, () =>
+        reject(new Error(`no answer from ${node.label} within ${CLIENT_TIMEOUT_MS} ms`)),
+      );
       node.link.call(method, args, true).then(
         (value) => {
           cancel();
@@ -81,10 +83,20 @@ export class Clients {
     const storeNow = this.ctx.world.storeNow();
     const rand = this.rand;
     if (r < 0.55) {
-      this.create(node, () => storeNow + rand.int(-500, 8_000), (t) => (rand.chance(0.5) ? `g${rand.int(0, GROUPS_PER_TENANT - 1)}-${t}` : null), rand.int(1, 4));
+      this.create(
+        node,
+        () => storeNow + rand.int(-500, 8_000),
+        (t) => (rand.chance(0.5) ? `g${rand.int(0, GROUPS_PER_TENANT - 1)}-${t}` : null),
+        rand.int(1, 4),
+      );
     } else if (r < 0.65) {
       // A member created ahead of its group's head (its fireAt before the others').
-      this.create(node, () => storeNow - rand.int(0, 3_000), (t) => `g${rand.int(0, GROUPS_PER_TENANT - 1)}-${t}`, 1);
+      this.create(
+        node,
+        () => storeNow - rand.int(0, 3_000),
+        (t) => `g${rand.int(0, GROUPS_PER_TENANT - 1)}-${t}`,
+        1,
+      );
     } else if (r < 0.82 && this.known.length > 0) {
       this.edit(node, rand.pick(this.known), storeNow + rand.int(-300, 6_000));
     } else if (this.known.length > 0) {
@@ -103,14 +115,25 @@ export class Clients {
       const fireAt = fireAtOf();
       const expires = this.rand.chance(0.1);
       events.push({
-        tenantId, id, shard: belfry.shard.shardOf(tenantId, group ?? id, NODE_SETTINGS.shardCount), fireAt,
-        destination: { name: this.rand.chance(0.15) ? PULL_DEST : this.rand.pick(DESTS).name }, payload: `{"n":${this.eventSeq}}`, headers: {}, group, retry: null,
-        expireAt: expires ? fireAt + this.rand.int(1_000, 10_000) : null, tags: {}, requestHash: `h:${id}`,
+        tenantId,
+        id,
+        shard: belfry.shard.shardOf(tenantId, group ?? id, NODE_SETTINGS.shardCount),
+        fireAt,
+        destination: { name: this.rand.chance(0.15) ? PULL_DEST : this.rand.pick(DESTS).name },
+        payload: `{"n":${this.eventSeq}}`,
+        headers: {},
+        group,
+        retry: null,
+        expireAt: expires ? fireAt + this.rand.int(1_000, 10_000) : null,
+        tags: {},
+        requestHash: `h:${id}`,
       });
       history.event(tenantId, id, { group, origin: 'ambiguous' });
     }
     if (events.length === 0) return;
-    trace(`client → ${node.label} create ${events.map((e) => `${e.tenantId}/${e.id}${e.group ? `[${e.group}]` : ''}@${fmt(e.fireAt)}`).join(' ')}`);
+    trace(
+      `client → ${node.label} create ${events.map((e) => `${e.tenantId}/${e.id}${e.group ? `[${e.group}]` : ''}@${fmt(e.fireAt)}`).join(' ')}`,
+    );
     this.call(node, 'eventInsertMany', [{ events, now }]).then(
       (results) => {
         const created: EventRecord[] = [];
@@ -131,7 +154,9 @@ export class Clients {
     const h = history.events.get(key)!;
     h.editsUnknown++;
     trace(`client → ${node.label} edit ${key} fireAt ${fmt(fireAt)}`);
-    this.call(node, 'eventUpdate', [{ tenantId: h.tenantId, id: h.id, patch: { fireAt }, now: node.cluster.clock.now() }]).then(
+    this.call(node, 'eventUpdate', [
+      { tenantId: h.tenantId, id: h.id, patch: { fireAt }, now: node.cluster.clock.now() },
+    ]).then(
       (res) => {
         const r = res as Answer;
         h.editsUnknown--;
@@ -164,7 +189,8 @@ export class Clients {
         }
         trace(`client ← ${node.label} cancel ${key}: ${r.kind}${r.event ? ` (${r.event.state})` : ''}`);
       },
-      (err: unknown) => trace(`client ← ${node.label} cancel ${key} failed: ${(err as Error).message} (outcome unknown)`),
+      (err: unknown) =>
+        trace(`client ← ${node.label} cancel ${key} failed: ${(err as Error).message} (outcome unknown)`),
     );
   }
 
@@ -183,12 +209,26 @@ export class Clients {
     const tenantId = rand.pick(TENANTS);
     const receipt = `r${++this.receiptSeq}`;
     const now = node.cluster.clock.now();
-    this.call(node, 'eventPullClaim', [{ tenantId, queue: `name:${PULL_DEST}`, types: null, max: rand.int(1, 4), now, leaseUntil: now + VISIBILITY_MS, receipt }]).then(
+    this.call(node, 'eventPullClaim', [
+      {
+        tenantId,
+        queue: `name:${PULL_DEST}`,
+        types: null,
+        max: rand.int(1, 4),
+        now,
+        leaseUntil: now + VISIBILITY_MS,
+        receipt,
+      },
+    ]).then(
       (events) => {
         for (const e of events as EventRecord[]) {
           // A consumer that dies mid-work: the claim ends by its visibility timeout.
           if (!this.inDrain && rand.chance(0.05)) continue;
-          const workMs = this.inDrain ? rand.int(1, 20) : rand.chance(0.1) ? rand.int(VISIBILITY_MS, 2 * VISIBILITY_MS) : rand.int(10, 2_000);
+          const workMs = this.inDrain
+            ? rand.int(1, 20)
+            : rand.chance(0.1)
+              ? rand.int(VISIBILITY_MS, 2 * VISIBILITY_MS)
+              : rand.int(10, 2_000);
           world.timer(null, workMs, () => this.settle(rand, e, receipt));
         }
         again();
@@ -202,8 +242,16 @@ export class Clients {
     const { world, belfry } = this.ctx;
     const node = this.cluster.apiNode(this.rand);
     if (!node) return void world.timer(null, 200, () => this.settle(rand, e, receipt, tries));
-    const end = this.inDrain || rand.chance(0.85) ? ({ action: 'ack' } as const) : ({ action: 'nack', discard: false } as const);
-    const params = belfry.pull.decidePull({ event: e, receipt, end, policy: belfry.pull.pullPolicy(e, PULL_CONFIG), now: node.cluster.clock.now(), random: () => rand.next() });
+    const end =
+      this.inDrain || rand.chance(0.85) ? ({ action: 'ack' } as const) : ({ action: 'nack', discard: false } as const);
+    const params = belfry.pull.decidePull({
+      event: e,
+      receipt,
+      end,
+      policy: belfry.pull.pullPolicy(e, PULL_CONFIG),
+      now: node.cluster.clock.now(),
+      random: () => rand.next(),
+    });
     this.call(node, 'eventPullSettle', [params]).then(
       (after) => {
         if (after) node.pullSettled([after as EventRecord]);
@@ -219,14 +267,35 @@ export class Clients {
     const { belfry, history, world, trace } = this.ctx;
     const tenantId = 'ta';
     const id = 'storm';
-    await store.eventInsertMany({ events: [{ tenantId, id, shard: belfry.shard.shardOf(tenantId, id, NODE_SETTINGS.shardCount), fireAt: dueAt, destination: { name: 'fast' }, payload: '{}', headers: {}, group: null, retry: null, expireAt: null, tags: {}, requestHash: 'h:storm' }], now: world.storeNow() });
+    await store.eventInsertMany({
+      events: [
+        {
+          tenantId,
+          id,
+          shard: belfry.shard.shardOf(tenantId, id, NODE_SETTINGS.shardCount),
+          fireAt: dueAt,
+          destination: { name: 'fast' },
+          payload: '{}',
+          headers: {},
+          group: null,
+          retry: null,
+          expireAt: null,
+          tags: {},
+          requestHash: 'h:storm',
+        },
+      ],
+      now: world.storeNow(),
+    });
     history.event(tenantId, id, { origin: 'setup' });
     let edits = 0;
     const editOnce = () => {
       const node = this.cluster.apiNode(this.rand);
-      if (!node || edits >= STORM_EDITS || this.inDrain) return void (edits < STORM_EDITS && !this.inDrain && world.timer(null, 200, editOnce));
+      if (!node || edits >= STORM_EDITS || this.inDrain)
+        return void (edits < STORM_EDITS && !this.inDrain && world.timer(null, 200, editOnce));
       edits++;
-      this.call(node, 'eventUpdate', [{ tenantId, id, patch: { fireAt: dueAt + (edits % 2) }, now: node.cluster.clock.now() }]).then(
+      this.call(node, 'eventUpdate', [
+        { tenantId, id, patch: { fireAt: dueAt + (edits % 2) }, now: node.cluster.clock.now() },
+      ]).then(
         (res) => {
           const kind = (res as Answer).kind;
           if (kind !== 'ok' && edits % 100 === 0) trace(`storm edit ${edits}: ${kind}`);

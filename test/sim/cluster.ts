@@ -8,6 +8,7 @@ import type { Belfry } from './belfry.ts';
 import type { History } from './history.ts';
 import type { Remote } from './remote.ts';
 import { NODE_SETTINGS, SimNode } from './sim-node.ts';
+import type { Database } from './database.ts';
 import type { StoreObserver, WakeupHub } from './store-link.ts';
 import type { Prng, World } from './world.ts';
 
@@ -39,7 +40,7 @@ export class SimCluster {
   constructor(
     private readonly ctx: RunContext,
     private readonly rand: Prng,
-    private readonly deps: { real: Store; observer: StoreObserver; metrics: Metrics; hub: WakeupHub },
+    private readonly deps: { real: Store; observer: StoreObserver; metrics: Metrics; hub: WakeupHub; db: Database },
     count: number,
   ) {
     this.names = count;
@@ -58,7 +59,21 @@ export class SimCluster {
   start(slot: number, nodeId: string): SimNode {
     const { ctx, deps } = this;
     const label = `${nodeId}.${this.generation++}`;
-    const node = new SimNode(label, nodeId, ctx.belfry, ctx.world, this.rand, deps.real, ctx.remote, deps.observer, deps.metrics, this.rand.int(-1_500, 1_500), NODE_SETTINGS, deps.hub);
+    const node = new SimNode(
+      label,
+      nodeId,
+      ctx.belfry,
+      ctx.world,
+      this.rand,
+      deps.real,
+      ctx.remote,
+      deps.observer,
+      deps.metrics,
+      this.rand.int(-1_500, 1_500),
+      NODE_SETTINGS,
+      deps.hub,
+      deps.db,
+    );
     node.hooks.afterClaim = (n) => this.pointFault(n, 'between claim and send');
     this.nodes[slot] = node;
     ctx.trace(`${label} starts (skew ${node.clock.skewMs} ms)`);

@@ -23,8 +23,9 @@ export const FAULT_KINDS = [
   'lost-claims', // claims that commit but whose answer is lost
   'hang', // a destination that hangs for minutes
   'leader', // the leader's store link stalls past its lease mid-operation
-  'catchup', // workload: one tenant's 150 schedules catching up an hour, another's on time
+  'catchup', // workload: one tenant's 150 schedules catching up half a day, another's on time
   'edits', // workload: one event edited 1,100 times (the bound on its trace)
+  'bulk', // workload: one tenant's six bulk jobs of 20,000 events, then another's job of one event
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
@@ -34,14 +35,50 @@ export type FaultKind = (typeof FAULT_KINDS)[number];
  */
 export const DEFAULT_FAULTS: readonly FaultKind[] = FAULT_KINDS;
 
+/** Kinds that are workloads, not faults that strike. */
+export const WORKLOADS: ReadonlySet<FaultKind> = new Set(['catchup', 'edits', 'bulk']);
+/** Workloads that check a fairness promise: a run with one leaves the disruptive faults out. */
+export const FAIRNESS_WORKLOADS: ReadonlySet<FaultKind> = new Set(['catchup', 'bulk']);
+
 /** Faults that may legitimately make a schedule's occurrence late (so a fairness run leaves them out). */
-export const DISRUPTIVE: ReadonlySet<FaultKind> = new Set(['kill', 'pause', 'stop', 'crash', 'partition', 'slow', 'leader', 'store-errors', 'lost-replies', 'lost-claims']);
+export const DISRUPTIVE: ReadonlySet<FaultKind> = new Set([
+  'kill',
+  'pause',
+  'stop',
+  'crash',
+  'partition',
+  'slow',
+  'leader',
+  'store-errors',
+  'lost-replies',
+  'lost-claims',
+]);
 
 /** The calls whose answers `lost-replies` loses: every call a node or client makes but eventClaim (see lost-claims). */
 const LOST_REPLY_METHODS = [
-  'eventInsertMany', 'eventUpdate', 'eventCancel', 'eventRecordAttempts', 'eventRescue', 'eventRescueDead', 'claimLeaseRenew', 'nodeHeartbeat',
-  'leaderAttemptElect', 'shardAssign', 'shardList', 'nodeList', 'eventListDue', 'eventGroupHead', 'scheduleAdvance', 'scheduleListDue',
-  'scheduleListCatchUp', 'scheduleGet', 'scheduleCountsAdd', 'timeNow', 'tenantGet', 'destinationGet', 'tenantSecretsGet',
+  'eventInsertMany',
+  'eventUpdate',
+  'eventCancel',
+  'eventRecordAttempts',
+  'eventRescue',
+  'eventRescueDead',
+  'claimLeaseRenew',
+  'nodeHeartbeat',
+  'leaderAttemptElect',
+  'shardAssign',
+  'shardList',
+  'nodeList',
+  'eventListDue',
+  'eventGroupHead',
+  'scheduleAdvance',
+  'scheduleListDue',
+  'scheduleListCatchUp',
+  'scheduleGet',
+  'scheduleCountsAdd',
+  'timeNow',
+  'tenantGet',
+  'destinationGet',
+  'tenantSecretsGet',
 ];
 
 /** How likely a chosen point (a claim answered, a delivery answered) is struck, with `crash`. */
@@ -59,7 +96,14 @@ export class FaultDirector {
   }
 
   private pointFault(node: SimNode, where: string): PointHit {
-    if (!this.active.has('crash') || this.cluster.inDrain || !node.alive || node.actor.state !== 'up' || !this.pointRand.chance(POINT_FAULT_P)) return 'none';
+    if (
+      !this.active.has('crash') ||
+      this.cluster.inDrain ||
+      !node.alive ||
+      node.actor.state !== 'up' ||
+      !this.pointRand.chance(POINT_FAULT_P)
+    )
+      return 'none';
     if (this.pointRand.chance(0.5)) {
       this.cluster.kill(node, where);
       return 'killed';
@@ -79,7 +123,7 @@ export class FaultDirector {
   }
 
   private strikeOne(): void {
-    const kinds = [...this.active].filter((k) => k !== 'catchup' && k !== 'edits' && k !== 'crash');
+    const kinds = [...this.active].filter((k) => !WORKLOADS.has(k) && k !== 'crash');
     if (kinds.length === 0) return;
     const kind = this.rand.pick(kinds);
     const candidates = this.cluster.upNodes();
@@ -166,7 +210,10 @@ export class FaultDirector {
     const ms = this.rand.int(1_000, 8_000);
     node.link.lostReplyRate = 0.1;
     node.link.lostReplyMethods = kind === 'lost-claims' ? new Set(['eventClaim']) : new Set(LOST_REPLY_METHODS);
-    this.ctx.strike(kind, `${node.label}'s ${kind === 'lost-claims' ? 'claim' : 'store'} answers are lost after commit (10 %) for ${ms} ms`);
+    this.ctx.strike(
+      kind,
+      `${node.label}'s ${kind === 'lost-claims' ? 'claim' : 'store'} answers are lost after commit (10 %) for ${ms} ms`,
+    );
     this.ctx.world.timer(null, ms, () => {
       node.link.lostReplyRate = 0;
     });

@@ -142,7 +142,22 @@ export class History {
     const key = eventKey(tenantId, id);
     let e = this.events.get(key);
     if (!e) {
-      e = { key, tenantId, id, group: null, origin: 'ambiguous', cancelSent: false, cancelAckMs: null, canceledByNode: false, expectedFireAt: null, expectedVersion: 0, editsUnknown: 0, attempts: [], pullAcked: false, ...init };
+      e = {
+        key,
+        tenantId,
+        id,
+        group: null,
+        origin: 'ambiguous',
+        cancelSent: false,
+        cancelAckMs: null,
+        canceledByNode: false,
+        expectedFireAt: null,
+        expectedVersion: 0,
+        editsUnknown: 0,
+        attempts: [],
+        pullAcked: false,
+        ...init,
+      };
       this.events.set(key, e);
     }
     return e;
@@ -156,8 +171,20 @@ export class History {
       this.stats.claims++;
       const key = eventKey(e.tenantId, e.id);
       const claim: ClaimRec = {
-        key, tenantId: e.tenantId, id: e.id, version: e.version, attempts: e.attempts, group: e.group, node, atMs: this.world.mono,
-        nowParam, dueAt: e.dueAt, fireAt: e.fireAt, faulted: lost ? 'its claim answer was lost' : this.downReason(node), recorded: false, rescued: false,
+        key,
+        tenantId: e.tenantId,
+        id: e.id,
+        version: e.version,
+        attempts: e.attempts,
+        group: e.group,
+        node,
+        atMs: this.world.mono,
+        nowParam,
+        dueAt: e.dueAt,
+        fireAt: e.fireAt,
+        faulted: lost ? 'its claim answer was lost' : this.downReason(node),
+        recorded: false,
+        rescued: false,
       };
       this.claimsByVersion.set(`${key}#v${e.version}`, claim);
       this.claimsByAttempt.set(`${key}#a${e.attempts}`, claim);
@@ -169,12 +196,20 @@ export class History {
       if (e.group !== null) groups.add(`${e.tenantId}\u0000${e.group}`);
       // Nothing claimed before it is due, by the store's clock.
       const storeNow = this.world.storeNow();
-      if (storeNow < e.dueAt) this.violate('early', `${key} claimed by ${node} at store time ${fmt(storeNow)}, ${e.dueAt - storeNow} ms before it is due (${fmt(e.dueAt)})`);
+      if (storeNow < e.dueAt)
+        this.violate(
+          'early',
+          `${key} claimed by ${node} at store time ${fmt(storeNow)}, ${e.dueAt - storeNow} ms before it is due (${fmt(e.dueAt)})`,
+        );
     }
     for (const g of groups) {
       const [tenantId, group] = g.split('\u0000');
       const n = this.executingInGroup(tenantId, group);
-      if (n > 1) this.violate('group-executing', `group ${tenantId}/${group} has ${n} members executing in the store after a claim by ${node}`);
+      if (n > 1)
+        this.violate(
+          'group-executing',
+          `group ${tenantId}/${group} has ${n} members executing in the store after a claim by ${node}`,
+        );
     }
   }
 
@@ -188,13 +223,21 @@ export class History {
       this.pullClaims.set(`${receipt} ${key}`, { node, leaseUntil, atMs: this.world.mono });
       const hist = this.event(e.tenantId, e.id, { origin: 'occurrence', group: e.group });
       hist.group = e.group;
-      if (storeNow < e.dueAt) this.violate('early', `${key} pulled through ${node} at store time ${fmt(storeNow)}, ${e.dueAt - storeNow} ms before it is due`);
+      if (storeNow < e.dueAt)
+        this.violate(
+          'early',
+          `${key} pulled through ${node} at store time ${fmt(storeNow)}, ${e.dueAt - storeNow} ms before it is due`,
+        );
       if (e.group !== null) groups.add(`${e.tenantId}\u0000${e.group}`);
     }
     for (const g of groups) {
       const [tenantId, group] = g.split('\u0000');
       const n = this.executingInGroup(tenantId, group);
-      if (n > 1) this.violate('group-executing', `group ${tenantId}/${group} has ${n} members executing in the store after a pull claim through ${node}`);
+      if (n > 1)
+        this.violate(
+          'group-executing',
+          `group ${tenantId}/${group} has ${n} members executing in the store after a pull claim through ${node}`,
+        );
     }
   }
 
@@ -209,7 +252,10 @@ export class History {
     // A visibility timeout ends by the store's clock, never before.
     const storeNow = this.world.storeNow();
     if (claim && storeNow < claim.leaseUntil) {
-      this.violate('pull-expired-early', `${key}: ${node} expired the pull claim ${receipt} (made through ${claim.node}) at store time ${fmt(storeNow)}, ${claim.leaseUntil - storeNow} ms before its visibility timeout`);
+      this.violate(
+        'pull-expired-early',
+        `${key}: ${node} expired the pull claim ${receipt} (made through ${claim.node}) at store time ${fmt(storeNow)}, ${claim.leaseUntil - storeNow} ms before its visibility timeout`,
+      );
     }
   }
 
@@ -228,12 +274,18 @@ export class History {
     for (const r of refs) {
       const key = eventKey(r.tenantId, r.id);
       const claim = this.claimsByVersion.get(`${key}#v${r.version - 1}`);
-      this.world.trace(`${node} ${kind} rescued ${key} (claim of ${claim?.node ?? '?'}${claim?.faulted ? `, faulted: ${claim.faulted}` : ''})`);
+      this.world.trace(
+        `${node} ${kind} rescued ${key} (claim of ${claim?.node ?? '?'}${claim?.faulted ? `, faulted: ${claim.faulted}` : ''})`,
+      );
       if (!claim) continue;
       claim.rescued = true;
       this.openClaims.get(claim.node)?.delete(claim);
       if (claim.faulted) this.stats.rescuedFaulted++;
-      else this.violate('rescued-live-claim', `${key}: ${node} (${kind}) rescued the live claim of ${claim.node} made at ${claim.atMs} ms, whose node had no fault`);
+      else
+        this.violate(
+          'rescued-live-claim',
+          `${key}: ${node} (${kind}) rescued the live claim of ${claim.node} made at ${claim.atMs} ms, whose node had no fault`,
+        );
     }
   }
 
@@ -283,29 +335,59 @@ export class History {
     this.stats.attempts++;
     const key = eventKey(due.tenantId, due.id);
     const claim = this.claimsByAttempt.get(`${key}#a${due.attempt}`) ?? null;
-    const a: AttemptRec = { n: ++this.attemptSeq, claim, node, dest, startMs: this.world.mono, remote, heard: null, endMs: null };
+    const a: AttemptRec = {
+      n: ++this.attemptSeq,
+      claim,
+      node,
+      dest,
+      startMs: this.world.mono,
+      remote,
+      heard: null,
+      endMs: null,
+    };
     const hist = this.event(due.tenantId, due.id);
     const storeNow = this.world.storeNow();
     const excused = (c: ClaimRec | null) => c?.faulted ?? null;
     if (!claim) this.violate('attempt-without-claim', `${key} attempt ${due.attempt} sent by ${node} matches no claim`);
     // Nothing early, by the store's clock.
-    if (storeNow < due.dueAt) this.violate('early', `${key} sent by ${node} at store time ${fmt(storeNow)}, ${due.dueAt - storeNow} ms before it is due (${fmt(due.dueAt)})`);
-    if (due.fireAt !== undefined && storeNow < due.fireAt) this.violate('early', `${key} sent by ${node} ${due.fireAt - storeNow} ms before its fireAt`);
+    if (storeNow < due.dueAt)
+      this.violate(
+        'early',
+        `${key} sent by ${node} at store time ${fmt(storeNow)}, ${due.dueAt - storeNow} ms before it is due (${fmt(due.dueAt)})`,
+      );
+    if (due.fireAt !== undefined && storeNow < due.fireAt)
+      this.violate('early', `${key} sent by ${node} ${due.fireAt - storeNow} ms before its fireAt`);
     // Nothing after a `canceled` answer.
     if (hist.cancelAckMs !== null && storeNow >= hist.cancelAckMs) {
       if (excused(claim)) this.stats.zombieAfterCancel++;
-      else this.violate('after-cancel', `${key} sent by ${node} ${storeNow - hist.cancelAckMs} ms after the client was told it was canceled`);
+      else
+        this.violate(
+          'after-cancel',
+          `${key} sent by ${node} ${storeNow - hist.cancelAckMs} ms after the client was told it was canceled`,
+        );
     }
     // An acknowledged edit is what is delivered.
-    if (hist.expectedFireAt !== null && hist.editsUnknown === 0 && due.fireAt !== undefined && due.fireAt !== hist.expectedFireAt && !excused(claim)) {
-      this.violate('stale-edit', `${key} sent by ${node} with fireAt ${fmt(due.fireAt)}, but an acknowledged edit set ${fmt(hist.expectedFireAt)}`);
+    if (
+      hist.expectedFireAt !== null &&
+      hist.editsUnknown === 0 &&
+      due.fireAt !== undefined &&
+      due.fireAt !== hist.expectedFireAt &&
+      !excused(claim)
+    ) {
+      this.violate(
+        'stale-edit',
+        `${key} sent by ${node} with fireAt ${fmt(due.fireAt)}, but an acknowledged edit set ${fmt(hist.expectedFireAt)}`,
+      );
     }
     // Duplicates only where a fault explains them: an earlier attempt whose node heard `delivered`.
     for (const p of hist.attempts) {
       if (p.remote !== 'delivered') continue;
       this.stats.duplicates++;
       if (p.heard === 'delivered' && !excused(p.claim) && !excused(claim)) {
-        this.violate('duplicate', `${key} sent again by ${node} (attempt ${due.attempt}) after ${p.node} delivered it and heard so at ${p.endMs} ms, with no fault on either claim`);
+        this.violate(
+          'duplicate',
+          `${key} sent again by ${node} (attempt ${due.attempt}) after ${p.node} delivered it and heard so at ${p.endMs} ms, with no fault on either claim`,
+        );
       } else this.stats.duplicatesExcused++;
       break;
     }
@@ -317,7 +399,10 @@ export class History {
       for (const o of open) {
         if (o.claim?.key === key) continue;
         if (excused(o.claim) || excused(claim)) continue;
-        this.violate('group-in-flight', `group ${due.tenantId}/${hist.group}: ${key} sent by ${node} while ${o.claim?.key} (sent by ${o.node} at ${o.startMs} ms) is in flight`);
+        this.violate(
+          'group-in-flight',
+          `group ${due.tenantId}/${hist.group}: ${key} sent by ${node} while ${o.claim?.key} (sent by ${o.node} at ${o.startMs} ms) is in flight`,
+        );
       }
       open.add(a);
     }

@@ -65,12 +65,17 @@ export class Remote {
   private deliver(actor: Actor, node: string, due: DueEvent, signal: AbortSignal): Promise<DeliveryOutcome> {
     // A dead process sends nothing.
     if (actor.state === 'dead') return new Promise(() => {});
+    if (due.kind !== 'http') throw new Error(`the simulation delivers webhooks only, not ${due.kind}`);
     const d = this.destinations.get(nameOf(due.target));
     if (!d) throw new Error(`no simulated destination for ${due.target}`);
     const remote = this.decide(d);
     const a = this.history.attemptStart(node, due, d.name, remote);
     const inFlight = this.history.inFlight(node, d.name);
-    if (inFlight > d.maxConcurrency) this.history.violate('bounds', `${node} has ${inFlight} attempts in flight to ${d.name}, more than its maxConcurrency ${d.maxConcurrency}`);
+    if (inFlight > d.maxConcurrency)
+      this.history.violate(
+        'bounds',
+        `${node} has ${inFlight} attempts in flight to ${d.name}, more than its maxConcurrency ${d.maxConcurrency}`,
+      );
     const [lo, hi] = this.healthy ? [1, 5] : d.latencyMs;
     const latencyMs = remote === 'hang' ? Infinity : this.rand.int(lo, hi);
     return new Promise((resolve) => {
@@ -94,9 +99,14 @@ export class Remote {
       signal.addEventListener('abort', onAbort, { once: true });
       const waitMs = Math.min(latencyMs, due.timeoutMs);
       cancel = this.world.timer(actor, waitMs, () => {
-        if (latencyMs > due.timeoutMs) return finish({ kind: 'retry', reason: `timed out after ${due.timeoutMs} ms`, durationMs: waitMs }, 'timeout');
+        if (latencyMs > due.timeoutMs)
+          return finish(
+            { kind: 'retry', reason: `timed out after ${due.timeoutMs} ms`, durationMs: waitMs },
+            'timeout',
+          );
         if (remote === 'delivered') finish({ kind: 'delivered', status: 200, durationMs: waitMs }, 'delivered');
-        else if (remote === 'discard') finish({ kind: 'discard', reason: 'HTTP 410', status: 410, durationMs: waitMs }, 'discard');
+        else if (remote === 'discard')
+          finish({ kind: 'discard', reason: 'HTTP 410', status: 410, durationMs: waitMs }, 'discard');
         else finish({ kind: 'retry', reason: 'HTTP 503', status: 503, durationMs: waitMs }, 'failed');
       });
     });

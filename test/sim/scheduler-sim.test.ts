@@ -19,9 +19,9 @@ import { pino } from 'pino';
 import { SimClock } from '../../src/core/clock.ts';
 import type { EventRecord } from '../../src/core/event.ts';
 import { Metrics } from '../../src/node/metrics.ts';
-import { Rescuer } from '../../src/scheduler/rescuer.ts';
+import { Rescuer } from '../../src/maintenance/rescuer.ts';
 import { Scheduler } from '../../src/scheduler/scheduler.ts';
-import { newEvent, newTenant } from '../../src/store/conformance/fixtures.ts';
+import { countByState, newEvent, newTenant } from '../../src/store/conformance/fixtures.ts';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 
 const EVENTS = 300;
@@ -95,7 +95,13 @@ async function simulate(seed: number): Promise<void> {
         },
         { lookaheadMs: 2_000, pollIntervalMs: 100, sweepIntervalMs: 500, sweepGraceMs: 200 },
       );
-      const rescuer = new Rescuer({ store, clock, owner: node.owner, logger, onRescued: (refs) => node.scheduler.notifyDue(refs) });
+      const rescuer = new Rescuer({
+        store,
+        clock,
+        owner: node.owner,
+        logger,
+        onRescued: (refs) => node.scheduler.notifyDue(refs),
+      });
       await rescuer.rescuePreviousRuns(true);
       node.scheduler.start();
       await settle();
@@ -124,7 +130,18 @@ async function simulate(seed: number): Promise<void> {
         if (!applied[i]) return;
         const e = batch[i];
         if (o.to === 'succeeded') successOrder.set(e.id, successOrder.size);
-        if (o.to === 'awaiting_retry') node.scheduler.notifyDue([{ tenantId: e.tenantId, id: e.id, version: e.version + 1, dueAt: o.retryAt!, shard: e.shard, group: e.group, queue: e.queue }]);
+        if (o.to === 'awaiting_retry')
+          node.scheduler.notifyDue([
+            {
+              tenantId: e.tenantId,
+              id: e.id,
+              version: e.version + 1,
+              dueAt: o.retryAt!,
+              shard: e.shard,
+              group: e.group,
+              queue: e.queue,
+            },
+          ]);
         else if (e.group) void node.scheduler.kickGroup(e.tenantId, e.group);
       });
       await settle();
@@ -157,7 +174,7 @@ async function simulate(seed: number): Promise<void> {
     }
     // Drain: time passes and every delivery succeeds until nothing is left.
     for (let round = 0; round < 2_000; round++) {
-      const counts = await store.eventCountByState();
+      const counts = await countByState(store);
       if (counts.scheduled + counts.awaiting_retry + counts.executing === 0) break;
       await deliver(1_000, 1);
       await clock.advance(100);
@@ -166,7 +183,9 @@ async function simulate(seed: number): Promise<void> {
     await node.scheduler.stop();
 
     const final = await Promise.all(events.map((e) => store.eventGet({ tenantId, id: e.id })));
-    const lost = final.filter((e) => e!.state !== 'succeeded' && e!.state !== 'canceled').map((e) => `${e!.id}:${e!.state}`);
+    const lost = final
+      .filter((e) => e!.state !== 'succeeded' && e!.state !== 'canceled')
+      .map((e) => `${e!.id}:${e!.state}`);
     assert.deepEqual(lost, [], 'events neither succeeded nor canceled');
     assert.deepEqual(claimsEarly, [], 'claims before the due time');
     assert.deepEqual(claimedAfterCancel, [], 'events claimed after their cancel');
@@ -176,13 +195,17 @@ async function simulate(seed: number): Promise<void> {
     }
     // Group order: successes within each group were applied in (fireAt, creation) order.
     const byGroup = new Map<string, EventRecord[]>();
-    for (const e of final) if (e!.group && e!.state === 'succeeded') byGroup.set(e!.group, [...(byGroup.get(e!.group) ?? []), e!]);
+    for (const e of final)
+      if (e!.group && e!.state === 'succeeded') byGroup.set(e!.group, [...(byGroup.get(e!.group) ?? []), e!]);
     for (const [group, list] of byGroup) {
       const byKey = [...list].sort((a, b) => a.fireAt - b.fireAt || a.seq - b.seq);
       const order = byKey.map((e) => successOrder.get(e.id)!);
-      for (let i = 1; i < order.length; i++) assert.ok(order[i] > order[i - 1], `group ${group}: ${byKey[i].id} succeeded before ${byKey[i - 1].id}`);
+      for (let i = 1; i < order.length; i++)
+        assert.ok(order[i] > order[i - 1], `group ${group}: ${byKey[i].id} succeeded before ${byKey[i - 1].id}`);
     }
-    console.log(`simulation seed ${seed}: ${successOrder.size} succeeded, ${canceledAt.size} canceled, ${generation} runs (crashes + 1)`);
+    console.log(
+      `simulation seed ${seed}: ${successOrder.size} succeeded, ${canceledAt.size} canceled, ${generation} runs (crashes + 1)`,
+    );
   } finally {
     await store.close();
     rmSync(dir, { recursive: true, force: true });

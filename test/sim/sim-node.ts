@@ -10,12 +10,13 @@
  * shutdown of node.ts, in its order.
  */
 import pino from 'pino';
-import type { Cluster } from '../../src/node/cluster.ts';
+import type { Cluster } from '../../src/cluster/cluster.ts';
 import type { Dispatcher } from '../../src/dispatch/dispatcher.ts';
-import type { Materialiser } from '../../src/scheduler/materialiser.ts';
-import type { OccurrenceGate } from '../../src/scheduler/occurrence-gate.ts';
-import type { Rescuer } from '../../src/scheduler/rescuer.ts';
-import type { PullExpirer } from '../../src/dispatch/pull-expirer.ts';
+import type { Materialiser } from '../../src/schedules/materialiser.ts';
+import type { OccurrenceGate } from '../../src/schedules/occurrence-gate.ts';
+import type { Rescuer } from '../../src/maintenance/rescuer.ts';
+import type { BulkRunner } from '../../src/bulk/runner.ts';
+import type { PullExpirer } from '../../src/pull/expirer.ts';
 import type { Scheduler } from '../../src/scheduler/scheduler.ts';
 import type { Metrics } from '../../src/node/metrics.ts';
 import type { Store } from '../../src/store/store.ts';
@@ -23,6 +24,7 @@ import type { EventRecord } from '../../src/core/event.ts';
 import type { DueRef } from '../../src/store/store.ts';
 import type { Belfry } from './belfry.ts';
 import type { Remote } from './remote.ts';
+import type { Database } from './database.ts';
 import { StoreLink, type StoreObserver, type WakeupHub } from './store-link.ts';
 import { Actor, NodeClock, type Prng, type World } from './world.ts';
 
@@ -69,6 +71,7 @@ export class SimNode {
   readonly rescuer: Rescuer;
   readonly pullExpirer: PullExpirer;
   readonly gate: OccurrenceGate | null;
+  readonly bulk: BulkRunner | null;
   started = false;
   private wakeups: { close(): Promise<void> } | null = null;
   /** Faults at chosen points: what happened to the node there. */
@@ -88,15 +91,24 @@ export class SimNode {
     skewMs: number,
     readonly settings: NodeSettings,
     hub: WakeupHub,
+    db: Database,
   ) {
     this.actor = new Actor(label);
     this.clock = new NodeClock(world, this.actor, skewMs);
-    this.link = new StoreLink(world, rand.fork(), real, this.actor, label, observer, hub);
+    this.link = new StoreLink(world, rand.fork(), real, this.actor, label, observer, hub, db);
     const store = this.link.store;
     const s = settings;
     let scheduler: Scheduler | null = null;
     this.cluster = new belfry.cluster.Cluster(
-      { store, localClock: this.clock, nodeId, logger, shardCount: s.shardCount, meta: { sim: label }, onShardsChanged: () => scheduler?.shardsChanged() },
+      {
+        store,
+        localClock: this.clock,
+        nodeId,
+        logger,
+        shardCount: s.shardCount,
+        meta: { sim: label },
+        onShardsChanged: () => scheduler?.shardsChanged(),
+      },
       { claimLeaseMs: s.claimLeaseMs },
     );
     const clock = this.cluster.clock;
@@ -117,9 +129,7 @@ export class SimNode {
       onRoom: () => scheduler?.roomFreed(),
     });
     this.dispatcher = dispatcher;
-    this.gate = belfry.gate
-      ? new belfry.gate.OccurrenceGate({ store, clock, logger, onEventsChanged: notify })
-      : null;
+    this.gate = belfry.gate ? new belfry.gate.OccurrenceGate({ store, clock, logger, onEventsChanged: notify }) : null;
     scheduler = new belfry.scheduler.Scheduler(
       {
         store,
@@ -164,11 +174,22 @@ export class SimNode {
       },
       { horizonMs: s.horizonMs, refillMs: s.horizonMs },
     );
-    this.rescuer = new belfry.rescuer.Rescuer({ store, clock, owner: nodeId, logger, onRescued: (refs) => scheduler?.notifyDue(refs) }, RESCUE_INTERVAL_MS);
+    this.rescuer = new belfry.rescuer.Rescuer(
+      { store, clock, owner: nodeId, logger, onRescued: (refs) => scheduler?.notifyDue(refs) },
+      RESCUE_INTERVAL_MS,
+    );
+    // Bulk jobs: each runs on the node holding its lease; its changes reach the timers (node.ts).
+    this.bulk = belfry.bulk
+      ? new belfry.bulk.BulkRunner({ store, clock, logger, owner: nodeId, onEventsChanged: notify })
+      : null;
     // Pull claims' visibility timeouts: on a cluster they run on the store's clock (node.ts leaseClock).
     const expiry = rand.fork();
     this.pullExpirer = new belfry.pullExpirer.PullExpirer({
-      store, clock, leaseClock: clock, logger, random: () => expiry.next(),
+      store,
+      clock,
+      leaseClock: clock,
+      logger,
+      random: () => expiry.next(),
       onSettled: (events) => this.pullSettled(events),
     });
   }
@@ -195,8 +216,17 @@ export class SimNode {
     const horizon = this.cluster.clock.now() + this.settings.lookaheadMs;
     const refs: DueRef[] = [];
     for (const e of events) {
-      if ((e.state !== 'scheduled' && e.state !== 'awaiting_retry') || e.dueAt > horizon || owned.has(e.shard)) continue;
-      refs.push({ tenantId: e.tenantId, id: e.id, version: e.version, dueAt: e.dueAt, shard: e.shard, group: e.group, queue: e.queue });
+      if ((e.state !== 'scheduled' && e.state !== 'awaiting_retry') || e.dueAt > horizon || owned.has(e.shard))
+        continue;
+      refs.push({
+        tenantId: e.tenantId,
+        id: e.id,
+        version: e.version,
+        dueAt: e.dueAt,
+        shard: e.shard,
+        group: e.group,
+        queue: e.queue,
+      });
     }
     if (refs.length > 0) announcer.announce(refs).catch(() => {});
   }
@@ -209,11 +239,15 @@ export class SimNode {
   async start(): Promise<void> {
     await this.cluster.start();
     await this.rescuer.rescuePreviousRuns(false);
-    this.wakeups = await this.link.store.dueWakeups!.subscribe((refs) => this.scheduler.notifyDue(refs), () => {});
+    this.wakeups = await this.link.store.dueWakeups!.subscribe(
+      (refs) => this.scheduler.notifyDue(refs),
+      () => {},
+    );
     this.scheduler.start();
     this.materialiser.start();
     this.rescuer.start();
     this.pullExpirer.start();
+    this.bulk?.start();
     this.started = true;
   }
 
@@ -224,6 +258,7 @@ export class SimNode {
       await this.cluster.stop();
       await this.wakeups?.close();
       await this.materialiser.stop();
+      await this.bulk?.stop();
       await this.scheduler.stop();
       await this.gate?.flush();
       await this.rescuer.stop();

@@ -18,8 +18,18 @@ import type { SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { loadBelfry } from './belfry.ts';
 import { checkEnd, type Db } from './checks.ts';
 import { Clients } from './clients.ts';
+import { Database } from './database.ts';
 import { SimCluster, type RunContext } from './cluster.ts';
-import { DEFAULT_FAULTS, DISRUPTIVE, FAULT_KINDS, FaultDirector, type FaultKind } from './faults.ts';
+import {
+  DEFAULT_FAULTS,
+  DISRUPTIVE,
+  FAIRNESS_WORKLOADS,
+  FAULT_KINDS,
+  FaultDirector,
+  WORKLOADS,
+  type FaultKind,
+} from './faults.ts';
+import { checkBulk, setupBulkEvents, startBulkJobs } from './bulk.ts';
 import { fmt, History, setTraceEpoch, type Violation } from './history.ts';
 import { Remote } from './remote.ts';
 import { setupSchedules, setupTenants, STORE_EPOCH_MS } from './setup.ts';
@@ -43,6 +53,8 @@ export interface SimOptions {
   drainMs?: number;
   /** Keep every trace line (default: the last TRACE_TAIL lines). */
   fullTrace?: boolean;
+  /** The database takes time per call and runs one call at a time (database.ts); false: calls run as they arrive, in no time. Default true. */
+  costs?: boolean;
   /** Called every 500 ms of simulated time with the nodes (debugging a seed). */
   probe?(atMs: number, nodes: readonly SimNode[]): void;
 }
@@ -56,7 +68,15 @@ export interface SimResult {
   faults: FaultKind[];
   /** Faults that struck, by kind. */
   struck: Record<string, number>;
-  stats: History['stats'] & { events: number; schedules: number; occurrences: number; timers: number; storeCalls: number };
+  stats: History['stats'] & {
+    events: number;
+    schedules: number;
+    occurrences: number;
+    timers: number;
+    storeCalls: number;
+    dbBusyMs: number;
+    dbQueuedMsMax: number;
+  };
   simulatedMs: number;
   wallMs: number;
   /** FNV-1a over every trace line: equal for two runs of the same seed and tree. */
@@ -118,9 +138,14 @@ function observerOf(history: History, trace: (line: string) => void): StoreObser
       } else if (method === 'eventPullSettle') {
         const after = result as EventRecord | null;
         if (after) {
-          trace(`${link.label} pull ${p.action as string} ${after.tenantId}/${after.id} (${p.receipt as string}) → ${after.state}`);
+          trace(
+            `${link.label} pull ${p.action as string} ${after.tenantId}/${after.id} (${p.receipt as string}) → ${after.state}`,
+          );
           history.pullSettled(link.label, p.action as string, p.receipt as string, after);
-        } else if (p.action !== 'expire') trace(`${link.label} pull ${p.action as string} ${p.tenantId as string}/${p.id as string} (${p.receipt as string}) refused`);
+        } else if (p.action !== 'expire')
+          trace(
+            `${link.label} pull ${p.action as string} ${p.tenantId as string}/${p.id as string} (${p.receipt as string}) refused`,
+          );
       } else if (method === 'eventRecordAttempts') {
         history.recorded(p.outcomes as { tenantId: string; id: string; version: number }[], result as boolean[]);
       } else if (method === 'eventRescue' || method === 'eventRescueDead') {
@@ -135,11 +160,16 @@ function observerOf(history: History, trace: (line: string) => void): StoreObser
         trace(`${link.label} canceled ${r.event.tenantId}/${r.event.id}: ${String(p.reason ?? '')}`);
       } else if (method === 'scheduleAdvance' || method === 'scheduleAdvanceMany') {
         const advances = method === 'scheduleAdvance' ? [p] : (p.advances as Record<string, unknown>[]);
-        const results = (method === 'scheduleAdvance' ? [result] : result) as { applied: boolean; results?: { kind: string }[] }[];
+        const results = (method === 'scheduleAdvance' ? [result] : result) as {
+          applied: boolean;
+          results?: { kind: string }[];
+        }[];
         advances.forEach((a, i) => {
           const made = results[i]?.results?.filter((x) => x.kind === 'created').length ?? 0;
           if (results[i]?.applied && (made > 0 || (a.missedAdd as number) > 0)) {
-            trace(`${link.label} advanced ${a.tenantId as string}/${a.id as string}: ${made} made, ${a.missedAdd as number} missed, cursor ${a.nextAt === null ? 'done' : fmt(a.nextAt as number)}`);
+            trace(
+              `${link.label} advanced ${a.tenantId as string}/${a.id as string}: ${made} made, ${a.missedAdd as number} missed, cursor ${a.nextAt === null ? 'done' : fmt(a.nextAt as number)}`,
+            );
           }
         });
       } else if (method === 'leaderAttemptElect') {
@@ -155,7 +185,8 @@ function observerOf(history: History, trace: (line: string) => void): StoreObser
     failed(link, method, err) {
       trace(`${link.label} ${method} failed: ${(err as Error).message}`);
       // A lost lease renewal or heartbeat: this node's claims may be taken from it.
-      if (method === 'claimLeaseRenew' || method === 'nodeHeartbeat') history.faulted(link.label, `its ${method} failed`);
+      if (method === 'claimLeaseRenew' || method === 'nodeHeartbeat')
+        history.faulted(link.label, `its ${method} failed`);
     },
   };
 }
@@ -169,8 +200,13 @@ function sampleBounds(world: World, history: History, cluster: SimCluster, probe
     probe?.(world.mono, cluster.nodes);
     for (const n of cluster.nodes) {
       if (!n.alive) continue;
-      if (n.scheduler.pending > s.wheelSizeMax) history.violate('bounds', `${n.label}: ${n.scheduler.pending} refs in memory, bound ${s.wheelSizeMax}`);
-      if (n.dispatcher.backlog > s.dispatchBacklogMax + claimsInFlightMax) history.violate('bounds', `${n.label}: ${n.dispatcher.backlog} claimed events held, bound ${s.dispatchBacklogMax} + ${claimsInFlightMax} in claims`);
+      if (n.scheduler.pending > s.wheelSizeMax)
+        history.violate('bounds', `${n.label}: ${n.scheduler.pending} refs in memory, bound ${s.wheelSizeMax}`);
+      if (n.dispatcher.backlog > s.dispatchBacklogMax + claimsInFlightMax)
+        history.violate(
+          'bounds',
+          `${n.label}: ${n.dispatcher.backlog} claimed events held, bound ${s.dispatchBacklogMax} + ${claimsInFlightMax} in claims`,
+        );
     }
     world.timer(null, 500, sample);
   };
@@ -183,9 +219,14 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
   const rand = new Prng(opts.seed);
   const allowed = new Set<FaultKind>(opts.faults ?? DEFAULT_FAULTS);
   // The seed chooses this run's faults among those allowed: most runs get several at once.
-  const faults = FAULT_KINDS.filter((f) => allowed.has(f) && (opts.faults?.length === 1 || rand.chance(f === 'catchup' || f === 'edits' ? 0.25 : 0.6)));
+  const faults = FAULT_KINDS.filter(
+    (f) =>
+      allowed.has(f) && (opts.faults?.length === 1 || rand.chance(f === 'bulk' ? 0.05 : WORKLOADS.has(f) ? 0.25 : 0.6)),
+  );
   // A fairness run keeps the disruptive faults out, so that an on-time schedule has no excuse to be late.
-  const active = new Set<FaultKind>(faults.includes('catchup') ? faults.filter((f) => !DISRUPTIVE.has(f)) : faults);
+  const active = new Set<FaultKind>(
+    faults.some((f) => FAIRNESS_WORKLOADS.has(f)) ? faults.filter((f) => !DISRUPTIVE.has(f)) : faults,
+  );
   const nodeCount = opts.nodes ?? rand.int(3, 5);
   const durationMs = opts.durationMs ?? 30_000;
   const drainMs = opts.drainMs ?? 90_000;
@@ -202,13 +243,21 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
   try {
     real = await belfry.sqlite.openSqliteStore({ dataDir: dir });
     const db = (real as unknown as { db: Db }).db;
-    const executingInGroup = db.prepare(`SELECT count(*) AS n FROM events WHERE tenant_id = ? AND grp = ? AND state = 'executing'`);
+    const executingInGroup = db.prepare(
+      `SELECT count(*) AS n FROM events WHERE tenant_id = ? AND grp = ? AND state = 'executing'`,
+    );
     const history = new History(world, (tenantId, group) => (executingInGroup.get(tenantId, group) as { n: number }).n);
-    trace(`seed ${opts.seed}: ${nodeCount} nodes, faults ${[...active].join(',') || 'none'}, tree ${belfry.root}${belfry.gate ? '' : ' (no occurrence gate)'}`);
+    trace(
+      `seed ${opts.seed}: ${nodeCount} nodes, faults ${[...active].join(',') || 'none'}, tree ${belfry.root}${belfry.gate ? '' : ' (no occurrence gate)'}`,
+    );
     const struck: Record<string, number> = {};
     const remote = new Remote(world, rand.fork(), history);
     const ctx: RunContext = {
-      belfry, world, history, remote, trace,
+      belfry,
+      world,
+      history,
+      remote,
+      trace,
       strike: (kind, line) => {
         struck[kind] = (struck[kind] ?? 0) + 1;
         trace(`FAULT ${kind}: ${line}`);
@@ -216,15 +265,25 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
     };
 
     await setupTenants(real, remote);
+    if (active.has('bulk') && belfry.bulk) await setupBulkEvents(real, belfry, history);
     const schedules = await setupSchedules(real, belfry, rand, STORE_EPOCH_MS + durationMs, active.has('catchup'));
-    const deps = { real, observer: observerOf(history, trace), metrics: new belfry.metrics.Metrics(), hub: new WakeupHub() };
+    const deps = {
+      real,
+      observer: observerOf(history, trace),
+      metrics: new belfry.metrics.Metrics(),
+      hub: new WakeupHub(),
+      db: new Database(world, opts.costs ?? true),
+    };
     const pointRand = rand.fork();
     cluster = new SimCluster(ctx, rand, deps, nodeCount);
     cluster.startAll(nodeCount);
     const clients = new Clients(ctx, cluster, rand.fork());
     clients.startApiClient();
     clients.startConsumers(rand.fork());
-    const stormKey = active.has('edits') ? await clients.startEditStorm(real, STORE_EPOCH_MS + durationMs + 5_000) : null;
+    const stormKey = active.has('edits')
+      ? await clients.startEditStorm(real, STORE_EPOCH_MS + durationMs + 5_000)
+      : null;
+    const bulkJobs = active.has('bulk') && belfry.bulk ? startBulkJobs(ctx, cluster, rand.fork()) : null;
     new FaultDirector(ctx, cluster, active, rand.fork(), pointRand).start();
     sampleBounds(world, history, cluster, opts.probe);
 
@@ -236,7 +295,9 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
     remote.healthy = true;
     for (const d of remote.destinations.values()) d.hangUntilMs = 0;
     cluster.heal();
-    const unfinished = db.prepare(`SELECT count(*) AS n FROM events WHERE state IN ('scheduled', 'executing', 'awaiting_retry')`);
+    const unfinished = db.prepare(
+      `SELECT count(*) AS n FROM events WHERE state IN ('scheduled', 'executing', 'awaiting_retry')`,
+    );
     const schedulesLeft = db.prepare(`SELECT count(*) AS n FROM schedules WHERE next_at IS NOT NULL AND paused = 0`);
     let done = false;
     const check = () => {
@@ -247,9 +308,20 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
     world.timer(null, 1_000, check);
     await world.runWhile(world.mono + drainMs, () => done);
 
-    const end = await checkEnd({ db, real, history, schedules, stormKey, afterHealMs: world.mono - durationMs, uncaught: world.uncaught });
+    const end = await checkEnd({
+      db,
+      real,
+      history,
+      schedules,
+      stormKey,
+      afterHealMs: world.mono - durationMs,
+      uncaught: world.uncaught,
+    });
+    if (bulkJobs) await checkBulk(real, history, bulkJobs.small, trace);
     const storeCalls = cluster.nodes.reduce((n, node) => n + node.link.calls, 0);
-    trace(`END ${history.violationCount} violations; ${end.events} events, ${end.notFinished} not finished; drained at ${(world.mono / 1000).toFixed(1)} s`);
+    trace(
+      `END ${history.violationCount} violations; ${end.events} events, ${end.notFinished} not finished; drained at ${(world.mono / 1000).toFixed(1)} s`,
+    );
     return {
       seed: opts.seed,
       ok: history.violationCount === 0,
@@ -258,7 +330,16 @@ export async function simulate(opts: SimOptions): Promise<SimResult> {
       nodes: nodeCount,
       faults: [...active],
       struck,
-      stats: { ...history.stats, events: end.events, schedules: schedules.length, occurrences: end.occurrences, timers: world.timersRun, storeCalls },
+      stats: {
+        ...history.stats,
+        events: end.events,
+        schedules: schedules.length,
+        occurrences: end.occurrences,
+        timers: world.timersRun,
+        storeCalls,
+        dbBusyMs: Math.round(deps.db.busyMs),
+        dbQueuedMsMax: Math.round(deps.db.queuedMsMax),
+      },
       simulatedMs: world.mono,
       wallMs: Math.round(performance.now() - startedWall),
       traceDigest: tr.digest.toString(16).padStart(8, '0'),

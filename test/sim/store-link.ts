@@ -1,7 +1,8 @@
 /**
  * A node's connection to the shared store: every call of the real store (SQLite on a file) goes
- * through the simulated network. The request travels (latency), the database runs it when it
- * arrives (by then the caller may be dead: the call still commits), and the answer travels back
+ * through the simulated network. The request travels (latency), the database runs it in its turn
+ * (database.ts: one call at a time, each taking its time; by then the caller may be dead: the
+ * call still commits), and the answer travels back
  * to the node (held while the node is paused, never delivered once it is dead).
  *
  * Faults, as the director sets them on a link:
@@ -13,6 +14,7 @@
  *     connection to a host that vanished does.
  */
 import type { DueRef, DueWakeups, Store } from '../../src/store/store.ts';
+import type { Database } from './database.ts';
 import type { Actor, Prng, World } from './world.ts';
 
 /** Errors as a driver reports them: classified by code (store/failure-kind.ts), whatever the tree. */
@@ -79,7 +81,10 @@ export class StoreLink {
     readonly label: string,
     private readonly observer: StoreObserver,
     hub: WakeupHub,
+    /** The database: runs each call in its turn, taking its time (database.ts). */
+    private readonly db: Database,
   ) {
+    // dueWakeups: a flag of an older tree's (--src) StoreCapabilities; the current tree reads Store.dueWakeups.
     const capabilities = { ...real.capabilities, multiNode: true, dueWakeups: true };
     const wakeups: DueWakeups = {
       announce: async (refs) => void (await this.call('dueAnnounce', [refs], false, () => hub.publish(refs))),
@@ -135,12 +140,14 @@ export class StoreLink {
         this.observer.failed?.(this, method, err);
         reject(err);
       };
-      if (this.partition === 'refuse') return this.answer(() => fail(connectionError(`${method}: connection refused (partitioned)`)));
+      if (this.partition === 'refuse')
+        return this.answer(() => fail(connectionError(`${method}: connection refused (partitioned)`)));
       if (this.partition === 'blackhole') {
         this.held.push(() => this.answer(() => fail(connectionError(`${method}: connection lost (partition)`))));
         return;
       }
-      if (this.errorRate > 0 && this.rand.chance(this.errorRate)) return this.answer(() => fail(connectionError(`${method}: connection refused`)));
+      if (this.errorRate > 0 && this.rand.chance(this.errorRate))
+        return this.answer(() => fail(connectionError(`${method}: connection refused`)));
       if (this.busyRate > 0 && this.rand.chance(this.busyRate)) return this.answer(() => fail(busyError()));
       // The request's trip to the database; it runs there even if the node dies meanwhile.
       this.world.timer(null, this.latency(), () => {
@@ -148,23 +155,43 @@ export class StoreLink {
           this.held.push(() => this.answer(() => fail(connectionError(`${method}: connection lost (partition)`))));
           return;
         }
-        if (this.partition === 'refuse') return this.answer(() => fail(connectionError(`${method}: connection reset (partitioned)`)));
-        let result: Promise<unknown>;
-        try {
-          result = Promise.resolve(run ? run() : (this.real as unknown as Record<string, (...a: unknown[]) => unknown>)[method](...args));
-        } catch (err) {
-          result = Promise.reject(err);
-        }
-        result.then(
-          (value) => {
-            const lost = this.lostReplyRate > 0 && (this.lostReplyMethods.size === 0 || this.lostReplyMethods.has(method)) && this.rand.chance(this.lostReplyRate);
-            this.observer.executed(this, method, args, value, lost, byClient);
-            if (lost) this.world.trace(`${this.label} ${method}: committed, answer lost`);
-            this.answer(() => (lost ? fail(connectionError(`${method}: connection lost after commit`)) : resolve(value)));
-          },
-          (err: unknown) => this.answer(() => fail(err as Error)),
-        );
+        if (this.partition === 'refuse')
+          return this.answer(() => fail(connectionError(`${method}: connection reset (partitioned)`)));
+        // In the database's queue: it runs in its turn, whatever happens to the link meanwhile.
+        this.db.submit(method, args, () => this.execute(method, args, byClient, run, resolve, fail));
       });
     });
+  }
+
+  /** The call runs on the database: its answer (or error) travels back; the answer may be lost after the commit. */
+  private execute(
+    method: string,
+    args: unknown[],
+    byClient: boolean,
+    run: (() => unknown) | undefined,
+    resolve: (v: unknown) => void,
+    fail: (err: Error) => void,
+  ): void {
+    let result: Promise<unknown>;
+    try {
+      result = Promise.resolve(
+        run ? run() : (this.real as unknown as Record<string, (...a: unknown[]) => unknown>)[method](...args),
+      );
+    } catch (err) {
+      result = Promise.reject(err);
+    }
+    result.then(
+      (value) => {
+        this.db.charge(value);
+        const lost =
+          this.lostReplyRate > 0 &&
+          (this.lostReplyMethods.size === 0 || this.lostReplyMethods.has(method)) &&
+          this.rand.chance(this.lostReplyRate);
+        this.observer.executed(this, method, args, value, lost, byClient);
+        if (lost) this.world.trace(`${this.label} ${method}: committed, answer lost`);
+        this.answer(() => (lost ? fail(connectionError(`${method}: connection lost after commit`)) : resolve(value)));
+      },
+      (err: unknown) => this.answer(() => fail(err as Error)),
+    );
   }
 }

@@ -169,7 +169,14 @@ export class World {
   /** Runs `fn` after `ms` of monotonic time, unless `owner` is dead by then (held while it is paused). */
   timer(owner: Actor | null, ms: number, fn: () => void): () => void {
     if (owner?.state === 'dead') return () => {};
-    const t: Timer = { at: this.mono + Math.max(0, Math.floor(ms)), tie: this.tieRand.next(), seq: this.seq++, fn, owner, canceled: false };
+    const t: Timer = {
+      at: this.mono + Math.max(0, Math.floor(ms)),
+      tie: this.tieRand.next(),
+      seq: this.seq++,
+      fn,
+      owner,
+      canceled: false,
+    };
     this.heap.push(t);
     return () => {
       t.canceled = true;
@@ -191,14 +198,18 @@ export class World {
   /**
    * Patches the process's setImmediate and Date.now for the run: the code under test yields with
    * setImmediate (a queue the world drains), and the SQLite store reads its clock with Date.now
-   * (the store's clock). Returns nothing; `uninstall` puts them back.
+   * (the store's clock: timeNow, which the nodes' StoreClocks calibrate against; the cluster
+   * methods judge by the `now` each node passes, an older tree's by Date.now). Returns nothing;
+   * `uninstall` puts them back.
    */
   install(): void {
     const realSetImmediate = globalThis.setImmediate;
     const realClearImmediate = globalThis.clearImmediate;
     const realDateNow = Date.now;
     const onRejection = (reason: unknown) => {
-      this.uncaught.push(`unhandled rejection: ${reason instanceof Error ? reason.stack ?? reason.message : String(reason)}`);
+      this.uncaught.push(
+        `unhandled rejection: ${reason instanceof Error ? (reason.stack ?? reason.message) : String(reason)}`,
+      );
     };
     process.on('unhandledRejection', onRejection);
     const queue = (fn: (...args: unknown[]) => void, ...args: unknown[]) => {
@@ -237,7 +248,10 @@ export class World {
     for (let round = 0; ; round++) {
       await this.realTurn();
       if (this.immediates.length === 0) return;
-      if (round >= SETTLE_ROUNDS_MAX) throw new Error(`the world never settled: ${this.immediates.length} callbacks still queued after ${round} rounds (a livelock)`);
+      if (round >= SETTLE_ROUNDS_MAX)
+        throw new Error(
+          `the world never settled: ${this.immediates.length} callbacks still queued after ${round} rounds (a livelock)`,
+        );
       const batch = this.immediates;
       this.immediates = [];
       for (const fn of batch) this.guard(fn);
@@ -248,7 +262,7 @@ export class World {
     try {
       fn();
     } catch (err) {
-      this.uncaught.push(`uncaught: ${err instanceof Error ? err.stack ?? err.message : String(err)}`);
+      this.uncaught.push(`uncaught: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
     }
   }
 

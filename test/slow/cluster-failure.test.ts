@@ -40,16 +40,19 @@ const DUPLICATES_MAX = EVENTS * 0.001;
 const schema = `belfry_ft_${randomBytes(4).toString('hex')}`;
 const storeUrl = `${PG_URL}?schema=${schema}`;
 
-
 /** Restarts PostgreSQL without blocking this process: the receiver keeps answering meanwhile. */
 async function restartPostgres(): Promise<void> {
   const version = readdirSync('/etc/postgresql')[0];
-  await promisify(execFile)('pg_ctlcluster', ['--skip-systemctl-redirect', version, 'main', 'restart', '-m', 'fast'], { timeout: 60_000 });
+  await promisify(execFile)('pg_ctlcluster', ['--skip-systemctl-redirect', version, 'main', 'restart', '-m', 'fast'], {
+    timeout: 60_000,
+  });
 }
 
 /** Lines a node logged with message `msg` at or after `sinceMs`. */
 function logLines(node: NodeProcess, msg: string, sinceMs: number): number {
-  return node.output.filter((line) => line.includes(`"msg":"${msg}"`) && Number(/"time":(\d+)/.exec(line)?.[1] ?? 0) >= sinceMs).length;
+  return node.output.filter(
+    (line) => line.includes(`"msg":"${msg}"`) && Number(/"time":(\d+)/.exec(line)?.[1] ?? 0) >= sinceMs,
+  ).length;
 }
 
 /**
@@ -59,7 +62,10 @@ function logLines(node: NodeProcess, msg: string, sinceMs: number): number {
  */
 async function unrecordedWindowMs(url: string): Promise<{ count: number; p50: number; p99: number }> {
   const text = await (await fetch(`${url}/metrics`)).text();
-  const buckets = [...text.matchAll(/^belfry_outcome_unrecorded_seconds_bucket\{le="([^"]+)"\} (\d+)/gm)].map((m) => ({ le: Number(m[1]) * 1_000, n: Number(m[2]) }));
+  const buckets = [...text.matchAll(/^belfry_outcome_unrecorded_seconds_bucket\{le="([^"]+)"\} (\d+)/gm)].map((m) => ({
+    le: Number(m[1]) * 1_000,
+    n: Number(m[2]),
+  }));
   const count = buckets.at(-1)?.n ?? 0;
   const at = (q: number) => buckets.find((b) => b.n >= q * count)?.le ?? NaN;
   return { count, p50: at(0.5), p99: at(0.99) };
@@ -82,7 +88,20 @@ describe('cluster failure test', () => {
   async function startNode(id: string): Promise<NodeProcess> {
     const dir = mkdtempSync(join(tmpdir(), 'belfry-ft-'));
     dataDirs.push(dir);
-    const node = await startNodeProcess(['--store', storeUrl, '--node-id', id, '--admin-key', ADMIN_KEY, '--allow-hosts', '127.0.0.1', '--data', dir, '--log-level', 'info']);
+    const node = await startNodeProcess([
+      '--store',
+      storeUrl,
+      '--node-id',
+      id,
+      '--admin-key',
+      ADMIN_KEY,
+      '--allow-hosts',
+      '127.0.0.1',
+      '--data',
+      dir,
+      '--log-level',
+      'info',
+    ]);
     nodes.set(id, node);
     return node;
   }
@@ -91,7 +110,9 @@ describe('cluster failure test', () => {
   async function shardOwners(): Promise<Map<string, number>> {
     for (;;) {
       try {
-        const { rows } = await db.query(`SELECT node_id, count(*)::int AS n FROM ${schema}.shard_assignments GROUP BY node_id`);
+        const { rows } = await db.query(
+          `SELECT node_id, count(*)::int AS n FROM ${schema}.shard_assignments GROUP BY node_id`,
+        );
         return new Map(rows.map((r) => [r.node_id as string, r.n as number]));
       } catch {
         await new Promise((r) => setTimeout(r, 100));
@@ -113,18 +134,22 @@ describe('cluster failure test', () => {
     return rows[0].node_id;
   }
 
-
   /** Kills a node and measures how long until none of the 256 shards is mapped to it. */
   async function killAndMeasure(id: string): Promise<number> {
     const killedAt = Date.now();
     kills.push({ id, at: killedAt });
     await killNodeProcess(nodes.get(id)!);
     nodes.delete(id);
-    await waitUntil(`shards of ${id} reassigned`, async () => {
-      const owners = await shardOwners();
-      const total = [...owners.values()].reduce((a, b) => a + b, 0);
-      return !owners.has(id) && total === 256;
-    }, 30_000, 50);
+    await waitUntil(
+      `shards of ${id} reassigned`,
+      async () => {
+        const owners = await shardOwners();
+        const total = [...owners.values()].reduce((a, b) => a + b, 0);
+        return !owners.has(id) && total === 256;
+      },
+      30_000,
+      50,
+    );
     return Date.now() - killedAt;
   }
 
@@ -136,7 +161,9 @@ describe('cluster failure test', () => {
     for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
   });
 
-  it(`3 nodes, ${EVENTS} events over ${SPAN_MS / 1000} s, two kills, a join and a PostgreSQL restart`, { timeout: SPAN_MS + 240_000 }, async () => {
+  it(`3 nodes, ${EVENTS} events over ${SPAN_MS / 1000} s, two kills, a join and a PostgreSQL restart`, {
+    timeout: SPAN_MS + 240_000,
+  }, async () => {
     rx = await startReceiver({ behavior: () => ({ status: 200 }) });
     await Promise.all([startNode('n1'), startNode('n2'), startNode('n3')]);
     const first = nodes.get('n1')!;
@@ -145,7 +172,12 @@ describe('cluster failure test', () => {
     const tenant = await api(first.url, ADMIN_KEY, 'POST', '/v1/tenants', { name: 'failure-test' });
     assert.equal(tenant.status, 201, JSON.stringify(tenant.body));
     const key = (await api(first.url, ADMIN_KEY, 'POST', `/v1/tenants/${tenant.body.id}/keys`, {})).body.key;
-    const dest = await api(first.url, key, 'PUT', '/v1/destinations/rx', { url: rx.url, timeout: '5s', maxConcurrency: 100, retry: { maxAttempts: 100, minBackoff: '200ms', maxBackoff: '2s' } });
+    const dest = await api(first.url, key, 'PUT', '/v1/destinations/rx', {
+      url: rx.url,
+      timeout: '5s',
+      maxConcurrency: 100,
+      retry: { maxAttempts: 100, minBackoff: '200ms', maxBackoff: '2s' },
+    });
     assert.equal(dest.status, 201, JSON.stringify(dest.body));
 
     const t0 = Date.now() + LEAD_MS;
@@ -177,20 +209,28 @@ describe('cluster failure test', () => {
     // Firing resumes: a delivery of an event due after PostgreSQL came back.
     let scanned = 0;
     await rx.waitFor((reqs) => {
-      for (; scanned < reqs.length; scanned++) if (reqs[scanned].receivedAt > pgBackAt && (reqs[scanned].json as { fireAt: number }).fireAt > pgBackAt) return true;
+      for (; scanned < reqs.length; scanned++)
+        if (reqs[scanned].receivedAt > pgBackAt && (reqs[scanned].json as { fireAt: number }).fireAt > pgBackAt)
+          return true;
       return false;
     }, 30_000);
-    const resumedAt = rx.requests.find((r) => r.receivedAt > pgBackAt && (r.json as { fireAt: number }).fireAt > pgBackAt)!.receivedAt;
+    const resumedAt = rx.requests.find(
+      (r) => r.receivedAt > pgBackAt && (r.json as { fireAt: number }).fireAt > pgBackAt,
+    )!.receivedAt;
 
     const ids = new Set<string>();
     let seen = 0;
-    await rx.waitFor((reqs) => {
-      for (; seen < reqs.length; seen++) ids.add(String(reqs[seen].headers['webhook-id']));
-      return ids.size >= EVENTS;
-    }, SPAN_MS + 120_000 - (Date.now() - t0));
+    await rx.waitFor(
+      (reqs) => {
+        for (; seen < reqs.length; seen++) ids.add(String(reqs[seen].headers['webhook-id']));
+        return ids.size >= EVENTS;
+      },
+      SPAN_MS + 120_000 - (Date.now() - t0),
+    );
 
     const counts = new Map<string, number>();
-    for (const r of rx.requests) counts.set(String(r.headers['webhook-id']), (counts.get(String(r.headers['webhook-id'])) ?? 0) + 1);
+    for (const r of rx.requests)
+      counts.set(String(r.headers['webhook-id']), (counts.get(String(r.headers['webhook-id'])) ?? 0) + 1);
     const duplicates = rx.count - counts.size;
     const early = rx.requests.filter((r) => r.receivedAt < (r.json as { fireAt: number }).fireAt);
     const lateness = rx.requests.map((r) => r.receivedAt - (r.json as { fireAt: number }).fireAt);
@@ -207,14 +247,17 @@ describe('cluster failure test', () => {
     const perEvent = [...firstLateness.values()];
     // Where in the scenario lateness came from: the worst first delivery per phase (the leader
     // killed at 15 s, another node at 30 s, a node started at 35 s, PostgreSQL restarted at 45 s).
-    const phaseOf = (j: number) => ['0-15s', '15-30s', '30-45s', '45-60s'][Math.min(3, Math.floor((j * SPAN_MS) / EVENTS / 15_000))];
+    const phaseOf = (j: number) =>
+      ['0-15s', '15-30s', '30-45s', '45-60s'][Math.min(3, Math.floor((j * SPAN_MS) / EVENTS / 15_000))];
     const byPhase = new Map<string, number[]>();
     for (const [id, ms] of firstLateness) {
       const phase = phaseOf(Number(id.slice('ft-'.length)));
       if (!byPhase.has(phase)) byPhase.set(phase, []);
       byPhase.get(phase)!.push(ms);
     }
-    const phases = Object.fromEntries([...byPhase].sort().map(([phase, ms]) => [phase, { p50: percentile(ms, 50), max: Math.max(...ms) }]));
+    const phases = Object.fromEntries(
+      [...byPhase].sort().map(([phase, ms]) => [phase, { p50: percentile(ms, 50), max: Math.max(...ms) }]),
+    );
     const lateEvents = [...firstLateness].filter(([, ms]) => ms > LATENESS_MS_MAX);
     const rescued = await rescuedEvents();
     const rescuedLateness = [...rescued.keys()].map((id) => firstLateness.get(id) ?? Infinity);
@@ -230,7 +273,12 @@ describe('cluster failure test', () => {
       o.events++;
       const deliveredAt = firstReceivedAt.get(id);
       const killAt = killedAt.get(owner);
-      if ((counts.get(id) ?? 0) > 1 && deliveredAt !== undefined && killAt !== undefined && deliveredAt <= killAt + 50) {
+      if (
+        (counts.get(id) ?? 0) > 1 &&
+        deliveredAt !== undefined &&
+        killAt !== undefined &&
+        deliveredAt <= killAt + 50
+      ) {
         o.duplicates++;
         o.windowMs = Math.max(o.windowMs ?? 0, killAt - deliveredAt);
       }
@@ -247,25 +295,63 @@ describe('cluster failure test', () => {
       reassignAfterSecondKillMs: reassign2,
       pgRestartMs: pgBackAt - pgRestartAt,
       firingResumedAfterPgMs: resumedAt - pgBackAt,
-      shardMovesAfterPgRestart: [...nodes.values()].reduce((n, node) => n + logLines(node, 'shards reassigned', pgRestartAt), 0),
+      shardMovesAfterPgRestart: [...nodes.values()].reduce(
+        (n, node) => n + logLines(node, 'shards reassigned', pgRestartAt),
+        0,
+      ),
       latenessMs: { p50: percentile(lateness, 50), p99: percentile(lateness, 99), max: Math.max(...lateness) },
-      eventLatenessMs: { p50: percentile(perEvent, 50), p99: percentile(perEvent, 99), max: Math.max(...perEvent), over5s: lateEvents.length, phases },
-      inFlightRescued: { events: rescued.size, reasons, byOwner, maxLatenessMs: rescuedLateness.length > 0 ? Math.max(...rescuedLateness) : null },
-      unrecordedWindowMs: Object.fromEntries(await Promise.all([...nodes].map(async ([id, node]) => [id, await unrecordedWindowMs(node.url).catch(() => null)]))),
+      eventLatenessMs: {
+        p50: percentile(perEvent, 50),
+        p99: percentile(perEvent, 99),
+        max: Math.max(...perEvent),
+        over5s: lateEvents.length,
+        phases,
+      },
+      inFlightRescued: {
+        events: rescued.size,
+        reasons,
+        byOwner,
+        maxLatenessMs: rescuedLateness.length > 0 ? Math.max(...rescuedLateness) : null,
+      },
+      unrecordedWindowMs: Object.fromEntries(
+        await Promise.all(
+          [...nodes].map(async ([id, node]) => [id, await unrecordedWindowMs(node.url).catch(() => null)]),
+        ),
+      ),
     };
     console.log(`cluster failure test: ${JSON.stringify(figures)}`);
-    if (process.env.BELFRY_FT_DUMP) writeFileSync(process.env.BELFRY_FT_DUMP, JSON.stringify({ t0, kills, reqs: rx.requests.map((r) => [String(r.headers['webhook-id']), r.receivedAt, (r.json as { fireAt: number }).fireAt]) }));
+    if (process.env.BELFRY_FT_DUMP)
+      writeFileSync(
+        process.env.BELFRY_FT_DUMP,
+        JSON.stringify({
+          t0,
+          kills,
+          reqs: rx.requests.map((r) => [
+            String(r.headers['webhook-id']),
+            r.receivedAt,
+            (r.json as { fireAt: number }).fireAt,
+          ]),
+        }),
+      );
 
     for (let j = 0; j < EVENTS; j++) assert.ok(counts.has(`ft-${j}`), `event ft-${j} was never delivered`);
     assert.equal(early.length, 0, `${early.length} events delivered before their due time`);
     assert.ok(reassign1 <= REASSIGN_MS_MAX, `shards moved ${reassign1} ms after the leader was killed`);
     assert.ok(reassign2 <= REASSIGN_MS_MAX, `shards moved ${reassign2} ms after the second kill`);
     assert.ok(duplicates <= DUPLICATES_MAX, `${duplicates} duplicates (at most ${DUPLICATES_MAX})`);
-    assert.deepEqual(lateEvents.slice(0, 10), [], `${lateEvents.length} events first delivered more than ${LATENESS_MS_MAX} ms late`);
+    assert.deepEqual(
+      lateEvents.slice(0, 10),
+      [],
+      `${lateEvents.length} events first delivered more than ${LATENESS_MS_MAX} ms late`,
+    );
     for (const node of nodes.values()) {
       const { code, signal } = await stopNodeProcess(node);
       // The node's last words (its log and stderr) when it did not shut down cleanly.
-      assert.equal(code, 0, `a node exited with code ${code} (signal ${signal}) on SIGTERM; its last output:\n${node.output.join('').slice(-3_000)}`);
+      assert.equal(
+        code,
+        0,
+        `a node exited with code ${code} (signal ${signal}) on SIGTERM; its last output:\n${node.output.join('').slice(-3_000)}`,
+      );
     }
     nodes.clear();
   });

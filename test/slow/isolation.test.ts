@@ -25,11 +25,24 @@ const WARMUP_FAILING = 8;
 /** Delivers a first round of successes and final failures, to destinations A and B never share. */
 async function warmUp(t: TestNode, ok: Receiver, failing: Receiver): Promise<void> {
   assert.equal((await t.api('PUT', '/v1/destinations/warm-ok', { url: ok.url, maxConcurrency: 50 })).status, 201);
-  assert.equal((await t.api('PUT', '/v1/destinations/warm-failing', { url: failing.url, retry: { maxAttempts: 1 } })).status, 201);
+  assert.equal(
+    (await t.api('PUT', '/v1/destinations/warm-failing', { url: failing.url, retry: { maxAttempts: 1 } })).status,
+    201,
+  );
   const at = Date.now() + 300;
   const events = [
-    ...Array.from({ length: WARMUP_OK }, (_, i) => ({ id: `w-ok-${i}`, fireAt: at + i * 2, destination: 'warm-ok', payload: {} })),
-    ...Array.from({ length: WARMUP_FAILING }, (_, i) => ({ id: `w-failing-${i}`, fireAt: at + i * 50, destination: 'warm-failing', payload: {} })),
+    ...Array.from({ length: WARMUP_OK }, (_, i) => ({
+      id: `w-ok-${i}`,
+      fireAt: at + i * 2,
+      destination: 'warm-ok',
+      payload: {},
+    })),
+    ...Array.from({ length: WARMUP_FAILING }, (_, i) => ({
+      id: `w-failing-${i}`,
+      fireAt: at + i * 50,
+      destination: 'warm-failing',
+      payload: {},
+    })),
   ];
   assert.equal((await t.api('POST', '/v1/events/batch', { events })).status, 200);
   await ok.waitFor((reqs) => reqs.length >= WARMUP_OK, 15_000);
@@ -50,12 +63,23 @@ for (const mode of ['answers 500', 'hangs until timeout'] as const) {
 
     it(`delivers all of B's ${EVENTS_PER_DESTINATION} events within ${LATENESS_MS_MAX} ms of due`, async () => {
       t = await startTestNode();
-      a = await startReceiver({ behavior: () => (mode === 'answers 500' ? { status: 500 } : { status: 200, hang: true }) });
+      a = await startReceiver({
+        behavior: () => (mode === 'answers 500' ? { status: 500 } : { status: 200, hang: true }),
+      });
       b = await startReceiver({ behavior: () => ({ status: 200 }) });
       warmOk = await startReceiver({ behavior: () => ({ status: 200 }) });
       warmFailing = await startReceiver({ behavior: () => ({ status: 500 }) });
       await warmUp(t, warmOk, warmFailing);
-      assert.equal((await t.api('PUT', '/v1/destinations/a', { url: a.url, timeout: '1s', retry: { maxAttempts: 3, minBackoff: '1s', maxBackoff: '2s' } })).status, 201);
+      assert.equal(
+        (
+          await t.api('PUT', '/v1/destinations/a', {
+            url: a.url,
+            timeout: '1s',
+            retry: { maxAttempts: 3, minBackoff: '1s', maxBackoff: '2s' },
+          })
+        ).status,
+        201,
+      );
       assert.equal((await t.api('PUT', '/v1/destinations/b', { url: b.url, maxConcurrency: 50 })).status, 201);
 
       // Both destinations get an event due at the same millisecond, SPREAD_MS / 2000 apart.

@@ -14,20 +14,26 @@ import { SimClock, SteadyClock } from '../../src/core/clock.ts';
 import type { EventRecord } from '../../src/core/event.ts';
 import { RETENTION_DEFAULTS } from '../../src/core/retention.ts';
 import { Metrics } from '../../src/node/metrics.ts';
-import { CountSampler } from '../../src/store/count-sampler.ts';
+import { CountSampler } from '../../src/maintenance/count-sampler.ts';
 import { GroupCommitter } from '../../src/store/group-commit.ts';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
 import { openPostgresStore } from '../../src/store/postgres/postgres-store.ts';
 import type { Store } from '../../src/store/store.ts';
 import { dropTestSchema, TEST_PG_URL } from './pg.ts';
 import { randomBytes } from 'node:crypto';
-import { PullWaiters } from '../../src/dispatch/pull-waiters.ts';
+import { PullWaiters } from '../../src/pull/waiters.ts';
+import { EventIntake } from '../../src/api/intake.ts';
+import { SourceIngest } from '../../src/api/source-ingest.ts';
+import { TenantQuotas } from '../../src/api/tenant-quotas.ts';
+import type { Clock } from '../../src/core/clock.ts';
 
 export const ADMIN_KEY = 'admin-test-key-0123456789abcdef';
 
 export interface TestApp<S extends Store = SqliteStore> {
   app: FastifyInstance;
   deps: AppDeps;
+  /** deps.metrics as the node's prom-client class, whose values a test can read. */
+  metrics: Metrics;
   store: S;
   clock: SimClock;
   /** Keys of tenants A and B, made through the admin API. */
@@ -53,6 +59,30 @@ export interface TestAppOptions<S extends Store = SqliteStore> {
   logger?: AppDeps['logger'];
   /** Default: a GroupCommitter over the store with the default bounds. */
   writer?: (store: S, clock: SimClock) => AppDeps['writer'];
+}
+
+/**
+ * A Kafka source's sink on the test app's store and writer, with quotas of its own (as the node
+ * wires one: an event intake over the plain store).
+ */
+export function sourceIngestOf(
+  t: TestApp<Store>,
+  clock: Clock,
+  messageBytesMax: number,
+  onEventsCreated: (events: EventRecord[]) => void,
+): SourceIngest {
+  const quotas = new TenantQuotas(t.store, clock, t.deps.limits, t.deps.counts);
+  const intake = new EventIntake({
+    clock,
+    shardCount: 16,
+    addressPolicy: t.deps.addressPolicy,
+    destinations: t.store,
+    quotas,
+    writer: t.deps.writer,
+    metrics: t.deps.metrics,
+    onEventsCreated,
+  });
+  return new SourceIngest({ intake, quotas, messageBytesMax });
 }
 
 export function bearer(key: string): Record<string, string> {
@@ -87,7 +117,11 @@ export const TEST_BACKENDS: [string, (opts?: TestAppOptions) => Promise<TestApp<
   ['postgres', makePostgresTestApp],
 ];
 
-async function makeTestAppOn<S extends Store>(store: S, removeStore: () => Promise<void>, opts: TestAppOptions<S>): Promise<TestApp<S>> {
+async function makeTestAppOn<S extends Store>(
+  store: S,
+  removeStore: () => Promise<void>,
+  opts: TestAppOptions<S>,
+): Promise<TestApp<S>> {
   const clock = new SimClock(Date.UTC(2026, 0, 1, 12, 0, 0));
   const changed: EventRecord[][] = [];
   const logger = opts.logger ?? pino({ level: 'silent' });
@@ -96,6 +130,7 @@ async function makeTestAppOn<S extends Store>(store: S, removeStore: () => Promi
   await counts.runOnce();
   const destinationsChanged: [string, string][] = [];
   const tenantSecretsChanged: string[] = [];
+  const metrics = new Metrics();
   const deps: AppDeps = {
     store,
     clock,
@@ -104,7 +139,7 @@ async function makeTestAppOn<S extends Store>(store: S, removeStore: () => Promi
     onEventsChanged: (events) => changed.push(events),
     onDestinationChanged: (tenantId, name) => destinationsChanged.push([tenantId, name]),
     onTenantSecretsChanged: (tenantId) => tenantSecretsChanged.push(tenantId),
-    metrics: new Metrics(),
+    metrics,
     counts,
     logger,
     adminKey: ADMIN_KEY,
@@ -121,6 +156,7 @@ async function makeTestAppOn<S extends Store>(store: S, removeStore: () => Promi
   return {
     app,
     deps,
+    metrics,
     store,
     clock,
     tenantKey: a.key,
@@ -153,11 +189,27 @@ export async function moveEvent(
 ): Promise<EventRecord> {
   const current = await store.eventGet({ tenantId, id });
   if (!current) throw new Error(`moveEvent: no event ${id}`);
-  const [claimed] = await store.eventClaim({ refs: [{ tenantId, id, version: current.version }], now, owner: OWNER, leaseUntil: now + 60_000 });
+  const [claimed] = await store.eventClaim({
+    refs: [{ tenantId, id, version: current.version }],
+    now,
+    owner: OWNER,
+    leaseUntil: now + 60_000,
+  });
   if (!claimed) throw new Error(`moveEvent: could not claim ${id} (state ${current.state})`);
   if (to === 'executing') return claimed;
   const [applied] = await store.eventRecordAttempts({
-    outcomes: [{ tenantId, id, version: claimed.version, owner: OWNER, to, durationMs: 5, status: to === 'succeeded' ? 200 : 500, retryAt: now + 1_000 }],
+    outcomes: [
+      {
+        tenantId,
+        id,
+        version: claimed.version,
+        owner: OWNER,
+        to,
+        durationMs: 5,
+        status: to === 'succeeded' ? 200 : 500,
+        retryAt: now + 1_000,
+      },
+    ],
     now,
   });
   if (!applied) throw new Error(`moveEvent: could not record ${to} for ${id}`);

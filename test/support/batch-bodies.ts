@@ -8,7 +8,12 @@ export function largestBatch(prefix: string, bytes: number): string {
   const item = { a: 1, b: 'two', c: [1, 2, 3], d: { e: true } };
   const perEvent = Math.floor(bytes / 1_000);
   const events = Array.from({ length: 1_000 }, (_, i) => {
-    const base = { id: `${prefix}-${String(i).padStart(4, '0')}`, destination: 'orders', delay: '1h', payload: { items: [] as unknown[], pad: '' } };
+    const base = {
+      id: `${prefix}-${String(i).padStart(4, '0')}`,
+      destination: 'orders',
+      delay: '1h',
+      payload: { items: [] as unknown[], pad: '' },
+    };
     const baseBytes = JSON.stringify(base).length + 1;
     const itemBytes = JSON.stringify(item).length + 1;
     base.payload.items = Array(Math.floor((perEvent - baseBytes - 64) / itemBytes)).fill(item);

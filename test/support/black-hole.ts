@@ -76,7 +76,10 @@ export interface StallingProxy extends BlackHole {
  * A loopback proxy to `upstreamPort` that, on each connection, forwards both ways until a chunk
  * from the client matches `stallOn`, then swallows everything from there on, both ways.
  */
-export async function stallingProxy(upstreamPort: number, stallOn: (clientChunk: Buffer) => boolean): Promise<StallingProxy> {
+export async function stallingProxy(
+  upstreamPort: number,
+  stallOn: (clientChunk: Buffer) => boolean,
+): Promise<StallingProxy> {
   const sockets = new Set<net.Socket>();
   let accepted = 0;
   let stalled = 0;

@@ -42,7 +42,9 @@ export async function consumeRedis(url = REDIS_URL, onMessage?: OnMessage): Prom
   let last = '0';
   const loop = (async () => {
     while (!stopped) {
-      const res = (await reader.xreadBuffer('BLOCK', 200, 'STREAMS', stream, last).catch(() => null)) as [Buffer, [Buffer, Buffer[]][]][] | null;
+      const res = (await reader.xreadBuffer('BLOCK', 200, 'STREAMS', stream, last).catch(() => null)) as
+        | [Buffer, [Buffer, Buffer[]][]][]
+        | null;
       for (const [, entries] of res ?? []) {
         for (const [id, flat] of entries) {
           last = id.toString();
@@ -109,12 +111,17 @@ export async function consumeAmqp(url = AMQP_URL, onMessage?: OnMessage): Promis
   await ch.bindQueue(queue, exchange, 'due');
   const messages: Consumed[] = [];
   const take: OnMessage = onMessage ?? ((m) => void messages.push(m));
-  await ch.consume(queue, (m) => {
-    if (!m) return;
-    const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(m.properties.headers ?? {})) headers[k] = Buffer.isBuffer(v) ? v.toString() : String(v);
-    take({ body: m.content, headers, receivedAt: Date.now() });
-  }, { noAck: true });
+  await ch.consume(
+    queue,
+    (m) => {
+      if (!m) return;
+      const headers: Record<string, string> = {};
+      for (const [k, v] of Object.entries(m.properties.headers ?? {}))
+        headers[k] = Buffer.isBuffer(v) ? v.toString() : String(v);
+      take({ body: m.content, headers, receivedAt: Date.now() });
+    },
+    { noAck: true },
+  );
   return {
     // The machine's RabbitMQ listens without TLS: its guest login goes in clear, said explicitly.
     destination: { kind: 'amqp', url, exchange, routingKey: 'due', allowInsecureCredentials: true },
@@ -130,7 +137,11 @@ export async function consumeAmqp(url = AMQP_URL, onMessage?: OnMessage): Promis
 const FETCH_WAIT_MS = 20;
 
 /** A fresh topic (created through `createTopic`) read by a consumer group from the beginning. */
-export async function consumeKafka(bootstrap: string, createTopic: (name: string, partitions: number) => Promise<void>, onMessage?: OnMessage): Promise<BrokerConsumer> {
+export async function consumeKafka(
+  bootstrap: string,
+  createTopic: (name: string, partitions: number) => Promise<void>,
+  onMessage?: OnMessage,
+): Promise<BrokerConsumer> {
   const topic = unique('belfry-test');
   await createTopic(topic, 3);
   const brokers = bootstrap.split(',');

@@ -16,7 +16,13 @@ export interface TestNode {
   /** A tenant's API key, created through the admin API. */
   tenantKey: string;
   tenantId: string;
-  api(method: string, path: string, body?: unknown, key?: string, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
+  api(
+    method: string,
+    path: string,
+    body?: unknown,
+    key?: string,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: any; headers: Headers }>;
   /** Stops the node and removes its data dir. */
   close(): Promise<void>;
 }
@@ -24,11 +30,20 @@ export interface TestNode {
 export async function startTestNode(config: Partial<NodeConfig> = {}, opts: NodeOptions = {}): Promise<TestNode> {
   const dataDir = config.dataDir ?? mkdtempSync(join(tmpdir(), 'belfry-it-'));
   const node = await startNode(
-    { ...DEFAULT_CONFIG, port: 0, dataDir, adminKey: ADMIN_KEY, allowHosts: ['127.0.0.1', '::1'], shutdownTimeoutMs: 5_000, ...config },
+    {
+      ...DEFAULT_CONFIG,
+      port: 0,
+      dataDir,
+      adminKey: ADMIN_KEY,
+      allowHosts: ['127.0.0.1', '::1'],
+      shutdownTimeoutMs: 5_000,
+      ...config,
+    },
     { logger: pino({ level: process.env.BELFRY_TEST_LOG ?? 'silent' }), ...opts },
   );
   const url = node.url;
-  const api: TestNode['api'] = (method, path, body, key, headers = {}) => callApi(url, key ?? tenantKey, method, path, body, headers);
+  const api: TestNode['api'] = (method, path, body, key, headers = {}) =>
+    callApi(url, key ?? tenantKey, method, path, body, headers);
   let tenantKey = ADMIN_KEY;
   const tenant = await api('POST', '/v1/tenants', { name: 'test' }, ADMIN_KEY);
   if (tenant.status !== 201) throw new Error(`tenant create failed: ${tenant.status} ${JSON.stringify(tenant.body)}`);
@@ -50,7 +65,12 @@ export async function startTestNode(config: Partial<NodeConfig> = {}, opts: Node
 }
 
 /** Resolves when `predicate` returns true, checking every `everyMs`; rejects after `timeoutMs` with `what`. */
-export async function waitUntil(what: string, predicate: () => boolean | Promise<boolean>, timeoutMs: number, everyMs = 20): Promise<void> {
+export async function waitUntil(
+  what: string,
+  predicate: () => boolean | Promise<boolean>,
+  timeoutMs: number,
+  everyMs = 20,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await predicate()) return;

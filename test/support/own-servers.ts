@@ -71,15 +71,25 @@ function ownServer(spec: ServerSpec): Promise<OwnServer> {
       port,
       async start() {
         // Its own process group: a wrapper script's children are killed with it.
-        const c = spawn(spec.command, spec.args(port, dir), { stdio: 'ignore', detached: true, env: { ...process.env, ...spec.env?.(port, dir) } });
+        const c = spawn(spec.command, spec.args(port, dir), {
+          stdio: 'ignore',
+          detached: true,
+          env: { ...process.env, ...spec.env?.(port, dir) },
+        });
         child = c;
         running.add(c);
         c.once('exit', () => running.delete(c));
-        const exited = new Promise<never>((_, reject) => c.once('exit', (code) => reject(new Error(`${spec.command} exited (code ${code}) before accepting connections`))));
-        await Promise.race([accepting(port, Date.now() + (spec.startMsMax ?? START_MS_MAX)), exited]).catch(async (err: unknown) => {
-          await server.stop();
-          throw err;
-        });
+        const exited = new Promise<never>((_, reject) =>
+          c.once('exit', (code) =>
+            reject(new Error(`${spec.command} exited (code ${code}) before accepting connections`)),
+          ),
+        );
+        await Promise.race([accepting(port, Date.now() + (spec.startMsMax ?? START_MS_MAX)), exited]).catch(
+          async (err: unknown) => {
+            await server.stop();
+            throw err;
+          },
+        );
       },
       async stop() {
         const c = child;
@@ -109,12 +119,31 @@ function ownServer(spec: ServerSpec): Promise<OwnServer> {
 
 /** A redis-server of the test's own, its stream data kept in an append-only file across restarts. */
 export function startOwnRedis(): Promise<OwnServer> {
-  return ownServer({ command: 'redis-server', args: (port, dir) => ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always'] });
+  return ownServer({
+    command: 'redis-server',
+    args: (port, dir) => [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--save',
+      '',
+      '--appendonly',
+      'yes',
+      '--appendfsync',
+      'always',
+    ],
+  });
 }
 
 /** A nats-server with JetStream of the test's own, its store in the temp dir. */
 export function startOwnNats(): Promise<OwnServer> {
-  return ownServer({ command: '/usr/sbin/nats-server', args: (port, dir) => ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir] });
+  return ownServer({
+    command: '/usr/sbin/nats-server',
+    args: (port, dir) => ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir],
+  });
 }
 
 let rabbits = 0;

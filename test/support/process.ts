@@ -38,10 +38,15 @@ export async function startNodeProcess(args: string[], env: Record<string, strin
   child.stderr!.on('data', (chunk: Buffer) => output.push(chunk.toString()));
   const lines = createInterface({ input: child.stdout! });
   const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`node did not log "listening" within ${NODE_START_MS_MAX}ms`)), NODE_START_MS_MAX);
+    const timer = setTimeout(
+      () => reject(new Error(`node did not log "listening" within ${NODE_START_MS_MAX}ms`)),
+      NODE_START_MS_MAX,
+    );
     void exited.then(({ code, signal }) => {
       clearTimeout(timer);
-      reject(new Error(`node exited before listening (code ${code}, signal ${signal}):\n${output.join('').slice(-2000)}`));
+      reject(
+        new Error(`node exited before listening (code ${code}, signal ${signal}):\n${output.join('').slice(-2000)}`),
+      );
     });
     lines.on('line', (line) => {
       output.push(line + '\n');
@@ -70,7 +75,10 @@ export function listeningPort(line: string): number | null {
 }
 
 /** SIGTERM, then SIGKILL if the process has not exited by the deadline. Resolves with how it exited. */
-export async function stopNodeProcess(node: NodeProcess, deadlineMs = NODE_STOP_MS_MAX): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+export async function stopNodeProcess(
+  node: NodeProcess,
+  deadlineMs = NODE_STOP_MS_MAX,
+): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
   const { child } = node;
   if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
   const timer = setTimeout(() => child.kill('SIGKILL'), deadlineMs);
@@ -92,14 +100,18 @@ export const REFUSAL_MS_MAX = 15_000;
  * Runs `belfry start <args>`, expecting it to refuse and exit: its exit code, signal (SIGKILL when
  * it was still running after REFUSAL_MS_MAX), everything it wrote and how long it ran.
  */
-export async function runRefusedStart(args: string[]): Promise<{ code: number | null; signal: string | null; output: string; elapsedMs: number }> {
+export async function runRefusedStart(
+  args: string[],
+): Promise<{ code: number | null; signal: string | null; output: string; elapsedMs: number }> {
   const startedMs = performance.now();
   const child = spawn(process.execPath, [BIN, 'start', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const timer = setTimeout(() => child.kill('SIGKILL'), REFUSAL_MS_MAX);
-  const { code, signal } = await new Promise<{ code: number | null; signal: string | null }>((resolve) => child.once('exit', (c, s) => resolve({ code: c, signal: s })));
+  const { code, signal } = await new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+    child.once('exit', (c, s) => resolve({ code: c, signal: s })),
+  );
   clearTimeout(timer);
   return { code, signal, output, elapsedMs: performance.now() - startedMs };
 }

@@ -16,7 +16,11 @@ const handlerMs = Number(process.env.HANDLER_MS ?? 100);
 const out = (line: Record<string, unknown>) => process.stdout.write(JSON.stringify({ ...line, at: Date.now() }) + '\n');
 
 const client = new BelfryClient({ baseUrl: env('BELFRY_URL'), apiKey: env('BELFRY_KEY') });
-const consumer = client.consumer(env('BELFRY_DEST'), { concurrency: 4, visibilityTimeout: env('BELFRY_VISIBILITY'), wait: '1s' });
+const consumer = client.consumer(env('BELFRY_DEST'), {
+  concurrency: 4,
+  visibilityTimeout: env('BELFRY_VISIBILITY'),
+  wait: '1s',
+});
 consumer.on('*', async (event) => {
   const { g, s } = event.payload as { g: string | null; s: number };
   out({ ev: 'start', id: event.id, g, s, attempt: event.attempt });

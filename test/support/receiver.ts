@@ -32,6 +32,8 @@ export interface ReceiverResponse {
   headers?: Record<string, string>;
   /** Response body; default empty. */
   body?: string;
+  /** Called just before the response is written (after `delayMs`): the request is in flight until then. */
+  onSend?: () => void;
 }
 
 export interface ReceiverOptions {
@@ -83,6 +85,7 @@ export async function startReceiver(opts: ReceiverOptions = {}): Promise<Receive
     if (out.hang) return;
     const send = () => {
       if (res.destroyed) return;
+      out.onSend?.();
       res.writeHead(out.status, out.headers);
       res.end(out.body ?? '');
     };
@@ -153,7 +156,9 @@ export async function startReceiver(opts: ReceiverOptions = {}): Promise<Receive
       };
       const timer = setTimeout(() => {
         cleanup();
-        reject(new Error(`receiver.waitFor: condition not met within ${timeoutMs}ms (${requests.length} requests received)`));
+        reject(
+          new Error(`receiver.waitFor: condition not met within ${timeoutMs}ms (${requests.length} requests received)`),
+        );
       }, timeoutMs);
       const cleanup = () => {
         clearTimeout(timer);

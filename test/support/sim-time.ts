@@ -22,7 +22,10 @@ export async function tick(clock: SimClock, ms: number): Promise<void> {
 }
 
 /** The store with eventListDue wrapped to report how many rows each call returned. */
-export function countingListDue<S extends { eventListDue: (p: never) => Promise<unknown[]> }>(store: S, onRows: (n: number) => void): S {
+export function countingListDue<S extends { eventListDue: (p: never) => Promise<unknown[]> }>(
+  store: S,
+  onRows: (n: number) => void,
+): S {
   const listDue = store.eventListDue.bind(store) as S['eventListDue'];
   const counted = Object.create(store) as S;
   counted.eventListDue = (async (params: never) => {

@@ -20,7 +20,11 @@ function connection(): ConnectionOptions {
 }
 
 function jobOf(e: BenchEvent, now: number) {
-  return { name: 'deliver', data: { id: e.id, fireAt: e.fireAt } satisfies JobData, opts: { ...JOB_OPTS, delay: Math.max(0, e.fireAt - now) } };
+  return {
+    name: 'deliver',
+    data: { id: e.id, fireAt: e.fireAt } satisfies JobData,
+    opts: { ...JOB_OPTS, delay: Math.max(0, e.fireAt - now) },
+  };
 }
 
 export const bullmq: Peer = {

@@ -34,7 +34,13 @@ export const pgBoss: Peer = {
     await boss.createQueue(QUEUE);
     return {
       async scheduleBatch(events) {
-        await boss.insert(events.map((e) => ({ name: QUEUE, data: { id: e.id, fireAt: e.fireAt } satisfies JobData, startAfter: new Date(e.fireAt) })));
+        await boss.insert(
+          events.map((e) => ({
+            name: QUEUE,
+            data: { id: e.id, fireAt: e.fireAt } satisfies JobData,
+            startAfter: new Date(e.fireAt),
+          })),
+        );
       },
       async scheduleOne(e) {
         await boss.send(QUEUE, { id: e.id, fireAt: e.fireAt } satisfies JobData, { startAfter: new Date(e.fireAt) });
@@ -48,9 +54,13 @@ export const pgBoss: Peer = {
   async startWorker(schema, deliver) {
     const boss = await open(schema, true);
     for (let i = 0; i < WORKERS; i++) {
-      await boss.work<JobData>(QUEUE, { batchSize: BATCH_SIZE, pollingIntervalSeconds: POLLING_INTERVAL_S }, async (jobs) => {
-        await Promise.all(jobs.map((job) => deliver(job.data)));
-      });
+      await boss.work<JobData>(
+        QUEUE,
+        { batchSize: BATCH_SIZE, pollingIntervalSeconds: POLLING_INTERVAL_S },
+        async (jobs) => {
+          await Promise.all(jobs.map((job) => deliver(job.data)));
+        },
+      );
     }
     return { close: () => boss.stop({ graceful: false, wait: true }) };
   },

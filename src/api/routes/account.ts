@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Authenticator } from '../auth.ts';
 import type { AppDeps } from '../deps.ts';
-import { limitsJson } from '../limits.ts';
+import { limitsJson } from '../../core/tenant-limits.ts';
 import { BEARER_SECURITY, errorResponses } from '../schemas/common.ts';
 import { LimitsJson } from '../schemas/limits.ts';
 import { KeyIdParams } from '../schemas/tenants.ts';
@@ -36,5 +36,11 @@ export function accountRoutes(app: FastifyInstance, deps: AppDeps, auth: Authent
     tenantOf: async (request) => request.tenantId,
   });
 
-  signingSecretRoutes(app, deps, { base: '/v1/signing-secret', tags: ['account'], who: 'this tenant', params: null, tenantOf: async (request) => request.tenantId });
+  signingSecretRoutes(app, deps, {
+    base: '/v1/signing-secret',
+    tags: ['account'],
+    who: 'this tenant',
+    params: null,
+    tenantOf: async (request) => request.tenantId,
+  });
 }

@@ -13,7 +13,7 @@ import { checkHeaders, parseDurationField, resolveRetry } from '../event-input.t
 import { parseTarget } from '../../channels/registry.ts';
 import { isPull, KIND_TRAITS } from '../../core/destination.ts';
 import { isoTime, toDestinationJson } from '../event-json.ts';
-import { overLimit, type TenantLimits } from '../limits.ts';
+import { overLimit, type TenantLimits } from '../../core/tenant-limits.ts';
 import { ROTATION_DESCRIPTION, rotatedSecrets, rotationGraceMs } from '../secret-rotation.ts';
 import { BEARER_SECURITY, errorResponses } from '../schemas/common.ts';
 import {
@@ -38,10 +38,21 @@ function destinationNotFound(name: string): BelfryError {
 }
 
 /** The body as stored settings; throws 400 naming the field for what the schema cannot check. */
-export function toDestinationConfig(body: DestinationPutInput, policy: AddressPolicy, limits: TenantLimits): DestinationConfig {
+export function toDestinationConfig(
+  body: DestinationPutInput,
+  policy: AddressPolicy,
+  limits: TenantLimits,
+): DestinationConfig {
   // A pull destination's body has none of these (only its retry policy): the defaults apply.
-  const common: { kind: string; timeout?: string | number; headers?: Record<string, string>; rateLimit?: { perSecond: number }; maxConcurrency?: number } = body;
-  const timeoutMs = common.timeout === undefined ? DESTINATION_TIMEOUT_MS_DEFAULT : parseDurationField('timeout', common.timeout);
+  const common: {
+    kind: string;
+    timeout?: string | number;
+    headers?: Record<string, string>;
+    rateLimit?: { perSecond: number };
+    maxConcurrency?: number;
+  } = body;
+  const timeoutMs =
+    common.timeout === undefined ? DESTINATION_TIMEOUT_MS_DEFAULT : parseDurationField('timeout', common.timeout);
   if (timeoutMs < 1 || timeoutMs > DESTINATION_TIMEOUT_MS_MAX) throw invalid('timeout', 'must be from 1ms to 5m');
   return {
     ...parseTarget(body.kind, body, policy),
@@ -70,7 +81,8 @@ export function destinationRoutes(app: FastifyInstance, deps: AppDeps): void {
       // `kind` defaults to http; the schema then picks the kind's own body by it.
       preValidation: async (request) => {
         const body = request.body as unknown;
-        if (typeof body === 'object' && body !== null && !Array.isArray(body) && !('kind' in body)) (body as { kind: string }).kind = 'http';
+        if (typeof body === 'object' && body !== null && !Array.isArray(body) && !('kind' in body))
+          (body as { kind: string }).kind = 'http';
       },
       schema: {
         tags,
@@ -91,17 +103,29 @@ export function destinationRoutes(app: FastifyInstance, deps: AppDeps): void {
       // Each event's delivery mode (pushed or claimed) is fixed when it is written (the store keeps
       // pull events out of the read-ahead), so a destination's events cannot switch mode under it.
       if (existing && isPull(existing.config) !== isPull(config)) {
-        throw new BelfryError('conflict', `destination "${name}" is a ${existing.config.kind} destination: it cannot change between pull and push delivery; delete it and create it again under the new kind (events created before keep their mode; replay a discarded one to move it)`, [{ field: 'kind', message: 'cannot change between pull and push' }]);
+        throw new BelfryError(
+          'conflict',
+          `destination "${name}" is a ${existing.config.kind} destination: it cannot change between pull and push delivery; delete it and create it again under the new kind (events created before keep their mode; replay a discarded one to move it)`,
+          [{ field: 'kind', message: 'cannot change between pull and push' }],
+        );
       }
       // Webhooks are signed (a new one, or one that had no secret, gets one); broker destinations are not.
       const body = request.body;
       const signed = !KIND_TRAITS[body.kind].broker;
       const bodySecret = 'secret' in body ? body.secret : undefined;
-      const generated = signed && bodySecret === undefined && !(existing && existing.secrets.length > 0) ? newWebhookSecret() : null;
+      const generated =
+        signed && bodySecret === undefined && !(existing && existing.secrets.length > 0) ? newWebhookSecret() : null;
       const given = bodySecret ?? generated;
       const secrets = given !== null ? [{ secret: given, expiresAt: null }] : signed ? existing!.secrets : [];
       const now = deps.clock.now();
-      const record: DestinationRecord = { tenantId, name, config, secrets, createdAt: existing?.createdAt ?? now, updatedAt: now };
+      const record: DestinationRecord = {
+        tenantId,
+        name,
+        config,
+        secrets,
+        createdAt: existing?.createdAt ?? now,
+        updatedAt: now,
+      };
       const { created, destination } = await deps.store.destinationPut({ destination: record });
       deps.onDestinationChanged(tenantId, name);
       reply.status(created ? 201 : 200);
@@ -119,7 +143,8 @@ export function destinationRoutes(app: FastifyInstance, deps: AppDeps): void {
       },
       schema: {
         tags,
-        summary: 'Rotate the signing secret: a new one (returned once), the old one signing beside it for a grace period',
+        summary:
+          'Rotate the signing secret: a new one (returned once), the old one signing beside it for a grace period',
         description: ROTATION_DESCRIPTION,
         security: BEARER_SECURITY,
         params: DestinationNameParams,
@@ -133,7 +158,11 @@ export function destinationRoutes(app: FastifyInstance, deps: AppDeps): void {
       const graceMs = rotationGraceMs(request.body.gracePeriod);
       const existing = await deps.store.destinationGet({ tenantId, name });
       if (!existing) throw destinationNotFound(name);
-      if (KIND_TRAITS[existing.config.kind].broker) throw invalid('name', `destination "${name}" is a ${existing.config.kind} destination: broker deliveries are not signed, there is no secret to rotate`);
+      if (KIND_TRAITS[existing.config.kind].broker)
+        throw invalid(
+          'name',
+          `destination "${name}" is a ${existing.config.kind} destination: broker deliveries are not signed, there is no secret to rotate`,
+        );
       const now = deps.clock.now();
       const secret = request.body.secret ?? newWebhookSecret();
       const secrets = rotatedSecrets(existing.secrets, secret, now, now + graceMs);
@@ -166,8 +195,9 @@ export function destinationRoutes(app: FastifyInstance, deps: AppDeps): void {
     {
       schema: {
         tags,
-        summary: "A destination's health on the answering node: circuit, queue depth, in flight, recent success rate and p99 duration",
-        description: 'Read from the node\'s memory (one queue, its last 200 attempts): nothing is counted in the store.',
+        summary:
+          "A destination's health on the answering node: circuit, queue depth, in flight, recent success rate and p99 duration",
+        description: "Read from the node's memory (one queue, its last 200 attempts): nothing is counted in the store.",
         security: BEARER_SECURITY,
         params: DestinationNameParams,
         response: { 200: DestinationHealthJson, ...errorResponses(400, 401, 403, 404, 503) },
@@ -176,7 +206,8 @@ export function destinationRoutes(app: FastifyInstance, deps: AppDeps): void {
     async (request) => {
       const { name } = request.params;
       if (!(await deps.store.destinationGet({ tenantId: request.tenantId, name }))) throw destinationNotFound(name);
-      if (!deps.destinationHealth) throw new BelfryError('unavailable', 'destination health is not available on this node');
+      if (!deps.destinationHealth)
+        throw new BelfryError('unavailable', 'destination health is not available on this node');
       return { name, ...deps.destinationHealth(request.tenantId, name) };
     },
   );

@@ -7,7 +7,7 @@
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { BelfryError, invalid } from '../../core/errors.ts';
-import type { EventRecord } from '../../core/event.ts';
+import { EDITABLE_STATES, type EventRecord } from '../../core/event.ts';
 import { EVENT_CHANGES_MAX, type EventMutateResult } from '../../store/store.ts';
 import { transitionPage } from '../../store/transition-page.ts';
 import type { AppDeps } from '../deps.ts';
@@ -41,14 +41,18 @@ export function parseIfMatch(value: string | undefined): number | undefined {
 }
 
 function versionMismatch(event: EventRecord, expected: number): BelfryError {
-  return new BelfryError('precondition_failed', `event is at version ${event.version}, not ${expected} as If-Match requires`, [
-    { field: 'If-Match', message: 'does not match the current version', version: event.version },
-  ]);
+  return new BelfryError(
+    'precondition_failed',
+    `event is at version ${event.version}, not ${expected} as If-Match requires`,
+    [{ field: 'If-Match', message: 'does not match the current version', version: event.version }],
+  );
 }
 
 function wrongState(event: EventRecord, allowed: string): BelfryError {
   const already = event.state === 'executing' ? 'is executing' : `is already ${event.state}`;
-  return new BelfryError('conflict', `event ${already}; ${allowed}`, [{ state: event.state, message: `event ${already}` }]);
+  return new BelfryError('conflict', `event ${already}; ${allowed}`, [
+    { state: event.state, message: `event ${already}` },
+  ]);
 }
 
 /** The event a mutation produced, or the error that says why there is none. */
@@ -63,9 +67,11 @@ function outcome(result: EventMutateResult, id: string, expected: number | undef
     case 'wrong_state':
       throw wrongState(result.event, allowed);
     case 'changes_exhausted':
-      throw new BelfryError('too_many_changes', `event has made ${EVENT_CHANGES_MAX} changes, the most one event's trace holds; cancel it and schedule a new one`, [
-        { message: `at most ${EVENT_CHANGES_MAX} changes per event`, version: result.event.version },
-      ]);
+      throw new BelfryError(
+        'too_many_changes',
+        `event has made ${EVENT_CHANGES_MAX} changes, the most one event's trace holds; cancel it and schedule a new one`,
+        [{ message: `at most ${EVENT_CHANGES_MAX} changes per event`, version: result.event.version }],
+      );
   }
 }
 
@@ -73,17 +79,29 @@ const PATCH_ALLOWED = 'only a scheduled event can be changed';
 const CANCEL_ALLOWED = 'only a scheduled or awaiting_retry event can be canceled';
 const REPLAY_ALLOWED = 'only an archived or discarded event can be replayed';
 
-async function patchEvent(deps: AppDeps, request: FastifyRequest, id: string, body: EventPatchInput, ifMatch: number | undefined): Promise<EventRecord> {
+async function patchEvent(
+  deps: AppDeps,
+  request: FastifyRequest,
+  id: string,
+  body: EventPatchInput,
+  ifMatch: number | undefined,
+): Promise<EventRecord> {
   const { tenantId } = request;
   for (let attempt = 0; ; attempt++) {
     const current = await deps.store.eventGet({ tenantId, id });
     if (!current) throw eventNotFound(id);
     if (ifMatch !== undefined && current.version !== ifMatch) throw versionMismatch(current, ifMatch);
-    if (current.state !== 'scheduled') throw wrongState(current, PATCH_ALLOWED);
+    if (!EDITABLE_STATES.includes(current.state)) throw wrongState(current, PATCH_ALLOWED);
     const ctx = inputContext(deps, request);
     const patch = await toEventPatch(ctx, current, body);
     // The patch was computed from `current` (expiry window, request hash): apply it to that version only.
-    const result = await deps.store.eventUpdate({ tenantId, id, expectedVersion: current.version, now: ctx.now, patch });
+    const result = await deps.store.eventUpdate({
+      tenantId,
+      id,
+      expectedVersion: current.version,
+      now: ctx.now,
+      patch,
+    });
     if (result.kind === 'version_mismatch' && ifMatch === undefined && attempt < PATCH_RACE_RETRIES_MAX) continue;
     return outcome(result, id, ifMatch ?? current.version, PATCH_ALLOWED);
   }
@@ -98,7 +116,8 @@ export function eventActionRoutes(app: FastifyInstance, deps: AppDeps, quotas: T
       schema: {
         tags,
         summary: 'Change a scheduled event',
-        description: 'fireAt or delay, payload, headers, destination. 409 once the event left `scheduled`; 412 when If-Match names another version.',
+        description:
+          'fireAt or delay, payload, headers, destination. 409 once the event left `scheduled`; 412 when If-Match names another version.',
         security: BEARER_SECURITY,
         params: EventIdParams,
         headers: IfMatchHeaders,
@@ -131,7 +150,12 @@ export function eventActionRoutes(app: FastifyInstance, deps: AppDeps, quotas: T
     async (request, reply) => {
       const { id } = request.params;
       const expectedVersion = parseIfMatch(request.headers['if-match']);
-      const result = await deps.store.eventCancel({ tenantId: request.tenantId, id, expectedVersion, now: deps.clock.now() });
+      const result = await deps.store.eventCancel({
+        tenantId: request.tenantId,
+        id,
+        expectedVersion,
+        now: deps.clock.now(),
+      });
       const event = outcome(result, id, expectedVersion, CANCEL_ALLOWED);
       deps.onEventsChanged([event]);
       reply.header('etag', etag(event));
@@ -156,7 +180,12 @@ export function eventActionRoutes(app: FastifyInstance, deps: AppDeps, quotas: T
       const { id } = request.params;
       const expectedVersion = parseIfMatch(request.headers['if-match']);
       await quotas.checkPending(request.tenantId, 1, request.limits.pendingEventsMax);
-      const result = await deps.store.eventReplay({ tenantId: request.tenantId, id, expectedVersion, now: deps.clock.now() });
+      const result = await deps.store.eventReplay({
+        tenantId: request.tenantId,
+        id,
+        expectedVersion,
+        now: deps.clock.now(),
+      });
       const event = outcome(result, id, expectedVersion, REPLAY_ALLOWED);
       quotas.pendingAdded(request.tenantId, 1);
       deps.onEventsChanged([event]);
@@ -183,7 +212,12 @@ export function eventActionRoutes(app: FastifyInstance, deps: AppDeps, quotas: T
       const event = await deps.store.eventGet({ tenantId: request.tenantId, id });
       if (!event) throw eventNotFound(id);
       const limit = request.query.limit === undefined ? TRANSITIONS_MAX : Number(request.query.limit);
-      const page = await transitionPage(deps.store, { tenantId: request.tenantId, eventId: id, limit, cursor: request.query.cursor });
+      const page = await transitionPage(deps.store, {
+        tenantId: request.tenantId,
+        eventId: id,
+        limit,
+        cursor: request.query.cursor,
+      });
       return { transitions: page.transitions.map(toTransitionJson), nextCursor: page.nextCursor };
     },
   );

@@ -52,12 +52,15 @@ export interface ForecastWindow {
 /** The window a query asks for; 400s name the field. */
 export function forecastWindow(q: ForecastQueryInput, now: number): ForecastWindow {
   const fromMs = q.from === undefined || q.from === 'now' ? now : timeOrOffset(q.from, now);
-  if (fromMs === null) throw invalid('from', 'must be "now", an RFC 3339 time, epoch milliseconds or a duration from now ("10m")');
+  if (fromMs === null)
+    throw invalid('from', 'must be "now", an RFC 3339 time, epoch milliseconds or a duration from now ("10m")');
   const toMs = timeOrOffset(q.to ?? FORECAST_TO_DEFAULT, fromMs);
-  if (toMs === null) throw invalid('to', 'must be an RFC 3339 time, epoch milliseconds or a duration after from ("24h")');
+  if (toMs === null)
+    throw invalid('to', 'must be an RFC 3339 time, epoch milliseconds or a duration after from ("24h")');
   if (toMs <= fromMs) throw invalid('to', 'must be after from');
   const bucketMs = parseDurationMs(q.bucket ?? FORECAST_BUCKET_DEFAULT);
-  if (bucketMs === null || bucketMs < BUCKET_MS_MIN || bucketMs > BUCKET_MS_MAX) throw invalid('bucket', 'must be a duration from "1s" to "1d", such as "1m" or "1h"');
+  if (bucketMs === null || bucketMs < BUCKET_MS_MIN || bucketMs > BUCKET_MS_MAX)
+    throw invalid('bucket', 'must be a duration from "1s" to "1d", such as "1m" or "1h"');
   return { fromMs, toMs, bucketMs };
 }
 
@@ -69,14 +72,24 @@ function keyName(key: string): string {
 }
 
 /** The response from the store's counts over the grid. */
-export function forecastJson(rows: ForecastCount[], grid: { startMs: number; bucketMs: number; buckets: number }, window: ForecastWindow, by: ForecastBy): ForecastOutput {
+export function forecastJson(
+  rows: ForecastCount[],
+  grid: { startMs: number; bucketMs: number; buckets: number },
+  window: ForecastWindow,
+  by: ForecastBy,
+): ForecastOutput {
   const counts = new Array<number>(grid.buckets).fill(0);
   const totals = new Map<string, number>();
   for (const r of rows) {
     counts[r.bucket] += r.n;
     if (r.key !== null) totals.set(r.key, (totals.get(r.key) ?? 0) + r.n);
   }
-  const named = new Set([...totals.entries()].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).slice(0, FORECAST_KEYS_MAX).map(([k]) => k));
+  const named = new Set(
+    [...totals.entries()]
+      .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+      .slice(0, FORECAST_KEYS_MAX)
+      .map(([k]) => k),
+  );
   const split: Record<string, number>[] | null = by === 'none' ? null : counts.map(() => ({}));
   if (split) {
     for (const r of rows) {
@@ -125,20 +138,32 @@ export function forecastRoutes(app: FastifyInstance, deps: AppDeps, auth: Authen
       const q = request.query;
       const admin = request.tenantId === '';
       const by: ForecastBy = q.by ?? 'none';
-      if (by === 'tenant' && !admin) throw invalid('by', 'by=tenant needs the admin key; a tenant key may ask by=destination');
-      if (by === 'destination' && admin) throw invalid('by', 'by=destination needs a tenant key; the admin key may ask by=tenant');
+      if (by === 'tenant' && !admin)
+        throw invalid('by', 'by=tenant needs the admin key; a tenant key may ask by=destination');
+      if (by === 'destination' && admin)
+        throw invalid('by', 'by=destination needs a tenant key; the admin key may ask by=tenant');
       const window = forecastWindow(q, deps.clock.now());
       const grid = forecastGrid(window.fromMs, window.toMs, window.bucketMs);
       if (!grid) {
         const n = Math.ceil((window.toMs - window.fromMs) / window.bucketMs);
-        throw invalid('bucket', `the window holds about ${n} buckets of this size; at most ${FORECAST_BUCKETS_MAX}: take larger buckets or a shorter window`);
+        throw invalid(
+          'bucket',
+          `the window holds about ${n} buckets of this size; at most ${FORECAST_BUCKETS_MAX}: take larger buckets or a shorter window`,
+        );
       }
       const turn = gate.enter(request.tenantId);
       if (!turn) {
         throw new BelfryError(
           'rate_limited',
           `${FORECASTS_IN_FLIGHT_PER_TENANT + FORECASTS_WAITING_PER_TENANT_MAX} forecasts of this ${admin ? 'key' : 'tenant'} are running or waiting on this node; wait for them`,
-          [{ field: 'forecast', message: 'too many forecasts in flight', limit: 'forecastsInFlightMax', max: FORECASTS_IN_FLIGHT_PER_TENANT + FORECASTS_WAITING_PER_TENANT_MAX }],
+          [
+            {
+              field: 'forecast',
+              message: 'too many forecasts in flight',
+              limit: 'forecastsInFlightMax',
+              max: FORECASTS_IN_FLIGHT_PER_TENANT + FORECASTS_WAITING_PER_TENANT_MAX,
+            },
+          ],
           { 'retry-after': String(FORECAST_RETRY_AFTER_S) },
         );
       }

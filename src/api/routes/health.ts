@@ -18,13 +18,21 @@ function refreshEventGauge(deps: AppDeps): void {
 
 export function healthRoutes(app: FastifyInstance, deps: AppDeps): void {
   const tags = ['operations'];
-  app.get('/healthz', { schema: { tags, summary: 'Liveness', response: { 200: HealthResponse } } }, async () => ({ status: 'ok' as const }));
+  app.get('/healthz', { schema: { tags, summary: 'Liveness', response: { 200: HealthResponse } } }, async () => ({
+    status: 'ok' as const,
+  }));
 
   // Unauthenticated: the reasons are stable codes (starting, shutting_down, no_shards,
   // store_unreachable, storage_full, store_damaged), never an error's text; errors go to the log.
   app.get(
     '/readyz',
-    { schema: { tags, summary: 'Readiness: store reachable with room to write, shards owned', response: { 200: ReadyResponse, 503: ReadyResponse } } },
+    {
+      schema: {
+        tags,
+        summary: 'Readiness: store reachable with room to write, shards owned',
+        response: { 200: ReadyResponse, 503: ReadyResponse },
+      },
+    },
     async (_request, reply) => {
       let ready: { ok: boolean; reasons: string[] };
       try {

@@ -40,7 +40,12 @@ export const KEYS_LIVE_MAX = 100;
 /** Longest grace period of a rotated key. */
 export const KEY_GRACE_MS_MAX = 7 * 86_400_000;
 export function keyJson(k: ApiKeyRecord) {
-  return { id: k.id, prefix: k.prefix, createdAt: isoTime(k.createdAt), revokedAt: k.revokedAt === null ? null : isoTime(k.revokedAt) };
+  return {
+    id: k.id,
+    prefix: k.prefix,
+    createdAt: isoTime(k.createdAt),
+    revokedAt: k.revokedAt === null ? null : isoTime(k.revokedAt),
+  };
 }
 
 function keyNotFound(keyId: string): BelfryError {
@@ -56,9 +61,11 @@ async function createKey(deps: AppDeps, tenantId: string, replacing?: string) {
   const now = deps.clock.now();
   const live = (await deps.store.apiKeyList({ tenantId })).filter((k) => isLive(k, now) && k.id !== replacing).length;
   if (live >= KEYS_LIVE_MAX) {
-    throw new BelfryError('quota_exceeded', `keys: the tenant already has ${live} live keys (at most ${KEYS_LIVE_MAX}); revoke one first`, [
-      { field: 'keys', message: `at most ${KEYS_LIVE_MAX} live keys`, limit: 'keysLiveMax', max: KEYS_LIVE_MAX },
-    ]);
+    throw new BelfryError(
+      'quota_exceeded',
+      `keys: the tenant already has ${live} live keys (at most ${KEYS_LIVE_MAX}); revoke one first`,
+      [{ field: 'keys', message: `at most ${KEYS_LIVE_MAX} live keys`, limit: 'keysLiveMax', max: KEYS_LIVE_MAX }],
+    );
   }
   const { key, record } = newApiKey(tenantId, 'k_' + newSortableId(now), now);
   await deps.store.apiKeyCreate(record);

@@ -1,21 +1,17 @@
 /**
  * /v1/schedules: recurring schedules. Create, read, list, edit (pause and resume are edits of
- * `paused`), delete, preview, trigger. The materialiser (scheduler/materialiser.ts) makes the
- * occurrences into events; this file changes the schedule row and, after an edit or a delete, the
- * occurrences already made and not yet fired, by the same conditional writes as the event API's.
+ * `paused`), delete, preview, trigger. Each route checks its request (a body into a ScheduleSpec,
+ * schedule-input.ts), calls the ScheduleService (schedules/service.ts) and answers with the
+ * schedule's JSON.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { canonicalJson, newSortableId } from '../../core/ids.ts';
-import { BelfryError, invalid } from '../../core/errors.ts';
-import type { EventRecord } from '../../core/event.ts';
-import { nextOccurrence, nextOccurrences } from '../../core/occurrences.ts';
-import { shardOf } from '../../core/shard.ts';
-import { advanceSchedule, MATERIALISER_DEFAULTS, madeAheadMs, occurrenceEvent, timingOf } from '../../scheduler/materialiser.ts';
-import { OCCURRENCE_CANCEL_REASONS, type ScheduleMutateResult, type ScheduleRecord, type ScheduleSpec } from '../../store/schedules.ts';
+import { newSortableId } from '../../core/ids.ts';
+import { nextOccurrences } from '../../core/occurrences.ts';
+import { firstOccurrence, SCHEDULES_PER_TENANT_MAX, type ScheduleService, timingOf } from '../../schedules/index.ts';
+import type { ScheduleSpec } from '../../store/schedules.ts';
 import type { AppDeps } from '../deps.ts';
-import { occurrenceLimits } from '../occurrence-limits.ts';
 import { etag, toEventJson } from '../event-json.ts';
-import { checkTiming, firstOccurrence, occurrencesJson, toScheduleJson, toScheduleSpec, type ScheduleInput } from '../schedule-input.ts';
+import { checkTiming, occurrencesJson, toScheduleJson, toScheduleSpec, type ScheduleInput } from '../schedule-input.ts';
 import { BEARER_SECURITY, errorResponses, IfMatchHeaders } from '../schemas/common.ts';
 import { EventJson } from '../schemas/events.ts';
 import {
@@ -36,107 +32,8 @@ import {
 import { parseIfMatch } from './event-actions.ts';
 import { inputContext } from './events.ts';
 
-/** Schedules per tenant, at most (each costs the materialiser a row read per pass when due). */
-export const SCHEDULES_PER_TENANT_MAX = 1_000;
-/** Occurrences made and not yet fired that an edit or delete looks at (newest first): the horizon holds a few. */
-const PENDING_OCCURRENCES_MAX = 1_000;
 const LIST_LIMIT_DEFAULT = 100;
 const PREVIEW_COUNT_DEFAULT = 10;
-
-function notFound(id: string): BelfryError {
-  return new BelfryError('not_found', `no schedule with id "${id}"`, [{ field: 'id', message: 'not found' }]);
-}
-
-function outcome(result: ScheduleMutateResult, id: string, expected: number | undefined): ScheduleRecord {
-  if (result.kind === 'ok') return result.schedule;
-  if (result.kind === 'not_found') throw notFound(id);
-  throw new BelfryError('precondition_failed', `schedule is at version ${result.schedule.version}, not ${expected} as If-Match requires`, [
-    { field: 'If-Match', message: 'does not match the current version', version: result.schedule.version },
-  ]);
-}
-
-/** A timing with no occurrence from now on (endAt passed, or before the first match) is refused. */
-function noOccurrence(spec: ScheduleSpec): BelfryError {
-  const field = spec.endAt !== null ? 'endAt' : 'cron';
-  return invalid(field, 'the schedule has no occurrence from now on (before endAt)');
-}
-
-function timingKey(spec: ScheduleSpec): string {
-  return canonicalJson([spec.cron, spec.everyMs, spec.timezone, spec.startAt, spec.endAt]);
-}
-
-function templateKey(spec: ScheduleSpec): string {
-  const t = spec.template;
-  return canonicalJson([t.destination, t.payload, t.headers, t.type ?? null]);
-}
-
-/** The occurrence instant of an event id `<schedule>@<time>`, or null. */
-function occurrenceAt(scheduleId: string, eventId: string): number | null {
-  const at = Date.parse(eventId.slice(scheduleId.length + 1));
-  return Number.isFinite(at) ? at : null;
-}
-
-/**
- * Brings the occurrences already made and not yet fired (state scheduled) in line with the
- * schedule after an edit (`after`) or a delete (`after` null): canceled when the schedule is gone
- * or paused or no longer has that occurrence, with the reason as their lastError (so the schedule
- * makes them again when it has them again: a resume, a timing that includes them again, the same id
- * created anew); their payload, headers and destination updated when those changed. Each is the
- * event API's conditional write (at the version read), so an occurrence that fired meanwhile is
- * left as it is. Returns how many changed.
- */
-async function reconcile(deps: AppDeps, tenantId: string, before: ScheduleRecord, after: ScheduleRecord | null, now: number): Promise<number> {
-  const timingChanged = after !== null && timingKey(before.spec) !== timingKey(after.spec);
-  const templateChanged = after !== null && templateKey(before.spec) !== templateKey(after.spec);
-  const wasActive = !before.paused;
-  if (after !== null && !after.paused && !timingChanged && !templateChanged) return 0;
-  if (after !== null && after.paused && !wasActive) return 0;
-  const events = await deps.store.scheduleOccurrenceList({ tenantId, scheduleId: before.id, limit: PENDING_OCCURRENCES_MAX });
-  const changed: EventRecord[] = [];
-  for (const e of events) {
-    if (e.state !== 'scheduled') continue;
-    const at = occurrenceAt(before.id, e.id);
-    const reason = after === null ? OCCURRENCE_CANCEL_REASONS.deleted
-      : after.paused ? OCCURRENCE_CANCEL_REASONS.paused
-        : timingChanged && (at === null || nextOccurrence(timingOf(after.spec), at - 1) !== at) ? OCCURRENCE_CANCEL_REASONS.retimed
-          : null;
-    if (reason !== null) {
-      const r = await deps.store.eventCancel({ tenantId, id: e.id, expectedVersion: e.version, now, reason });
-      if (r.kind === 'ok') changed.push(r.event);
-    } else if (templateChanged) {
-      const t = after!.spec.template;
-      const fresh = occurrenceEvent(after!, at ?? e.fireAt, deps.shardCount);
-      const patch = { payload: t.payload, headers: t.headers, destination: t.destination, type: t.type ?? null, requestHash: fresh.requestHash };
-      const r = await deps.store.eventUpdate({ tenantId, id: e.id, expectedVersion: e.version, now, patch });
-      if (r.kind === 'ok') changed.push(r.event);
-    }
-  }
-  if (changed.length > 0) deps.onEventsChanged(changed);
-  return changed.length;
-}
-
-/** The earliest occurrence made and not yet fired (state scheduled), or null: where a pause puts the cursor back to. */
-async function earliestPending(deps: AppDeps, tenantId: string, id: string): Promise<number | null> {
-  const events = await deps.store.scheduleOccurrenceList({ tenantId, scheduleId: id, limit: PENDING_OCCURRENCES_MAX });
-  let earliest: number | null = null;
-  for (const e of events) {
-    const at = e.state === 'scheduled' ? occurrenceAt(id, e.id) : null;
-    if (at !== null && (earliest === null || at < earliest)) earliest = at;
-  }
-  return earliest;
-}
-
-/**
- * Makes the occurrences of an active schedule due within the horizon now, so the first one after a
- * create, an edit or a resume fires on time (the materialiser would make them at its next pass).
- * Losing the cursor's compare-and-swap to the materialiser is fine: it made them.
- */
-async function makeDueOccurrences(deps: AppDeps, s: ScheduleRecord, now: number): Promise<void> {
-  if (s.paused) return;
-  const limits = deps.quotas ? occurrenceLimits(deps.quotas) : undefined;
-  const r = await advanceSchedule({ store: deps.store, logger: deps.logger, shardCount: deps.shardCount, limits }, s, now, deps.scheduleAheadMs ?? madeAheadMs(MATERIALISER_DEFAULTS));
-  if (r.created.length > 0) deps.onEventsChanged(r.created);
-}
 
 /**
  * Body of a PATCH over the stored one: `cron` and `every` replace each other; `endAt: null`
@@ -152,82 +49,44 @@ function mergedInput(current: ScheduleSpec, patch: SchedulePatchInput): Schedule
   return merged as ScheduleInput;
 }
 
-async function createSchedule(deps: AppDeps, request: FastifyRequest<{ Body: ScheduleCreateInput }>) {
+async function createSchedule(
+  deps: AppDeps,
+  schedules: ScheduleService,
+  request: FastifyRequest<{ Body: ScheduleCreateInput }>,
+) {
   const ctx = inputContext(deps, request);
   const { id: givenId, paused, ...input } = request.body;
   const id = givenId ?? `sch_${newSortableId(ctx.now)}`;
   const spec = await toScheduleSpec(ctx, id, input);
-  const nextAt = firstOccurrence(timingOf(spec), ctx.now);
-  if (nextAt === null) throw noOccurrence(spec);
-  const schedule: ScheduleRecord = {
-    tenantId: request.tenantId,
-    id,
-    shard: shardOf(request.tenantId, id, deps.shardCount),
-    version: 1,
-    spec,
-    paused: paused ?? false,
-    nextAt,
-    catchUpLeft: spec.catchUpMax,
-    firedCount: 0,
-    missedCount: 0,
-    lastOccurrenceAt: null,
-    lastMissed: null,
-    createdAt: ctx.now,
-    updatedAt: ctx.now,
-  };
-  const result = await deps.store.scheduleCreate({ schedule, perTenantMax: SCHEDULES_PER_TENANT_MAX });
-  if (result.kind === 'limit') {
-    throw new BelfryError('quota_exceeded', `the tenant has ${SCHEDULES_PER_TENANT_MAX} schedules, the most it may have; delete one first`, [
-      { field: 'id', message: `at most ${SCHEDULES_PER_TENANT_MAX} schedules per tenant`, limit: 'schedulesPerTenantMax' },
-    ]);
-  }
-  if (result.kind === 'exists') {
-    const same = canonicalJson(result.schedule.spec.input) === canonicalJson(spec.input) && result.schedule.paused === schedule.paused;
-    if (!same) throw new BelfryError('conflict', `a schedule with id "${id}" already exists with a different body`, [{ field: 'id', message: 'already used by a schedule with a different body', version: result.schedule.version }]);
-    return { status: 200, schedule: result.schedule };
-  }
-  await makeDueOccurrences(deps, result.schedule, ctx.now);
-  return { status: 201, schedule: (await deps.store.scheduleGet({ tenantId: request.tenantId, id })) ?? result.schedule };
+  return schedules.create({ tenantId: request.tenantId, id, spec, paused: paused ?? false, now: ctx.now });
 }
 
-async function patchSchedule(deps: AppDeps, request: FastifyRequest<{ Params: ScheduleIdParamsInput; Body: SchedulePatchInput; Headers: { 'if-match'?: string } }>) {
-  const { tenantId } = request;
+async function patchSchedule(
+  deps: AppDeps,
+  schedules: ScheduleService,
+  request: FastifyRequest<{
+    Params: ScheduleIdParamsInput;
+    Body: SchedulePatchInput;
+    Headers: { 'if-match'?: string };
+  }>,
+) {
   const { id } = request.params;
   const ifMatch = parseIfMatch(request.headers['if-match']);
-  const current = await deps.store.scheduleGet({ tenantId, id });
-  if (!current) throw notFound(id);
-  const expected = ifMatch ?? current.version;
+  const current = await schedules.get(request.tenantId, id);
   const ctx = inputContext(deps, request);
   const body = request.body;
   const onlyPause = Object.keys(body).every((k) => k === 'paused');
-  const spec = onlyPause ? current.spec : await toScheduleSpec(ctx, id, mergedInput(current.spec, body));
-  // A new timing starts its cursor afresh from now. A pause puts it back to the earliest
-  // occurrence made ahead (the pause cancels those), so a resume makes again the ones not yet
-  // due and the ones that passed meanwhile follow `missed`. Otherwise the cursor stays.
-  const retimed = timingKey(spec) !== timingKey(current.spec);
-  const paused = body.paused ?? current.paused;
-  let nextAt = retimed ? firstOccurrence(timingOf(spec), ctx.now) : current.nextAt;
-  if (retimed && nextAt === null) throw noOccurrence(spec);
-  if (paused && !current.paused && !retimed) {
-    const earliest = await earliestPending(deps, tenantId, id);
-    if (earliest !== null && (nextAt === null || earliest < nextAt)) nextAt = earliest;
-  }
-  const result = await deps.store.scheduleUpdate({
-    tenantId,
-    id,
-    expectedVersion: expected,
+  const spec: ScheduleSpec = onlyPause ? current.spec : await toScheduleSpec(ctx, id, mergedInput(current.spec, body));
+  return schedules.update({
+    current,
+    expected: ifMatch ?? current.version,
     spec,
-    paused,
-    ...(nextAt !== current.nextAt || retimed ? { nextAt, catchUpLeft: spec.catchUpMax } : {}),
+    paused: body.paused ?? current.paused,
     now: ctx.now,
   });
-  const updated = outcome(result, id, expected);
-  await reconcile(deps, tenantId, current, updated, ctx.now);
-  await makeDueOccurrences(deps, updated, ctx.now);
-  return (await deps.store.scheduleGet({ tenantId, id })) ?? updated;
 }
 
-export function scheduleRoutes(app: FastifyInstance, deps: AppDeps): void {
+export function scheduleRoutes(app: FastifyInstance, deps: AppDeps, schedules: ScheduleService): void {
   const tags = ['schedules'];
   app.post<{ Body: ScheduleCreateInput }>(
     '/v1/schedules',
@@ -242,7 +101,7 @@ export function scheduleRoutes(app: FastifyInstance, deps: AppDeps): void {
       },
     },
     async (request, reply) => {
-      const { status, schedule } = await createSchedule(deps, request);
+      const { status, schedule } = await createSchedule(deps, schedules, request);
       reply.status(status).header('etag', `"${schedule.version}"`);
       return toScheduleJson(schedule, deps.clock.now());
     },
@@ -282,10 +141,13 @@ export function scheduleRoutes(app: FastifyInstance, deps: AppDeps): void {
     },
     async (request) => {
       const limit = request.query.limit === undefined ? LIST_LIMIT_DEFAULT : Number(request.query.limit);
-      const page = await deps.store.scheduleList({ tenantId: request.tenantId, afterId: request.query.cursor, limit });
+      const page = await schedules.list(request.tenantId, request.query.cursor, limit);
       const now = deps.clock.now();
       // One next occurrence each in a list (a page of 1,000 would otherwise compute 5,000).
-      return { schedules: page.map((s) => toScheduleJson(s, now, 1)), nextCursor: page.length === limit ? page[page.length - 1].id : null };
+      return {
+        schedules: page.map((s) => toScheduleJson(s, now, 1)),
+        nextCursor: page.length === limit ? page[page.length - 1].id : null,
+      };
     },
   );
 
@@ -301,8 +163,7 @@ export function scheduleRoutes(app: FastifyInstance, deps: AppDeps): void {
       },
     },
     async (request, reply) => {
-      const s = await deps.store.scheduleGet({ tenantId: request.tenantId, id: request.params.id });
-      if (!s) throw notFound(request.params.id);
+      const s = await schedules.get(request.tenantId, request.params.id);
       reply.header('etag', `"${s.version}"`);
       return toScheduleJson(s, deps.clock.now());
     },
@@ -314,7 +175,8 @@ export function scheduleRoutes(app: FastifyInstance, deps: AppDeps): void {
       schema: {
         tags,
         summary: 'Edit, pause ({"paused": true}) or resume a schedule',
-        description: 'Affects only occurrences not yet fired: those already made are canceled (pause, or no longer an occurrence) or updated (payload, headers, destination). Honours If-Match (412).',
+        description:
+          'Affects only occurrences not yet fired: those already made are canceled (pause, or no longer an occurrence) or updated (payload, headers, destination). Honours If-Match (412).',
         security: BEARER_SECURITY,
         params: ScheduleIdParams,
         headers: IfMatchHeaders,
@@ -323,7 +185,7 @@ export function scheduleRoutes(app: FastifyInstance, deps: AppDeps): void {
       },
     },
     async (request, reply) => {
-      const s = await patchSchedule(deps, request);
+      const s = await patchSchedule(deps, schedules, request);
       reply.header('etag', `"${s.version}"`);
       return toScheduleJson(s, deps.clock.now());
     },
@@ -342,12 +204,9 @@ export function scheduleRoutes(app: FastifyInstance, deps: AppDeps): void {
       },
     },
     async (request) => {
-      const { tenantId } = request;
       const expected = parseIfMatch(request.headers['if-match']);
-      const deleted = outcome(await deps.store.scheduleDelete({ tenantId, id: request.params.id, expectedVersion: expected }), request.params.id, expected);
-      const now = deps.clock.now();
-      await reconcile(deps, tenantId, deleted, null, now);
-      return toScheduleJson(deleted, now);
+      const deleted = await schedules.delete(request.tenantId, request.params.id, expected);
+      return toScheduleJson(deleted, deps.clock.now());
     },
   );
 
@@ -365,12 +224,9 @@ export function scheduleRoutes(app: FastifyInstance, deps: AppDeps): void {
       },
     },
     async (request, reply) => {
-      const s = await deps.store.scheduleGet({ tenantId: request.tenantId, id: request.params.id });
-      if (!s) throw notFound(request.params.id);
-      const [result] = await deps.writer.insert([occurrenceEvent(s, deps.clock.now(), deps.shardCount)]);
-      if (result.kind === 'created') deps.onEventsChanged([result.event]);
-      reply.status(201).header('etag', etag(result.event));
-      return toEventJson(result.event);
+      const event = await schedules.trigger(request.tenantId, request.params.id);
+      reply.status(201).header('etag', etag(event));
+      return toEventJson(event);
     },
   );
 }

@@ -51,7 +51,9 @@ export async function rotateTenantSecret(deps: AppDeps, tenantId: string, body: 
       return { secret, previousSecretsExpireAt: isoTime(now + graceMs) };
     }
   }
-  throw new BelfryError('conflict', 'signing secret: other rotations of this tenant ran at the same time; try again', [{ field: 'secret', message: 'rotated concurrently' }]);
+  throw new BelfryError('conflict', 'signing secret: other rotations of this tenant ran at the same time; try again', [
+    { field: 'secret', message: 'rotated concurrently' },
+  ]);
 }
 
 export function signingSecretRoutes(app: FastifyInstance, deps: AppDeps, scope: SigningSecretRouteScope): void {

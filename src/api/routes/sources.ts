@@ -1,17 +1,17 @@
 /**
- * /v1/sources: schedule requests read from a Kafka topic (DESIGN.md, "Sources"). PUT creates or
+ * /v1/sources: schedule requests read from a Kafka topic (docs/sources.md). PUT creates or
  * replaces (idempotent; a replace restarts the readers on the new spec, the consumer group keeps
  * its offsets). The SASL password is write-only, and SASL PLAIN goes only over TLS unless the body
  * says `allowInsecureCredentials`. Each source has its own consumer group unless it names one. The nodes find new, changed and deleted sources
- * in the store (sources/manager.ts) and report their counts, errors and lag there.
+ * in the store (sources/manager.ts) and report their counts, errors and lag there. Each route
+ * checks its request, calls the SourceService (sources/service.ts) and answers with the source's JSON.
  */
 import type { FastifyInstance } from 'fastify';
 import type { AddressPolicy } from '../../core/address.ts';
-import { BelfryError } from '../../core/errors.ts';
-import { kafkaSpec } from '../../channels/kafka/index.ts';
+import { kafkaSpec } from '../../channels/kafka/spec.ts';
 import { optInJson, type InsecureCredentialsOptIn } from '../../channels/broker/config.ts';
+import { defaultSourceGroupId, type SourceService } from '../../sources/index.ts';
 import type { SourceRecord, SourceSpec } from '../../store/sources.ts';
-import type { AppDeps } from '../deps.ts';
 import { isoTime } from '../event-json.ts';
 import { BEARER_SECURITY, errorResponses } from '../schemas/common.ts';
 import {
@@ -26,31 +26,28 @@ import {
   type SourcePutInput,
 } from '../schemas/sources.ts';
 
-export const SOURCES_PER_TENANT_MAX = 100;
 const LIST_LIMIT_DEFAULT = 100;
-
-/**
- * A source's consumer group when the body names none: its own, `belfry/<tenant id>/<name>`. Two
- * sources sharing a group split their topics' partitions, and a member may be handed a partition
- * of a topic it never subscribed to (the group's leader assigns over every member's topics), so
- * no group is shared by default. The `/` appears in no tenant id or source name, so no two sources
- * derive the same group, and no body can name it (`groupId` allows no `/`). The same name and
- * tenant give the same group: a replace keeps its offsets.
- */
-export function defaultSourceGroupId(tenantId: string, name: string): string {
-  return `belfry/${tenantId}/${name}`;
-}
-
-function sourceNotFound(name: string): BelfryError {
-  return new BelfryError('not_found', `no source named "${name}"`, [{ field: 'name', message: 'not found' }]);
-}
 
 /**
  * The body as a stored spec; broker hosts pass the private-address guard (400 naming `brokers.N`),
  * and SASL PLAIN without `ssl` needs `allowInsecureCredentials` (400 naming `sasl.mechanism`).
  */
-export function toSourceSpec(body: SourcePutInput, policy: AddressPolicy, tenantId: string, name: string): SourceSpec & InsecureCredentialsOptIn {
-  const target = kafkaSpec.parse({ brokers: body.brokers, topic: body.topic, sasl: body.sasl, ssl: body.ssl, allowInsecureCredentials: body.allowInsecureCredentials }, policy);
+export function toSourceSpec(
+  body: SourcePutInput,
+  policy: AddressPolicy,
+  tenantId: string,
+  name: string,
+): SourceSpec & InsecureCredentialsOptIn {
+  const target = kafkaSpec.parse(
+    {
+      brokers: body.brokers,
+      topic: body.topic,
+      sasl: body.sasl,
+      ssl: body.ssl,
+      allowInsecureCredentials: body.allowInsecureCredentials,
+    },
+    policy,
+  );
   return {
     kind: 'kafka',
     brokers: target.brokers,
@@ -88,7 +85,7 @@ export function toSourceJson(s: SourceRecord): SourceJsonOutput {
   };
 }
 
-export function sourceRoutes(app: FastifyInstance, deps: AppDeps): void {
+export function sourceRoutes(app: FastifyInstance, sources: SourceService, addressPolicy: AddressPolicy): void {
   const tags = ['sources'];
   app.put<{ Params: SourceNameParamsInput; Body: SourcePutInput }>(
     '/v1/sources/:name',
@@ -96,7 +93,8 @@ export function sourceRoutes(app: FastifyInstance, deps: AppDeps): void {
       schema: {
         tags,
         summary: 'Create or replace a Kafka source',
-        description: '201 when created, 200 when replaced. Each message of the topic holds one event body (as for POST /v1/events) or {"events": [...]}; ' +
+        description:
+          '201 when created, 200 when replaced. Each message of the topic holds one event body (as for POST /v1/events) or {"events": [...]}; ' +
           'its events are scheduled for this tenant under its limits; its offset is committed once they are stored. An event without an id gets ' +
           '`<source>:<partition>:<offset>:<n>`, so a message read again creates nothing twice.',
         security: BEARER_SECURITY,
@@ -107,14 +105,9 @@ export function sourceRoutes(app: FastifyInstance, deps: AppDeps): void {
     },
     async (request, reply) => {
       const { tenantId } = request;
-      const spec = toSourceSpec(request.body, deps.addressPolicy, tenantId, request.params.name);
-      const result = await deps.store.sourcePut({ tenantId, name: request.params.name, spec, perTenantMax: SOURCES_PER_TENANT_MAX, now: deps.clock.now() });
-      if (result.kind === 'limit') {
-        throw new BelfryError('quota_exceeded', `the tenant has ${SOURCES_PER_TENANT_MAX} sources, the most it may have; delete one first`, [
-          { field: 'name', message: `at most ${SOURCES_PER_TENANT_MAX} sources per tenant`, limit: 'sourcesPerTenantMax' },
-        ]);
-      }
-      reply.status(result.kind === 'created' ? 201 : 200);
+      const spec = toSourceSpec(request.body, addressPolicy, tenantId, request.params.name);
+      const result = await sources.put(tenantId, request.params.name, spec);
+      reply.status(result.created ? 201 : 200);
       return toSourceJson(result.source);
     },
   );
@@ -132,7 +125,7 @@ export function sourceRoutes(app: FastifyInstance, deps: AppDeps): void {
     },
     async (request) => {
       const limit = request.query.limit === undefined ? LIST_LIMIT_DEFAULT : Number(request.query.limit);
-      const page = await deps.store.sourceList({ tenantId: request.tenantId, afterName: request.query.cursor, limit });
+      const page = await sources.list(request.tenantId, request.query.cursor, limit);
       return { sources: page.map(toSourceJson), nextCursor: page.length === limit ? page[page.length - 1].name : null };
     },
   );
@@ -149,9 +142,7 @@ export function sourceRoutes(app: FastifyInstance, deps: AppDeps): void {
       },
     },
     async (request) => {
-      const source = await deps.store.sourceGet({ tenantId: request.tenantId, name: request.params.name });
-      if (!source) throw sourceNotFound(request.params.name);
-      return toSourceJson(source);
+      return toSourceJson(await sources.get(request.tenantId, request.params.name));
     },
   );
 
@@ -167,10 +158,7 @@ export function sourceRoutes(app: FastifyInstance, deps: AppDeps): void {
       },
     },
     async (request) => {
-      const { tenantId } = request;
-      const source = await deps.store.sourceGet({ tenantId, name: request.params.name });
-      if (!source || !(await deps.store.sourceDelete({ tenantId, name: request.params.name }))) throw sourceNotFound(request.params.name);
-      return toSourceJson(source);
+      return toSourceJson(await sources.delete(request.tenantId, request.params.name));
     },
   );
 }

@@ -14,14 +14,35 @@ import type { FastifyInstance } from 'fastify';
 import { BelfryError, invalid } from '../../core/errors.ts';
 import { formatDuration, parseDurationMs } from '../../core/duration.ts';
 import { newSortableId, newWebhookSecret } from '../../core/ids.ts';
-import { isRetentionState, parseRetentionMs, resolveRetention, RETENTION_STATES, storedRetention, type RetentionPeriods } from '../../core/retention.ts';
-import { tenantPolicyOf } from '../../dispatch/tenant-policy.ts';
+import {
+  isRetentionState,
+  parseRetentionMs,
+  resolveRetention,
+  RETENTION_STATES,
+  storedRetention,
+  type RetentionPeriods,
+} from '../../core/retention.ts';
 import type { TenantRecord } from '../../store/store.ts';
 import type { Authenticator } from '../auth.ts';
 import type { AppDeps } from '../deps.ts';
 import { isoTime } from '../event-json.ts';
 import { BEARER_SECURITY, errorResponses } from '../schemas/common.ts';
-import { limitBounds, limitJsonValue, LIMIT_SPECS, limitsJson, parseLimitValue, resolveTenantLimits, type TenantLimits } from '../limits.ts';
+import {
+  limitBounds,
+  limitJsonValue,
+  LIMIT_SPECS,
+  limitsJson,
+  parseLimitValue,
+  resolveTenantLimits,
+  type TenantLimits,
+} from '../../core/tenant-limits.ts';
+import {
+  durabilityOf,
+  missedAfterOf,
+  overridesOf,
+  type TenantDurability,
+  type TenantSettings,
+} from '../../core/tenant-settings.ts';
 import {
   TenantCreateBody,
   TenantCreatedJson,
@@ -40,19 +61,22 @@ import { keyRoutes } from './keys.ts';
 import { signingSecretRoutes } from './signing-secret.ts';
 
 function tenantJson(t: TenantRecord) {
-  const missedAfterMs = tenantPolicyOf(t.settings).missedAfterMs;
+  const missedAfterMs = missedAfterOf(t.settings);
   return {
     id: t.id,
     name: t.name,
-    durability: t.settings.durability === 'relaxed' ? ('relaxed' as const) : ('strict' as const),
+    durability: durabilityOf(t.settings),
     missedAfter: missedAfterMs === null ? null : formatDuration(missedAfterMs),
     createdAt: isoTime(t.createdAt),
   };
 }
 
 /** Applies `durability` and `missedAfter` of a create or patch body to stored settings. */
-function withPolicy(settings: Record<string, unknown>, body: { durability?: 'strict' | 'relaxed'; missedAfter?: string | number | null }): Record<string, unknown> {
-  const out = { ...settings };
+function withPolicy(
+  settings: Record<string, unknown>,
+  body: { durability?: TenantDurability; missedAfter?: string | number | null },
+): Record<string, unknown> & TenantSettings {
+  const out: Record<string, unknown> & TenantSettings = { ...settings };
   if (body.durability !== undefined) out.durability = body.durability;
   if (body.missedAfter === null) delete out.missedAfter;
   else if (body.missedAfter !== undefined) {
@@ -63,20 +87,19 @@ function withPolicy(settings: Record<string, unknown>, body: { durability?: 'str
   return out;
 }
 
-function storedOverrides(t: TenantRecord): Record<string, unknown> {
-  const o = t.settings.limits;
-  return typeof o === 'object' && o !== null && !Array.isArray(o) ? (o as Record<string, unknown>) : {};
-}
-
 function retentionJson(periods: Partial<RetentionPeriods>): Record<string, string> {
-  return Object.fromEntries(RETENTION_STATES.flatMap((s) => (periods[s] === undefined ? [] : [[s, formatDuration(periods[s])]])));
+  return Object.fromEntries(
+    RETENTION_STATES.flatMap((s) => (periods[s] === undefined ? [] : [[s, formatDuration(periods[s])]])),
+  );
 }
 
 /** A tenant with its limits and retention in effect, and the ones it has of its own. */
 function tenantDetailJson(t: TenantRecord, defaults: TenantLimits, retentionDefaults: RetentionPeriods) {
   const limits = resolveTenantLimits(defaults, t.settings);
-  const own = storedOverrides(t);
-  const overrides = Object.fromEntries(LIMIT_SPECS.filter((s) => own[s.name] !== undefined).map((s) => [s.name, limitJsonValue(s, limits[s.key])]));
+  const own = overridesOf(t.settings, 'limits');
+  const overrides = Object.fromEntries(
+    LIMIT_SPECS.filter((s) => own[s.name] !== undefined).map((s) => [s.name, limitJsonValue(s, limits[s.key])]),
+  );
   return {
     ...tenantJson(t),
     limits: limitsJson(limits),
@@ -87,16 +110,24 @@ function tenantDetailJson(t: TenantRecord, defaults: TenantLimits, retentionDefa
 }
 
 /** The stored retention after a patch: each given period checked and set, each null removed. */
-function patchedRetention(current: Partial<RetentionPeriods>, patch: Record<string, unknown>): Partial<RetentionPeriods> {
+function patchedRetention(
+  current: Partial<RetentionPeriods>,
+  patch: Record<string, unknown>,
+): Partial<RetentionPeriods> {
   const out = { ...current };
   for (const [state, raw] of Object.entries(patch)) {
-    if (!isRetentionState(state)) throw invalid(`retention.${state}`, `is not a terminal state (${RETENTION_STATES.join(', ')})`);
+    if (!isRetentionState(state))
+      throw invalid(`retention.${state}`, `is not a terminal state (${RETENTION_STATES.join(', ')})`);
     if (raw === null) {
       delete out[state];
       continue;
     }
     const ms = parseRetentionMs(raw);
-    if (ms === null) throw invalid(`retention.${state}`, 'must be a duration from 1s to 3650d, such as "90s", "12h" or "7d", or milliseconds (at least 1000)');
+    if (ms === null)
+      throw invalid(
+        `retention.${state}`,
+        'must be a duration from 1s to 3650d, such as "90s", "12h" or "7d", or milliseconds (at least 1000)',
+      );
     out[state] = ms;
   }
   return out;
@@ -143,7 +174,12 @@ export function tenantRoutes(app: FastifyInstance, deps: AppDeps, auth: Authenti
     },
     async (request, reply) => {
       const now = deps.clock.now();
-      const tenant: TenantRecord = { id: 't_' + newSortableId(now), name: request.body.name, settings: withPolicy({}, request.body), createdAt: now };
+      const tenant: TenantRecord = {
+        id: 't_' + newSortableId(now),
+        name: request.body.name,
+        settings: withPolicy({}, request.body),
+        createdAt: now,
+      };
       const signingSecret = newWebhookSecret();
       await deps.store.tenantCreate({ ...tenant, signingSecrets: [{ secret: signingSecret, expiresAt: null }] });
       reply.status(201);
@@ -153,7 +189,14 @@ export function tenantRoutes(app: FastifyInstance, deps: AppDeps, auth: Authenti
 
   app.get(
     '/v1/tenants',
-    { schema: { tags, summary: 'List tenants', security: BEARER_SECURITY, response: { 200: TenantListResponse, ...errorResponses(401, 403) } } },
+    {
+      schema: {
+        tags,
+        summary: 'List tenants',
+        security: BEARER_SECURITY,
+        response: { 200: TenantListResponse, ...errorResponses(401, 403) },
+      },
+    },
     async () => ({ tenants: (await deps.store.tenantList()).map(tenantJson) }),
   );
 
@@ -168,7 +211,8 @@ export function tenantRoutes(app: FastifyInstance, deps: AppDeps, auth: Authenti
         response: { 200: TenantDetailJson, ...errorResponses(400, 401, 403, 404) },
       },
     },
-    async (request) => tenantDetailJson(await requireTenant(deps, request.params.tenantId), deps.limits, deps.retention),
+    async (request) =>
+      tenantDetailJson(await requireTenant(deps, request.params.tenantId), deps.limits, deps.retention),
   );
 
   app.patch<{ Params: TenantParamsInput; Body: TenantPatchInput }>(
@@ -176,7 +220,8 @@ export function tenantRoutes(app: FastifyInstance, deps: AppDeps, auth: Authenti
     {
       schema: {
         tags,
-        summary: "Set a tenant's own limits and retention periods (null: back to the node's default), durability and missedAfter",
+        summary:
+          "Set a tenant's own limits and retention periods (null: back to the node's default), durability and missedAfter",
         security: BEARER_SECURITY,
         params: TenantParams,
         body: TenantPatchBody,
@@ -185,7 +230,7 @@ export function tenantRoutes(app: FastifyInstance, deps: AppDeps, auth: Authenti
     },
     async (request) => {
       const tenant = await requireTenant(deps, request.params.tenantId);
-      const limits = patchedOverrides(storedOverrides(tenant), request.body.limits ?? {});
+      const limits = patchedOverrides(overridesOf(tenant.settings, 'limits'), request.body.limits ?? {});
       const retention = patchedRetention(storedRetention(tenant.settings), request.body.retention ?? {});
       const settings: Record<string, unknown> = { ...withPolicy(tenant.settings, request.body), limits, retention };
       if (Object.keys(limits).length === 0) delete settings.limits;

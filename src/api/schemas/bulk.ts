@@ -13,13 +13,25 @@ export const BulkFilterBody = Type.Object(
     fireAtFrom: Type.Optional(TimeInput),
     fireAtTo: Type.Optional(TimeInput),
   },
-  { additionalProperties: false, minProperties: 1, description: 'at least one of these; every one given must match (tags: each tag given, with that value)' },
+  {
+    additionalProperties: false,
+    minProperties: 1,
+    description: 'at least one of these; every one given must match (tags: each tag given, with that value)',
+  },
 );
 
 export const BulkActionBody = Type.Union(
   [
     Type.Unsafe<'cancel' | 'replay'>({ type: 'string', enum: ['cancel', 'replay'] }),
-    Type.Object({ shift: Type.String({ pattern: '^[+-][0-9]{1,12}(ms|s|m|h|d)$', description: 'a signed duration: "+1h", "-30m"' }) }, { additionalProperties: false }),
+    Type.Object(
+      {
+        shift: Type.String({
+          pattern: '^[+-][0-9]{1,12}(ms|s|m|h|d)$',
+          description: 'a signed duration: "+1h", "-30m"',
+        }),
+      },
+      { additionalProperties: false },
+    ),
     Type.Object({ redirect: Name }, { additionalProperties: false }),
   ],
   { description: '"cancel", "replay", {"shift": "+1h"} or {"redirect": "<destination>"}' },
@@ -44,7 +56,10 @@ export const BulkDryRunResponse = Type.Object({
 
 export const BulkAccepted = Type.Object({ id: Type.String(), state: Type.String() });
 
-export const BulkIdParams = Type.Object({ id: Type.String({ pattern: '^bulk_[0-9a-z]{26}$' }) }, { additionalProperties: false });
+export const BulkIdParams = Type.Object(
+  { id: Type.String({ pattern: '^bulk_[0-9a-z]{26}$' }) },
+  { additionalProperties: false },
+);
 export type BulkIdParamsInput = Static<typeof BulkIdParams>;
 
 export const BulkJobJson = Type.Object({
@@ -54,7 +69,9 @@ export const BulkJobJson = Type.Object({
   action: Type.Unknown(),
   matched: Type.Integer({ description: 'events selected so far' }),
   done: Type.Integer({ description: 'events changed' }),
-  skipped: Type.Integer({ description: 'events selected but left alone: in a state the action does not apply to, or changed meanwhile' }),
+  skipped: Type.Integer({
+    description: 'events selected but left alone: in a state the action does not apply to, or changed meanwhile',
+  }),
   errors: Type.Array(Type.String(), { description: "the job's own failures (not the events')" }),
   createdAt: TimeOutput,
   updatedAt: TimeOutput,

@@ -4,9 +4,14 @@ import { TimeOutput } from './common.ts';
 
 export const ClusterResponse = Type.Object(
   {
-    mode: Type.Union([Type.Literal('single'), Type.Literal('cluster')], { description: 'single: one node on SQLite owns every shard' }),
+    mode: Type.Union([Type.Literal('single'), Type.Literal('cluster')], {
+      description: 'single: one node on SQLite owns every shard',
+    }),
     nodeId: Type.String({ description: 'the node that answered' }),
-    leader: Type.Union([Type.Object({ nodeId: Type.String(), epoch: Type.Integer(), expiresAt: TimeOutput }), Type.Null()]),
+    leader: Type.Union([
+      Type.Object({ nodeId: Type.String(), epoch: Type.Integer(), expiresAt: TimeOutput }),
+      Type.Null(),
+    ]),
     shardCount: Type.Integer(),
     unassignedShards: Type.Integer(),
     clockSkewMs: Type.Integer({ description: "the store's clock minus this node's clock" }),

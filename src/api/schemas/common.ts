@@ -31,8 +31,18 @@ export const EventType = Type.String({
   description: 'the kind of event: 1-100 characters of [A-Za-z0-9._:/-], a letter or digit first',
 });
 
-export const Id = Type.String({ pattern: ID_PATTERN, minLength: 1, maxLength: ID_LENGTH_MAX, description: `1-${ID_LENGTH_MAX} characters of [A-Za-z0-9._:@~=+-]` });
-export const Name = Type.String({ pattern: NAME_PATTERN, minLength: 1, maxLength: 100, description: '1-100 characters of [A-Za-z0-9._-]' });
+export const Id = Type.String({
+  pattern: ID_PATTERN,
+  minLength: 1,
+  maxLength: ID_LENGTH_MAX,
+  description: `1-${ID_LENGTH_MAX} characters of [A-Za-z0-9._:@~=+-]`,
+});
+export const Name = Type.String({
+  pattern: NAME_PATTERN,
+  minLength: 1,
+  maxLength: 100,
+  description: '1-100 characters of [A-Za-z0-9._-]',
+});
 
 /** A time: an RFC 3339 string or epoch milliseconds (checked further by parseTimeMs). */
 export const TimeInput = Type.Unsafe<string | number>({
@@ -62,7 +72,11 @@ export function Nullable<T extends TSchema>(schema: T): TUnsafe<Static<T> | null
 }
 
 /** A string-keyed map whose keys match `keyPattern` (propertyNames, so OpenAPI shows the rule). */
-export function StringRecord(keyPattern: string, value: TSchema, opts: { maxProperties: number; description: string }): TUnsafe<Record<string, string>> {
+export function StringRecord(
+  keyPattern: string,
+  value: TSchema,
+  opts: { maxProperties: number; description: string },
+): TUnsafe<Record<string, string>> {
   return Type.Unsafe<Record<string, string>>({
     type: 'object',
     propertyNames: { pattern: keyPattern },
@@ -77,10 +91,14 @@ export const HEADER_NAME_PATTERN = "^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,100}$";
 /** Header values: visible ASCII, spaces and tabs only (no CR/LF, so no header injection; Node refuses non-latin1 anyway). */
 export const HEADER_VALUE_PATTERN = '^[\\t\\x20-\\x7e]*$';
 
-export const HeadersInput = StringRecord(HEADER_NAME_PATTERN, Type.String({ maxLength: 4096, pattern: HEADER_VALUE_PATTERN }), {
-  maxProperties: 50,
-  description: 'extra HTTP headers sent with each delivery',
-});
+export const HeadersInput = StringRecord(
+  HEADER_NAME_PATTERN,
+  Type.String({ maxLength: 4096, pattern: HEADER_VALUE_PATTERN }),
+  {
+    maxProperties: 50,
+    description: 'extra HTTP headers sent with each delivery',
+  },
+);
 
 export const StringMap = Type.Record(Type.String(), Type.String());
 
@@ -91,7 +109,10 @@ export const HeadersOutput = Type.Record(Type.String(), Type.String(), {
 });
 
 /** A destination as an event or a schedule shows it: its name, or an inline URL (credentials in it shown as ***). */
-export const DestinationRefOutput = Type.Union([Type.String(), Type.Object({ url: Type.String({ description: 'a user name or password in it shown as ***' }) })]);
+export const DestinationRefOutput = Type.Union([
+  Type.String(),
+  Type.Object({ url: Type.String({ description: 'a user name or password in it shown as ***' }) }),
+]);
 
 export const TagsInput = StringRecord('^[A-Za-z0-9._:/-]{1,64}$', Type.String({ maxLength: 256 }), {
   maxProperties: 32,
@@ -127,7 +148,10 @@ export const ErrorBody = Type.Object({
   details: Type.Optional(Type.Array(ErrorDetail)),
 });
 
-export const ErrorResponse = Type.Object({ error: ErrorBody }, { description: 'an error; `code` says what went wrong' });
+export const ErrorResponse = Type.Object(
+  { error: ErrorBody },
+  { description: 'an error; `code` says what went wrong' },
+);
 
 /** The error responses a route documents, by status. */
 export function errorResponses(...statuses: number[]): Record<number, typeof ErrorResponse> {

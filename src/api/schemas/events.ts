@@ -1,7 +1,7 @@
 /** Schemas of /v1/events: what a client sends, and the one shape of an event the API returns. */
 import { Type, type Static } from '@sinclair/typebox';
 import { EVENT_STATES, type EventState, type TransitionRecord } from '../../core/event.ts';
-import { BATCH_EVENTS_CAP } from '../limits.ts';
+import { BATCH_EVENTS_CAP } from '../../core/tenant-limits.ts';
 import {
   DestinationRefOutput,
   DurationInput,
@@ -87,12 +87,20 @@ export const EventListQuery = Type.Object(
     state: Type.Optional(EventStateSchema),
     destination: Type.Optional(Name),
     group: Type.Optional(Id),
-    schedule: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9._:~=+-]{1,175}$', description: "a schedule's occurrences (ids <schedule>@<time>), newest occurrence first; combines with no other filter" })),
+    schedule: Type.Optional(
+      Type.String({
+        pattern: '^[A-Za-z0-9._:~=+-]{1,175}$',
+        description:
+          "a schedule's occurrences (ids <schedule>@<time>), newest occurrence first; combines with no other filter",
+      }),
+    ),
     type: Type.Optional(EventType),
     from: Type.Optional(Type.String({ maxLength: 64, description: 'fireAt ≥ from (RFC 3339 or epoch ms)' })),
     to: Type.Optional(Type.String({ maxLength: 64, description: 'fireAt < to (RFC 3339 or epoch ms)' })),
     limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]{0,2}|1000)$', description: '1 to 1000, default 100' })),
-    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'nextCursor of the previous page' })),
+    cursor: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 512, description: 'nextCursor of the previous page' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -165,7 +173,9 @@ export const TransitionJson = Type.Object({
 export const TransitionListQuery = Type.Object(
   {
     limit: Type.Optional(Type.String({ pattern: '^([1-9][0-9]{0,2}|1000)$', description: '1 to 1000, default 1000' })),
-    cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'nextCursor of the previous page' })),
+    cursor: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 512, description: 'nextCursor of the previous page' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -173,5 +183,7 @@ export type TransitionListQueryInput = Static<typeof TransitionListQuery>;
 
 export const TransitionListResponse = Type.Object({
   transitions: Type.Array(TransitionJson),
-  nextCursor: Nullable(Type.String({ description: 'present when the trace goes on past this page: pass it as `cursor`' })),
+  nextCursor: Nullable(
+    Type.String({ description: 'present when the trace goes on past this page: pass it as `cursor`' }),
+  ),
 });

@@ -4,7 +4,7 @@
  */
 import { Type, type TSchema } from '@sinclair/typebox';
 import { formatDuration } from '../../core/duration.ts';
-import { formatLimit, LIMIT_SPECS, type LimitSpec } from '../limits.ts';
+import { formatLimit, LIMIT_SPECS, type LimitSpec } from '../../core/tenant-limits.ts';
 import { DurationInput } from './common.ts';
 
 function describeLimit(spec: LimitSpec): string {
@@ -13,13 +13,19 @@ function describeLimit(spec: LimitSpec): string {
 
 function inputSchema(spec: LimitSpec): TSchema {
   const description = describeLimit(spec);
-  if (spec.kind === 'duration') return Type.Unsafe<string | number>({ ...DurationInput, description: `${description} A duration such as "30d", or milliseconds.` });
+  if (spec.kind === 'duration')
+    return Type.Unsafe<string | number>({
+      ...DurationInput,
+      description: `${description} A duration such as "30d", or milliseconds.`,
+    });
   return Type.Integer({ minimum: spec.min, maximum: spec.max, description });
 }
 
 function outputSchema(spec: LimitSpec): TSchema {
   const description = describeLimit(spec);
-  return spec.kind === 'duration' ? Type.String({ description, examples: [formatDuration(spec.default)] }) : Type.Integer({ description, examples: [spec.default] });
+  return spec.kind === 'duration'
+    ? Type.String({ description, examples: [formatDuration(spec.default)] })
+    : Type.Integer({ description, examples: [spec.default] });
 }
 
 /** Overrides of a tenant's limits: each given limit is set; `null` goes back to the node's default. */

@@ -15,20 +15,42 @@ export const RetentionPatch = Type.Object(
   Object.fromEntries(
     RETENTION_STATES.map((s) => [
       s,
-      Type.Optional(Type.Union([Type.Unsafe<string | number>({ ...DurationInput, description: `${keptFor(s)}: a duration from "1s" to "3650d", or milliseconds` }), Type.Null()])),
+      Type.Optional(
+        Type.Union([
+          Type.Unsafe<string | number>({
+            ...DurationInput,
+            description: `${keptFor(s)}: a duration from "1s" to "3650d", or milliseconds`,
+          }),
+          Type.Null(),
+        ]),
+      ),
     ]),
   ),
-  { additionalProperties: false, description: `retention per terminal state (${RETENTION_STATES.join(', ')}); null restores the node's default` },
+  {
+    additionalProperties: false,
+    description: `retention per terminal state (${RETENTION_STATES.join(', ')}); null restores the node's default`,
+  },
 );
 
 /** The periods in effect. */
 export const RetentionJson = Type.Object(
-  Object.fromEntries(RETENTION_STATES.map((s) => [s, Type.String({ description: keptFor(s), examples: [formatDuration(RETENTION_DEFAULTS[s])] })])),
-  { description: 'retention in effect per terminal state: finished events and their traces are deleted this long after they finished' },
+  Object.fromEntries(
+    RETENTION_STATES.map((s) => [
+      s,
+      Type.String({ description: keptFor(s), examples: [formatDuration(RETENTION_DEFAULTS[s])] }),
+    ]),
+  ),
+  {
+    description:
+      'retention in effect per terminal state: finished events and their traces are deleted this long after they finished',
+  },
 );
 
 /** The periods the tenant has of its own. */
 export const RetentionOverridesJson = Type.Object(
   Object.fromEntries(RETENTION_STATES.map((s) => [s, Type.Optional(Type.String())])),
-  { additionalProperties: false, description: "the retention periods this tenant has of its own (the others are the node's defaults)" },
+  {
+    additionalProperties: false,
+    description: "the retention periods this tenant has of its own (the others are the node's defaults)",
+  },
 );

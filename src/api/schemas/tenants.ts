@@ -1,12 +1,14 @@
 /** Schemas of the admin routes: tenants and their API keys. Keys are shown once, at creation. */
 import { Type, type Static } from '@sinclair/typebox';
+import type { TenantDurability } from '../../core/tenant-settings.ts';
 import { DurationInput, Id, Nullable, TimeOutput } from './common.ts';
 import { LimitsJson, LimitsPatch } from './limits.ts';
 import { RetentionJson, RetentionOverridesJson, RetentionPatch } from './retention.ts';
 
 /** Per-tenant policy: how its writes are made durable, and when a late first fire is archived. */
 const Durability = Type.Union([Type.Literal('strict'), Type.Literal('relaxed')], {
-  description: 'strict (default): acknowledged writes survive a crash of the database; relaxed: on PostgreSQL, synchronous_commit=off for this tenant (faster; a database crash may lose the last ~0.6 s of acknowledged writes)',
+  description:
+    'strict (default): acknowledged writes survive a crash of the database; relaxed: on PostgreSQL, synchronous_commit=off for this tenant (faster; a database crash may lose the last ~0.6 s of acknowledged writes)',
 });
 const MissedAfter = Nullable(DurationInput);
 
@@ -18,7 +20,11 @@ export const TenantCreateBody = Type.Object(
   },
   { additionalProperties: false },
 );
-export type TenantCreateInput = { name: string; durability?: 'strict' | 'relaxed'; missedAfter?: string | number | null };
+export type TenantCreateInput = {
+  name: string;
+  durability?: TenantDurability;
+  missedAfter?: string | number | null;
+};
 
 export const TenantParams = Type.Object({ tenantId: Id }, { additionalProperties: false });
 export type TenantParamsInput = Static<typeof TenantParams>;
@@ -36,7 +42,8 @@ export const TenantJson = Type.Object({
 export const TenantCreatedJson = Type.Object({
   ...TenantJson.properties,
   signingSecret: Type.String({
-    description: "the tenant's signing secret (whsec_ + base64): it signs deliveries to inline URLs; shown only in this response (rotate it with POST /v1/tenants/{tenantId}/signing-secret/rotate or, as the tenant, POST /v1/signing-secret/rotate)",
+    description:
+      "the tenant's signing secret (whsec_ + base64): it signs deliveries to inline URLs; shown only in this response (rotate it with POST /v1/tenants/{tenantId}/signing-secret/rotate or, as the tenant, POST /v1/signing-secret/rotate)",
   }),
 });
 export const TenantSecretRotatedJson = Type.Object({
@@ -56,7 +63,7 @@ export const TenantPatchBody = Type.Object(
 );
 export type TenantPatchInput = {
   limits?: Record<string, number | string | null>;
-  durability?: 'strict' | 'relaxed';
+  durability?: TenantDurability;
   missedAfter?: string | number | null;
   retention?: Record<string, string | number | null>;
 };
@@ -64,7 +71,13 @@ export type TenantPatchInput = {
 export const TenantDetailJson = Type.Object({
   ...TenantJson.properties,
   limits: LimitsJson,
-  overrides: Type.Object({}, { additionalProperties: true, description: "the limits this tenant has of its own (the others are the node's defaults)" }),
+  overrides: Type.Object(
+    {},
+    {
+      additionalProperties: true,
+      description: "the limits this tenant has of its own (the others are the node's defaults)",
+    },
+  ),
   retention: RetentionJson,
   retentionOverrides: RetentionOverridesJson,
 });
@@ -86,7 +99,10 @@ export const ApiKeyListResponse = Type.Object({ keys: Type.Array(ApiKeyJson) });
 export const KeyRotateBody = Type.Object(
   {
     gracePeriod: Type.Optional(
-      Type.Unsafe<string | number>({ ...DurationInput, description: 'how long the old key keeps working (up to 7d); default 0: revoked at once' }),
+      Type.Unsafe<string | number>({
+        ...DurationInput,
+        description: 'how long the old key keeps working (up to 7d); default 0: revoked at once',
+      }),
     ),
   },
   { additionalProperties: false },

@@ -5,6 +5,7 @@ import amqp from 'amqplib';
 import { AddressPolicy } from '../../core/address.ts';
 import { channelConformance, dueEvent, type Sink } from '../conformance/suite.ts';
 import { AmqpChannel } from './index.ts';
+import type { Channel } from '../channel.ts';
 
 const AMQP_URL = process.env.BELFRY_TEST_AMQP_URL ?? 'amqp://guest:guest@127.0.0.1:5672';
 let n = 0;
@@ -12,12 +13,13 @@ let n = 0;
 function fields(url: string, exchange: string, routingKey = 'due'): Sink['fields'] {
   // The machine's RabbitMQ listens without TLS: its guest login is sent in clear, by choice.
   const target = { kind: 'amqp' as const, url, exchange, routingKey, allowInsecureCredentials: true };
-  return { target: '', broker: { poolKey: `amqp-test-${++n}`, target } };
+  return { kind: 'amqp', target, poolKey: `amqp-test-${++n}` };
 }
 
 function headersOf(msg: amqp.GetMessage): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [k, v] of Object.entries(msg.properties.headers ?? {})) out[k] = Buffer.isBuffer(v) ? v.toString() : String(v);
+  for (const [k, v] of Object.entries(msg.properties.headers ?? {}))
+    out[k] = Buffer.isBuffer(v) ? v.toString() : String(v);
   return out;
 }
 
@@ -77,9 +79,12 @@ it('amqp: an unroutable message (no queue bound for its key) is a retry, never a
   const c = await conn.createChannel();
   const exchange = `belfry-test-x-${process.pid}-unroutable`;
   await c.assertExchange(exchange, 'direct', { durable: false });
-  const channel = new AmqpChannel({ policy: new AddressPolicy(['127.0.0.1']) });
+  const channel: Channel = new AmqpChannel({ policy: new AddressPolicy(['127.0.0.1']) });
   try {
-    const outcome = await channel.deliver(dueEvent(fields(AMQP_URL, exchange, 'nobody-listens')), new AbortController().signal);
+    const outcome = await channel.deliver(
+      dueEvent(fields(AMQP_URL, exchange, 'nobody-listens')),
+      new AbortController().signal,
+    );
     assert.equal(outcome.kind, 'retry', JSON.stringify(outcome));
     assert.match((outcome as { reason: string }).reason, /unroutable/);
   } finally {

@@ -4,7 +4,7 @@
  * are a broker's permanent refusal (discard); everything else is transient (retry).
  */
 import type { Clock } from '../../core/clock.ts';
-import type { DeliveryOutcome, DueEvent } from '../channel.ts';
+import type { DeliveryOutcome, DueEventCommon } from '../channel.ts';
 import { InsecureCredentialsError } from './config.ts';
 import { isAddressDenied } from './guard.ts';
 import { onSharedAbort } from '../shared-abort.ts';
@@ -37,7 +37,7 @@ export function errorText(err: unknown): string {
  * queued behind a broker that does not answer, and closes a connection whose send timed out.
  */
 export async function brokerAttempt(
-  event: DueEvent,
+  event: DueEventCommon,
   signal: AbortSignal,
   clock: Clock,
   kind: string,
@@ -64,11 +64,15 @@ export async function brokerAttempt(
     await Promise.race([send(stop), stop]);
     return { kind: 'delivered', durationMs: durationMs() };
   } catch (err) {
-    if (isAddressDenied(err)) return { kind: 'discard', reason: `address denied: ${errorText(err)}`, durationMs: durationMs() };
-    if (err instanceof InsecureCredentialsError) return { kind: 'discard', reason: `${kind}: ${errorText(err)}`, durationMs: durationMs() };
-    if (err instanceof TimeoutError) return { kind: 'retry', reason: `${kind}: ${err.message}`, durationMs: durationMs() };
+    if (isAddressDenied(err))
+      return { kind: 'discard', reason: `address denied: ${errorText(err)}`, durationMs: durationMs() };
+    if (err instanceof InsecureCredentialsError)
+      return { kind: 'discard', reason: `${kind}: ${errorText(err)}`, durationMs: durationMs() };
+    if (err instanceof TimeoutError)
+      return { kind: 'retry', reason: `${kind}: ${err.message}`, durationMs: durationMs() };
     if (signal.aborted) return { kind: 'retry', reason: 'aborted', durationMs: durationMs() };
-    if (permanent(err)) return { kind: 'discard', reason: `${kind} refused: ${errorText(err)}`, durationMs: durationMs() };
+    if (permanent(err))
+      return { kind: 'discard', reason: `${kind} refused: ${errorText(err)}`, durationMs: durationMs() };
     return { kind: 'retry', reason: `${kind}: ${errorText(err)}`, durationMs: durationMs() };
   } finally {
     clearTimeout(timer);

@@ -27,7 +27,8 @@ export function checkBrokerUrl(field: string, text: string, schemes: readonly st
   } catch {
     throw invalid(field, `must be an absolute URL (${schemes.map((s) => `${s}//host:port`).join(' or ')})`);
   }
-  if (!schemes.includes(url.protocol)) throw invalid(field, `must be a ${schemes.join(' or ')} URL, not ${url.protocol}`);
+  if (!schemes.includes(url.protocol))
+    throw invalid(field, `must be a ${schemes.join(' or ')} URL, not ${url.protocol}`);
   if (url.hostname === '') throw invalid(field, 'has no host');
   checkHost(field, url.hostname, policy);
   return url;
@@ -36,7 +37,8 @@ export function checkBrokerUrl(field: string, text: string, schemes: readonly st
 /** `host:port` (IPv6 in brackets) with its host past the guard. */
 export function checkHostPort(field: string, text: string, policy: AddressPolicy): void {
   const m = /^(\[[0-9a-fA-F:.]+\]|[^:\[\]\s/]+):(\d{1,5})$/.exec(text);
-  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535) throw invalid(field, 'must be host:port (such as 127.0.0.1:9092)');
+  if (!m || Number(m[2]) < 1 || Number(m[2]) > 65535)
+    throw invalid(field, 'must be host:port (such as 127.0.0.1:9092)');
   checkHost(field, m[1], policy);
 }
 
@@ -79,7 +81,9 @@ export interface ClearCredentials {
 /** A credential would cross the network unencrypted and the target did not allow it: discarded. */
 export class InsecureCredentialsError extends Error {
   constructor(clear: ClearCredentials) {
-    super(`${clear.field}: ${clear.what} would be sent without TLS; refused (set "allowInsecureCredentials": true on the destination to send it anyway)`);
+    super(
+      `${clear.field}: ${clear.what} would be sent without TLS; refused (set "allowInsecureCredentials": true on the destination to send it anyway)`,
+    );
     this.name = 'InsecureCredentialsError';
   }
 }
@@ -90,7 +94,10 @@ export class InsecureCredentialsError extends Error {
  */
 export function checkCredentialsTls(clear: ClearCredentials | null, optIn: InsecureCredentialsOptIn): void {
   if (clear && optIn.allowInsecureCredentials !== true) {
-    throw invalid(clear.field, `${clear.what} would be sent without TLS, readable by anyone on the network path; use TLS, or set "allowInsecureCredentials": true to send it anyway`);
+    throw invalid(
+      clear.field,
+      `${clear.what} would be sent without TLS, readable by anyone on the network path; use TLS, or set "allowInsecureCredentials": true to send it anyway`,
+    );
   }
 }
 

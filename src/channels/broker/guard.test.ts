@@ -17,13 +17,29 @@ import { RedisChannel } from '../redis/index.ts';
 
 const signal = new AbortController().signal;
 let n = 0;
-const fields = (target: BrokerTarget) => ({ target: '', broker: { poolKey: `guard-${++n}`, target } });
+const fields = (target: BrokerTarget) => ({ kind: target.kind, target, poolKey: `guard-${++n}` });
 
 const TARGETS: [string, (policy: AddressPolicy) => Channel, (host: string) => BrokerTarget][] = [
-  ['redis', (policy) => new RedisChannel({ policy }), (host) => ({ kind: 'redis', url: `redis://${host}:6379`, stream: 'belfry-guard-test', maxLen: null })],
-  ['nats', (policy) => new NatsChannel({ policy }), (host) => ({ kind: 'nats', servers: [`nats://${host}:4222`], subject: 'belfry.guard.test', token: null })],
-  ['amqp', (policy) => new AmqpChannel({ policy }), (host) => ({ kind: 'amqp', url: `amqp://${host}:5672`, exchange: 'belfry-guard-test', routingKey: 'x' })],
-  ['kafka', (policy) => new KafkaChannel({ policy }), (host) => ({ kind: 'kafka', brokers: [`${host}:9092`], topic: 'belfry-guard-test', sasl: null, ssl: false })],
+  [
+    'redis',
+    (policy) => new RedisChannel({ policy }),
+    (host) => ({ kind: 'redis', url: `redis://${host}:6379`, stream: 'belfry-guard-test', maxLen: null }),
+  ],
+  [
+    'nats',
+    (policy) => new NatsChannel({ policy }),
+    (host) => ({ kind: 'nats', servers: [`nats://${host}:4222`], subject: 'belfry.guard.test', token: null }),
+  ],
+  [
+    'amqp',
+    (policy) => new AmqpChannel({ policy }),
+    (host) => ({ kind: 'amqp', url: `amqp://${host}:5672`, exchange: 'belfry-guard-test', routingKey: 'x' }),
+  ],
+  [
+    'kafka',
+    (policy) => new KafkaChannel({ policy }),
+    (host) => ({ kind: 'kafka', brokers: [`${host}:9092`], topic: 'belfry-guard-test', sasl: null, ssl: false }),
+  ],
 ];
 
 describe('broker channels: the address guard at connect', () => {
@@ -55,9 +71,20 @@ describe('kafka: brokers named by the cluster pass the guard too', () => {
   });
 
   it('delivers when --allow-hosts opens the address the cluster names', async () => {
-    const channel = new KafkaChannel({ policy: new AddressPolicy(['127.0.0.1']) });
+    const channel: Channel = new KafkaChannel({ policy: new AddressPolicy(['127.0.0.1']) });
     try {
-      const outcome = await channel.deliver(dueEvent(fields({ kind: 'kafka', brokers: mock.bootstrap.split(','), topic: 'belfry-guard-topic', sasl: null, ssl: false })), signal);
+      const outcome = await channel.deliver(
+        dueEvent(
+          fields({
+            kind: 'kafka',
+            brokers: mock.bootstrap.split(','),
+            topic: 'belfry-guard-topic',
+            sasl: null,
+            ssl: false,
+          }),
+        ),
+        signal,
+      );
       assert.equal(outcome.kind, 'delivered', JSON.stringify(outcome));
     } finally {
       await channel.close();
@@ -66,10 +93,22 @@ describe('kafka: brokers named by the cluster pass the guard too', () => {
 
   it('refuses a broker the metadata names at a denied address, though the bootstrap name was allowed', async () => {
     // "localhost" is allowed by name; the cluster answers with its brokers at 127.0.0.1, which is not.
-    const channel = new KafkaChannel({ policy: new AddressPolicy(['localhost']) });
+    const channel: Channel = new KafkaChannel({ policy: new AddressPolicy(['localhost']) });
     const port = mock.bootstrap.split(',')[0].split(':')[1];
     try {
-      const outcome = await channel.deliver(dueEvent(fields({ kind: 'kafka', brokers: [`localhost:${port}`], topic: 'belfry-guard-topic', sasl: null, ssl: false }), { timeoutMs: 3_000 }), signal);
+      const outcome = await channel.deliver(
+        dueEvent(
+          fields({
+            kind: 'kafka',
+            brokers: [`localhost:${port}`],
+            topic: 'belfry-guard-topic',
+            sasl: null,
+            ssl: false,
+          }),
+          { timeoutMs: 3_000 },
+        ),
+        signal,
+      );
       assert.notEqual(outcome.kind, 'delivered', JSON.stringify(outcome));
       assert.match((outcome as { reason: string }).reason, /address denied|allow-hosts/, JSON.stringify(outcome));
     } finally {

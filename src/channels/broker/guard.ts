@@ -19,7 +19,10 @@ export async function guardedAddress(policy: AddressPolicy, host: string, resolv
     if (why) throw new AddressDeniedError(why);
     return h;
   }
-  const lookup = promisify(guardedLookup(policy, resolve)) as unknown as (host: string, options: object) => Promise<LookupAddress[]>;
+  const lookup = promisify(guardedLookup(policy, resolve)) as unknown as (
+    host: string,
+    options: object,
+  ) => Promise<LookupAddress[]>;
   const addresses = await lookup(h, { all: true });
   return addresses[0].address;
 }
@@ -27,7 +30,11 @@ export async function guardedAddress(policy: AddressPolicy, host: string, resolv
 /** True for the error the guard refuses an address with. */
 export function isAddressDenied(err: unknown): boolean {
   // Clients wrap socket errors (KafkaJS keeps the code; some keep only a cause): walk the chain.
-  for (let e = err as { code?: unknown; cause?: unknown; originalError?: unknown } | null, depth = 0; e && typeof e === 'object' && depth < 5; e = (e.originalError ?? e.cause) as typeof e, depth++) {
+  for (
+    let e = err as { code?: unknown; cause?: unknown; originalError?: unknown } | null, depth = 0;
+    e && typeof e === 'object' && depth < 5;
+    e = (e.originalError ?? e.cause) as typeof e, depth++
+  ) {
     if (e instanceof AddressDeniedError || e.code === ADDRESS_DENIED_CODE) return true;
   }
   return false;

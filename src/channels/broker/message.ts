@@ -3,7 +3,7 @@
  * headers beside the event's own (destination headers overlaid by the event's). The belfry-*
  * names win over a user header of the same name, so a consumer can trust them.
  */
-import type { DueEvent } from '../channel.ts';
+import type { DueEventCommon } from '../channel.ts';
 
 export const HEADER_EVENT_ID = 'belfry-event-id';
 export const HEADER_TENANT_ID = 'belfry-tenant-id';
@@ -13,12 +13,12 @@ export const HEADER_GROUP = 'belfry-group';
 export const HEADER_TYPE = 'belfry-type';
 
 /** The message body: the payload's UTF-8 bytes, exactly as the event stored them. */
-export function messageBody(event: DueEvent): Buffer {
+export function messageBody(event: DueEventCommon): Buffer {
   return Buffer.from(event.payload, 'utf8');
 }
 
 /** The message headers: the event's own, then the belfry-* ones. */
-export function messageHeaders(event: DueEvent): Record<string, string> {
+export function messageHeaders(event: DueEventCommon): Record<string, string> {
   const headers: Record<string, string> = { ...event.headers };
   headers[HEADER_EVENT_ID] = event.id;
   headers[HEADER_TENANT_ID] = event.tenantId;
@@ -30,6 +30,6 @@ export function messageHeaders(event: DueEvent): Record<string, string> {
 }
 
 /** Kafka's message key: the group, or the event id, so a group stays on one partition. */
-export function messageKey(event: DueEvent): string {
+export function messageKey(event: DueEventCommon): string {
   return event.group ?? event.id;
 }

@@ -8,7 +8,12 @@ import { ConnectionPool, PoolFullError } from './pool.ts';
 function makePool(clock: SimClock, connectionsMax = 10) {
   const opened: string[] = [];
   const closed: string[] = [];
-  const pool = new ConnectionPool<string>({ clock, idleMs: 60_000, connectionsMax, close: async (c) => void closed.push(c) });
+  const pool = new ConnectionPool<string>({
+    clock,
+    idleMs: 60_000,
+    connectionsMax,
+    close: async (c) => void closed.push(c),
+  });
   let n = 0;
   const open = (name: string) => async () => {
     const c = `${name}#${++n}`;
@@ -72,10 +77,28 @@ describe('ConnectionPool', () => {
   it('keeps no failed open: the next delivery tries again', async () => {
     const clock = new SimClock();
     const pool = new ConnectionPool<string>({ clock, close: async () => {} });
-    await assert.rejects(pool.with('a', 'v1', async () => { throw new Error('ECONNREFUSED'); }, async (c) => c), /ECONNREFUSED/);
+    await assert.rejects(
+      pool.with(
+        'a',
+        'v1',
+        async () => {
+          throw new Error('ECONNREFUSED');
+        },
+        async (c) => c,
+      ),
+      /ECONNREFUSED/,
+    );
     await settle();
     assert.equal(pool.size, 0);
-    assert.equal(await pool.with('a', 'v1', async () => 'a#2', async (c) => c), 'a#2');
+    assert.equal(
+      await pool.with(
+        'a',
+        'v1',
+        async () => 'a#2',
+        async (c) => c,
+      ),
+      'a#2',
+    );
     await pool.closeAll();
   });
 
@@ -84,7 +107,12 @@ describe('ConnectionPool', () => {
     const { pool, closed, use } = makePool(clock);
     await use('idle');
     let release!: () => void;
-    const busy = pool.with('busy', 'v1', async () => 'busy#1', (c) => new Promise<string>((r) => (release = () => r(c))));
+    const busy = pool.with(
+      'busy',
+      'v1',
+      async () => 'busy#1',
+      (c) => new Promise<string>((r) => (release = () => r(c))),
+    );
     await settle();
     await clock.advance(60_000);
     pool.sweep();
@@ -170,10 +198,15 @@ describe('ConnectionPool', () => {
     const pool = new ConnectionPool<string>({ clock: new SimClock(), close: async (c) => void closed.push(c) });
     let signal!: AbortSignal;
     let finish!: (c: string) => void;
-    const d = pool.with('a', 'v1', (s) => {
-      signal = s;
-      return new Promise<string>((r) => (finish = r));
-    }, async (c) => c);
+    const d = pool.with(
+      'a',
+      'v1',
+      (s) => {
+        signal = s;
+        return new Promise<string>((r) => (finish = r));
+      },
+      async (c) => c,
+    );
     await settle();
     pool.drop('a');
     await assert.rejects(d, /connection closed/);
@@ -205,11 +238,18 @@ describe('ConnectionPool', () => {
     const ends = [attemptEnd(), attemptEnd()];
     const busy = ['a', 'b'].map((k, i) => pool.with(k, 'v1', open(k), never, ends[i].ended));
     await settle();
-    await assert.rejects(pool.with('c', 'v1', open('c'), async (c) => c), PoolFullError);
+    await assert.rejects(
+      pool.with('c', 'v1', open('c'), async (c) => c),
+      PoolFullError,
+    );
     assert.deepEqual(opened, ['a#1', 'b#2']);
     for (const e of ends) e.end(new Error('aborted'));
     await Promise.allSettled(busy);
-    assert.equal(await pool.with('c', 'v1', open('c'), async (c) => c), 'c#3', 'idle again: the least recent one makes room');
+    assert.equal(
+      await pool.with('c', 'v1', open('c'), async (c) => c),
+      'c#3',
+      'idle again: the least recent one makes room',
+    );
     assert.equal(pool.size, 2);
     await pool.closeAll();
   });

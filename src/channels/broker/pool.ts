@@ -83,14 +83,21 @@ export class ConnectionPool<C> {
    * When `ended` rejects (the attempt gave up), this rejects with its reason at once; if it was
    * a timeout while `use` ran, the connection is closed.
    */
-  async with<T>(poolKey: string, fingerprint: string, open: Open<C>, use: (conn: C) => Promise<T>, ended?: Promise<never>): Promise<T> {
+  async with<T>(
+    poolKey: string,
+    fingerprint: string,
+    open: Open<C>,
+    use: (conn: C) => Promise<T>,
+    ended?: Promise<never>,
+  ): Promise<T> {
     let entry = this.entries.get(poolKey);
     if (entry && entry.fingerprint !== fingerprint) {
       this.drop(poolKey);
       entry = undefined;
     }
     if (!entry) {
-      if (this.entries.size >= this.connectionsMax && !this.closeLeastRecentIdle()) throw new PoolFullError(this.connectionsMax);
+      if (this.entries.size >= this.connectionsMax && !this.closeLeastRecentIdle())
+        throw new PoolFullError(this.connectionsMax);
       entry = this.open(poolKey, fingerprint, open);
     }
     entry.inflight++;
@@ -115,17 +122,26 @@ export class ConnectionPool<C> {
 
   private open(poolKey: string, fingerprint: string, open: Open<C>): Entry<C> {
     const opening = new AbortController();
-    const timer = setTimeout(() => opening.abort(new Error(`connecting took longer than ${this.openTimeoutMs}ms`)), this.openTimeoutMs);
+    const timer = setTimeout(
+      () => opening.abort(new Error(`connecting took longer than ${this.openTimeoutMs}ms`)),
+      this.openTimeoutMs,
+    );
     const conn = new Promise<C>((resolve, reject) => {
-      opening.signal.addEventListener('abort', () => {
-        clearTimeout(timer);
-        reject(opening.signal.reason);
-      }, { once: true });
-      open(opening.signal).then((c) => {
-        // Opened after it was given up: nobody will use it.
-        if (opening.signal.aborted) void Promise.resolve(this.opts.close(c)).catch(() => {});
-        else resolve(c);
-      }, reject).finally(() => clearTimeout(timer));
+      opening.signal.addEventListener(
+        'abort',
+        () => {
+          clearTimeout(timer);
+          reject(opening.signal.reason);
+        },
+        { once: true },
+      );
+      open(opening.signal)
+        .then((c) => {
+          // Opened after it was given up: nobody will use it.
+          if (opening.signal.aborted) void Promise.resolve(this.opts.close(c)).catch(() => {});
+          else resolve(c);
+        }, reject)
+        .finally(() => clearTimeout(timer));
     });
     const entry: Entry<C> = { fingerprint, conn, opening, lastUsedMs: this.opts.clock.monotonicMs(), inflight: 0 };
     conn.catch(() => {
@@ -147,21 +163,26 @@ export class ConnectionPool<C> {
   dropIf(poolKey: string, conn: C): void {
     const entry = this.entries.get(poolKey);
     if (!entry) return;
-    entry.conn.then((c) => {
-      if (c === conn && this.entries.get(poolKey) === entry) this.drop(poolKey);
-    }, () => {});
+    entry.conn.then(
+      (c) => {
+        if (c === conn && this.entries.get(poolKey) === entry) this.drop(poolKey);
+      },
+      () => {},
+    );
   }
 
   /** Closes connections idle for idleMs (an open still running included: it is aborted). */
   sweep(): void {
     const now = this.opts.clock.monotonicMs();
-    for (const [key, entry] of this.entries) if (entry.inflight === 0 && now - entry.lastUsedMs >= this.idleMs) this.drop(key);
+    for (const [key, entry] of this.entries)
+      if (entry.inflight === 0 && now - entry.lastUsedMs >= this.idleMs) this.drop(key);
   }
 
   /** Closes the least recently used idle connection; false when every one is in use. */
   private closeLeastRecentIdle(): boolean {
     let oldest: [string, Entry<C>] | null = null;
-    for (const kv of this.entries) if (kv[1].inflight === 0 && (oldest === null || kv[1].lastUsedMs < oldest[1].lastUsedMs)) oldest = kv;
+    for (const kv of this.entries)
+      if (kv[1].inflight === 0 && (oldest === null || kv[1].lastUsedMs < oldest[1].lastUsedMs)) oldest = kv;
     if (!oldest) return false;
     this.drop(oldest[0]);
     return true;

@@ -11,7 +11,20 @@
 import assert from 'node:assert/strict';
 import net from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import type { Channel, DeliveryOutcome, DueEvent } from '../channel.ts';
+import {
+  brokerDueEvent,
+  type BrokerDueEvent,
+  type Channel,
+  type DeliveryOutcome,
+  type DueEvent,
+  type DueEventCommon,
+} from '../channel.ts';
+
+/** Where a conformance event goes: a webhook's URL (signed with SECRET), or a broker's target. */
+export type SinkFields = { kind?: 'http'; target: string } | Pick<BrokerDueEvent, 'kind' | 'target' | 'poolKey'>;
+
+/** The secret conformance webhooks are signed with. */
+export const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 
 /** One message as the consumer saw it. */
 export interface ReceivedMessage {
@@ -23,8 +36,8 @@ export interface ReceivedMessage {
 
 /** A fresh place on the real server and a way to read what reached it. */
 export interface Sink {
-  /** What an event needs to go there (target and broker fields). */
-  fields: Pick<DueEvent, 'target'> & Partial<DueEvent>;
+  /** What an event needs to go there: a webhook's URL, or a broker's kind, target and pool key. */
+  fields: SinkFields;
   /** The messages received so far, waiting until at least `count` are there or `timeoutMs` pass. */
   read(count: number, timeoutMs: number): Promise<ReceivedMessage[]>;
   cleanup(): Promise<void>;
@@ -46,22 +59,22 @@ export interface ChannelHarness {
 
 let seq = 0;
 
-export function dueEvent(fields: Sink['fields'], o: Partial<DueEvent> = {}): DueEvent {
+export function dueEvent(fields: SinkFields, o: Partial<DueEventCommon> = {}): DueEvent {
   const now = Date.now();
-  return {
+  const common: DueEventCommon = {
     tenantId: 'tenant-conformance',
     id: `evt-${process.pid}-${++seq}`,
     attempt: 1,
     payload: '{"orderId":8812,"note":"d\u00e9j\u00e0 vu \u2713","n":[1,2.5,null]}',
     headers: { 'x-kind': 'timeout' },
-    secrets: ['whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw'],
     timeoutMs: 5_000,
     dueAt: now,
     fireAt: now,
     group: null,
-    ...fields,
     ...o,
   };
+  if ('poolKey' in fields) return brokerDueEvent(common, fields.target, fields.poolKey);
+  return { ...common, kind: 'http', target: fields.target, secrets: [{ secret: SECRET, expiresAt: null }] };
 }
 
 /** A loopback port where nothing listens: bound, then released. */
@@ -111,7 +124,12 @@ export function channelConformance(name: string, makeHarness: () => Promise<Chan
     it('delivers the payload bytes unchanged, with the event headers and the belfry headers', async () => {
       const sink = await h.sink();
       try {
-        const e = dueEvent(sink.fields, { attempt: 3, group: 'order-8812', type: 'order.timeout', fireAt: Date.UTC(2026, 10, 22, 10, 21, 55, 123) });
+        const e = dueEvent(sink.fields, {
+          attempt: 3,
+          group: 'order-8812',
+          type: 'order.timeout',
+          fireAt: Date.UTC(2026, 10, 22, 10, 21, 55, 123),
+        });
         assertKind(await h.channel.deliver(e, signal), 'delivered', 'delivery');
         const [msg] = await sink.read(1, READ_TIMEOUT_MS);
         assert.ok(msg, 'the message arrived');
@@ -135,14 +153,19 @@ export function channelConformance(name: string, makeHarness: () => Promise<Chan
     it('keeps the events of a group in order, and keys an event without a group by its id', async () => {
       const sink = await h.sink();
       try {
-        const events = Array.from({ length: 20 }, (_, i) => dueEvent(sink.fields, { group: 'g-1', payload: `{"i":${i}}` }));
+        const events = Array.from({ length: 20 }, (_, i) =>
+          dueEvent(sink.fields, { group: 'g-1', payload: `{"i":${i}}` }),
+        );
         // As the dispatcher does: one event of a group at a time, the next after the previous ended.
         for (const e of events) assertKind(await h.channel.deliver(e, signal), 'delivered', e.id);
         const lone = dueEvent(sink.fields);
         assertKind(await h.channel.deliver(lone, signal), 'delivered', 'lone');
         const got = await sink.read(21, READ_TIMEOUT_MS);
         const grouped = got.filter((m) => h.idOf(m) !== lone.id);
-        assert.deepEqual(grouped.map((m) => h.idOf(m)), events.map((e) => e.id));
+        assert.deepEqual(
+          grouped.map((m) => h.idOf(m)),
+          events.map((e) => e.id),
+        );
         const loneMsg = got.find((m) => h.idOf(m) === lone.id)!;
         if (h.belfryHeaders) assert.equal(loneMsg.headers['belfry-group'], undefined, 'no group, no belfry-group');
         if (h.belfryHeaders) assert.equal(loneMsg.headers['belfry-type'], undefined, 'no type, no belfry-type');

@@ -1,6 +1,6 @@
 /**
  * HTTP deliveries on threads of their own: the same HttpChannel, run by `threads` worker threads
- * (delivery-thread-worker.mjs), each with its own undici pool. The event loop that keeps the
+ * (delivery-thread-worker.ts), each with its own undici pool. The event loop that keeps the
  * timer, the claims and the virtual queues no longer builds requests, signs them, writes sockets
  * or parses responses: while firing that was about half of its busy time (socket writev alone
  * 12–18 %, HMAC 3–5 %, undici and GC most of the rest; docs/architecture.md "Threads").
@@ -16,11 +16,13 @@
  * deliveries in flight as retries ("delivery thread exited"), and a new thread takes its place.
  * The caller's AbortSignal works across the thread boundary: aborting it aborts its deliveries on
  * every thread. At most DELIVERIES_IN_FLIGHT_MAX deliveries wait for the threads at once; more are
- * answered at once with a retry (the dispatcher's own bounds keep far below it).
+ * answered at once with a retry (the dispatcher's own bounds keep far below it). The calls cross
+ * by core/thread-rpc.ts; their protocol is DeliveryThreadProtocol.
  */
-import { Worker } from 'node:worker_threads';
-import { workerThread, type BusyThread } from '../../node/thread-busy.ts';
-import type { Channel, DeliveryOutcome, DueEvent } from '../channel.ts';
+import type { Worker } from 'node:worker_threads';
+import { workerThread, type BusyThread } from '../../core/thread-busy.ts';
+import { RpcClient, startWorker } from '../../core/thread-rpc.ts';
+import type { Channel, DeliveryOutcome, HttpDueEvent } from '../channel.ts';
 import { CONNECTIONS_PER_ORIGIN_DEFAULT, type HttpChannelOptions } from './http-channel.ts';
 
 export const DELIVERIES_IN_FLIGHT_MAX = 200_000;
@@ -31,22 +33,35 @@ const RESPAWN_DELAY_MS_MIN = 100;
 const RESPAWN_DELAY_MS_MAX = 30_000;
 
 /** What crosses to a thread: the channel's options that are plain data. */
-export type DeliveryThreadOptions = Pick<HttpChannelOptions, 'connectionsPerOrigin' | 'responseBodyBytesMax' | 'userAgent'> & {
+export type DeliveryThreadOptions = Pick<
+  HttpChannelOptions,
+  'connectionsPerOrigin' | 'responseBodyBytesMax' | 'userAgent'
+> & {
   allowHosts?: readonly string[];
 };
 
-type Settle = (outcome: DeliveryOutcome) => void;
-type Outgoing = { id: number; signal: number; event: DueEvent };
+/** What a delivery thread (delivery-thread-worker.ts) answers. */
+export type DeliveryThreadProtocol = {
+  /** Builds the thread's HttpChannel; the first call. */
+  start(options: DeliveryThreadOptions): void;
+  /** Delivers `event` under the caller's signal known here as `signal`. */
+  deliver(event: HttpDueEvent, signal: number): DeliveryOutcome;
+  /** The caller's signal `signal` aborted: its deliveries on this thread are aborted. */
+  abort(signal: number, reason: string): void;
+  /** Closes the pool (deliveries in flight end or are aborted by their signal); the thread then exits. */
+  close(): void;
+};
 
 interface Lane {
   worker: Worker;
-  /** Deliveries sent to this thread and not settled, by id. */
-  pending: Map<number, Settle>;
-  outbox: Outgoing[];
+  rpc: RpcClient<DeliveryThreadProtocol>;
 }
 
 /** Starts `threads` delivery threads; resolves once every one is ready. */
-export async function openHttpThreadChannel(threads: number, opts: DeliveryThreadOptions = {}): Promise<HttpThreadChannel> {
+export async function openHttpThreadChannel(
+  threads: number,
+  opts: DeliveryThreadOptions = {},
+): Promise<HttpThreadChannel> {
   if (!Number.isInteger(threads) || threads < 1 || threads > DELIVERY_THREADS_MAX) {
     throw new RangeError(`delivery threads must be an integer from 1 to ${DELIVERY_THREADS_MAX}, got ${threads}`);
   }
@@ -62,11 +77,10 @@ export async function openHttpThreadChannel(threads: number, opts: DeliveryThrea
   return channel;
 }
 
-export class HttpThreadChannel implements Channel {
+export class HttpThreadChannel implements Channel<HttpDueEvent> {
   private readonly lanes: Lane[] = [];
   private readonly signalIds = new WeakMap<AbortSignal, number>();
   private nextSignalId = 1;
-  private nextId = 1;
   private inflight = 0;
   private closing: Promise<void> | null = null;
 
@@ -86,30 +100,38 @@ export class HttpThreadChannel implements Channel {
     return this.lanes.map((lane, i) => workerThread(`delivery-${i}`, lane.worker));
   }
 
-  deliver(event: DueEvent, signal: AbortSignal): Promise<DeliveryOutcome> {
+  deliver(event: HttpDueEvent, signal: AbortSignal): Promise<DeliveryOutcome> {
     if (this.closing) return Promise.resolve({ kind: 'retry', reason: 'delivery threads closed', durationMs: 0 });
     if (signal.aborted) return Promise.resolve({ kind: 'retry', reason: 'aborted before sending', durationMs: 0 });
     if (this.inflight >= DELIVERIES_IN_FLIGHT_MAX) {
-      return Promise.resolve({ kind: 'retry', reason: `delivery threads: ${DELIVERIES_IN_FLIGHT_MAX} deliveries already in flight`, durationMs: 0 });
+      return Promise.resolve({
+        kind: 'retry',
+        reason: `delivery threads: ${DELIVERIES_IN_FLIGHT_MAX} deliveries already in flight`,
+        durationMs: 0,
+      });
     }
     const lane = this.leastBusy();
     if (!lane) return Promise.resolve({ kind: 'retry', reason: 'no delivery thread running', durationMs: 0 });
-    const id = this.nextId++;
     this.inflight++;
-    return new Promise<DeliveryOutcome>((resolve) => {
-      lane.pending.set(id, resolve);
-      if (lane.outbox.length === 0) queueMicrotask(() => this.flush(lane));
-      lane.outbox.push({ id, signal: this.signalId(signal), event });
-    });
+    return lane.rpc.call('deliver', event, this.signalId(signal)).then(
+      (outcome) => {
+        this.inflight--;
+        return outcome;
+      },
+      // The thread exited with it (or the channel closed): retried later.
+      (err: Error): DeliveryOutcome => {
+        this.inflight--;
+        return { kind: 'retry', reason: err.message, durationMs: 0 };
+      },
+    );
   }
 
   async close(): Promise<void> {
     this.closing ??= (async () => {
       await Promise.all(
         this.lanes.map(async (lane) => {
-          this.flush(lane);
           const exited = new Promise<void>((resolve) => lane.worker.once('exit', () => resolve()));
-          lane.worker.postMessage({ close: true });
+          lane.rpc.call('close').catch(() => {});
           // A thread closes its pool (in-flight deliveries end or are aborted by their signal) and exits.
           const timer = setTimeout(() => void lane.worker.terminate(), 10_000);
           await exited;
@@ -122,53 +144,54 @@ export class HttpThreadChannel implements Channel {
 
   /** Starts one thread; resolves once it is ready. Exported for openHttpThreadChannel. */
   async addLane(): Promise<void> {
-    const worker = new Worker(new URL('./delivery-thread-worker.mjs', import.meta.url), { workerData: { options: this.options } });
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`delivery thread did not start within ${START_MS_MAX} ms`)), START_MS_MAX);
-      const done = (fn: () => void) => {
-        clearTimeout(timer);
-        worker.off('error', reject);
-        worker.off('exit', onExit);
-        fn();
-      };
-      const onExit = (code: number) => done(() => reject(new Error(`delivery thread exited while starting (code ${code})`)));
-      worker.once('message', () => done(resolve));
-      worker.once('error', (err) => done(() => reject(err)));
-      worker.once('exit', onExit);
-    }).catch(async (err: unknown) => {
-      await worker.terminate();
+    const worker = startWorker(new URL('./delivery-thread-worker.ts', import.meta.url));
+    let starting = true;
+    const lane: Lane = {
+      worker,
+      rpc: new RpcClient<DeliveryThreadProtocol>(worker, {
+        // What the deliveries in flight on a thread that is gone are retried with.
+        dead: (why) => {
+          if ('closed' in why || this.closing) return new Error('delivery threads closed');
+          if ('error' in why) return starting ? why.error : new Error(`delivery thread exited: ${why.error.message}`);
+          return new Error(
+            starting
+              ? `delivery thread exited while starting (code ${why.exitCode})`
+              : `delivery thread exited (code ${why.exitCode})`,
+          );
+        },
+      }),
+    };
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await Promise.race([
+        lane.rpc.call('start', this.options),
+        new Promise<never>((_, reject) => {
+          timer = setTimeout(
+            () => reject(new Error(`delivery thread did not start within ${START_MS_MAX} ms`)),
+            START_MS_MAX,
+          );
+        }),
+      ]);
+    } catch (err) {
+      await lane.rpc.terminate();
       throw err;
-    });
+    } finally {
+      clearTimeout(timer);
+      starting = false;
+    }
     if (this.closing) {
       // Closed while this thread was starting (a replacement): it takes no deliveries.
-      await worker.terminate();
+      await lane.rpc.terminate();
       return;
     }
-    const lane: Lane = { worker, pending: new Map(), outbox: [] };
-    worker.on('message', (settled: { id: number; outcome: DeliveryOutcome }[]) => {
-      for (const { id, outcome } of settled) {
-        const resolve = lane.pending.get(id);
-        if (!resolve) continue;
-        lane.pending.delete(id);
-        this.inflight--;
-        resolve(outcome);
-      }
-    });
-    worker.on('error', () => {}); // 'exit' follows and settles what the thread held
-    worker.on('exit', (code) => this.laneExited(lane, code));
+    worker.on('exit', () => this.laneExited(lane));
     this.lanes.push(lane);
   }
 
-  private laneExited(lane: Lane, code: number): void {
+  /** A thread exited: its deliveries in flight were settled as retries (RpcClient's dead thread); another takes its place. */
+  private laneExited(lane: Lane): void {
     const at = this.lanes.indexOf(lane);
     if (at >= 0) this.lanes.splice(at, 1);
-    const reason = this.closing ? 'delivery threads closed' : `delivery thread exited (code ${code})`;
-    for (const resolve of lane.pending.values()) {
-      this.inflight--;
-      resolve({ kind: 'retry', reason, durationMs: 0 });
-    }
-    lane.pending.clear();
-    lane.outbox = [];
     // Deliveries go on: a thread that died is replaced (its deliveries above are retried later).
     this.replaceLane(RESPAWN_DELAY_MS_MIN);
   }
@@ -184,14 +207,8 @@ export class HttpThreadChannel implements Channel {
 
   private leastBusy(): Lane | undefined {
     let best = this.lanes[0];
-    for (const lane of this.lanes) if (lane.pending.size < best.pending.size) best = lane;
+    for (const lane of this.lanes) if (lane.rpc.inFlight < best.rpc.inFlight) best = lane;
     return best;
-  }
-
-  private flush(lane: Lane): void {
-    const out = lane.outbox;
-    lane.outbox = [];
-    if (out.length > 0 && this.lanes.includes(lane)) lane.worker.postMessage({ deliver: out });
   }
 
   /** The id a signal has on the threads; its abort reaches every thread. */
@@ -205,10 +222,8 @@ export class HttpThreadChannel implements Channel {
         'abort',
         () => {
           const reason = signal.reason instanceof Error ? signal.reason.message : 'aborted';
-          for (const lane of this.lanes) {
-            this.flush(lane);
-            lane.worker.postMessage({ abort: assigned, reason });
-          }
+          // Sent after the deliveries made before it, in the same message when made in the same tick.
+          for (const lane of this.lanes) lane.rpc.call('abort', assigned, reason).catch(() => {});
         },
         { once: true },
       );

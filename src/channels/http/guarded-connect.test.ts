@@ -7,12 +7,23 @@ import type { LookupAddress } from 'node:dns';
 import { after, before, describe, it } from 'node:test';
 import { startReceiver, type Receiver } from '../../../test/support/receiver.ts';
 import { AddressPolicy } from '../../core/address.ts';
-import type { DueEvent } from '../channel.ts';
+import type { HttpDueEvent } from '../channel.ts';
 import type { Resolver } from './guarded-connect.ts';
 import { HttpChannel } from './http-channel.ts';
 
-function dueEvent(target: string): DueEvent {
-  return { tenantId: 't', id: 'evt-ssrf', attempt: 1, payload: '{}', headers: {}, target, secrets: [], timeoutMs: 3_000, dueAt: 0 };
+function dueEvent(target: string): HttpDueEvent {
+  return {
+    tenantId: 't',
+    id: 'evt-ssrf',
+    attempt: 1,
+    payload: '{}',
+    headers: {},
+    kind: 'http',
+    target,
+    secrets: [{ secret: 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw', expiresAt: null }],
+    timeoutMs: 3_000,
+    dueAt: 0,
+  };
 }
 
 const signal = () => new AbortController().signal;
@@ -55,7 +66,11 @@ describe('HttpChannel private-address guard', () => {
       for (const target of targets) {
         const outcome = await channel.deliver(dueEvent(target), signal());
         assert.equal(outcome.kind, 'discard', target);
-        assert.match(outcome.kind === 'discard' ? outcome.reason : '', /^address denied: .*loopback address.*--allow-hosts/, target);
+        assert.match(
+          outcome.kind === 'discard' ? outcome.reason : '',
+          /^address denied: .*loopback address.*--allow-hosts/,
+          target,
+        );
       }
       assert.equal(receiver.count, 0);
       assert.equal(receiver.socketCount, 0, 'no connection was even opened');
@@ -71,7 +86,10 @@ describe('HttpChannel private-address guard', () => {
       try {
         const outcome = await channel.deliver(dueEvent(`http://hooks.rebind.example:${receiver.port}/x`), signal());
         assert.equal(outcome.kind, 'discard');
-        assert.match(outcome.kind === 'discard' ? outcome.reason : '', /host hooks\.rebind\.example resolves to a loopback address/);
+        assert.match(
+          outcome.kind === 'discard' ? outcome.reason : '',
+          /host hooks\.rebind\.example resolves to a loopback address/,
+        );
         assert.deepEqual(dns.calls, ['hooks.rebind.example']);
       } finally {
         await channel.close();
@@ -97,9 +115,18 @@ describe('HttpChannel private-address guard', () => {
     const byName = new HttpChannel({ allowHosts: ['*.internal.example'], resolve: fakeDns('127.0.0.1') });
     try {
       const before = receiver.count;
-      assert.equal((await byAddress.deliver(dueEvent(`http://127.0.0.1:${receiver.port}/a`), signal())).kind, 'delivered');
-      assert.equal((await byAddress.deliver(dueEvent(`http://2130706433:${receiver.port}/b`), signal())).kind, 'delivered');
-      assert.equal((await byName.deliver(dueEvent(`http://hooks.internal.example:${receiver.port}/c`), signal())).kind, 'delivered');
+      assert.equal(
+        (await byAddress.deliver(dueEvent(`http://127.0.0.1:${receiver.port}/a`), signal())).kind,
+        'delivered',
+      );
+      assert.equal(
+        (await byAddress.deliver(dueEvent(`http://2130706433:${receiver.port}/b`), signal())).kind,
+        'delivered',
+      );
+      assert.equal(
+        (await byName.deliver(dueEvent(`http://hooks.internal.example:${receiver.port}/c`), signal())).kind,
+        'delivered',
+      );
       assert.equal(receiver.count, before + 3);
     } finally {
       await byAddress.close();

@@ -29,9 +29,14 @@ export class AddressDeniedError extends Error {
 }
 
 /** Resolves a host name to all its addresses (dns.lookup with `all: true`); injectable for tests. */
-export type Resolver = (hostname: string, options: LookupOptions, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+export type Resolver = (
+  hostname: string,
+  options: LookupOptions,
+  callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
 
-const systemResolver: Resolver = (hostname, options, callback) => dnsLookup(hostname, { ...options, all: true }, callback);
+const systemResolver: Resolver = (hostname, options, callback) =>
+  dnsLookup(hostname, { ...options, all: true }, callback);
 
 /** A net/tls `lookup` that answers only with addresses the policy allows for `hostname`. */
 export function guardedLookup(policy: AddressPolicy, resolve: Resolver = systemResolver): LookupFunction {
@@ -70,7 +75,8 @@ export function guardedConnect(opts: GuardedConnectOptions): buildConnector.conn
       const [err, socket] = args;
       if (err) return callback(err, null);
       const remote = socket!.remoteAddress;
-      const why = remote === undefined ? 'the connected socket has no peer address' : opts.policy.checkAddress(remote, host);
+      const why =
+        remote === undefined ? 'the connected socket has no peer address' : opts.policy.checkAddress(remote, host);
       if (why) {
         socket!.destroy();
         return callback(new AddressDeniedError(why), null);

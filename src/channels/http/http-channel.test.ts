@@ -1,23 +1,29 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { SimClock } from '../../core/clock.ts';
-import { startReceiver, type ReceivedRequest, type Receiver, type ReceiverResponse } from '../../../test/support/receiver.ts';
-import type { DeliveryOutcome, DueEvent } from '../channel.ts';
+import {
+  startReceiver,
+  type ReceivedRequest,
+  type Receiver,
+  type ReceiverResponse,
+} from '../../../test/support/receiver.ts';
+import type { DeliveryOutcome, HttpDueEvent } from '../channel.ts';
 import { HttpChannel, parseRetryAfterMs, RETRY_AFTER_MS_MAX } from './http-channel.ts';
 import { verifySignature } from './signing.ts';
 
 const SECRET = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
 const OLD_SECRET = 'whsec_' + Buffer.alloc(32, 9).toString('base64');
 
-function dueEvent(target: string, overrides: Partial<DueEvent> = {}): DueEvent {
+function dueEvent(target: string, overrides: Partial<HttpDueEvent> = {}): HttpDueEvent {
   return {
     tenantId: 'tenant-1',
     id: 'evt-1',
     attempt: 1,
     payload: '{"orderId":8812}',
     headers: {},
+    kind: 'http',
     target,
-    secrets: [],
+    secrets: [{ secret: SECRET, expiresAt: null }],
     timeoutMs: 5_000,
     dueAt: 0,
     ...overrides,
@@ -60,7 +66,10 @@ describe('HttpChannel against a loopback receiver', () => {
   it('delivers a 2xx with the payload, user headers and a verifiable signature', async () => {
     const event = dueEvent(`${receiver.url}/hooks/belfry?x=1`, {
       id: 'evt-signed',
-      secrets: [SECRET, OLD_SECRET],
+      secrets: [
+        { secret: SECRET, expiresAt: null },
+        { secret: OLD_SECRET, expiresAt: Date.now() + 60_000 },
+      ],
       headers: { 'X-Team': 'checkout', 'x-kind': 'timeout' },
     });
     const beforeSec = Math.floor(Date.now() / 1000);
@@ -96,19 +105,45 @@ describe('HttpChannel against a loopback receiver', () => {
     }
   });
 
-  it('sends no signature without secrets, and user headers cannot replace the webhook headers', async () => {
-    const event = dueEvent(`${receiver.url}/unsigned`, {
-      id: 'evt-unsigned',
+  it('discards a delivery none of whose secrets is active: a webhook is never sent unsigned', async () => {
+    const expired = [{ secret: OLD_SECRET, expiresAt: Date.now() - 1 }];
+    for (const secrets of [[], expired]) {
+      const outcome = await channel.deliver(dueEvent(`${receiver.url}/unsigned`, { secrets }), noAbort());
+      assert.equal(outcome.kind, 'discard');
+      assert.equal(
+        outcome.kind === 'discard' && outcome.reason,
+        'no active signing secret (rotate the signing secret, then replay)',
+      );
+    }
+    assert.equal(receiver.requests.filter((r) => r.path === '/unsigned').length, 0);
+    // Signs with the secrets active now only: an expired one no longer signs.
+    const outcome = await channel.deliver(
+      dueEvent(`${receiver.url}/rotated`, {
+        id: 'evt-rotated',
+        secrets: [{ secret: SECRET, expiresAt: null }, ...expired],
+      }),
+      noAbort(),
+    );
+    assert.equal(outcome.kind, 'delivered');
+    const req = receiver.requests.find((r) => r.path === '/rotated');
+    assert.ok(req);
+    assert.equal(String(req.headers['webhook-signature']).split(' ').length, 1);
+  });
+
+  it('user headers cannot replace the webhook headers', async () => {
+    const event = dueEvent(`${receiver.url}/spoofed`, {
+      id: 'evt-spoofed',
       headers: { 'Webhook-Id': 'spoofed', 'webhook-signature': 'v1,forged', 'Content-Length': '1', Host: 'evil' },
       type: 'order.timeout',
     });
     const outcome = await channel.deliver(event, noAbort());
     assert.equal(outcome.kind, 'delivered');
-    const req = receiver.requests.find((r) => r.path === '/unsigned');
+    const req = receiver.requests.find((r) => r.path === '/spoofed');
     assert.ok(req);
-    assert.equal(req.headers['webhook-id'], 'evt-unsigned');
+    assert.equal(req.headers['webhook-id'], 'evt-spoofed');
     assert.equal(req.headers['belfry-type'], 'order.timeout', 'the event type travels as belfry-type');
-    assert.equal(req.headers['webhook-signature'], undefined);
+    assert.notEqual(req.headers['webhook-signature'], 'v1,forged');
+    assert.match(String(req.headers['webhook-signature']), /^v1,/);
     assert.equal(req.body, event.payload);
     assert.equal(req.headers.host, `127.0.0.1:${receiver.port}`);
   });
@@ -166,7 +201,10 @@ describe('HttpChannel against a loopback receiver', () => {
     assert.equal(outcome.kind, 'discard');
     assert.equal(outcome.status, 302);
     assert.match(outcome.kind === 'discard' ? outcome.reason : '', /HTTP 302 to \/moved: redirects are not followed/);
-    assert.equal(receiver.requests.some((r) => r.path === '/moved'), false);
+    assert.equal(
+      receiver.requests.some((r) => r.path === '/moved'),
+      false,
+    );
   });
 
   it('times out a hanging receiver after timeoutMs and retries', async () => {
@@ -219,13 +257,13 @@ describe('HttpChannel against a loopback receiver', () => {
   });
 
   it('never throws: malformed targets, headers and secrets become discards', async () => {
-    const cases: Array<[string, DueEvent]> = [
+    const cases: Array<[string, HttpDueEvent]> = [
       ['not a URL', dueEvent('not a url')],
       ['empty URL', dueEvent('')],
       ['ftp scheme', dueEvent('ftp://127.0.0.1/x')],
       ['header name with a space', dueEvent(receiver.url, { headers: { 'bad header': 'x' } })],
       ['header value with CRLF', dueEvent(receiver.url, { headers: { 'x-a': 'a\r\nx-injected: 1' } })],
-      ['malformed secret', dueEvent(receiver.url, { secrets: ['whsec_%%%'] })],
+      ['malformed secret', dueEvent(receiver.url, { secrets: [{ secret: 'whsec_%%%', expiresAt: null }] })],
     ];
     for (const [name, event] of cases) {
       const outcome = await channel.deliver(event, noAbort());

@@ -14,6 +14,8 @@
  *   network errors (ECONNREFUSED, ECONNRESET, ENOTFOUND, ...) → retry with the error code
  *   caller's signal aborted     → retry "aborted"
  *   invalid URL, header or secret → discard (retrying cannot fix the input)
+ *   no signing secret active now → discard: every webhook is signed, never sent unsigned (the
+ *                                 reason says to rotate the secret, then replay)
  *   a denied address (private, loopback, link-local, metadata; see core/address.ts), judged on
  *   the address actually connected to → discard "address denied: ..."
  *
@@ -24,10 +26,10 @@
 import { Agent, util } from 'undici';
 import { AddressPolicy } from '../../core/address.ts';
 import { SystemClock, type Clock } from '../../core/clock.ts';
-import type { Channel, DeliveryOutcome, DueEvent } from '../channel.ts';
+import type { Channel, DeliveryOutcome, HttpDueEvent } from '../channel.ts';
 import { ADDRESS_DENIED_CODE, guardedConnect, type Resolver } from './guarded-connect.ts';
 import { ResponseCollector } from './response-collector.ts';
-import { signPayload } from './signing.ts';
+import { activeSecrets, signPayload } from './signing.ts';
 import { onSharedAbort } from '../shared-abort.ts';
 
 export const CONNECTIONS_PER_ORIGIN_DEFAULT = 64;
@@ -47,11 +49,27 @@ export const TIMEOUT_MS_MAX = 300_000;
 
 /** Headers the channel owns: framing and hop-by-hop ones, and the signature set. */
 const RESERVED_HEADERS = new Set([
-  'host', 'content-length', 'transfer-encoding', 'connection', 'keep-alive', 'upgrade', 'te',
-  'trailer', 'expect', 'proxy-connection', 'webhook-id', 'webhook-timestamp', 'webhook-signature',
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'upgrade',
+  'te',
+  'trailer',
+  'expect',
+  'proxy-connection',
+  'webhook-id',
+  'webhook-timestamp',
+  'webhook-signature',
 ]);
 /** undici errors that mean the request itself is malformed. */
-const INVALID_REQUEST_CODES = new Set(['UND_ERR_INVALID_ARG', 'ERR_INVALID_URL', 'ERR_INVALID_CHAR', 'ERR_INVALID_HTTP_TOKEN']);
+const INVALID_REQUEST_CODES = new Set([
+  'UND_ERR_INVALID_ARG',
+  'ERR_INVALID_URL',
+  'ERR_INVALID_CHAR',
+  'ERR_INVALID_HTTP_TOKEN',
+]);
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
 export interface HttpChannelOptions {
@@ -76,13 +94,16 @@ export interface HttpChannelOptions {
 export type Verdict = DeliveryOutcome extends infer O ? (O extends unknown ? Omit<O, 'durationMs'> : never) : never;
 type Failure = Extract<Verdict, { reason: string }>;
 
+/** Why a delivery none of whose secrets is active now is discarded. */
+export const NO_ACTIVE_SECRET = 'no active signing secret (rotate the signing secret, then replay)';
+
 /** Bound on the parsed targets kept (a destination's deliveries share one; inline URLs vary). */
 const TARGETS_CACHED_MAX = 1_024;
 
 /** Where to send: the parts of a target URL undici takes, or why it cannot be one. */
 type Target = { origin: string; path: string } | string;
 
-export class HttpChannel implements Channel {
+export class HttpChannel implements Channel<HttpDueEvent> {
   private readonly agent: Agent;
   private readonly clock: Clock;
   private readonly responseBodyBytesMax: number;
@@ -97,11 +118,14 @@ export class HttpChannel implements Channel {
       connections: opts.connectionsPerOrigin ?? CONNECTIONS_PER_ORIGIN_DEFAULT,
       pipelining: 1,
       keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
-      connect: guardedConnect({ policy: opts.policy ?? new AddressPolicy(opts.allowHosts ?? []), resolve: opts.resolve }),
+      connect: guardedConnect({
+        policy: opts.policy ?? new AddressPolicy(opts.allowHosts ?? []),
+        resolve: opts.resolve,
+      }),
     });
   }
 
-  async deliver(event: DueEvent, signal: AbortSignal): Promise<DeliveryOutcome> {
+  async deliver(event: HttpDueEvent, signal: AbortSignal): Promise<DeliveryOutcome> {
     const startMs = this.clock.monotonicMs();
     let verdict: Verdict;
     try {
@@ -117,7 +141,7 @@ export class HttpChannel implements Channel {
     await this.agent.close();
   }
 
-  private async attempt(event: DueEvent, signal: AbortSignal): Promise<Verdict> {
+  private async attempt(event: HttpDueEvent, signal: AbortSignal): Promise<Verdict> {
     const target = this.target(event.target);
     if (typeof target === 'string') return { kind: 'discard', reason: target };
     const headers = this.buildHeaders(event);
@@ -164,7 +188,12 @@ export class HttpChannel implements Channel {
         if (status >= 200 && status < 300) return { kind: 'delivered', status };
         snippet = `(body unread: ${failed(exchange.bodyError).reason})`;
       }
-      return classifyStatus(status, exchange.rawHeaders ? util.parseHeaders(exchange.rawHeaders) : {}, snippet, this.clock.now());
+      return classifyStatus(
+        status,
+        exchange.rawHeaders ? util.parseHeaders(exchange.rawHeaders) : {},
+        snippet,
+        this.clock.now(),
+      );
     } finally {
       cancelTimer();
       unfollow();
@@ -183,8 +212,13 @@ export class HttpChannel implements Channel {
     return target;
   }
 
-  private buildHeaders(event: DueEvent): Record<string, string> | string {
-    const timestampSec = Math.floor(this.clock.now() / 1000);
+  /** The request's headers, signed; or why the delivery cannot be sent. */
+  private buildHeaders(event: HttpDueEvent): Record<string, string> | string {
+    const nowMs = this.clock.now();
+    // Judged per delivery, so a rotated-out secret stops signing at its expiry, cache or not.
+    const secrets = activeSecrets(event.secrets, nowMs);
+    if (secrets.length === 0) return NO_ACTIVE_SECRET;
+    const timestampSec = Math.floor(nowMs / 1000);
     const headers: Record<string, string> = { 'content-type': 'application/json', 'user-agent': this.userAgent };
     for (const [name, value] of Object.entries(event.headers)) {
       const lower = name.toLowerCase();
@@ -193,12 +227,10 @@ export class HttpChannel implements Channel {
     if (event.type) headers['belfry-type'] = event.type;
     headers['webhook-id'] = event.id;
     headers['webhook-timestamp'] = String(timestampSec);
-    if (event.secrets.length > 0) {
-      try {
-        headers['webhook-signature'] = signPayload({ msgId: event.id, timestampSec, body: event.payload, secrets: event.secrets });
-      } catch (err) {
-        return `invalid signing secret: ${errorText(err)}`;
-      }
+    try {
+      headers['webhook-signature'] = signPayload({ msgId: event.id, timestampSec, body: event.payload, secrets });
+    } catch (err) {
+      return `invalid signing secret: ${errorText(err)}`;
     }
     return headers;
   }

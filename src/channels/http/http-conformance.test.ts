@@ -8,7 +8,8 @@ channelConformance('http', async () => {
   const channel = new HttpChannel({ allowHosts: ['127.0.0.1'] });
   const toMessage = (r: Receiver['requests'][number]): ReceivedMessage => {
     const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(r.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
+    for (const [k, v] of Object.entries(r.headers))
+      if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
     return { body: Buffer.from(r.body, 'utf8'), headers };
   };
   return {

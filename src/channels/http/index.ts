@@ -21,7 +21,10 @@ export function checkWebhookUrl(field: string, url: string, policy: AddressPolic
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw invalid(field, 'must be an http or https URL');
   if (urlHasCredentials(parsed)) {
-    throw invalid(field, 'must not carry credentials (user:password@): Belfry would not send them, and a URL is shown back; receivers verify a delivery by its signature (webhook-signature)');
+    throw invalid(
+      field,
+      'must not carry credentials (user:password@): Belfry would not send them, and a URL is shown back; receivers verify a delivery by its signature (webhook-signature)',
+    );
   }
   const denied = policy.checkHost(parsed.hostname);
   if (denied) throw invalid(field, `host not allowed: ${denied}`);

@@ -7,6 +7,7 @@
  * so a receiver that knows either the old or the new secret verifies during a rotation.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { SigningSecret } from '../channel.ts';
 
 const SECRET_PREFIX = 'whsec_';
 const BASE64_RE = /^[A-Za-z0-9+/]+={0,2}$/;
@@ -15,6 +16,15 @@ const TIMESTAMP_RE = /^\d{1,12}$/;
 export const SIGNATURE_TOLERANCE_SEC_DEFAULT = 300;
 /** Bound on the signatures one header may carry; more is not a rotation, it is an attack. */
 const SIGNATURES_PER_HEADER_MAX = 16;
+
+/**
+ * The secrets that sign a delivery made at `nowMs`: those not expired, newest first. Judged per
+ * delivery, so a secret rotated out stops signing at its expiry, however long the secrets were
+ * cached.
+ */
+export function activeSecrets(secrets: readonly SigningSecret[], nowMs: number): string[] {
+  return secrets.filter((s) => s.expiresAt === null || s.expiresAt > nowMs).map((s) => s.secret);
+}
 
 /** Decodes a `whsec_` + base64 secret (the prefix is optional, as in the reference libraries). */
 export function decodeSecret(secret: string): Buffer {
@@ -26,7 +36,8 @@ export function decodeSecret(secret: string): Buffer {
 }
 
 function signWithKey(key: Buffer, msgId: string, timestampSec: number, body: string | Uint8Array): string {
-  if (typeof body === 'string') return createHmac('sha256', key).update(`${msgId}.${timestampSec}.${body}`).digest('base64');
+  if (typeof body === 'string')
+    return createHmac('sha256', key).update(`${msgId}.${timestampSec}.${body}`).digest('base64');
   // A receiver's raw bytes are signed as they are (a string round trip would alter bytes that are not UTF-8).
   return createHmac('sha256', key).update(`${msgId}.${timestampSec}.`).update(body).digest('base64');
 }

@@ -21,7 +21,10 @@ describe('ProduceBatcher', () => {
       if (++calls === 1) throw new Error('leader moved');
     });
     const first = await Promise.allSettled([b.add(msg('a')), b.add(msg('b'))]);
-    assert.deepEqual(first.map((r) => r.status), ['rejected', 'rejected']);
+    assert.deepEqual(
+      first.map((r) => r.status),
+      ['rejected', 'rejected'],
+    );
     assert.match(String((first[0] as PromiseRejectedResult).reason), /leader moved/);
     await b.add(msg('c'));
     assert.equal(calls, 2);

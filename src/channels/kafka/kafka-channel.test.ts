@@ -11,7 +11,11 @@ import { KafkaChannel } from './index.ts';
 let n = 0;
 
 function fields(brokers: string[], topic: string): Sink['fields'] {
-  return { target: '', broker: { poolKey: `kafka-test-${++n}`, target: { kind: 'kafka', brokers, topic, sasl: null, ssl: false } } };
+  return {
+    kind: 'kafka',
+    target: { kind: 'kafka', brokers, topic, sasl: null, ssl: false },
+    poolKey: `kafka-test-${++n}`,
+  };
 }
 
 channelConformance('kafka', async () => {

@@ -25,7 +25,9 @@ async function scripted(script: Script): Promise<{ port: number; received: strin
   const received: string[] = [];
   const server = net.createServer((s) => {
     s.on('error', () => {});
-    s.write(`INFO ${JSON.stringify({ server_id: 'scripted', headers: true, max_payload: 1_048_576, ...script.info })}\r\n`);
+    s.write(
+      `INFO ${JSON.stringify({ server_id: 'scripted', headers: true, max_payload: 1_048_576, ...script.info })}\r\n`,
+    );
     let buf = '';
     s.on('data', (chunk) => {
       buf += chunk.toString('latin1');
@@ -53,7 +55,13 @@ async function scripted(script: Script): Promise<{ port: number; received: strin
 }
 
 async function link(port: number, o: { user?: string; pass?: string } = {}): Promise<NatsLink> {
-  const l = await NatsLink.connect({ server: { address: '127.0.0.1', port, hostname: '127.0.0.1' }, tls: false, name: 'belfry', signal: new AbortController().signal, ...o });
+  const l = await NatsLink.connect({
+    server: { address: '127.0.0.1', port, hostname: '127.0.0.1' },
+    tls: false,
+    name: 'belfry',
+    signal: new AbortController().signal,
+    ...o,
+  });
   links.push(l);
   return l;
 }
@@ -78,8 +86,14 @@ describe('NatsLink', () => {
     const l = await link(server.port, { user: 'belfry', pass: 'pw' });
     await l.publish('orders.due', { 'belfry-event-id': 'e1' }, Buffer.from('{"a":1}'));
     const connect = JSON.parse(server.received.find((x) => x.startsWith('CONNECT '))!.slice(8));
-    assert.deepEqual([connect.headers, connect.no_responders, connect.user, connect.pass, connect.tls_required], [true, true, 'belfry', 'pw', false]);
-    assert.ok(server.received.some((x) => /^SUB _INBOX\.[0-9a-f]+\.\* 1$/.test(x)), 'one inbox subscription');
+    assert.deepEqual(
+      [connect.headers, connect.no_responders, connect.user, connect.pass, connect.tls_required],
+      [true, true, 'belfry', 'pw', false],
+    );
+    assert.ok(
+      server.received.some((x) => /^SUB _INBOX\.[0-9a-f]+\.\* 1$/.test(x)),
+      'one inbox subscription',
+    );
   });
 
   it('answers a server PING, and reads a reply split across several reads', async () => {
@@ -108,7 +122,10 @@ describe('NatsLink', () => {
       },
     });
     const l = await link(server.port);
-    const [denied, allowed] = await Promise.allSettled([l.publish('forbidden', {}, Buffer.from('{}')), l.publish('allowed', {}, Buffer.from('{}'))]);
+    const [denied, allowed] = await Promise.allSettled([
+      l.publish('forbidden', {}, Buffer.from('{}')),
+      l.publish('allowed', {}, Buffer.from('{}')),
+    ]);
     assert.equal(denied.status, 'rejected');
     assert.equal(((denied as PromiseRejectedResult).reason as NatsError).code, 'PERMISSIONS_VIOLATION');
     assert.equal(allowed.status, 'fulfilled');
@@ -117,7 +134,10 @@ describe('NatsLink', () => {
   it("refuses a message past the server's max_payload before sending it", async () => {
     const server = await scripted({ info: { max_payload: 100 } });
     const l = await link(server.port);
-    await assert.rejects(l.publish('orders.due', {}, Buffer.alloc(200)), (err: NatsError) => err.code === 'MAX_PAYLOAD');
+    await assert.rejects(
+      l.publish('orders.due', {}, Buffer.alloc(200)),
+      (err: NatsError) => err.code === 'MAX_PAYLOAD',
+    );
     assert.ok(!server.received.some((x) => x.startsWith('HPUB')));
   });
 
@@ -125,17 +145,27 @@ describe('NatsLink', () => {
     const server = await scripted({
       onPublish: (reply, subject, s) => {
         if (subject === 'nostream') s.write(`HMSG ${reply} 1 16 16\r\nNATS/1.0 503\r\n\r\n\r\n`);
-        else s.write(`MSG ${reply} 1 72\r\n{"error":{"code":503,"err_code":10039,"description":"jetstream not ok"}}\r\n`);
+        else
+          s.write(`MSG ${reply} 1 72\r\n{"error":{"code":503,"err_code":10039,"description":"jetstream not ok"}}\r\n`);
       },
     });
     const l = await link(server.port);
-    await assert.rejects(l.publish('nostream', {}, Buffer.from('{}')), (err: NatsError) => err.code === 'NO_RESPONDERS');
-    await assert.rejects(l.publish('other', {}, Buffer.from('{}')), (err: NatsError) => err.code === 'JETSTREAM' && /jetstream not ok/.test(err.message));
+    await assert.rejects(
+      l.publish('nostream', {}, Buffer.from('{}')),
+      (err: NatsError) => err.code === 'NO_RESPONDERS',
+    );
+    await assert.rejects(
+      l.publish('other', {}, Buffer.from('{}')),
+      (err: NatsError) => err.code === 'JETSTREAM' && /jetstream not ok/.test(err.message),
+    );
   });
 
   it('fails the handshake on bad credentials with an authorisation violation', async () => {
     const server = await scripted({ onConnect: () => "-ERR 'Authorization Violation'\r\n" });
-    await assert.rejects(link(server.port, { user: 'u', pass: 'wrong' }), (err: NatsError) => err.code === 'AUTHORIZATION_VIOLATION');
+    await assert.rejects(
+      link(server.port, { user: 'u', pass: 'wrong' }),
+      (err: NatsError) => err.code === 'AUTHORIZATION_VIOLATION',
+    );
   });
 
   it('fails every publish still waiting when it closes, and tells its listeners', async () => {
@@ -162,7 +192,12 @@ describe('NatsLink', () => {
     servers.push(silent);
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
     const abort = new AbortController();
-    const connecting = NatsLink.connect({ server: { address: '127.0.0.1', port: (silent.address() as net.AddressInfo).port, hostname: '127.0.0.1' }, tls: false, name: 'belfry', signal: abort.signal });
+    const connecting = NatsLink.connect({
+      server: { address: '127.0.0.1', port: (silent.address() as net.AddressInfo).port, hostname: '127.0.0.1' },
+      tls: false,
+      name: 'belfry',
+      signal: abort.signal,
+    });
     setTimeout(() => abort.abort(new Error('gave up')), 50);
     await assert.rejects(connecting, /gave up/);
   });

@@ -36,7 +36,10 @@ export type NatsErrorCode =
   | 'CLOSED';
 
 export class NatsError extends Error {
-  constructor(readonly code: NatsErrorCode, message: string) {
+  constructor(
+    readonly code: NatsErrorCode,
+    message: string,
+  ) {
     super(message);
     this.name = 'NatsError';
   }
@@ -99,7 +102,11 @@ class Parser {
         const body = this.buf.subarray(0, totalBytes);
         this.buf = this.buf.subarray(totalBytes + 2);
         this.awaiting = null;
-        this.onMessage(subject, headerBytes >= 0 ? body.subarray(0, headerBytes) : null, body.subarray(Math.max(0, headerBytes)));
+        this.onMessage(
+          subject,
+          headerBytes >= 0 ? body.subarray(0, headerBytes) : null,
+          body.subarray(Math.max(0, headerBytes)),
+        );
         continue;
       }
       const end = this.buf.indexOf(CRLF);
@@ -116,7 +123,12 @@ class Parser {
         const headers = op === 'HMSG';
         const totalBytes = Number(parts[parts.length - 1]);
         const headerBytes = headers ? Number(parts[parts.length - 2]) : -1;
-        if (!Number.isInteger(totalBytes) || totalBytes < 0 || totalBytes > REPLY_BYTES_MAX || (headers && !(headerBytes >= 0 && headerBytes <= totalBytes))) {
+        if (
+          !Number.isInteger(totalBytes) ||
+          totalBytes < 0 ||
+          totalBytes > REPLY_BYTES_MAX ||
+          (headers && !(headerBytes >= 0 && headerBytes <= totalBytes))
+        ) {
           throw new NatsError('PROTOCOL', `a message from the server Belfry does not read: ${line.slice(0, 100)}`);
         }
         this.awaiting = { subject: parts[1] ?? '', headerBytes, totalBytes };
@@ -131,7 +143,8 @@ class Parser {
 function serverError(text: string): NatsError {
   const lower = text.toLowerCase();
   if (lower.includes('permissions violation')) return new NatsError('PERMISSIONS_VIOLATION', text);
-  if (lower.includes('authorization violation') || lower.includes('authentication')) return new NatsError('AUTHORIZATION_VIOLATION', text);
+  if (lower.includes('authorization violation') || lower.includes('authentication'))
+    return new NatsError('AUTHORIZATION_VIOLATION', text);
   if (lower.includes('maximum payload')) return new NatsError('MAX_PAYLOAD', text);
   return new NatsError('SERVER_ERROR', text);
 }
@@ -147,7 +160,8 @@ function headerBlock(headers: Record<string, string>): Buffer {
 function replyOutcome(subject: string, headers: Buffer | null, payload: Buffer): NatsError | null {
   if (headers) {
     const status = /^NATS\/1\.0 (\d{3})(.*)/.exec(headers.toString('latin1').split('\r\n', 1)[0]);
-    if (status?.[1] === '503') return new NatsError('NO_RESPONDERS', `503 no responders: no stream listens on subject "${subject}"`);
+    if (status?.[1] === '503')
+      return new NatsError('NO_RESPONDERS', `503 no responders: no stream listens on subject "${subject}"`);
     if (status) return new NatsError('JETSTREAM', `${status[1]}${status[2]}`.trim());
   }
   let ack: { error?: { code?: unknown; description?: unknown } } | null;
@@ -156,7 +170,8 @@ function replyOutcome(subject: string, headers: Buffer | null, payload: Buffer):
   } catch {
     return new NatsError('PROTOCOL', 'the publish ack is not JSON');
   }
-  if (ack && typeof ack === 'object' && ack.error) return new NatsError('JETSTREAM', `${String(ack.error.code ?? '')} ${String(ack.error.description ?? '')}`.trim());
+  if (ack && typeof ack === 'object' && ack.error)
+    return new NatsError('JETSTREAM', `${String(ack.error.code ?? '')} ${String(ack.error.description ?? '')}`.trim());
   return null;
 }
 
@@ -188,10 +203,14 @@ export class NatsLink {
       await once(raw, 'connect');
       const info = await readInfo(raw);
       if (opts.tls && !info.tls_required && !info.tls_available) {
-        throw new NatsError('TLS_UNAVAILABLE', 'the server does not offer TLS: refusing to continue in plaintext (tls:// was asked for)');
+        throw new NatsError(
+          'TLS_UNAVAILABLE',
+          'the server does not offer TLS: refusing to continue in plaintext (tls:// was asked for)',
+        );
       }
       if (opts.tls || info.tls_required) socket = await startTls(raw, server, signal, opts.tlsOptions);
-      if (info.headers !== true) throw new NatsError('NO_HEADERS', 'the server does not support message headers (NATS 2.2 or later is needed)');
+      if (info.headers !== true)
+        throw new NatsError('NO_HEADERS', 'the server does not support message headers (NATS 2.2 or later is needed)');
       const inbox = `_INBOX.${randomBytes(12).toString('hex')}`;
       const connect = {
         verbose: false,
@@ -232,7 +251,12 @@ export class NatsLink {
     const head = headerBlock(headers);
     const max = this.info.max_payload;
     if (typeof max === 'number' && head.length + body.length > max) {
-      return Promise.reject(new NatsError('MAX_PAYLOAD', `the message (${head.length + body.length} bytes with its headers) is larger than the server's max_payload (${max})`));
+      return Promise.reject(
+        new NatsError(
+          'MAX_PAYLOAD',
+          `the message (${head.length + body.length} bytes with its headers) is larger than the server's max_payload (${max})`,
+        ),
+      );
     }
     const id = ++this.seq;
     return new Promise<void>((resolve, reject) => {
@@ -386,7 +410,8 @@ function readLines<T>(socket: net.Socket, accept: (line: string) => T | undefine
 /** The server's first line, which must be its INFO. */
 function readInfo(socket: net.Socket): Promise<ServerInfo> {
   return readLines(socket, (line) => {
-    if (!line.startsWith('INFO ')) throw new NatsError('PROTOCOL', 'the server did not start with INFO: not a NATS server');
+    if (!line.startsWith('INFO '))
+      throw new NatsError('PROTOCOL', 'the server did not start with INFO: not a NATS server');
     try {
       const info = JSON.parse(line.slice(5)) as ServerInfo;
       if (info && typeof info === 'object') return info;
@@ -408,7 +433,12 @@ function readPong(socket: net.Socket): Promise<true> {
 }
 
 /** Upgrades the connection to TLS, checking the certificate against the destination's host name. */
-async function startTls(raw: net.Socket, server: NatsServerAddress, signal: AbortSignal, extra?: tls.ConnectionOptions): Promise<tls.TLSSocket> {
+async function startTls(
+  raw: net.Socket,
+  server: NatsServerAddress,
+  signal: AbortSignal,
+  extra?: tls.ConnectionOptions,
+): Promise<tls.TLSSocket> {
   const byName = net.isIP(server.hostname) === 0;
   const secure = tls.connect({
     socket: raw,

@@ -8,7 +8,11 @@ const NATS_URL = process.env.BELFRY_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
 let n = 0;
 
 function fields(server: string, subject: string): Sink['fields'] {
-  return { target: '', broker: { poolKey: `nats-test-${++n}`, target: { kind: 'nats', servers: [server], subject, token: null } } };
+  return {
+    kind: 'nats',
+    target: { kind: 'nats', servers: [server], subject, token: null },
+    poolKey: `nats-test-${++n}`,
+  };
 }
 
 channelConformance('nats', async () => {
@@ -29,7 +33,8 @@ channelConformance('nats', async () => {
         fields: fields(NATS_URL, subject),
         async read(count, timeoutMs) {
           const deadline = Date.now() + timeoutMs;
-          while ((await jsm.streams.info(name)).state.messages < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+          while ((await jsm.streams.info(name)).state.messages < count && Date.now() < deadline)
+            await new Promise((r) => setTimeout(r, 20));
           const total = (await jsm.streams.info(name)).state.messages;
           const out = [];
           for (let seq = 1; seq <= total; seq++) {

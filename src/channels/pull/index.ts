@@ -8,7 +8,7 @@
  */
 import type { PullTarget } from '../../core/destination.ts';
 import type { KindSpec } from '../broker/config.ts';
-import type { Channel, DeliveryOutcome, DueEvent } from '../channel.ts';
+import type { Channel, DeliveryOutcome, DueEventOf } from '../channel.ts';
 
 /** Registration of a `pull` destination: nothing but the kind. */
 export const pullSpec: KindSpec<PullTarget, Record<string, unknown>> = {
@@ -16,11 +16,11 @@ export const pullSpec: KindSpec<PullTarget, Record<string, unknown>> = {
   json: () => ({}),
 };
 
-export class PullChannel implements Channel {
-  async deliver(event: DueEvent): Promise<DeliveryOutcome> {
+export class PullChannel implements Channel<DueEventOf<'pull'>> {
+  async deliver(_event: DueEventOf<'pull'>): Promise<DeliveryOutcome> {
     return {
       kind: 'discard',
-      reason: `${event.target} is a pull destination: this event was created for push delivery; replay it to make it claimable`,
+      reason: `the destination is a pull destination: this event was created for push delivery; replay it to make it claimable`,
       durationMs: 0,
     };
   }

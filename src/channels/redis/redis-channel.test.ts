@@ -8,7 +8,7 @@ const REDIS_URL = process.env.BELFRY_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 let n = 0;
 
 function fields(url: string, stream: string): Sink['fields'] {
-  return { target: '', broker: { poolKey: `redis-test-${++n}`, target: { kind: 'redis', url, stream, maxLen: null } } };
+  return { kind: 'redis', target: { kind: 'redis', url, stream, maxLen: null }, poolKey: `redis-test-${++n}` };
 }
 
 /** A stream entry as the consumer sees it: `payload` and one field per header. */

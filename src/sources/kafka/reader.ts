@@ -25,10 +25,19 @@
  * `ssl: true` is TLS or nothing; SASL PLAIN without it is refused unless the source says
  * `allowInsecureCredentials` (a source stored before the rule fails with the reason, and sends nothing).
  */
-import { Kafka, logLevel, type Consumer, type IHeaders, type KafkaMessage, type Producer, type SASLOptions } from 'kafkajs';
+import {
+  Kafka,
+  logLevel,
+  type Consumer,
+  type IHeaders,
+  type KafkaMessage,
+  type Producer,
+  type SASLOptions,
+} from 'kafkajs';
 import type { AddressPolicy } from '../../core/address.ts';
 import { SystemClock } from '../../core/clock.ts';
-import { clearCredentials, guardedSocketFactory } from '../../channels/kafka/index.ts';
+import { guardedSocketFactory } from '../../channels/kafka/channel.ts';
+import { clearCredentials } from '../../channels/kafka/spec.ts';
 import { assertCredentialsTls, type InsecureCredentialsOptIn } from '../../channels/broker/config.ts';
 import type { SourceError, SourceRecord, SourceState } from '../../store/sources.ts';
 
@@ -94,7 +103,13 @@ const systemSleep = (ms: number, signal: AbortSignal) => systemClock.sleep(ms, s
 const cut = (s: string) => (s.length > REASON_LENGTH_MAX ? `${s.slice(0, REASON_LENGTH_MAX - 1)}…` : s);
 
 function deadLetterHeaders(source: string, m: KafkaMessage, partition: number, reason: string): IHeaders {
-  return { ...(m.headers ?? {}), 'belfry-error': cut(reason), 'belfry-source': source, 'belfry-partition': String(partition), 'belfry-offset': m.offset };
+  return {
+    ...(m.headers ?? {}),
+    'belfry-error': cut(reason),
+    'belfry-source': source,
+    'belfry-partition': String(partition),
+    'belfry-offset': m.offset,
+  };
 }
 
 export class KafkaSourceReader {
@@ -124,7 +139,13 @@ export class KafkaSourceReader {
       clientId: `belfry-source-${name}`,
       brokers: spec.brokers,
       ssl: spec.ssl,
-      sasl: spec.sasl ? ({ mechanism: spec.sasl.mechanism, username: spec.sasl.username, password: spec.sasl.password } as SASLOptions) : undefined,
+      sasl: spec.sasl
+        ? ({
+            mechanism: spec.sasl.mechanism,
+            username: spec.sasl.username,
+            password: spec.sasl.password,
+          } as SASLOptions)
+        : undefined,
       connectionTimeout: this.opts.connectTimeoutMs,
       retry: { retries: 3, initialRetryTime: 300, maxRetryTime: 5_000 },
       socketFactory: guardedSocketFactory(this.deps.policy, this.sockets.signal),
@@ -179,17 +200,30 @@ export class KafkaSourceReader {
     await (this.deps.sleep ?? systemSleep)(ms, this.abort.signal).catch(() => {});
   }
 
-  private async handleChunk(consumer: Consumer, topic: string, partition: number, chunk: KafkaMessage[], highWatermark: string): Promise<void> {
+  private async handleChunk(
+    consumer: Consumer,
+    topic: string,
+    partition: number,
+    chunk: KafkaMessage[],
+    highWatermark: string,
+  ): Promise<void> {
     const { source, sink } = this.deps;
     const messages: SourceMessage[] = chunk.map((m) => ({ partition, offset: m.offset, value: m.value }));
     const outcomes = await sink.ingest(source, messages);
     await this.deps.afterStore?.(messages);
-    const rejected = chunk.map((m, i) => ({ m, o: outcomes[i] })).filter((x) => x.o.kind === 'rejected') as { m: KafkaMessage; o: { kind: 'rejected'; reason: string } }[];
+    const rejected = chunk.map((m, i) => ({ m, o: outcomes[i] })).filter((x) => x.o.kind === 'rejected') as {
+      m: KafkaMessage;
+      o: { kind: 'rejected'; reason: string };
+    }[];
     if (rejected.length > 0 && this.producer && source.spec.deadLetterTopic) {
       await this.producer.send({
         topic: source.spec.deadLetterTopic,
         acks: -1,
-        messages: rejected.map(({ m, o }) => ({ key: m.key, value: m.value, headers: deadLetterHeaders(source.name, m, partition, o.reason) })),
+        messages: rejected.map(({ m, o }) => ({
+          key: m.key,
+          value: m.value,
+          headers: deadLetterHeaders(source.name, m, partition, o.reason),
+        })),
       });
     }
     const next = (BigInt(chunk[chunk.length - 1].offset) + 1n).toString();
@@ -197,13 +231,17 @@ export class KafkaSourceReader {
     const lag = BigInt(highWatermark) - BigInt(next);
     const now = this.deps.now();
     // The offset is committed: a failed report loses only counts, never an event.
-    await this.deps.report({
-      acceptedAdd: outcomes.length - rejected.length,
-      rejectedAdd: rejected.length,
-      errors: rejected.slice(-10).map(({ m, o }) => ({ at: now, message: cut(`partition ${partition} offset ${m.offset}: ${o.reason}`) })),
-      state: 'running',
-      lag: { [partition]: Number(lag > 0n ? lag : 0n) },
-    }).catch(() => {});
+    await this.deps
+      .report({
+        acceptedAdd: outcomes.length - rejected.length,
+        rejectedAdd: rejected.length,
+        errors: rejected
+          .slice(-10)
+          .map(({ m, o }) => ({ at: now, message: cut(`partition ${partition} offset ${m.offset}: ${o.reason}`) })),
+        state: 'running',
+        lag: { [partition]: Number(lag > 0n ? lag : 0n) },
+      })
+      .catch(() => {});
   }
 
   /** Leaves the group (its partitions go to the other nodes) and closes both clients. */

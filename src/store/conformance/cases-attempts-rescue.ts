@@ -56,9 +56,21 @@ export function attemptCases(ctx: SuiteContext): void {
     const tenantId = await newTenant(store);
     const running = await mustClaim(store, await insertOne(store, newEvent(tenantId, 'r')), T0 + 10 * SEC);
     const retryAt = T0 + 70 * SEC;
-    const waiting = await mustRecord(store, outcome(running, 'awaiting_retry', { retryAt, status: 503, error: 'HTTP 503' }), T0 + 11 * SEC);
+    const waiting = await mustRecord(
+      store,
+      outcome(running, 'awaiting_retry', { retryAt, status: 503, error: 'HTTP 503' }),
+      T0 + 11 * SEC,
+    );
     assert.deepEqual(
-      [waiting.state, waiting.dueAt, waiting.fireAt, waiting.attempts, waiting.lastStatus, waiting.lastError, waiting.leaseOwner],
+      [
+        waiting.state,
+        waiting.dueAt,
+        waiting.fireAt,
+        waiting.attempts,
+        waiting.lastStatus,
+        waiting.lastError,
+        waiting.leaseOwner,
+      ],
       ['awaiting_retry', retryAt, running.fireAt, 1, 503, 'HTTP 503', null],
     );
     const t = await lastTransition(store, waiting);
@@ -87,7 +99,10 @@ export function attemptCases(ctx: SuiteContext): void {
   it('applies only under the claiming owner at the claimed version, answering per outcome', async () => {
     const store = ctx.store();
     const [tenantId, other] = await twoTenants(store);
-    const evs = await insertAll(store, ['good', 'owner', 'version', 'idle', 'tenant'].map((id) => newEvent(tenantId, id)));
+    const evs = await insertAll(
+      store,
+      ['good', 'owner', 'version', 'idle', 'tenant'].map((id) => newEvent(tenantId, id)),
+    );
     const claimed = await store.eventClaim({
       refs: evs.filter((e) => e.id !== 'idle').map((e) => ({ tenantId, id: e.id, version: e.version })),
       now: T0 + 10 * SEC,
@@ -134,14 +149,19 @@ export function rescueCases(ctx: SuiteContext): void {
       await mustClaim(store, fresh, T0 + 20 * SEC); // lease until T0+50s
       const now = T0 + 45 * SEC;
       const refs = await store.eventRescue({ leaseExpiredBefore: now, now, limit: 100 });
-      assert.deepEqual(refs, [{ tenantId, id: 'old', version: oldRun.version + 1, dueAt: now, shard: 0, group: null, queue: 'name:orders' }]);
+      assert.deepEqual(refs, [
+        { tenantId, id: 'old', version: oldRun.version + 1, dueAt: now, shard: 0, group: null, queue: 'name:orders' },
+      ]);
       const rescued = await mustGet(store, tenantId, 'old');
       assert.deepEqual(
         [rescued.state, rescued.dueAt, rescued.leaseOwner, rescued.leaseUntil, rescued.attempts, rescued.version],
         ['awaiting_retry', now, null, null, 1, oldRun.version + 1],
       );
       const t = await lastTransition(store, rescued);
-      assert.deepEqual([t.kind, t.fromState, t.toState, t.at, t.attempt], ['state', 'executing', 'awaiting_retry', now, 1]);
+      assert.deepEqual(
+        [t.kind, t.fromState, t.toState, t.at, t.attempt],
+        ['state', 'executing', 'awaiting_retry', now, 1],
+      );
       assert.equal(t.detail?.reason, 'lease expired');
       assert.equal((await mustGet(store, tenantId, 'fresh')).state, 'executing');
 
@@ -159,7 +179,10 @@ export function rescueCases(ctx: SuiteContext): void {
       await mustClaim(store, theirs, T0 + 10 * SEC, OWNER_B);
       const now = T0 + 11 * SEC;
       const refs = await store.eventRescue({ leaseExpiredBefore: now, notOwnedBy: OWNER_A, now, limit: 100 });
-      assert.deepEqual(refs.map((r) => r.id), ['theirs']);
+      assert.deepEqual(
+        refs.map((r) => r.id),
+        ['theirs'],
+      );
       assert.equal((await mustGet(store, tenantId, 'mine')).state, 'executing');
       assert.equal((await mustGet(store, tenantId, 'theirs')).state, 'awaiting_retry');
     });
@@ -175,7 +198,10 @@ export function rescueCases(ctx: SuiteContext): void {
       const now = T0 + 11 * SEC;
       await store.claimLeaseRenew({ owner: OWNER_A, leaseUntil: now + 100 * SEC });
       const refs = await store.eventRescue({ leaseExpiredBefore: now, heldBy: OWNER_A, now, limit: 100 });
-      assert.deepEqual(refs.map((r) => r.id), ['previous-run']);
+      assert.deepEqual(
+        refs.map((r) => r.id),
+        ['previous-run'],
+      );
       assert.equal((await mustGet(store, tenantId, 'previous-run')).state, 'awaiting_retry');
       assert.equal((await mustGet(store, tenantId, 'theirs')).state, 'executing');
     });
@@ -184,7 +210,10 @@ export function rescueCases(ctx: SuiteContext): void {
   it('rescues at most limit events per call', async () => {
     await withFreshStore(ctx.make, async (store) => {
       const tenantId = await newTenant(store);
-      const evs = await insertAll(store, [1, 2, 3].map((i) => newEvent(tenantId, `e${i}`)));
+      const evs = await insertAll(
+        store,
+        [1, 2, 3].map((i) => newEvent(tenantId, `e${i}`)),
+      );
       for (const e of evs) await mustClaim(store, e, T0 + 10 * SEC);
       const now = T0 + 100 * SEC;
       assert.equal((await store.eventRescue({ leaseExpiredBefore: now, now, limit: 2 })).length, 2);

@@ -69,7 +69,11 @@ export function insertCases(ctx: SuiteContext): void {
     const { seq, ...rest } = result.event;
     assert.ok(Number.isSafeInteger(seq) && seq > 0, 'seq is a positive integer');
     assert.deepEqual(rest, expected);
-    assert.deepEqual(await store.eventGet({ tenantId, id: input.id }), result.event, 'get returns what insert returned');
+    assert.deepEqual(
+      await store.eventGet({ tenantId, id: input.id }),
+      result.event,
+      'get returns what insert returned',
+    );
   });
 
   it('answers existing for the same id and body, conflict for another body, and changes nothing', async () => {
@@ -102,16 +106,23 @@ export function insertCases(ctx: SuiteContext): void {
       ],
       now: T0,
     });
-    assert.deepEqual(results.map((r) => [r.kind, r.event.id]), [
-      ['created', 'dup'],
-      ['created', 'other'],
-      ['existing', 'dup'],
-      ['conflict', 'dup'],
-    ]);
+    assert.deepEqual(
+      results.map((r) => [r.kind, r.event.id]),
+      [
+        ['created', 'dup'],
+        ['created', 'other'],
+        ['existing', 'dup'],
+        ['conflict', 'dup'],
+      ],
+    );
     for (const r of [results[2], results[3]]) assert.equal(r.event.payload, '{"n":1}');
     assert.deepEqual(results[2].event, results[0].event);
     assert.equal((await mustGet(store, tenantId, 'dup')).payload, '{"n":1}');
-    assert.equal((await store.transitionList({ tenantId, eventId: 'dup', limit: 10 })).length, 1, 'one created transition');
+    assert.equal(
+      (await store.transitionList({ tenantId, eventId: 'dup', limit: 10 })).length,
+      1,
+      'one created transition',
+    );
   });
 
   it('settles a large batch event by event: stored ids, repeats near and far apart, numbered in batch order', async () => {
@@ -129,7 +140,10 @@ export function insertCases(ctx: SuiteContext): void {
     const expected = events.map((_, i) =>
       i === 3 || i === 5 ? 'existing' : i === 70 || i === 140 ? 'conflict' : 'created',
     );
-    assert.deepEqual(results.map((r) => r.kind), expected);
+    assert.deepEqual(
+      results.map((r) => r.kind),
+      expected,
+    );
     assert.deepEqual(results[3].event, same);
     assert.deepEqual(results[70].event, diff);
     assert.deepEqual(results[5].event, results[4].event);
@@ -137,11 +151,19 @@ export function insertCases(ctx: SuiteContext): void {
     const created = results.filter((r) => r.kind === 'created').map((r) => r.event);
     assert.equal(created.length, 146);
     const seqs = created.map((e) => e.seq);
-    assert.deepEqual([...seqs].sort((x, y) => x - y), seqs, 'seq grows in batch order');
+    assert.deepEqual(
+      [...seqs].sort((x, y) => x - y),
+      seqs,
+      'seq grows in batch order',
+    );
     assert.ok(seqs[0] > diff.seq);
     for (const e of created) {
       assert.deepEqual(await mustGet(store, tenantId, e.id), e);
-      assert.equal((await store.transitionList({ tenantId, eventId: e.id, limit: 10 })).length, 1, `one created transition for ${e.id}`);
+      assert.equal(
+        (await store.transitionList({ tenantId, eventId: e.id, limit: 10 })).length,
+        1,
+        `one created transition for ${e.id}`,
+      );
     }
   });
 
@@ -151,10 +173,15 @@ export function insertCases(ctx: SuiteContext): void {
     const store = ctx.store();
     const [a, b] = await twoTenants(store);
     const storedB = await insertOne(store, newEvent(b, 'x7', { requestHash: 'stored' }));
-    const events = Array.from({ length: 140 }, (_, i) => newEvent(i % 2 === 0 ? a : b, `x${i >> 1}`, { requestHash: `h${i}`, payload: `{"i":${i}}` }));
+    const events = Array.from({ length: 140 }, (_, i) =>
+      newEvent(i % 2 === 0 ? a : b, `x${i >> 1}`, { requestHash: `h${i}`, payload: `{"i":${i}}` }),
+    );
     const results = await store.eventInsertMany({ events, now: T0 });
     const expected = events.map((e, i) => (i === 15 ? 'conflict' : 'created'));
-    assert.deepEqual(results.map((r) => r.kind), expected);
+    assert.deepEqual(
+      results.map((r) => r.kind),
+      expected,
+    );
     assert.deepEqual(results[15].event, storedB);
     for (const [i, r] of results.entries()) {
       if (r.kind !== 'created') continue;
@@ -164,7 +191,11 @@ export function insertCases(ctx: SuiteContext): void {
     }
     const seqs = results.filter((r) => r.kind === 'created').map((r) => r.event.seq);
     assert.equal(new Set(seqs).size, seqs.length);
-    assert.deepEqual([...seqs].sort((x, y) => x - y), seqs, 'seq grows in batch order');
+    assert.deepEqual(
+      [...seqs].sort((x, y) => x - y),
+      seqs,
+      'seq grows in batch order',
+    );
   });
 
   it('settles seeded random batches like a model: first occurrence wins, stored ids answer existing or conflict, pull follows the destination', async () => {
@@ -174,8 +205,19 @@ export function insertCases(ctx: SuiteContext): void {
     const tenants = [await newTenant(store), await newTenant(store), await newTenant(store)];
     await store.destinationPut({
       destination: {
-        tenantId: tenants[0], name: 'inbox', secrets: [], createdAt: T0, updatedAt: T0,
-        config: { kind: 'pull', headers: {}, timeoutMs: 10_000, retry: null, rateLimitPerSecond: null, maxConcurrency: 20 },
+        tenantId: tenants[0],
+        name: 'inbox',
+        secrets: [],
+        createdAt: T0,
+        updatedAt: T0,
+        config: {
+          kind: 'pull',
+          headers: {},
+          timeoutMs: 10_000,
+          retry: null,
+          rateLimitPerSecond: null,
+          maxConcurrency: 20,
+        },
       },
     });
     const shard = uniqueShard();
@@ -189,7 +231,11 @@ export function insertCases(ctx: SuiteContext): void {
     for (let round = 0; round < 3; round++) {
       const events = Array.from({ length: 157 }, () => {
         const tenantId = tenants[random(3)];
-        return newEvent(tenantId, `r${random(120)}`, { shard, requestHash: `h${random(2)}`, destination: { name: random(4) === 0 ? 'inbox' : 'orders' } });
+        return newEvent(tenantId, `r${random(120)}`, {
+          shard,
+          requestHash: `h${random(2)}`,
+          destination: { name: random(4) === 0 ? 'inbox' : 'orders' },
+        });
       });
       const results = await store.eventInsertMany({ events, now: T0 + round });
       for (const [i, e] of events.entries()) {
@@ -203,7 +249,11 @@ export function insertCases(ctx: SuiteContext): void {
           model.set(key, { hash: e.requestHash, seq: r.event.seq });
           assert.deepEqual(await mustGet(store, e.tenantId, e.id), r.event);
         } else {
-          assert.equal(r.kind, known.hash === e.requestHash ? 'existing' : 'conflict', `${key} (round ${round}, #${i})`);
+          assert.equal(
+            r.kind,
+            known.hash === e.requestHash ? 'existing' : 'conflict',
+            `${key} (round ${round}, #${i})`,
+          );
           assert.equal(r.event.seq, known.seq);
         }
       }
@@ -235,7 +285,11 @@ export function insertCases(ctx: SuiteContext): void {
     const first = await insertAll(store, [newEvent(tenantId, 'z'), newEvent(tenantId, 'a'), newEvent(tenantId, 'm')]);
     const second = await insertAll(store, [newEvent(tenantId, 'b')], T0 + 1);
     const seqs = [...first, ...second].map((e) => e.seq);
-    assert.deepEqual([...seqs].sort((x, y) => x - y), seqs, 'seq grows in insert order');
+    assert.deepEqual(
+      [...seqs].sort((x, y) => x - y),
+      seqs,
+      'seq grows in insert order',
+    );
     assert.equal(new Set(seqs).size, seqs.length);
   });
 
@@ -249,21 +303,24 @@ export function insertCases(ctx: SuiteContext): void {
     await insertOne(store, newEvent(tenantId, 'e1'), T0 + 7);
     const trace = await store.transitionList({ tenantId, eventId: 'e1', limit: 10 });
     assert.equal(trace.length, 1);
-    assert.deepEqual({ ...trace[0], detail: null }, {
-      tenantId,
-      eventId: 'e1',
-      seq: 1,
-      at: T0 + 7,
-      kind: 'created',
-      fromState: null,
-      toState: 'scheduled',
-      attempt: 0,
-      status: null,
-      error: null,
-      durationMs: null,
-      latenessMs: null,
-      detail: null,
-    });
+    assert.deepEqual(
+      { ...trace[0], detail: null },
+      {
+        tenantId,
+        eventId: 'e1',
+        seq: 1,
+        at: T0 + 7,
+        kind: 'created',
+        fromState: null,
+        toState: 'scheduled',
+        attempt: 0,
+        status: null,
+        error: null,
+        durationMs: null,
+        latenessMs: null,
+        detail: null,
+      },
+    );
   });
 }
 
@@ -297,7 +354,10 @@ export function claimCases(ctx: SuiteContext): void {
   it('refuses a stale version, an executing event and a canceled one, and leaves them untouched', async () => {
     const store = ctx.store();
     const tenantId = await newTenant(store);
-    const [stale, busy, gone] = await insertAll(store, ['stale', 'busy', 'gone'].map((id) => newEvent(tenantId, id)));
+    const [stale, busy, gone] = await insertAll(
+      store,
+      ['stale', 'busy', 'gone'].map((id) => newEvent(tenantId, id)),
+    );
     const edited = await store.eventUpdate({ tenantId, id: 'stale', now: T0 + 1, patch: { payload: '{"v":2}' } });
     assert.equal(edited.kind, 'ok');
     const busyClaimed = await mustClaim(store, busy, T0 + 2);
@@ -319,7 +379,10 @@ export function claimCases(ctx: SuiteContext): void {
   it('claims only the fireable refs of a batch and returns them', async () => {
     const store = ctx.store();
     const tenantId = await newTenant(store);
-    const [a, b, c] = await insertAll(store, ['a', 'b', 'c'].map((id) => newEvent(tenantId, id)));
+    const [a, b, c] = await insertAll(
+      store,
+      ['a', 'b', 'c'].map((id) => newEvent(tenantId, id)),
+    );
     const now = T0 + 11 * SEC;
     const out = await store.eventClaim({
       refs: [
@@ -351,7 +414,11 @@ export function claimCases(ctx: SuiteContext): void {
     const tenantId = await newTenant(store);
     const e = await insertOne(store, newEvent(tenantId, 'e1'));
     const first = await mustClaim(store, e, T0 + 10 * SEC);
-    const waiting = await mustRecord(store, outcome(first, 'awaiting_retry', { retryAt: T0 + 15 * SEC, status: 503 }), T0 + 11 * SEC);
+    const waiting = await mustRecord(
+      store,
+      outcome(first, 'awaiting_retry', { retryAt: T0 + 15 * SEC, status: 503 }),
+      T0 + 11 * SEC,
+    );
     const second = await mustClaim(store, waiting, T0 + 15 * SEC + 3);
     assert.equal(second.attempts, 2);
     assert.equal(second.version, waiting.version + 1);

@@ -1,13 +1,30 @@
 /** Conformance: claimLeaseRenew (a live node keeps its claims) and shardLag (late work per shard). */
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import { insertAll, LEASE_MS, mustClaim, mustGet, newEvent, OWNER_A, OWNER_B, SEC, T0, uniqueShard, withFreshStore, newTenant, type SuiteContext } from './fixtures.ts';
+import {
+  insertAll,
+  LEASE_MS,
+  mustClaim,
+  mustGet,
+  newEvent,
+  OWNER_A,
+  OWNER_B,
+  SEC,
+  T0,
+  uniqueShard,
+  withFreshStore,
+  newTenant,
+  type SuiteContext,
+} from './fixtures.ts';
 
 export function leaseRenewCases(ctx: SuiteContext): void {
   it('keeps the owner’s claims from rescue until its claim lease ends, never shortens it, and writes no event', async () => {
     const store = ctx.store();
     const tenantId = await newTenant(store);
-    const [a1, a2, b1] = await insertAll(store, ['a1', 'a2', 'b1'].map((id) => newEvent(tenantId, id, { fireAt: T0 })));
+    const [a1, a2, b1] = await insertAll(
+      store,
+      ['a1', 'a2', 'b1'].map((id) => newEvent(tenantId, id, { fireAt: T0 })),
+    );
     const now = T0 + SEC;
     await mustClaim(store, a1, now, OWNER_A);
     await mustClaim(store, a2, now, OWNER_A);
@@ -17,7 +34,11 @@ export function leaseRenewCases(ctx: SuiteContext): void {
     // An earlier time never shortens a lease.
     await store.claimLeaseRenew({ owner: OWNER_A, leaseUntil: now });
     assert.deepEqual(await mustGet(store, tenantId, a1.id), before, 'the claimed event itself is not written');
-    const mine = (refs: { id: string }[]) => refs.map((r) => r.id).filter((id) => [a1.id, a2.id, b1.id].includes(id)).sort();
+    const mine = (refs: { id: string }[]) =>
+      refs
+        .map((r) => r.id)
+        .filter((id) => [a1.id, a2.id, b1.id].includes(id))
+        .sort();
     // After the claims' own leases end, only B's claim is rescued: A renewed.
     let at = now + 2 * LEASE_MS;
     assert.deepEqual(mine(await store.eventRescue({ leaseExpiredBefore: at, now: at, limit: 100 })), [b1.id]);
@@ -25,7 +46,10 @@ export function leaseRenewCases(ctx: SuiteContext): void {
     at = now + 10 * LEASE_MS;
     assert.deepEqual(mine(await store.eventRescue({ leaseExpiredBefore: at, now: at, limit: 100 })), []);
     at += 1;
-    assert.deepEqual(mine(await store.eventRescue({ leaseExpiredBefore: at, now: at, limit: 100 })), [a1.id, a2.id].sort());
+    assert.deepEqual(
+      mine(await store.eventRescue({ leaseExpiredBefore: at, now: at, limit: 100 })),
+      [a1.id, a2.id].sort(),
+    );
   });
 
   it('lets a claim outlive its owner’s lease by its own lease', async () => {
@@ -35,7 +59,8 @@ export function leaseRenewCases(ctx: SuiteContext): void {
     const now = T0 + SEC;
     await store.claimLeaseRenew({ owner: OWNER_B, leaseUntil: now });
     await mustClaim(store, e, now, OWNER_B); // its own lease: now + LEASE_MS
-    const ids = async (at: number) => (await store.eventRescue({ leaseExpiredBefore: at, now: at, limit: 100 })).map((r) => r.id);
+    const ids = async (at: number) =>
+      (await store.eventRescue({ leaseExpiredBefore: at, now: at, limit: 100 })).map((r) => r.id);
     assert.ok(!(await ids(now + LEASE_MS)).includes(e.id));
     assert.ok((await ids(now + LEASE_MS + 1)).includes(e.id));
   });

@@ -31,23 +31,36 @@ export function cancelCases(ctx: SuiteContext): void {
     assert.deepEqual(canceled, { ...e, state: 'canceled', version: 2, updatedAt: T0 + 5 });
     assert.deepEqual(await mustGet(store, tenantId, 'c'), canceled);
     const trace = await store.transitionList({ tenantId, eventId: 'c', limit: 10 });
-    assert.deepEqual(trace.map((t) => [t.seq, t.kind, t.fromState, t.toState, t.at]), [
-      [1, 'created', null, 'scheduled', T0],
-      [2, 'state', 'scheduled', 'canceled', T0 + 5],
-    ]);
+    assert.deepEqual(
+      trace.map((t) => [t.seq, t.kind, t.fromState, t.toState, t.at]),
+      [
+        [1, 'created', null, 'scheduled', T0],
+        [2, 'state', 'scheduled', 'canceled', T0 + 5],
+      ],
+    );
   });
 
-  it('bounds an event\'s changes: edits past EVENT_CHANGES_MAX are refused and change nothing, a cancel still applies', async () => {
+  it("bounds an event's changes: edits past EVENT_CHANGES_MAX are refused and change nothing, a cancel still applies", async () => {
     const store = ctx.store();
     const tenantId = await newTenant(store);
     await insertOne(store, newEvent(tenantId, 'busy'));
     for (let v = 1; v < EVENT_CHANGES_MAX; v++) {
-      const r = await store.eventUpdate({ tenantId, id: 'busy', now: T0 + v, patch: { fireAt: T0 + 60 * SEC + (v % 2) } });
+      const r = await store.eventUpdate({
+        tenantId,
+        id: 'busy',
+        now: T0 + v,
+        patch: { fireAt: T0 + 60 * SEC + (v % 2) },
+      });
       assert.equal(r.kind, 'ok', `edit ${v}`);
     }
     const full = await mustGet(store, tenantId, 'busy');
     assert.equal(full.version, EVENT_CHANGES_MAX);
-    const refused = await store.eventUpdate({ tenantId, id: 'busy', now: T0 + 5 * SEC, patch: { fireAt: T0 + 90 * SEC } });
+    const refused = await store.eventUpdate({
+      tenantId,
+      id: 'busy',
+      now: T0 + 5 * SEC,
+      patch: { fireAt: T0 + 90 * SEC },
+    });
     assert.equal(refused.kind, 'changes_exhausted');
     assert.deepEqual(await mustGet(store, tenantId, 'busy'), full, 'the refused edit changed nothing');
     const canceled = okEvent(await store.eventCancel({ tenantId, id: 'busy', now: T0 + 6 * SEC }));
@@ -114,7 +127,9 @@ export function updateCases(ctx: SuiteContext): void {
     const tenantId = await newTenant(store);
     const e = await insertOne(store, newEvent(tenantId, 'u', { fireAt: T0 + 10 * SEC }));
     const now = T0 + 3 * SEC;
-    const updated = okEvent(await store.eventUpdate({ tenantId, id: 'u', expectedVersion: 1, now, patch: { fireAt: T0 + 99 * SEC } }));
+    const updated = okEvent(
+      await store.eventUpdate({ tenantId, id: 'u', expectedVersion: 1, now, patch: { fireAt: T0 + 99 * SEC } }),
+    );
     assert.deepEqual(updated, { ...e, fireAt: T0 + 99 * SEC, dueAt: T0 + 99 * SEC, version: 2, updatedAt: now });
     const t = (await store.transitionList({ tenantId, eventId: 'u', limit: 10 }))[1];
     assert.deepEqual([t.seq, t.kind, t.fromState, t.toState, t.at], [2, 'updated', 'scheduled', 'scheduled', now]);
@@ -144,12 +159,21 @@ export function updateCases(ctx: SuiteContext): void {
       ['{"orderId":9}', { a: '2' }, { url: 'https://example.com/new' }, T0 + 500 * SEC, 'h2', T0 + 10 * SEC],
     );
     const t = (await store.transitionList({ tenantId, eventId: 'p', limit: 10 }))[1];
-    assert.deepEqual([...(t.detail?.fields as string[])].sort(), ['destination', 'expireAt', 'headers', 'payload']);
+    assert.deepEqual([...((t.detail?.fields ?? []) as string[])].sort(), [
+      'destination',
+      'expireAt',
+      'headers',
+      'payload',
+    ]);
     const again = await store.eventInsertMany({
       events: [newEvent(tenantId, 'p', { requestHash: 'h1' }), newEvent(tenantId, 'p', { requestHash: 'h2' })],
       now: T0 + 2,
     });
-    assert.deepEqual(again.map((r) => r.kind), ['conflict', 'existing'], 'a repeated create compares with the edited body');
+    assert.deepEqual(
+      again.map((r) => r.kind),
+      ['conflict', 'existing'],
+      'a repeated create compares with the edited body',
+    );
   });
 
   it('changes nothing for a patch that changes nothing', async () => {
@@ -177,8 +201,12 @@ export function updateCases(ctx: SuiteContext): void {
     await insertOne(store, newEvent(tenantId, 'idle'));
     const r2 = await store.eventUpdate({ tenantId, id: 'idle', expectedVersion: 7, now: T0, patch: { payload: '{}' } });
     assert.equal(r2.kind === 'version_mismatch' && r2.event.version, 1);
-    assert.deepEqual(await store.eventUpdate({ tenantId: other, id: 'idle', now: T0, patch: { payload: '{}' } }), { kind: 'not_found' });
-    assert.deepEqual(await store.eventUpdate({ tenantId, id: 'nope', now: T0, patch: { payload: '{}' } }), { kind: 'not_found' });
+    assert.deepEqual(await store.eventUpdate({ tenantId: other, id: 'idle', now: T0, patch: { payload: '{}' } }), {
+      kind: 'not_found',
+    });
+    assert.deepEqual(await store.eventUpdate({ tenantId, id: 'nope', now: T0, patch: { payload: '{}' } }), {
+      kind: 'not_found',
+    });
     assert.equal((await mustGet(store, tenantId, 'idle')).version, 1);
   });
 }
@@ -202,7 +230,10 @@ export function replayCases(ctx: SuiteContext): void {
       updatedAt: now,
     });
     const t = (await store.transitionList({ tenantId, eventId: 'dl', limit: 10 })).at(-1);
-    assert.deepEqual([t?.kind, t?.fromState, t?.toState, t?.at, t?.seq], ['replayed', 'archived', 'scheduled', now, replayed.version]);
+    assert.deepEqual(
+      [t?.kind, t?.fromState, t?.toState, t?.at, t?.seq],
+      ['replayed', 'archived', 'scheduled', now, replayed.version],
+    );
     const again = await mustClaim(store, replayed, now + 5);
     assert.deepEqual([again.attempts, again.state], [1, 'executing']);
   });
@@ -224,7 +255,9 @@ export function replayCases(ctx: SuiteContext): void {
     const dead = await archive(store, await insertOne(store, newEvent(tenantId, 'dead')), T0 + 10 * SEC);
     const r2 = await store.eventReplay({ tenantId, id: 'dead', expectedVersion: dead.version - 1, now: T0 + 20 * SEC });
     assert.equal(r2.kind, 'version_mismatch');
-    assert.deepEqual(await store.eventReplay({ tenantId: other, id: 'dead', now: T0 + 20 * SEC }), { kind: 'not_found' });
+    assert.deepEqual(await store.eventReplay({ tenantId: other, id: 'dead', now: T0 + 20 * SEC }), {
+      kind: 'not_found',
+    });
     assert.deepEqual(await store.eventReplay({ tenantId, id: 'nope', now: T0 }), { kind: 'not_found' });
     assert.deepEqual(await mustGet(store, tenantId, 'dead'), dead);
   });

@@ -10,14 +10,34 @@ const QUEUE = 'name:jobs';
 async function pullDestination(store: Store, tenantId: string, name = 'jobs'): Promise<void> {
   await store.destinationPut({
     destination: {
-      tenantId, name, secrets: [], createdAt: T0, updatedAt: T0,
-      config: { kind: 'pull', headers: {}, timeoutMs: 10_000, retry: null, rateLimitPerSecond: null, maxConcurrency: 20 },
+      tenantId,
+      name,
+      secrets: [],
+      createdAt: T0,
+      updatedAt: T0,
+      config: {
+        kind: 'pull',
+        headers: {},
+        timeoutMs: 10_000,
+        retry: null,
+        rateLimitPerSecond: null,
+        maxConcurrency: 20,
+      },
     },
   });
 }
 
 function claimParams(tenantId: string, o: Partial<EventPullClaimParams> = {}): EventPullClaimParams {
-  return { tenantId, queue: QUEUE, types: null, max: 10, now: T0 + 20 * SEC, leaseUntil: T0 + 50 * SEC, receipt: `r-${Math.random()}`, ...o };
+  return {
+    tenantId,
+    queue: QUEUE,
+    types: null,
+    max: 10,
+    now: T0 + 20 * SEC,
+    leaseUntil: T0 + 50 * SEC,
+    receipt: `r-${Math.random()}`,
+    ...o,
+  };
 }
 
 const ids = (events: EventRecord[]) => events.map((e) => e.id);
@@ -33,12 +53,23 @@ export function pullCases(ctx: SuiteContext): void {
       newEvent(tenantId, 'h1', { shard, destination: { name: 'orders' } }),
     ]);
     const due = await store.eventListDue({ shards: [shard], after: null, untilMs: T0 + 60 * SEC, limit: 10 });
-    assert.deepEqual(due.map((r) => r.id), ['h1'], 'the read-ahead lists only the pushed event');
-    assert.deepEqual(await store.eventClaim({ refs: [pulled], now: T0 + 20 * SEC, owner: 'n1', leaseUntil: T0 + 60 * SEC }), []);
-    assert.equal(await store.eventGroupHead({ tenantId, group: 'g' }), null, 'a pull head is not the scheduler\'s');
+    assert.deepEqual(
+      due.map((r) => r.id),
+      ['h1'],
+      'the read-ahead lists only the pushed event',
+    );
+    assert.deepEqual(
+      await store.eventClaim({ refs: [pulled], now: T0 + 20 * SEC, owner: 'n1', leaseUntil: T0 + 60 * SEC }),
+      [],
+    );
+    assert.equal(await store.eventGroupHead({ tenantId, group: 'g' }), null, "a pull head is not the scheduler's");
     const lag = await store.shardLag({ now: T0 + 60 * SEC, limit: 10_000 });
     assert.equal(lag.find((l) => l.shard === shard)?.dueEvents, 1, 'shard lag counts the pushed event only');
-    assert.equal((await store.eventPullClaim(claimParams(tenantId, { queue: 'name:orders' }))).length, 0, 'a push event is never pulled');
+    assert.equal(
+      (await store.eventPullClaim(claimParams(tenantId, { queue: 'name:orders' }))).length,
+      0,
+      'a push event is never pulled',
+    );
     const claimed = await store.eventPullClaim(claimParams(tenantId, { receipt: 'rc-1' }));
     assert.deepEqual(ids(claimed), ['p1']);
     assert.equal(claimed[0].state, 'executing');
@@ -64,7 +95,13 @@ export function pullCases(ctx: SuiteContext): void {
     assert.deepEqual(await store.eventPullClaim(claimParams(tenantId)), []);
     assert.equal(await store.eventPullNextDue({ tenantId, queue: QUEUE }), T0 + 100 * SEC);
     const trace = await store.transitionList({ tenantId, eventId: 'a', limit: 10 });
-    assert.deepEqual(trace.map((t) => [t.fromState, t.toState]), [[null, 'scheduled'], ['scheduled', 'executing']]);
+    assert.deepEqual(
+      trace.map((t) => [t.fromState, t.toState]),
+      [
+        [null, 'scheduled'],
+        ['scheduled', 'executing'],
+      ],
+    );
     assert.equal(trace[1].detail?.pull, 'claim');
     assert.equal(trace[1].latenessMs, 19 * SEC);
   });
@@ -92,19 +129,60 @@ export function pullCases(ctx: SuiteContext): void {
     await insertAll(store, [newEvent(tenantId, 'e', { destination: { name: 'jobs' } })]);
     const now = T0 + 20 * SEC;
     const [c1] = await store.eventPullClaim(claimParams(tenantId, { receipt: 'first' }));
-    const settle = (o: { tenantId?: string; receipt: string; to: 'succeeded' | 'awaiting_retry'; at: number; attempts?: number | null; retryAt?: number }) =>
-      store.eventPullSettle({ tenantId: o.tenantId ?? tenantId, id: 'e', receipt: o.receipt, attempts: o.attempts ?? null, action: o.to === 'succeeded' ? 'ack' : 'nack', to: o.to, retryAt: o.retryAt, now: o.at });
+    const settle = (o: {
+      tenantId?: string;
+      receipt: string;
+      to: 'succeeded' | 'awaiting_retry';
+      at: number;
+      attempts?: number | null;
+      retryAt?: number;
+    }) =>
+      store.eventPullSettle({
+        tenantId: o.tenantId ?? tenantId,
+        id: 'e',
+        receipt: o.receipt,
+        attempts: o.attempts ?? null,
+        action: o.to === 'succeeded' ? 'ack' : 'nack',
+        to: o.to,
+        retryAt: o.retryAt,
+        now: o.at,
+      });
     assert.equal(await settle({ receipt: 'nope', to: 'succeeded', at: now }), null, 'a wrong receipt');
     assert.equal(await settle({ tenantId: other, receipt: 'first', to: 'succeeded', at: now }), null, 'another tenant');
     assert.equal(await settle({ receipt: 'first', to: 'succeeded', at: now, attempts: 7 }), null, 'another attempt');
-    const nacked = await settle({ receipt: 'first', to: 'awaiting_retry', at: now + 1, attempts: c1.attempts, retryAt: now + 5 * SEC });
+    const nacked = await settle({
+      receipt: 'first',
+      to: 'awaiting_retry',
+      at: now + 1,
+      attempts: c1.attempts,
+      retryAt: now + 5 * SEC,
+    });
     assert.equal(nacked?.state, 'awaiting_retry');
     assert.equal(nacked?.dueAt, now + 5 * SEC);
-    assert.deepEqual(await store.eventPullClaim(claimParams(tenantId, { now: now + 4 * SEC })), [], 'not claimable before its retry');
-    const [c2] = await store.eventPullClaim(claimParams(tenantId, { now: now + 5 * SEC, receipt: 'second', leaseUntil: now + 60 * SEC }));
+    assert.deepEqual(
+      await store.eventPullClaim(claimParams(tenantId, { now: now + 4 * SEC })),
+      [],
+      'not claimable before its retry',
+    );
+    const [c2] = await store.eventPullClaim(
+      claimParams(tenantId, { now: now + 5 * SEC, receipt: 'second', leaseUntil: now + 60 * SEC }),
+    );
     assert.equal(c2.attempts, 2);
-    assert.equal(await settle({ receipt: 'first', to: 'succeeded', at: now + 6 * SEC }), null, 'the older claim\'s receipt');
-    assert.equal(await store.eventPullExtend({ tenantId, id: 'e', receipt: 'first', now: now + 6 * SEC, leaseUntil: now + 90 * SEC }), null);
+    assert.equal(
+      await settle({ receipt: 'first', to: 'succeeded', at: now + 6 * SEC }),
+      null,
+      "the older claim's receipt",
+    );
+    assert.equal(
+      await store.eventPullExtend({
+        tenantId,
+        id: 'e',
+        receipt: 'first',
+        now: now + 6 * SEC,
+        leaseUntil: now + 90 * SEC,
+      }),
+      null,
+    );
     const acked = await settle({ receipt: 'second', to: 'succeeded', at: now + 7 * SEC });
     assert.equal(acked?.state, 'succeeded');
     assert.equal(acked?.leaseOwner, null);
@@ -113,7 +191,10 @@ export function pullCases(ctx: SuiteContext): void {
     assert.equal(stored.state, 'succeeded');
     assert.equal(stored.version, acked!.version);
     const trace = await store.transitionList({ tenantId, eventId: 'e', limit: 20 });
-    assert.deepEqual(trace.map((t) => t.detail?.pull ?? t.kind), ['created', 'claim', 'nack', 'claim', 'ack']);
+    assert.deepEqual(
+      trace.map((t) => t.detail?.pull ?? t.kind),
+      ['created', 'claim', 'nack', 'claim', 'ack'],
+    );
   });
 
   it('extends a claim (never shortens it), and lists a claim as expired only once its visibility timeout ended', async () => {
@@ -123,17 +204,47 @@ export function pullCases(ctx: SuiteContext): void {
     await insertAll(store, [newEvent(tenantId, 'x', { destination: { name: 'jobs' } })]);
     const now = T0 + 20 * SEC;
     await store.eventPullClaim(claimParams(tenantId, { now, leaseUntil: now + 10 * SEC, receipt: 'r' }));
-    const extended = await store.eventPullExtend({ tenantId, id: 'x', receipt: 'r', now: now + 5 * SEC, leaseUntil: now + 30 * SEC });
+    const extended = await store.eventPullExtend({
+      tenantId,
+      id: 'x',
+      receipt: 'r',
+      now: now + 5 * SEC,
+      leaseUntil: now + 30 * SEC,
+    });
     assert.equal(extended?.leaseUntil, now + 30 * SEC);
-    const kept = await store.eventPullExtend({ tenantId, id: 'x', receipt: 'r', now: now + 6 * SEC, leaseUntil: now + 7 * SEC });
+    const kept = await store.eventPullExtend({
+      tenantId,
+      id: 'x',
+      receipt: 'r',
+      now: now + 6 * SEC,
+      leaseUntil: now + 7 * SEC,
+    });
     assert.equal(kept?.leaseUntil, now + 30 * SEC, 'never shortened');
-    const mine = async (at: number) => (await store.eventPullExpired({ now: at, limit: 1_000 })).filter((x) => x.event.tenantId === tenantId);
+    const mine = async (at: number) =>
+      (await store.eventPullExpired({ now: at, limit: 1_000 })).filter((x) => x.event.tenantId === tenantId);
     assert.deepEqual(await mine(now + 29 * SEC), []);
     const expired = await mine(now + 31 * SEC);
-    assert.deepEqual(expired.map((x) => [x.event.id, x.receipt]), [['x', 'r']]);
-    const rescued = await store.eventRescue({ leaseExpiredBefore: now + 3_600 * SEC, now: now + 31 * SEC, limit: 1_000 });
+    assert.deepEqual(
+      expired.map((x) => [x.event.id, x.receipt]),
+      [['x', 'r']],
+    );
+    const rescued = await store.eventRescue({
+      leaseExpiredBefore: now + 3_600 * SEC,
+      now: now + 31 * SEC,
+      limit: 1_000,
+    });
     assert.ok(!rescued.some((r) => r.tenantId === tenantId), 'the push rescue leaves pull claims to the expirer');
-    const back = await store.eventPullSettle({ tenantId, id: 'x', receipt: 'r', attempts: 1, action: 'expire', to: 'awaiting_retry', retryAt: now + 32 * SEC, error: 'visibility timeout expired', now: now + 31 * SEC });
+    const back = await store.eventPullSettle({
+      tenantId,
+      id: 'x',
+      receipt: 'r',
+      attempts: 1,
+      action: 'expire',
+      to: 'awaiting_retry',
+      retryAt: now + 32 * SEC,
+      error: 'visibility timeout expired',
+      now: now + 31 * SEC,
+    });
     assert.equal(back?.state, 'awaiting_retry');
     assert.equal(back?.lastError, 'visibility timeout expired');
     assert.deepEqual(await mine(now + 100 * SEC), []);
@@ -152,10 +263,33 @@ export function pullCases(ctx: SuiteContext): void {
     ]);
     assert.deepEqual(ids(await store.eventPullClaim(claimParams(tenantId, { receipt: 'a' }))), ['g1', 'solo']);
     assert.deepEqual(await store.eventPullClaim(claimParams(tenantId)), [], 'g2 waits while g1 is executing');
-    await store.eventPullSettle({ tenantId, id: 'g1', receipt: 'a', attempts: null, action: 'nack', to: 'awaiting_retry', retryAt: T0 + 21 * SEC, now: T0 + 20 * SEC });
-    assert.deepEqual(await store.eventPullClaim(claimParams(tenantId, { now: T0 + 20 * SEC })), [], 'g2 waits while g1 awaits its retry');
-    assert.deepEqual(ids(await store.eventPullClaim(claimParams(tenantId, { now: T0 + 21 * SEC, receipt: 'b' }))), ['g1']);
-    await store.eventPullSettle({ tenantId, id: 'g1', receipt: 'b', attempts: null, action: 'ack', to: 'succeeded', now: T0 + 22 * SEC });
+    await store.eventPullSettle({
+      tenantId,
+      id: 'g1',
+      receipt: 'a',
+      attempts: null,
+      action: 'nack',
+      to: 'awaiting_retry',
+      retryAt: T0 + 21 * SEC,
+      now: T0 + 20 * SEC,
+    });
+    assert.deepEqual(
+      await store.eventPullClaim(claimParams(tenantId, { now: T0 + 20 * SEC })),
+      [],
+      'g2 waits while g1 awaits its retry',
+    );
+    assert.deepEqual(ids(await store.eventPullClaim(claimParams(tenantId, { now: T0 + 21 * SEC, receipt: 'b' }))), [
+      'g1',
+    ]);
+    await store.eventPullSettle({
+      tenantId,
+      id: 'g1',
+      receipt: 'b',
+      attempts: null,
+      action: 'ack',
+      to: 'succeeded',
+      now: T0 + 22 * SEC,
+    });
     assert.deepEqual(ids(await store.eventPullClaim(claimParams(tenantId, { now: T0 + 22 * SEC }))), ['g2']);
   });
 
@@ -163,15 +297,56 @@ export function pullCases(ctx: SuiteContext): void {
     const store = ctx.store();
     const tenantId = await newTenant(store);
     await pullDestination(store, tenantId);
-    await insertAll(store, [newEvent(tenantId, 'h', { destination: { name: 'jobs' }, group: 'g', fireAt: T0 + 10 * SEC })]);
+    await insertAll(store, [
+      newEvent(tenantId, 'h', { destination: { name: 'jobs' }, group: 'g', fireAt: T0 + 10 * SEC }),
+    ]);
     assert.deepEqual(ids(await store.eventPullClaim(claimParams(tenantId, { receipt: 'a' }))), ['h']);
-    await insertAll(store, [newEvent(tenantId, 'early', { destination: { name: 'jobs' }, group: 'g', fireAt: T0 })], T0 + 20 * SEC);
-    assert.deepEqual(await store.eventPullClaim(claimParams(tenantId, { now: T0 + 21 * SEC })), [], 'h is claimed: early waits');
-    await store.eventPullSettle({ tenantId, id: 'h', receipt: 'a', attempts: null, action: 'nack', to: 'awaiting_retry', retryAt: T0 + 40 * SEC, now: T0 + 22 * SEC });
-    assert.deepEqual(await store.eventPullClaim(claimParams(tenantId, { now: T0 + 30 * SEC })), [], 'h awaits its retry: early still waits');
-    assert.deepEqual(ids(await store.eventPullClaim(claimParams(tenantId, { now: T0 + 40 * SEC, leaseUntil: T0 + 90 * SEC, receipt: 'b' }))), ['h']);
-    await store.eventPullSettle({ tenantId, id: 'h', receipt: 'b', attempts: null, action: 'ack', to: 'succeeded', now: T0 + 41 * SEC });
-    assert.deepEqual(ids(await store.eventPullClaim(claimParams(tenantId, { now: T0 + 42 * SEC, leaseUntil: T0 + 90 * SEC }))), ['early']);
+    await insertAll(
+      store,
+      [newEvent(tenantId, 'early', { destination: { name: 'jobs' }, group: 'g', fireAt: T0 })],
+      T0 + 20 * SEC,
+    );
+    assert.deepEqual(
+      await store.eventPullClaim(claimParams(tenantId, { now: T0 + 21 * SEC })),
+      [],
+      'h is claimed: early waits',
+    );
+    await store.eventPullSettle({
+      tenantId,
+      id: 'h',
+      receipt: 'a',
+      attempts: null,
+      action: 'nack',
+      to: 'awaiting_retry',
+      retryAt: T0 + 40 * SEC,
+      now: T0 + 22 * SEC,
+    });
+    assert.deepEqual(
+      await store.eventPullClaim(claimParams(tenantId, { now: T0 + 30 * SEC })),
+      [],
+      'h awaits its retry: early still waits',
+    );
+    assert.deepEqual(
+      ids(
+        await store.eventPullClaim(
+          claimParams(tenantId, { now: T0 + 40 * SEC, leaseUntil: T0 + 90 * SEC, receipt: 'b' }),
+        ),
+      ),
+      ['h'],
+    );
+    await store.eventPullSettle({
+      tenantId,
+      id: 'h',
+      receipt: 'b',
+      attempts: null,
+      action: 'ack',
+      to: 'succeeded',
+      now: T0 + 41 * SEC,
+    });
+    assert.deepEqual(
+      ids(await store.eventPullClaim(claimParams(tenantId, { now: T0 + 42 * SEC, leaseUntil: T0 + 90 * SEC }))),
+      ['early'],
+    );
   });
 
   it('hands at most one member of a group to concurrent claims, while members arrive ahead of it', async () => {
@@ -180,21 +355,43 @@ export function pullCases(ctx: SuiteContext): void {
     await pullDestination(store, tenantId);
     for (let round = 0; round < 20; round++) {
       const group = `race-${round}`;
-      await insertAll(store, [newEvent(tenantId, `${group}-a`, { destination: { name: 'jobs' }, group, fireAt: T0 + 10 * SEC })]);
+      await insertAll(store, [
+        newEvent(tenantId, `${group}-a`, { destination: { name: 'jobs' }, group, fireAt: T0 + 10 * SEC }),
+      ]);
       // Two claims race while a member with an earlier fireAt is created in between.
       const results = await Promise.all([
         store.eventPullClaim(claimParams(tenantId, { max: 100, receipt: `A${round}` })),
-        store.eventInsertMany({ events: [newEvent(tenantId, `${group}-b`, { destination: { name: 'jobs' }, group, fireAt: T0 })], now: T0 + 20 * SEC }),
+        store.eventInsertMany({
+          events: [newEvent(tenantId, `${group}-b`, { destination: { name: 'jobs' }, group, fireAt: T0 })],
+          now: T0 + 20 * SEC,
+        }),
         store.eventPullClaim(claimParams(tenantId, { max: 100, receipt: `B${round}` })),
       ]);
       const claimed = [...results[0], ...results[2]].filter((e) => e.group === group);
       assert.ok(claimed.length <= 1, `round ${round}: ${claimed.length} members of one group claimed at once`);
       for (const e of [...results[0], ...results[2]]) {
-        await store.eventPullSettle({ tenantId, id: e.id, receipt: e === results[0].find((x) => x.id === e.id) ? `A${round}` : `B${round}`, attempts: null, action: 'ack', to: 'succeeded', now: T0 + 21 * SEC });
+        await store.eventPullSettle({
+          tenantId,
+          id: e.id,
+          receipt: e === results[0].find((x) => x.id === e.id) ? `A${round}` : `B${round}`,
+          attempts: null,
+          action: 'ack',
+          to: 'succeeded',
+          now: T0 + 21 * SEC,
+        });
       }
       const rest = await store.eventPullClaim(claimParams(tenantId, { max: 100, receipt: `C${round}` }));
       assert.ok(rest.filter((e) => e.group === group).length <= 1);
-      for (const e of rest) await store.eventPullSettle({ tenantId, id: e.id, receipt: `C${round}`, attempts: null, action: 'ack', to: 'succeeded', now: T0 + 22 * SEC });
+      for (const e of rest)
+        await store.eventPullSettle({
+          tenantId,
+          id: e.id,
+          receipt: `C${round}`,
+          attempts: null,
+          action: 'ack',
+          to: 'succeeded',
+          now: T0 + 22 * SEC,
+        });
     }
   });
 
@@ -202,7 +399,12 @@ export function pullCases(ctx: SuiteContext): void {
     const store = ctx.store();
     const tenantId = await newTenant(store);
     await pullDestination(store, tenantId);
-    await insertAll(store, Array.from({ length: 30 }, (_, i) => newEvent(tenantId, `k${String(i).padStart(2, '0')}`, { destination: { name: 'jobs' }, fireAt: T0 + i })));
+    await insertAll(
+      store,
+      Array.from({ length: 30 }, (_, i) =>
+        newEvent(tenantId, `k${String(i).padStart(2, '0')}`, { destination: { name: 'jobs' }, fireAt: T0 + i }),
+      ),
+    );
     const [a, b] = await Promise.all([
       store.eventPullClaim(claimParams(tenantId, { max: 20, receipt: 'A' })),
       store.eventPullClaim(claimParams(tenantId, { max: 20, receipt: 'B' })),
@@ -218,7 +420,12 @@ export function pullCases(ctx: SuiteContext): void {
     await pullDestination(store, tenantId);
     const shard = uniqueShard();
     await insertAll(store, [newEvent(tenantId, 'm', { shard, destination: { name: 'orders' } })]);
-    const edited = await store.eventUpdate({ tenantId, id: 'm', now: T0 + 1, patch: { destination: { name: 'jobs' } } });
+    const edited = await store.eventUpdate({
+      tenantId,
+      id: 'm',
+      now: T0 + 1,
+      patch: { destination: { name: 'jobs' } },
+    });
     assert.equal(edited.kind, 'ok');
     assert.deepEqual(await store.eventListDue({ shards: [shard], after: null, untilMs: T0 + 60 * SEC, limit: 10 }), []);
     assert.deepEqual(ids(await store.eventPullClaim(claimParams(tenantId))), ['m']);

@@ -3,7 +3,20 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import type { EventRecord } from '../../core/event.ts';
 import type { DestinationRecord } from '../store.ts';
-import { archive, insertAll, mustClaim, mustRecord, newEvent, newTenant, outcome, SEC, T0, twoTenants, unique, type SuiteContext } from './fixtures.ts';
+import {
+  archive,
+  insertAll,
+  mustClaim,
+  mustRecord,
+  newEvent,
+  newTenant,
+  outcome,
+  SEC,
+  T0,
+  twoTenants,
+  unique,
+  type SuiteContext,
+} from './fixtures.ts';
 
 export function quotaCases(ctx: SuiteContext): void {
   it('replaces the settings of one tenant', async () => {
@@ -23,8 +36,14 @@ export function quotaCases(ctx: SuiteContext): void {
     const [a, b] = await twoTenants(store);
     assert.equal(await store.eventCountPending({ tenantId: a }), 0);
     const ids = ['s1', 's2', 'x', 'r', 'ok', 'ar', 'di', 'ca'];
-    const evs = await insertAll(store, ids.map((id) => newEvent(a, id)));
-    await insertAll(store, ['b1', 'b2', 'b3'].map((id) => newEvent(b, id)));
+    const evs = await insertAll(
+      store,
+      ids.map((id) => newEvent(a, id)),
+    );
+    await insertAll(
+      store,
+      ['b1', 'b2', 'b3'].map((id) => newEvent(b, id)),
+    );
     const get = (id: string) => evs.find((e) => e.id === id) as EventRecord;
     await mustClaim(store, get('x'), T0 + 10 * SEC);
     const r = await mustClaim(store, get('r'), T0 + 10 * SEC);
@@ -42,12 +61,27 @@ export function quotaCases(ctx: SuiteContext): void {
   it('revokes a key at a time still to come (a grace period), can bring it forward, never back', async () => {
     const store = ctx.store();
     const tenantId = await newTenant(store);
-    const k = { id: unique('key'), tenantId, hash: `sha-${unique('h')}`, prefix: 'bk_x', createdAt: T0, revokedAt: null };
+    const k = {
+      id: unique('key'),
+      tenantId,
+      hash: `sha-${unique('h')}`,
+      prefix: 'bk_x',
+      createdAt: T0,
+      revokedAt: null,
+    };
     await store.apiKeyCreate(k);
     assert.equal(await store.apiKeyRevoke({ tenantId, id: k.id, now: T0, at: T0 + 3_600 * SEC }), true);
     assert.equal((await store.apiKeyFindByHash({ hash: k.hash }))?.revokedAt, T0 + 3_600 * SEC);
-    assert.equal(await store.apiKeyRevoke({ tenantId, id: k.id, now: T0 + SEC, at: T0 + 7_200 * SEC }), true, 'still live at now');
-    assert.equal((await store.apiKeyFindByHash({ hash: k.hash }))?.revokedAt, T0 + 3_600 * SEC, 'a later time does not extend it');
+    assert.equal(
+      await store.apiKeyRevoke({ tenantId, id: k.id, now: T0 + SEC, at: T0 + 7_200 * SEC }),
+      true,
+      'still live at now',
+    );
+    assert.equal(
+      (await store.apiKeyFindByHash({ hash: k.hash }))?.revokedAt,
+      T0 + 3_600 * SEC,
+      'a later time does not extend it',
+    );
     assert.equal(await store.apiKeyRevoke({ tenantId, id: k.id, now: T0 + 2 * SEC }), true, 'ends the grace at once');
     assert.equal((await store.apiKeyFindByHash({ hash: k.hash }))?.revokedAt, T0 + 2 * SEC);
     assert.equal(await store.apiKeyRevoke({ tenantId, id: k.id, now: T0 + 3 * SEC }), false, 'revoked by now');
@@ -59,7 +93,15 @@ export function quotaCases(ctx: SuiteContext): void {
     const d: DestinationRecord = {
       tenantId,
       name: 'rotated',
-      config: { kind: 'http', url: 'https://example.com/r', headers: {}, timeoutMs: 10_000, retry: null, rateLimitPerSecond: null, maxConcurrency: 20 },
+      config: {
+        kind: 'http',
+        url: 'https://example.com/r',
+        headers: {},
+        timeoutMs: 10_000,
+        retry: null,
+        rateLimitPerSecond: null,
+        maxConcurrency: 20,
+      },
       secrets: [
         { secret: 'whsec_bmV3bmV3bmV3bmV3bmV3bmV3bmV3bmV3bmV3', expiresAt: null },
         { secret: 'whsec_b2xkb2xkb2xkb2xkb2xkb2xkb2xkb2xkb2xk', expiresAt: T0 + 86_400 * SEC },

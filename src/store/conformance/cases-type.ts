@@ -47,8 +47,15 @@ export function typeCases(ctx: SuiteContext): void {
     assert.equal(ok(same).version, set.version, 'the same type changes nothing');
     const removed = ok(await store.eventUpdate({ tenantId, id: 'u', now: T0 + 3, patch: { type: null } }));
     assert.equal(removed.type, null);
-    const kept = ok(await store.eventUpdate({ tenantId, id: 'u', now: T0 + 4, patch: { type: 'x.y', fireAt: T0 + 5 * SEC } }));
-    const [claimed] = await store.eventClaim({ refs: [kept], now: T0 + 6 * SEC, owner: 'n1', leaseUntil: T0 + 60 * SEC });
+    const kept = ok(
+      await store.eventUpdate({ tenantId, id: 'u', now: T0 + 4, patch: { type: 'x.y', fireAt: T0 + 5 * SEC } }),
+    );
+    const [claimed] = await store.eventClaim({
+      refs: [kept],
+      now: T0 + 6 * SEC,
+      owner: 'n1',
+      leaseUntil: T0 + 60 * SEC,
+    });
     assert.equal(claimed.type, 'x.y');
     assert.equal((await mustGet(store, tenantId, 'u')).type, 'x.y');
   });

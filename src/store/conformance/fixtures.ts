@@ -4,7 +4,8 @@
  * and builders for events. Nothing here knows which backend runs.
  */
 import assert from 'node:assert/strict';
-import type { EventRecord } from '../../core/event.ts';
+import { SimClock } from '../../core/clock.ts';
+import { EVENT_STATES, type EventRecord, type EventState } from '../../core/event.ts';
 import type { AttemptOutcome, EventInsertResult, NewEvent, Store } from '../store.ts';
 
 /** What a backend gives the suite: a fresh, migrated, empty store. */
@@ -21,10 +22,46 @@ export interface StoreHarness {
 
 export type MakeStore = () => Promise<StoreHarness>;
 
-/** What every section receives: the shared store of its describe block, and the factory. */
+/**
+ * The time of the cluster methods (Store's ClusterNow) in a backend's suite: `now` is what a
+ * caller passes, `pass` lets `ms` of it go by. A backend that judges by the caller's time (SQLite)
+ * runs them on a simulated clock, so nothing waits; one that judges by its own clock (PostgreSQL)
+ * reads that clock and waits for it (storeClusterTime).
+ */
+export interface ClusterTime {
+  now(store: Store): Promise<number>;
+  pass(store: Store, ms: number): Promise<void>;
+}
+
+/** Cluster time on a simulated clock, started at this process's clock: `pass` waits for nothing. */
+export function simulatedClusterTime(clock: SimClock = new SimClock(Date.now())): ClusterTime {
+  return {
+    now: async () => clock.now(),
+    pass: (_store, ms) => clock.advance(ms),
+  };
+}
+
+/** Bound on waiting, beyond `ms`, for the store's own clock to move `ms`. */
+const STORE_CLOCK_WAIT_MS_MAX = 5_000;
+
+/** Cluster time read from the store's own clock (`timeNow`); `pass` polls it until it has moved `ms`. */
+export const storeClusterTime: ClusterTime = {
+  now: (store) => store.timeNow(),
+  async pass(store, ms) {
+    const target = (await store.timeNow()) + ms;
+    const deadline = Date.now() + ms + STORE_CLOCK_WAIT_MS_MAX;
+    while ((await store.timeNow()) < target) {
+      if (Date.now() > deadline) assert.fail(`the store's clock did not move ${ms} ms`);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+  },
+};
+
+/** What every section receives: the shared store of its describe block, the factory, and the cluster time. */
 export interface SuiteContext {
   store(): Store;
   make: MakeStore;
+  time: ClusterTime;
 }
 
 /** All test times are fixed instants: no test reads the clock. */
@@ -119,7 +156,15 @@ export async function mustClaim(store: Store, e: EventRecord, now: number, owner
 }
 
 export function outcome(e: EventRecord, to: AttemptOutcome['to'], o: Partial<AttemptOutcome> = {}): AttemptOutcome {
-  return { tenantId: e.tenantId, id: e.id, version: e.version, owner: e.leaseOwner ?? OWNER_A, to, durationMs: 12, ...o };
+  return {
+    tenantId: e.tenantId,
+    id: e.id,
+    version: e.version,
+    owner: e.leaseOwner ?? OWNER_A,
+    to,
+    durationMs: 12,
+    ...o,
+  };
 }
 
 /** Records one outcome that must apply; returns the event after it. */
@@ -136,13 +181,28 @@ export async function mustGet(store: Store, tenantId: string, id: string): Promi
 }
 
 /** Moves an event to `archived` through a claim and a final outcome (the only way there). */
-export async function archive(store: Store, e: EventRecord, now: number, to: 'archived' | 'discarded' = 'archived'): Promise<EventRecord> {
+export async function archive(
+  store: Store,
+  e: EventRecord,
+  now: number,
+  to: 'archived' | 'discarded' = 'archived',
+): Promise<EventRecord> {
   const claimed = await mustClaim(store, e, now);
   return mustRecord(store, outcome(claimed, to, { error: 'gave up', status: 500 }), now + 1);
 }
 
+/** Events per state over all tenants, zeros included (the sum of eventCountByTenantState). */
+export async function countByState(store: Pick<Store, 'eventCountByTenantState'>): Promise<Record<EventState, number>> {
+  const counts = Object.fromEntries(EVENT_STATES.map((s) => [s, 0])) as Record<EventState, number>;
+  for (const r of await store.eventCountByTenantState()) counts[r.state] += r.n;
+  return counts;
+}
+
 /** Runs `fn` on a store of its own, for tests that look across all tenants. */
-export async function withFreshStore(make: MakeStore, fn: (store: Store, h: StoreHarness) => Promise<void>): Promise<void> {
+export async function withFreshStore(
+  make: MakeStore,
+  fn: (store: Store, h: StoreHarness) => Promise<void>,
+): Promise<void> {
   const h = await make();
   try {
     await fn(h.store, h);

@@ -8,7 +8,8 @@
  * Tests share one store per section and stay apart by using their own tenants and shards; the
  * few that look across tenants (due lists without a shard filter, rescue, counts, durability)
  * get a store of their own. Times are fixed instants passed as `now`; nothing sleeps. The cluster
- * methods read the store's own clock, so their expiry tests poll it under a deadline instead.
+ * methods' time is the backend's ClusterTime: simulated where the backend judges by the caller's
+ * `now` (SQLite), the store's own clock, polled under a deadline, where it does not (PostgreSQL).
  */
 import { after, before, describe } from 'node:test';
 import { basicsCases, tenantKeyDestinationCases } from './cases-accounts.ts';
@@ -27,7 +28,13 @@ import { typeCases } from './cases-type.ts';
 import { forecastCases } from './cases-forecast.ts';
 import { bulkCases } from './cases-bulk.ts';
 import { pullCases } from './cases-pull.ts';
-import type { MakeStore, StoreHarness, SuiteContext } from './fixtures.ts';
+import {
+  type ClusterTime,
+  type MakeStore,
+  type StoreHarness,
+  storeClusterTime,
+  type SuiteContext,
+} from './fixtures.ts';
 
 export type { MakeStore, StoreHarness, SuiteContext } from './fixtures.ts';
 
@@ -62,8 +69,11 @@ const SECTIONS: [string, Section][] = [
   ['sources', sourceCases],
 ];
 
-/** Registers the whole suite for one backend. */
-export function runStoreConformance(name: string, makeStore: MakeStore): void {
+/**
+ * Registers the whole suite for one backend. `time` is the cluster methods' time: a backend that
+ * judges leases and heartbeats by the caller's `now` passes simulatedClusterTime().
+ */
+export function runStoreConformance(name: string, makeStore: MakeStore, time: ClusterTime = storeClusterTime): void {
   describe(`Store conformance: ${name}`, () => {
     for (const [title, section] of SECTIONS) {
       describe(title, () => {
@@ -80,6 +90,7 @@ export function runStoreConformance(name: string, makeStore: MakeStore): void {
             return harness.store;
           },
           make: makeStore,
+          time,
         });
       });
     }

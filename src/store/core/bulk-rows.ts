@@ -47,13 +47,17 @@ export function bulkJobFromRow(r: BulkJobRow): BulkJobRecord {
 }
 
 /** The detail a transition of an operation carries, merged over its own. */
-export function operationDetail<T extends Record<string, unknown>>(detail: T, operation: { name: string; id: string } | undefined): T {
+export function operationDetail<T extends Record<string, unknown>>(
+  detail: T,
+  operation: { name: string; id: string } | undefined,
+): T {
   return operation ? { ...detail, operation: operation.name, operationId: operation.id } : detail;
 }
 
 /** A claim's `running` jobs, checked against BULK_CLAIM_RUNNING_MAX (a RangeError beyond). */
 export function checkClaimRunning(running: BulkJobKey[] | undefined): BulkJobKey[] {
   const r = running ?? [];
-  if (r.length > BULK_CLAIM_RUNNING_MAX) throw new RangeError(`bulkJobClaim: at most ${BULK_CLAIM_RUNNING_MAX} running jobs, got ${r.length}`);
+  if (r.length > BULK_CLAIM_RUNNING_MAX)
+    throw new RangeError(`bulkJobClaim: at most ${BULK_CLAIM_RUNNING_MAX} running jobs, got ${r.length}`);
   return r;
 }

@@ -3,18 +3,23 @@
  * checks of cancel / replay / update before their write, and what an update's patch changes. Each
  * backend's event-writes.ts keeps only its statements and how it runs them.
  */
-import type { EventRecord, EventState } from '../../core/event.ts';
+import { ATTEMPT_OUTCOME_STATES, type EventRecord, type EventState } from '../../core/event.ts';
 import { canonicalJson } from '../../core/ids.ts';
 import { queueOf } from '../../core/queue.ts';
-import { EVENT_CHANGES_MAX, type EventMutateParams, type EventMutateResult, type EventPatch, type NewEvent } from '../store.ts';
+import {
+  EVENT_CHANGES_MAX,
+  type EventMutateParams,
+  type EventMutateResult,
+  type EventPatch,
+  type NewEvent,
+} from '../store.ts';
 import { operationDetail } from './bulk-rows.ts';
 import { eventFromRow, type EventRow } from './rows.ts';
 
-const ATTEMPT_TARGETS: ReadonlySet<string> = new Set(['succeeded', 'discarded', 'awaiting_retry', 'archived']);
-
 /** Throws unless an attempt's outcome may move an executing event to `to`. */
 export function checkAttemptTarget(to: string): void {
-  if (!ATTEMPT_TARGETS.has(to)) throw new RangeError(`eventRecordAttempts: cannot move executing to ${to}`);
+  if (!(ATTEMPT_OUTCOME_STATES as readonly string[]).includes(to))
+    throw new RangeError(`eventRecordAttempts: cannot move executing to ${to}`);
 }
 
 /** JSON text of a string map; most events carry no headers or tags, so skip the serialiser then. */
@@ -74,7 +79,8 @@ export function mutateRefusal(
     return { kind: 'version_mismatch', event: eventFromRow(current) };
   }
   if (!allowed.includes(current.state)) return { kind: 'wrong_state', event: eventFromRow(current) };
-  if (boundedByChanges && current.version >= EVENT_CHANGES_MAX) return { kind: 'changes_exhausted', event: eventFromRow(current) };
+  if (boundedByChanges && current.version >= EVENT_CHANGES_MAX)
+    return { kind: 'changes_exhausted', event: eventFromRow(current) };
   return null;
 }
 

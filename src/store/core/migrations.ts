@@ -25,7 +25,8 @@ export function loadMigrationsFrom(dir: URL, backend: string): Migration[] {
   }
   out.sort((a, b) => a.version - b.version);
   out.forEach((mig, i) => {
-    if (mig.version !== i + 1) throw new Error(`${backend} migrations: expected version ${i + 1}, found ${mig.version} (${mig.name})`);
+    if (mig.version !== i + 1)
+      throw new Error(`${backend} migrations: expected version ${i + 1}, found ${mig.version} (${mig.name})`);
   });
   return out;
 }

@@ -216,7 +216,15 @@ export function eventFromRow(r: EventRow): EventRecord {
 }
 
 export function dueRefFromRow(r: DueRefRow): DueRef {
-  return { tenantId: r.tenant_id, id: r.id, version: r.version, dueAt: r.due_at, shard: r.shard, group: r.grp, queue: r.queue };
+  return {
+    tenantId: r.tenant_id,
+    id: r.id,
+    version: r.version,
+    dueAt: r.due_at,
+    shard: r.shard,
+    group: r.grp,
+    queue: r.queue,
+  };
 }
 
 export function transitionFromRow(r: TransitionRow): TransitionRecord {

@@ -1,5 +1,11 @@
 /** Schedule rows as both backends return them, and their mapping to records. */
-import type { ScheduleMissed, ScheduleMutateResult, ScheduleRecord, ScheduleSpec, ScheduleUpdateParams } from '../schedules.ts';
+import type {
+  ScheduleMissed,
+  ScheduleMutateResult,
+  ScheduleRecord,
+  ScheduleSpec,
+  ScheduleUpdateParams,
+} from '../schedules.ts';
 
 export interface ScheduleRow {
   tenant_id: string;
@@ -10,7 +16,6 @@ export interface ScheduleRow {
   /** SQLite 0/1, PostgreSQL boolean. */
   paused: number | boolean;
   next_at: number | null;
-  catch_up_left: number;
   fired_count: number;
   missed_count: number;
   last_occurrence_at: number | null;
@@ -19,7 +24,7 @@ export interface ScheduleRow {
   updated_at: number;
 }
 
-export const SCHEDULE_COLUMNS = `tenant_id, id, shard, version, spec, paused, next_at, catch_up_left, fired_count,
+export const SCHEDULE_COLUMNS = `tenant_id, id, shard, version, spec, paused, next_at, fired_count,
   missed_count, last_occurrence_at, created_at, updated_at, last_missed`;
 
 export function scheduleFromRow(r: ScheduleRow): ScheduleRecord {
@@ -31,7 +36,6 @@ export function scheduleFromRow(r: ScheduleRow): ScheduleRecord {
     spec: JSON.parse(r.spec) as ScheduleSpec,
     paused: r.paused === true || r.paused === 1,
     nextAt: r.next_at,
-    catchUpLeft: r.catch_up_left,
     firedCount: Number(r.fired_count),
     missedCount: Number(r.missed_count),
     lastOccurrenceAt: r.last_occurrence_at,
@@ -42,9 +46,13 @@ export function scheduleFromRow(r: ScheduleRow): ScheduleRecord {
 }
 
 /** The refusal of a mutation of `current` (absent, or at another version), or null when it may apply. */
-export function scheduleRefusal(current: ScheduleRecord | null, expectedVersion: number | undefined): ScheduleMutateResult | null {
+export function scheduleRefusal(
+  current: ScheduleRecord | null,
+  expectedVersion: number | undefined,
+): ScheduleMutateResult | null {
   if (!current) return { kind: 'not_found' };
-  if (expectedVersion !== undefined && current.version !== expectedVersion) return { kind: 'version_mismatch', schedule: current };
+  if (expectedVersion !== undefined && current.version !== expectedVersion)
+    return { kind: 'version_mismatch', schedule: current };
   return null;
 }
 
@@ -56,7 +64,6 @@ export function scheduleUpdated(cur: ScheduleRecord, p: ScheduleUpdateParams): S
     spec: p.spec ?? cur.spec,
     paused: p.paused ?? cur.paused,
     nextAt: p.nextAt !== undefined ? p.nextAt : cur.nextAt,
-    catchUpLeft: p.catchUpLeft ?? cur.catchUpLeft,
     updatedAt: p.now,
   };
 }
@@ -65,5 +72,6 @@ export function scheduleUpdated(cur: ScheduleRecord, p: ScheduleUpdateParams): S
 export const SCHEDULE_PAGE_MAX = 1_000;
 
 export function checkSchedulePage(limit: number, what: string): void {
-  if (!Number.isInteger(limit) || limit < 1 || limit > SCHEDULE_PAGE_MAX) throw new RangeError(`${what}: limit must be 1-${SCHEDULE_PAGE_MAX}, got ${limit}`);
+  if (!Number.isInteger(limit) || limit < 1 || limit > SCHEDULE_PAGE_MAX)
+    throw new RangeError(`${what}: limit must be 1-${SCHEDULE_PAGE_MAX}, got ${limit}`);
 }

@@ -1,5 +1,12 @@
 /** Source rows as both backends return them, and their mapping to records. */
-import { SOURCE_ERRORS_MAX, type SourceError, type SourceRecord, type SourceReportParams, type SourceSpec, type SourceState } from '../sources.ts';
+import {
+  SOURCE_ERRORS_MAX,
+  type SourceError,
+  type SourceRecord,
+  type SourceReportParams,
+  type SourceSpec,
+  type SourceState,
+} from '../sources.ts';
 
 export interface SourceRow {
   tenant_id: string;
@@ -48,16 +55,40 @@ export function sourceReported(cur: SourceRecord, p: SourceReportParams): Source
 }
 
 /** A new source, `cur` with a new spec (version + 1), or `cur` unchanged when the spec is the same (a repeated PUT restarts nothing). */
-export function sourcePutRecord(cur: SourceRecord | null, p: { tenantId: string; name: string; spec: SourceSpec; now: number }): SourceRecord {
+export function sourcePutRecord(
+  cur: SourceRecord | null,
+  p: { tenantId: string; name: string; spec: SourceSpec; now: number },
+): SourceRecord {
   if (cur && JSON.stringify(cur.spec) === JSON.stringify(p.spec)) return cur;
   if (cur) return { ...cur, spec: p.spec, version: cur.version + 1, state: 'starting', lag: {}, updatedAt: p.now };
   return {
-    tenantId: p.tenantId, name: p.name, version: 1, spec: p.spec, state: 'starting', acceptedCount: 0, rejectedCount: 0,
-    lastErrors: [], lag: {}, createdAt: p.now, updatedAt: p.now,
+    tenantId: p.tenantId,
+    name: p.name,
+    version: 1,
+    spec: p.spec,
+    state: 'starting',
+    acceptedCount: 0,
+    rejectedCount: 0,
+    lastErrors: [],
+    lag: {},
+    createdAt: p.now,
+    updatedAt: p.now,
   };
 }
 
 /** The record's columns as named parameters (SQLite) in SOURCE_COLUMNS order (PostgreSQL). */
 export function sourceColumns(s: SourceRecord): unknown[] {
-  return [s.tenantId, s.name, s.version, JSON.stringify(s.spec), s.state, s.acceptedCount, s.rejectedCount, JSON.stringify(s.lastErrors), JSON.stringify(s.lag), s.createdAt, s.updatedAt];
+  return [
+    s.tenantId,
+    s.name,
+    s.version,
+    JSON.stringify(s.spec),
+    s.state,
+    s.acceptedCount,
+    s.rejectedCount,
+    JSON.stringify(s.lastErrors),
+    JSON.stringify(s.lag),
+    s.createdAt,
+    s.updatedAt,
+  ];
 }

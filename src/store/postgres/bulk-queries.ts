@@ -34,7 +34,9 @@ export const BULK_SQL = {
             AND (tenant_id, id) NOT IN (SELECT * FROM unnest($5::text[], $6::text[]))
           ORDER BY tenant_id = ANY($5::text[]), created_at LIMIT 1 FOR UPDATE SKIP LOCKED) c
     WHERE b.tenant_id = c.tenant_id AND b.id = c.id
-    RETURNING ${BULK_JOB_COLUMNS.split(',').map((c) => `b.${c.trim()}`).join(', ')}`,
+    RETURNING ${BULK_JOB_COLUMNS.split(',')
+      .map((c) => `b.${c.trim()}`)
+      .join(', ')}`,
   // ($1 tenantId, $2 id, $3 owner, $4 now) → { ok } | no row: the job runs and $3 holds its
   // unexpired lease; the row stays locked until the step's transaction ends.
   bulkJobLeaseCheck: `SELECT 1 AS ok FROM bulk_jobs
@@ -61,6 +63,10 @@ export const BULK_SQL = {
 
 export type BulkQueryName = keyof typeof BULK_SQL;
 
-export function runBulk<R extends pg.QueryResultRow = pg.QueryResultRow>(db: Queryable, name: BulkQueryName, values: unknown[]): Promise<pg.QueryResult<R>> {
+export function runBulk<R extends pg.QueryResultRow = pg.QueryResultRow>(
+  db: Queryable,
+  name: BulkQueryName,
+  values: unknown[],
+): Promise<pg.QueryResult<R>> {
   return db.query<R>({ name: `belfry_${name}`, text: BULK_SQL[name], values }).catch(rethrowUnavailable);
 }

@@ -22,7 +22,9 @@ const INT8_OID = 20;
  */
 const TYPES = {
   getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === INT8_OID ? (value: string) => Number(value) : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+    oid === INT8_OID
+      ? (value: string) => Number(value)
+      : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
 };
 
 export interface PoolOptions {
@@ -42,7 +44,8 @@ export interface PoolOptions {
 
 /** Every connection of the pool uses the store's schema (search_path) and the statement timeout. */
 export function createPool(opts: PoolOptions): pg.Pool {
-  if (!SCHEMA_NAME.test(opts.schema)) throw new RangeError(`postgres: schema must match ${SCHEMA_NAME}, got ${JSON.stringify(opts.schema)}`);
+  if (!SCHEMA_NAME.test(opts.schema))
+    throw new RangeError(`postgres: schema must match ${SCHEMA_NAME}, got ${JSON.stringify(opts.schema)}`);
   const pool = new pg.Pool({
     connectionString: opts.url,
     max: opts.size,
@@ -65,7 +68,17 @@ export function run<R extends pg.QueryResultRow = pg.QueryResultRow>(
 }
 
 /** Socket errors and PostgreSQL's connection-class SQLSTATEs (08xxx, 57P01-03 shutdown, 53300 too many connections). */
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', '57P01', '57P02', '57P03', '53300']);
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  '57P01',
+  '57P02',
+  '57P03',
+  '53300',
+]);
 
 /** SQLSTATE disk_full: the server could not extend a file; the statement's transaction rolled back. */
 const DISK_FULL_CODE = '53100';
@@ -79,8 +92,15 @@ export function rethrowUnavailable(err: unknown): never {
   const e = err as { code?: unknown; message?: unknown };
   const code = typeof e?.code === 'string' ? e.code : '';
   const message = typeof e?.message === 'string' ? e.message : String(err);
-  if (code === DISK_FULL_CODE) throw Object.assign(new StoreFullError(`PostgreSQL disk full: ${message}`, { cause: err }), { code });
-  if (UNAVAILABLE_CODES.has(code) || code.startsWith('08') || /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(message)) {
+  if (code === DISK_FULL_CODE)
+    throw Object.assign(new StoreFullError(`PostgreSQL disk full: ${message}`, { cause: err }), { code });
+  if (
+    UNAVAILABLE_CODES.has(code) ||
+    code.startsWith('08') ||
+    /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/.test(
+      message,
+    )
+  ) {
     throw new StoreUnavailableError(`PostgreSQL unavailable: ${message}`, { cause: err });
   }
   throw err;
@@ -97,7 +117,11 @@ export function rethrowUnavailable(err: unknown): never {
  * transaction was open did exactly that to a node (cluster failure test, exit code 1). The
  * statement in progress fails on its own (as unavailable), and so does the next one.
  */
-export async function inTransaction<T>(pool: pg.Pool, begin: string, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+export async function inTransaction<T>(
+  pool: pg.Pool,
+  begin: string,
+  fn: (client: pg.PoolClient) => Promise<T>,
+): Promise<T> {
   const client = await pool.connect().catch(rethrowUnavailable);
   let broken: Error | undefined;
   const onError = (err: Error): void => {

@@ -32,7 +32,13 @@ describe('PostgreSQL disk full', () => {
   });
 
   it('a statement failing with 53100 is StoreFullError, answered 503 storage_full, and classed unavailable', async () => {
-    const err = await pool.query(RAISE_DISK_FULL).catch(rethrowUnavailable).then(() => null, (e: unknown) => e);
+    const err = await pool
+      .query(RAISE_DISK_FULL)
+      .catch(rethrowUnavailable)
+      .then(
+        () => null,
+        (e: unknown) => e,
+      );
     assert.ok(err instanceof StoreFullError, `got ${String(err)}`);
     assert.equal((err as { code?: string }).code, '53100');
     assert.equal(storeFailureKind(err), 'unavailable');
@@ -47,7 +53,10 @@ describe('PostgreSQL disk full', () => {
     const err = await inTransaction(pool, 'BEGIN', async (client) => {
       await client.query(`INSERT INTO ${schema}.t (id) VALUES (1)`);
       await client.query(RAISE_DISK_FULL);
-    }).then(() => null, (e: unknown) => e);
+    }).then(
+      () => null,
+      (e: unknown) => e,
+    );
     assert.ok(err instanceof StoreFullError, `got ${String(err)}`);
     assert.equal((await pool.query(`SELECT count(*)::int AS n FROM ${schema}.t`)).rows[0].n, 0);
   });

@@ -35,7 +35,15 @@ export async function listDue(db: Queryable, params: EventListDueParams): Promis
   const shards = params.shards === null ? null : [...new Set(params.shards)];
   if (params.queue) {
     const { tenantId, queue, from } = params.queue;
-    const bind = [tenantId, queue, params.untilMs, from?.dueAt ?? Number.MIN_SAFE_INTEGER, from?.id ?? '', params.limit, shards];
+    const bind = [
+      tenantId,
+      queue,
+      params.untilMs,
+      from?.dueAt ?? Number.MIN_SAFE_INTEGER,
+      from?.id ?? '',
+      params.limit,
+      shards,
+    ];
     return (await run<DueRefRow>(db, 'eventListDueQueue', bind)).rows.map(dueRefFromRow);
   }
   const shardCount = shards?.length ?? SHARD_COUNT_DEFAULT;
@@ -45,10 +53,22 @@ export async function listDue(db: Queryable, params: EventListDueParams): Promis
     const k = perShardLimit(params.limit, shardCount);
     const m = params.skip;
     const bind = [
-      params.untilMs, params.after?.dueAt ?? Number.MIN_SAFE_INTEGER, params.after?.tenantId ?? '', params.after?.id ?? '', params.limit, k,
-      m.map((x) => x.tenantId), m.map((x) => x.queue), m.map((x) => x.from.dueAt), m.map((x) => x.from.id), k * SKIP_SCAN_FACTOR,
+      params.untilMs,
+      params.after?.dueAt ?? Number.MIN_SAFE_INTEGER,
+      params.after?.tenantId ?? '',
+      params.after?.id ?? '',
+      params.limit,
+      k,
+      m.map((x) => x.tenantId),
+      m.map((x) => x.queue),
+      m.map((x) => x.from.dueAt),
+      m.map((x) => x.from.id),
+      k * SKIP_SCAN_FACTOR,
     ];
-    const res = shards === null ? await run<DueRefRow>(db, 'eventListDueAllSkip', bind) : await run<DueRefRow>(db, 'eventListDueShardsSkip', [...bind, shards]);
+    const res =
+      shards === null
+        ? await run<DueRefRow>(db, 'eventListDueAllSkip', bind)
+        : await run<DueRefRow>(db, 'eventListDueShardsSkip', [...bind, shards]);
     return res.rows.map(dueRefFromRow);
   }
   const out: DueRef[] = [];

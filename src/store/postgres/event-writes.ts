@@ -6,10 +6,24 @@
  * trace reads it from the event row, queries.ts transitionList).
  */
 import type pg from 'pg';
-import type { EventRecord, EventState } from '../../core/event.ts';
+import {
+  CANCELABLE_STATES,
+  EDITABLE_STATES,
+  type EventRecord,
+  type EventState,
+  REPLAYABLE_STATES,
+} from '../../core/event.ts';
 import { queueOf } from '../../core/queue.ts';
 import * as S from '../store.ts';
-import { cancelDetail, checkAttemptTarget, createdRecord, eventEdit, jsonObject, keyOf, mutateRefusal } from '../core/event-writes.ts';
+import {
+  cancelDetail,
+  checkAttemptTarget,
+  createdRecord,
+  eventEdit,
+  jsonObject,
+  keyOf,
+  mutateRefusal,
+} from '../core/event-writes.ts';
 import { dueRefFromRow, eventFromRow, type DueRefRow, type EventRow } from '../core/rows.ts';
 import { inTransaction, run, type Queryable } from './db.ts';
 import { bulkJobFromRow, operationDetail, type BulkJobRow } from '../core/bulk-rows.ts';
@@ -23,13 +37,25 @@ const MUTATE_ATTEMPTS_MAX = 5;
  * Inserts the batch in one statement; the first occurrence of a repeated id wins. The events not
  * inserted (stored before, or repeated in the batch) are read back in one more statement.
  */
-export async function insertMany(db: Queryable, { events, now }: S.EventInsertManyParams): Promise<S.EventInsertResult[]> {
+export async function insertMany(
+  db: Queryable,
+  { events, now }: S.EventInsertManyParams,
+): Promise<S.EventInsertResult[]> {
   const n = events.length;
   const cols = {
-    tenantIds: new Array<string>(n), ids: new Array<string>(n), shards: new Array<number>(n), fireAts: new Array<number>(n),
-    destinations: new Array<string>(n), payloads: new Array<string>(n), headers: new Array<string>(n),
-    groups: new Array<string | null>(n), retries: new Array<string | null>(n), expireAts: new Array<number | null>(n),
-    tags: new Array<string>(n), hashes: new Array<string>(n), queues: new Array<string>(n),
+    tenantIds: new Array<string>(n),
+    ids: new Array<string>(n),
+    shards: new Array<number>(n),
+    fireAts: new Array<number>(n),
+    destinations: new Array<string>(n),
+    payloads: new Array<string>(n),
+    headers: new Array<string>(n),
+    groups: new Array<string | null>(n),
+    retries: new Array<string | null>(n),
+    expireAts: new Array<number | null>(n),
+    tags: new Array<string>(n),
+    hashes: new Array<string>(n),
+    queues: new Array<string>(n),
     types: new Array<string | null>(n),
   };
   for (let i = 0; i < n; i++) {
@@ -50,8 +76,21 @@ export async function insertMany(db: Queryable, { events, now }: S.EventInsertMa
     cols.types[i] = e.type ?? null;
   }
   const inserted = await run<{ tenant_id: string; id: string; seq: number }>(db, 'eventInsertMany', [
-    cols.tenantIds, cols.ids, cols.shards, cols.fireAts, cols.destinations, cols.payloads, cols.headers,
-    cols.groups, cols.retries, cols.expireAts, cols.tags, cols.hashes, now, cols.queues, cols.types,
+    cols.tenantIds,
+    cols.ids,
+    cols.shards,
+    cols.fireAts,
+    cols.destinations,
+    cols.payloads,
+    cols.headers,
+    cols.groups,
+    cols.retries,
+    cols.expireAts,
+    cols.tags,
+    cols.hashes,
+    now,
+    cols.queues,
+    cols.types,
   ]);
   const seqByKey = new Map<string, number>();
   for (const row of inserted.rows) seqByKey.set(keyOf(row.tenant_id, row.id), row.seq);
@@ -73,8 +112,16 @@ export async function insertMany(db: Queryable, { events, now }: S.EventInsertMa
 }
 
 /** Fills the results of events that were not inserted with the stored row: existing or conflict. */
-async function settleExisting(db: Queryable, events: S.NewEvent[], missing: number[], results: S.EventInsertResult[]): Promise<void> {
-  const stored = await run<EventRow>(db, 'eventGetMany', [missing.map((i) => events[i].tenantId), missing.map((i) => events[i].id)]);
+async function settleExisting(
+  db: Queryable,
+  events: S.NewEvent[],
+  missing: number[],
+  results: S.EventInsertResult[],
+): Promise<void> {
+  const stored = await run<EventRow>(db, 'eventGetMany', [
+    missing.map((i) => events[i].tenantId),
+    missing.map((i) => events[i].id),
+  ]);
   const byKey = new Map(stored.rows.map((r): [string, EventRow] => [keyOf(r.tenant_id, r.id), r]));
   for (const i of missing) {
     const e = events[i];
@@ -118,7 +165,10 @@ async function claimRefs(db: Queryable, p: S.EventClaimParams): Promise<EventRec
  * sends at most one outcome per event in one statement; a second round exists only when the
  * batch repeats an event (then all rounds share one transaction).
  */
-export async function recordAttempts(pool: pg.Pool, { outcomes, now }: S.EventRecordAttemptsParams): Promise<boolean[]> {
+export async function recordAttempts(
+  pool: pg.Pool,
+  { outcomes, now }: S.EventRecordAttemptsParams,
+): Promise<boolean[]> {
   for (const o of outcomes) {
     checkAttemptTarget(o.to);
   }
@@ -147,7 +197,13 @@ export async function recordAttempts(pool: pg.Pool, { outcomes, now }: S.EventRe
 }
 
 /** One statement for `indexes` (distinct events); marks the ones that applied. */
-async function recordRound(db: Queryable, outcomes: S.AttemptOutcome[], indexes: number[], now: number, applied: boolean[]): Promise<void> {
+async function recordRound(
+  db: Queryable,
+  outcomes: S.AttemptOutcome[],
+  indexes: number[],
+  now: number,
+  applied: boolean[],
+): Promise<void> {
   if (indexes.length === 0) return;
   const pick = <T>(f: (o: S.AttemptOutcome) => T) => indexes.map((i) => f(outcomes[i]));
   const res = await run<{ ord: number }>(db, 'eventRecordAttempts', [
@@ -166,7 +222,13 @@ async function recordRound(db: Queryable, outcomes: S.AttemptOutcome[], indexes:
 }
 
 export async function rescue(db: Queryable, p: S.EventRescueParams): Promise<S.DueRef[]> {
-  const res = await run<DueRefRow>(db, 'eventRescue', [p.leaseExpiredBefore, p.notOwnedBy ?? null, p.limit, p.now, p.heldBy ?? null]);
+  const res = await run<DueRefRow>(db, 'eventRescue', [
+    p.leaseExpiredBefore,
+    p.notOwnedBy ?? null,
+    p.limit,
+    p.now,
+    p.heldBy ?? null,
+  ]);
   return res.rows.map(dueRefFromRow);
 }
 
@@ -215,35 +277,66 @@ async function first(res: Promise<pg.QueryResult<EventRow>>): Promise<EventRow |
 /** The conditional writes of cancel, replay and update at the version of `cur` (no row when it moved on). */
 function cancelAt(db: Queryable, p: S.EventMutateParams, cur: EventRow): Promise<EventRow | undefined> {
   const detail = cancelDetail(p);
-  return first(run<EventRow>(db, 'eventCancel', [p.now, p.tenantId, p.id, cur.version, cur.state, detail === null ? null : JSON.stringify(detail), p.reason ?? null]));
+  return first(
+    run<EventRow>(db, 'eventCancel', [
+      p.now,
+      p.tenantId,
+      p.id,
+      cur.version,
+      cur.state,
+      detail === null ? null : JSON.stringify(detail),
+      p.reason ?? null,
+    ]),
+  );
 }
 
 function replayAt(db: Queryable, p: S.EventMutateParams, cur: EventRow): Promise<EventRow | undefined> {
-  return first(run<EventRow>(db, 'eventReplay', [
-    p.now, p.tenantId, p.id, cur.version, cur.state, JSON.stringify(operationDetail({ attemptsBefore: cur.attempts }, p.operation)),
-  ]));
+  return first(
+    run<EventRow>(db, 'eventReplay', [
+      p.now,
+      p.tenantId,
+      p.id,
+      cur.version,
+      cur.state,
+      JSON.stringify(operationDetail({ attemptsBefore: cur.attempts }, p.operation)),
+    ]),
+  );
 }
 
 /** A patch that changes nothing (same values, same requestHash) returns `cur` itself: no write. */
-async function updateAt(db: Queryable, p: S.EventMutateParams & { patch: S.EventPatch }, cur: EventRow): Promise<EventRow | undefined> {
+async function updateAt(
+  db: Queryable,
+  p: S.EventMutateParams & { patch: S.EventPatch },
+  cur: EventRow,
+): Promise<EventRow | undefined> {
   const e = eventEdit(cur, p.patch);
   if (!e) return cur;
-  return first(run<EventRow>(db, 'eventEdit', [
-    e.fireAt, e.dueAt, e.payload, e.headers, e.destination, e.expireAt, e.requestHash, p.now, p.tenantId, p.id, cur.version,
-    JSON.stringify(operationDetail(e.detail, p.operation)), e.queue, e.type,
-  ]));
+  return first(
+    run<EventRow>(db, 'eventEdit', [
+      e.fireAt,
+      e.dueAt,
+      e.payload,
+      e.headers,
+      e.destination,
+      e.expireAt,
+      e.requestHash,
+      p.now,
+      p.tenantId,
+      p.id,
+      cur.version,
+      JSON.stringify(operationDetail(e.detail, p.operation)),
+      e.queue,
+      e.type,
+    ]),
+  );
 }
 
-const CANCELABLE: readonly EventState[] = ['scheduled', 'awaiting_retry'];
-const REPLAYABLE: readonly EventState[] = ['archived', 'discarded'];
-const EDITABLE: readonly EventState[] = ['scheduled'];
-
 export function cancel(db: Queryable, p: S.EventMutateParams): Promise<S.EventMutateResult> {
-  return mutate(db, p, CANCELABLE, (cur) => cancelAt(db, p, cur), false);
+  return mutate(db, p, CANCELABLE_STATES, (cur) => cancelAt(db, p, cur), false);
 }
 
 export function replay(db: Queryable, p: S.EventMutateParams): Promise<S.EventMutateResult> {
-  return mutate(db, p, REPLAYABLE, (cur) => replayAt(db, p, cur));
+  return mutate(db, p, REPLAYABLE_STATES, (cur) => replayAt(db, p, cur));
 }
 
 /**
@@ -251,7 +344,7 @@ export function replay(db: Queryable, p: S.EventMutateParams): Promise<S.EventMu
  * ok with the event untouched: no new version, no transition.
  */
 export function update(db: Queryable, p: S.EventMutateParams & { patch: S.EventPatch }): Promise<S.EventMutateResult> {
-  return mutate(db, p, EDITABLE, (cur) => updateAt(db, p, cur));
+  return mutate(db, p, EDITABLE_STATES, (cur) => updateAt(db, p, cur));
 }
 
 /**
@@ -265,19 +358,36 @@ export async function bulkStep(pool: pg.Pool, p: S.BulkJobStepParams): Promise<S
     // The page's rows in one statement, then each change by its conditional write at the version
     // the job selected: one round trip per event, not two. An event that moved on since (another
     // version or state, or a write that finds nothing) is skipped, as the single call would refuse it.
-    const rows = await run<EventRow>(client, 'eventGetMany', [p.changes.map(() => p.tenantId), p.changes.map((c) => c.id)]);
+    const rows = await run<EventRow>(client, 'eventGetMany', [
+      p.changes.map(() => p.tenantId),
+      p.changes.map((c) => c.id),
+    ]);
     const current = new Map(rows.rows.map((r) => [r.id, r]));
     const changed: EventRecord[] = [];
     for (const c of p.changes) {
       const cur = current.get(c.id);
       const base = { tenantId: p.tenantId, id: c.id, expectedVersion: c.version, now: p.now, operation };
-      const allowed = c.kind === 'cancel' ? CANCELABLE : c.kind === 'replay' ? REPLAYABLE : EDITABLE;
+      const allowed =
+        c.kind === 'cancel' ? CANCELABLE_STATES : c.kind === 'replay' ? REPLAYABLE_STATES : EDITABLE_STATES;
       if (!cur || mutateRefusal(cur, base, allowed, c.kind !== 'cancel')) continue;
-      const row = c.kind === 'cancel' ? await cancelAt(client, base, cur) : c.kind === 'replay' ? await replayAt(client, base, cur) : await updateAt(client, { ...base, patch: c.patch }, cur);
+      const row =
+        c.kind === 'cancel'
+          ? await cancelAt(client, base, cur)
+          : c.kind === 'replay'
+            ? await replayAt(client, base, cur)
+            : await updateAt(client, { ...base, patch: c.patch }, cur);
       if (row && row.version !== c.version) changed.push(eventFromRow(row));
     }
     const res = await runBulk<BulkJobRow>(client, 'bulkJobProgress', [
-      p.tenantId, p.id, p.cursor, p.matched, changed.length, p.skipped + (p.changes.length - changed.length), p.leaseUntil, p.now, p.finished,
+      p.tenantId,
+      p.id,
+      p.cursor,
+      p.matched,
+      changed.length,
+      p.skipped + (p.changes.length - changed.length),
+      p.leaseUntil,
+      p.now,
+      p.finished,
     ]);
     return { changed, job: bulkJobFromRow(res.rows[0]) };
   });
@@ -308,6 +418,18 @@ export async function pullSettle(db: Queryable, p: S.EventPullSettleParams): Pro
   checkAttemptTarget(p.to);
   const retryAt = p.to === 'awaiting_retry' ? (p.retryAt ?? p.now) : null;
   const detail = JSON.stringify(retryAt === null ? { pull: p.action } : { pull: p.action, retryAt });
-  const row = (await run<EventRow>(db, 'pullSettle', [p.tenantId, p.id, p.receipt, p.attempts, p.to, retryAt, p.error ?? null, p.now, detail])).rows[0];
+  const row = (
+    await run<EventRow>(db, 'pullSettle', [
+      p.tenantId,
+      p.id,
+      p.receipt,
+      p.attempts,
+      p.to,
+      retryAt,
+      p.error ?? null,
+      p.now,
+      detail,
+    ])
+  ).rows[0];
   return row ? eventFromRow(row) : null;
 }

@@ -13,6 +13,7 @@
  * - Cluster times come from the database clock (NOW_MS), never from a parameter.
  */
 
+import { SQL_STATE, SQL_STATE_LISTS } from '../core/state-lists.ts';
 import type { ListKey } from '../event-list-plan.ts';
 
 /** The database clock in epoch milliseconds, read at the moment of evaluation. */
@@ -26,13 +27,13 @@ const NOW_MS = `floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint`;
  */
 const LEASE_EXPIRY_BOUND = `LEAST($1::bigint, ${NOW_MS})`;
 
-/** The non-terminal states, in the exact spelling of the partial indexes (so the planner uses them). */
-const LIVE = `('scheduled', 'executing', 'awaiting_retry')`;
-const FIREABLE = `('scheduled', 'awaiting_retry')`;
-/** The states of a member that has started delivery and holds its group until it is terminal. */
-const STARTED = `('executing', 'awaiting_retry')`;
-/** The terminal states, in the exact spelling of the partial index events_terminal. */
-const TERMINAL = `('succeeded', 'discarded', 'archived', 'canceled')`;
+/**
+ * The state lists of the statements below, built from core/event.ts's transition table in the
+ * exact spelling of the partial indexes (so the planner uses them): LIVE (not terminal), FIREABLE,
+ * STARTED (a group member that has started delivery and holds its group), TERMINAL, and the
+ * states cancel, replay, an edit and an attempt's outcome apply from.
+ */
+const { LIVE, FIREABLE, STARTED, TERMINAL, REPLAYABLE, CANCELABLE, EDITABLE, ATTEMPTING } = SQL_STATE_LISTS;
 
 /**
  * `alias.state IN states`, spelled so that no partial index's predicate matches it: for the
@@ -50,7 +51,9 @@ function stateIn(alias: string, states: string): string {
 export const EVENT_COLUMNS = `seq, tenant_id, id, shard, state, version, fire_at, due_at, destination, payload,
   headers, grp, retry, expire_at, tags, attempts, last_status, last_error, request_hash,
   created_at, updated_at, lease_owner, lease_until, queue, type`;
-const EVENT_COLUMNS_E = EVENT_COLUMNS.split(',').map((c) => `e.${c.trim()}`).join(', ');
+const EVENT_COLUMNS_E = EVENT_COLUMNS.split(',')
+  .map((c) => `e.${c.trim()}`)
+  .join(', ');
 
 export const TRANSITION_COLUMNS = `tenant_id, event_id, seq, at, kind, from_state, to_state, attempt, status, error,
   duration_ms, lateness_ms, detail`;
@@ -74,8 +77,8 @@ export const TRANSITION_COLUMNS = `tenant_id, event_id, seq, at, kind, from_stat
 const IS_GROUP_HEAD = `(NOT EXISTS (
       SELECT 1 FROM events o
       WHERE o.tenant_id = e.tenant_id AND o.grp = e.grp AND o.state IN ${STARTED} AND o.seq <> e.seq
-        AND (o.state = 'executing' OR e.state <> 'awaiting_retry' OR (o.fire_at, o.seq) < (e.fire_at, e.seq)))
-    AND (e.state = 'awaiting_retry' OR NOT EXISTS (
+        AND (o.state = ${SQL_STATE.executing} OR e.state <> ${SQL_STATE.awaiting_retry} OR (o.fire_at, o.seq) < (e.fire_at, e.seq)))
+    AND (e.state = ${SQL_STATE.awaiting_retry} OR NOT EXISTS (
       SELECT 1 FROM events o
       WHERE o.tenant_id = e.tenant_id AND o.grp = e.grp AND o.state IN ${LIVE}
         AND (o.fire_at, o.seq) < (e.fire_at, e.seq))))`;
@@ -107,7 +110,7 @@ const PULL_CLAIM_REST = `claimable AS (
       ) l
       LIMIT $5
     ), claimed AS (
-      UPDATE events e SET state = 'executing', version = e.version + 1, attempts = e.attempts + 1,
+      UPDATE events e SET state = ${SQL_STATE.executing}, version = e.version + 1, attempts = e.attempts + 1,
           lease_owner = 'pull', lease_until = $6, receipt = $7, updated_at = $3
       FROM claimable c
       WHERE e.ctid = c.row_id
@@ -124,7 +127,9 @@ const PULL_PAGE_ANY = `SELECT tenant_id, id FROM events
       ORDER BY due_at, id LIMIT $4`;
 
 /** As PULL_PAGE_ANY, of the types in `types` (a text[] parameter): the first $4 rows of each type. */
-const PULL_PAGE_TYPED = (types: string) => `SELECT x.tenant_id, x.id FROM unnest(${types}::text[]) AS t(type) CROSS JOIN LATERAL (
+const PULL_PAGE_TYPED = (
+  types: string,
+) => `SELECT x.tenant_id, x.id FROM unnest(${types}::text[]) AS t(type) CROSS JOIN LATERAL (
         SELECT tenant_id, id, due_at FROM events
         WHERE tenant_id = $1 AND queue = $2 AND type = t.type AND state IN ${FIREABLE} AND pull AND due_at <= $3
         ORDER BY due_at, id LIMIT $4) x
@@ -368,15 +373,6 @@ export const SQL = {
       WHERE events.tenant_id = k.tenant_id AND events.id = k.id LIMIT 1) e`,
   // ($1 tenantId, $2 id) → EventRow | no row.
   eventGet: `SELECT ${EVENT_COLUMNS} FROM events WHERE tenant_id = $1 AND id = $2`,
-  // () → { state, n }[] over all tenants: a full scan, for tables below EXACT_COUNT_ROWS_MAX.
-  eventCountByState: `SELECT state, count(*)::bigint AS n FROM events GROUP BY state`,
-  // () → { n }: the planner's estimate of the events rows (-1 before the first ANALYZE).
-  eventRowEstimate: `SELECT reltuples::bigint AS n FROM pg_class WHERE oid = 'events'::regclass`,
-  // () → { state, freq }[]: the most common states and their share of the rows at the last ANALYZE.
-  eventStateFrequencies: `SELECT unnest(most_common_vals::text::text[]) AS state, unnest(most_common_freqs) AS freq
-    FROM pg_stats WHERE schemaname = current_schema() AND tablename = 'events' AND attname = 'state'`,
-  // () → { n }: executing events, exactly (their partial index; there are as many as deliveries in flight).
-  eventCountExecuting: `SELECT count(*)::bigint AS n FROM events WHERE state = 'executing'`,
   // () → { tenant_id, state, n }[]: every (tenant, state) that has events. A scan of every event
   // (the background sampler's, never a request's; see TX.beginLongRead).
   eventCountByTenantState: `SELECT tenant_id, state, count(*)::bigint AS n FROM events GROUP BY tenant_id, state`,
@@ -408,7 +404,7 @@ export const SQL = {
         FOR UPDATE SKIP LOCKED
       ) l
     ), claimed AS (
-      UPDATE events e SET state = 'executing', version = e.version + 1, attempts = e.attempts + 1,
+      UPDATE events e SET state = ${SQL_STATE.executing}, version = e.version + 1, attempts = e.attempts + 1,
           lease_owner = $4, lease_until = $5, updated_at = $6
       FROM claimable c
       WHERE e.ctid = c.row_id
@@ -435,7 +431,7 @@ export const SQL = {
       CROSS JOIN LATERAL (
         SELECT e.ctid AS row_id FROM events e
         WHERE e.tenant_id = o.tenant_id AND e.id = o.id AND e.version = o.version
-          AND ${stateIn('e', `('executing')`)} AND e.lease_owner = o.owner
+          AND ${stateIn('e', ATTEMPTING)} AND e.lease_owner = o.owner
         FOR UPDATE
       ) l
     ), done AS (
@@ -489,7 +485,7 @@ export const SQL = {
   eventGroupFirst: `SELECT tenant_id, id, version, due_at, shard, grp, queue, state, pull FROM (
       (SELECT tenant_id, id, version, due_at, shard, grp, queue, state, pull, 0 AS rank FROM events
         WHERE tenant_id = $1 AND grp = $2 AND state IN ${STARTED}
-        ORDER BY state = 'executing' DESC, fire_at, seq LIMIT 1)
+        ORDER BY state = ${SQL_STATE.executing} DESC, fire_at, seq LIMIT 1)
       UNION ALL
       (SELECT tenant_id, id, version, due_at, shard, grp, queue, state, pull, 1 AS rank FROM events
         WHERE tenant_id = $1 AND grp = $2 AND state IN ${LIVE}
@@ -505,7 +501,7 @@ export const SQL = {
   // old owner.
   eventRescue: `WITH bound AS (SELECT ${LEASE_EXPIRY_BOUND} AS t), candidates AS (
       SELECT e.ctid AS row_id, e.lease_owner, e.lease_until, (e.lease_until < b.t) AS expired FROM events e CROSS JOIN bound b
-      WHERE e.state = 'executing' AND NOT e.pull
+      WHERE e.state = ${SQL_STATE.executing} AND NOT e.pull
         AND ((e.lease_until < b.t AND NOT EXISTS (
                SELECT 1 FROM claim_leases c WHERE c.owner = e.lease_owner AND c.lease_until >= b.t))
              OR ($2::text IS NOT NULL AND e.lease_owner IS DISTINCT FROM $2::text)
@@ -513,7 +509,7 @@ export const SQL = {
       ORDER BY e.lease_until LIMIT $3
       FOR UPDATE OF e SKIP LOCKED
     ), rescued AS (
-      UPDATE events e SET state = 'awaiting_retry', due_at = $4, updated_at = $4, version = e.version + 1,
+      UPDATE events e SET state = ${SQL_STATE.awaiting_retry}, due_at = $4, updated_at = $4, version = e.version + 1,
           lease_owner = NULL, lease_until = NULL
       FROM candidates c
       WHERE e.ctid = c.row_id
@@ -539,11 +535,11 @@ export const SQL = {
       WHERE n.id = ANY($1::text[]) AND n.heartbeat_at <= ${NOW_MS} - $2::bigint
     ), candidates AS (
       SELECT e.ctid AS row_id, e.lease_owner, e.lease_until FROM events e
-      WHERE e.state = 'executing' AND NOT e.pull AND e.lease_owner IN (SELECT id FROM dead)
+      WHERE e.state = ${SQL_STATE.executing} AND NOT e.pull AND e.lease_owner IN (SELECT id FROM dead)
       ORDER BY e.lease_until LIMIT $3
       FOR UPDATE OF e SKIP LOCKED
     ), rescued AS (
-      UPDATE events e SET state = 'awaiting_retry', due_at = $4, updated_at = $4, version = e.version + 1,
+      UPDATE events e SET state = ${SQL_STATE.awaiting_retry}, due_at = $4, updated_at = $4, version = e.version + 1,
           lease_owner = NULL, lease_until = NULL
       FROM candidates c
       WHERE e.ctid = c.row_id
@@ -561,9 +557,9 @@ export const SQL = {
   // EventRow after the cancel (lastError = $7 when given), or no row when not cancelable at that
   // version; appends the `state` transition.
   eventCancel: `WITH changed AS (
-      UPDATE events SET state = 'canceled', version = version + 1, updated_at = $1, lease_owner = NULL, lease_until = NULL,
+      UPDATE events SET state = ${SQL_STATE.canceled}, version = version + 1, updated_at = $1, lease_owner = NULL, lease_until = NULL,
           last_error = coalesce($7::text, last_error)
-      WHERE tenant_id = $2 AND id = $3 AND version = $4 AND ${stateIn('events', FIREABLE)}
+      WHERE tenant_id = $2 AND id = $3 AND version = $4 AND ${stateIn('events', CANCELABLE)}
       RETURNING ${EVENT_COLUMNS}
     ), traced AS (
       INSERT INTO transitions (${TRANSITION_COLUMNS})
@@ -574,10 +570,10 @@ export const SQL = {
   // replay (scheduled, due now, attempts 0, last status and error cleared), or no row when not
   // replayable at that version; appends the `replayed` transition.
   eventReplay: `WITH changed AS (
-      UPDATE events SET state = 'scheduled', due_at = $1, attempts = 0, last_status = NULL, last_error = NULL,
+      UPDATE events SET state = ${SQL_STATE.scheduled}, due_at = $1, attempts = 0, last_status = NULL, last_error = NULL,
           version = version + 1, updated_at = $1, lease_owner = NULL, lease_until = NULL,
           pull = ${IS_PULL_DESTINATION('events.tenant_id', `events.destination::jsonb ->> 'name'`)}
-      WHERE tenant_id = $2 AND id = $3 AND version = $4 AND state IN ('archived', 'discarded')
+      WHERE tenant_id = $2 AND id = $3 AND version = $4 AND state IN ${REPLAYABLE}
       RETURNING ${EVENT_COLUMNS}
     ), traced AS (
       INSERT INTO transitions (${TRANSITION_COLUMNS})
@@ -591,7 +587,7 @@ export const SQL = {
       UPDATE events SET fire_at = $1, due_at = $2, payload = $3, headers = $4, destination = $5::text, expire_at = $6,
           request_hash = $7, version = version + 1, updated_at = $8, queue = $13, type = $14,
           pull = ${IS_PULL_DESTINATION('events.tenant_id', `$5::text::jsonb ->> 'name'`)}
-      WHERE tenant_id = $9 AND id = $10 AND version = $11 AND ${stateIn('events', `('scheduled')`)}
+      WHERE tenant_id = $9 AND id = $10 AND version = $11 AND ${stateIn('events', EDITABLE)}
       RETURNING ${EVENT_COLUMNS}
     ), traced AS (
       INSERT INTO transitions (${TRANSITION_COLUMNS})
@@ -621,7 +617,7 @@ export const SQL = {
   pullSettle: `WITH changed AS (
       UPDATE events SET state = $5::text, due_at = coalesce($6::bigint, due_at), last_error = $7::text, updated_at = $8,
           version = version + 1, lease_owner = NULL, lease_until = NULL, receipt = NULL
-      WHERE tenant_id = $1 AND id = $2 AND ${stateIn('events', `('executing')`)} AND pull AND receipt = $3
+      WHERE tenant_id = $1 AND id = $2 AND ${stateIn('events', ATTEMPTING)} AND pull AND receipt = $3
         AND ($4::int IS NULL OR attempts = $4::int)
       RETURNING ${EVENT_COLUMNS}
     ), traced AS (
@@ -633,7 +629,7 @@ export const SQL = {
   //  never shortened), or no row unless executing under receipt $3; appends a transition.
   pullExtend: `WITH changed AS (
       UPDATE events SET lease_until = GREATEST(lease_until, $4::bigint), updated_at = $5, version = version + 1
-      WHERE tenant_id = $1 AND id = $2 AND ${stateIn('events', `('executing')`)} AND pull AND receipt = $3
+      WHERE tenant_id = $1 AND id = $2 AND ${stateIn('events', ATTEMPTING)} AND pull AND receipt = $3
       RETURNING ${EVENT_COLUMNS}
     ), traced AS (
       INSERT INTO transitions (${TRANSITION_COLUMNS})
@@ -644,7 +640,7 @@ export const SQL = {
   // ($1 now, $2 limit) → (EventRow + receipt)[]: claimed pull events whose visibility timeout ended
   //  before $1 and before the database clock's now (LEASE_EXPIRY_BOUND), the oldest first (events_pull_leases).
   pullExpired: `SELECT ${EVENT_COLUMNS}, receipt FROM events
-    WHERE state = 'executing' AND pull AND lease_until < (SELECT ${LEASE_EXPIRY_BOUND})
+    WHERE state = ${SQL_STATE.executing} AND pull AND lease_until < (SELECT ${LEASE_EXPIRY_BOUND})
     ORDER BY lease_until LIMIT $2`,
   // ($1 tenantId, $2 queue) → { due_at } of the queue's first fireable row, or no row (events_queue_due).
   pullNextDue: `SELECT due_at FROM events WHERE tenant_id = $1 AND queue = $2 AND state IN ${FIREABLE}
@@ -688,12 +684,12 @@ export const SQL = {
 
   // ($1 tenantId, $2 fromMs, $3 toMs, $4 bucketMs, $5 by) → { bucket, key, n }[]: the tenant's
   // scheduled events with $2 ≤ due_at < $3 per bucket ((due_at - $2) / $4) and, by $5, per queue
-  // or tenant. One index-only range scan of events_forecast (`state = 'scheduled'` spelled as its
+  // or tenant. One index-only range scan of events_forecast (the scheduled state spelled as its
   // predicate).
   eventForecastTenant: `SELECT ((due_at - $2::bigint) / $4::bigint)::int AS bucket,
       CASE $5::text WHEN 'destination' THEN queue WHEN 'tenant' THEN tenant_id END AS key, count(*)::int AS n
     FROM events
-    WHERE tenant_id = $1 AND state = 'scheduled' AND due_at >= $2::bigint AND due_at < $3::bigint
+    WHERE tenant_id = $1 AND state = ${SQL_STATE.scheduled} AND due_at >= $2::bigint AND due_at < $3::bigint
     GROUP BY 1, 2`,
   // ($1 fromMs, $2 toMs, $3 bucketMs, $4 by) → as eventForecastTenant over every tenant: per
   // tenant (LATERAL, so the planner cannot turn it into one scan of the whole index) one range scan.
@@ -701,19 +697,17 @@ export const SQL = {
       CASE $4::text WHEN 'destination' THEN e.queue WHEN 'tenant' THEN t.id END AS key, count(*)::int AS n
     FROM tenants t CROSS JOIN LATERAL (
       SELECT due_at, queue FROM events
-      WHERE tenant_id = t.id AND state = 'scheduled' AND due_at >= $1::bigint AND due_at < $2::bigint) e
+      WHERE tenant_id = t.id AND state = ${SQL_STATE.scheduled} AND due_at >= $1::bigint AND due_at < $2::bigint) e
     GROUP BY 1, 2`,
 
   // ($1 tenantId, $2 eventId, $3 afterSeq, $4 limit) → TransitionRow[] in trace order: the stored
   // transitions and the `created` one (seq 1), read from the event row. An insert stores no
-  // transition (a heap tuple, a key and their WAL per event); stores written before hold it as a
-  // row, which then answers instead.
+  // transition (a heap tuple, a key and their WAL per event).
   transitionList: `SELECT ${TRANSITION_COLUMNS} FROM transitions
     WHERE tenant_id = $1 AND event_id = $2 AND seq > $3
     UNION ALL
     SELECT tenant_id, id, 1, created_at, 'created', NULL, 'scheduled', 0, NULL, NULL, NULL, NULL, NULL
     FROM events WHERE tenant_id = $1 AND id = $2 AND $3::int < 1
-      AND NOT EXISTS (SELECT 1 FROM transitions WHERE tenant_id = $1 AND event_id = $2 AND seq = 1)
     ORDER BY seq LIMIT $4`,
 
   // () → LeaderLeaseRow | no row: the lease as stored, expired or not.
@@ -761,7 +755,7 @@ export const SQL = {
   // ($1 now, $2 limit) → { shard, due_events, oldest_due_at }[]: fireable rows due by $1, per
   // shard (served by the partial index events_due, shard first).
   shardLag: `SELECT shard, count(*)::int AS due_events, min(due_at) AS oldest_due_at FROM events
-    WHERE state IN ('scheduled', 'awaiting_retry') AND NOT pull AND due_at <= $1
+    WHERE state IN ${FIREABLE} AND NOT pull AND due_at <= $1
     GROUP BY shard ORDER BY oldest_due_at LIMIT $2`,
 
   // () → nothing. Empties the shard map (shardAssign writes the whole map again after it).
@@ -771,6 +765,10 @@ export const SQL = {
     SELECT shard, node_id, $3 FROM unnest($1::int[], $2::text[]) AS a(shard, node_id)`,
   // () → ShardAssignmentRow[] by shard.
   shardList: `SELECT shard, node_id, epoch FROM shard_assignments ORDER BY shard`,
+  // (shardCount as text) → nothing: stores the shard count unless one is stored.
+  shardCountInsert: `INSERT INTO store_settings (name, value) VALUES ('shard_count', $1) ON CONFLICT (name) DO NOTHING`,
+  // () → { value } | none: the stored shard count.
+  shardCountGet: `SELECT value FROM store_settings WHERE name = 'shard_count'`,
 } as const;
 
 export type QueryName = keyof typeof SQL;

@@ -15,4 +15,5 @@ function jsonb<T>(value: unknown): T {
   return value as T;
 }
 
-export const { tenantFromRow, destinationFromRow, tenantSecretsFromColumn, nodeFromRow } = core.jsonRowMappers<unknown>(jsonb);
+export const { tenantFromRow, destinationFromRow, tenantSecretsFromColumn, nodeFromRow } =
+  core.jsonRowMappers<unknown>(jsonb);

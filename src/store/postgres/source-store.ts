@@ -5,7 +5,14 @@
  * transaction, so reports of several nodes add up and a report never undoes a put.
  */
 import type pg from 'pg';
-import { SOURCE_COLUMNS, sourceColumns, sourceFromRow, sourcePutRecord, sourceReported, type SourceRow } from '../core/source-rows.ts';
+import {
+  SOURCE_COLUMNS,
+  sourceColumns,
+  sourceFromRow,
+  sourcePutRecord,
+  sourceReported,
+  type SourceRow,
+} from '../core/source-rows.ts';
 import * as Src from '../sources.ts';
 import { inTransaction, rethrowUnavailable, type Queryable } from './db.ts';
 import { TX } from './queries.ts';
@@ -32,19 +39,30 @@ const SQL = {
   sourceDelete: `DELETE FROM sources WHERE tenant_id = $1 AND name = $2`,
 };
 
-function q<R extends pg.QueryResultRow>(db: Queryable, name: keyof typeof SQL, values: unknown[]): Promise<pg.QueryResult<R>> {
+function q<R extends pg.QueryResultRow>(
+  db: Queryable,
+  name: keyof typeof SQL,
+  values: unknown[],
+): Promise<pg.QueryResult<R>> {
   return db.query<R>({ name: `belfry_${name}`, text: SQL[name], values }).catch(rethrowUnavailable);
 }
 
 export class PostgresSources implements Src.SourceStore {
   constructor(private readonly pool: pg.Pool) {}
 
-  async sourcePut(p: { tenantId: string; name: string; spec: Src.SourceSpec; perTenantMax: number; now: number }): Promise<Src.SourcePutResult> {
+  async sourcePut(p: {
+    tenantId: string;
+    name: string;
+    spec: Src.SourceSpec;
+    perTenantMax: number;
+    now: number;
+  }): Promise<Src.SourcePutResult> {
     return inTransaction(this.pool, TX.begin, async (client) => {
       await q(client, 'sourceTenantLock', [p.tenantId]);
       const row = (await q<SourceRow>(client, 'sourceGetForUpdate', [p.tenantId, p.name])).rows[0];
       const cur = row ? sourceFromRow(row) : null;
-      if (!cur && (await q<{ n: number }>(client, 'sourceCount', [p.tenantId])).rows[0].n >= p.perTenantMax) return { kind: 'limit' as const };
+      if (!cur && (await q<{ n: number }>(client, 'sourceCount', [p.tenantId])).rows[0].n >= p.perTenantMax)
+        return { kind: 'limit' as const };
       const next = sourcePutRecord(cur, p);
       await q(client, 'sourceUpsert', sourceColumns(next));
       return { kind: cur ? ('replaced' as const) : ('created' as const), source: next };
@@ -56,14 +74,30 @@ export class PostgresSources implements Src.SourceStore {
     return row ? sourceFromRow(row) : null;
   }
 
-  async sourceList({ tenantId, afterName, limit }: { tenantId: string; afterName?: string; limit: number }): Promise<Src.SourceRecord[]> {
+  async sourceList({
+    tenantId,
+    afterName,
+    limit,
+  }: {
+    tenantId: string;
+    afterName?: string;
+    limit: number;
+  }): Promise<Src.SourceRecord[]> {
     Src.checkSourcePage(limit, 'sourceList');
     return (await q<SourceRow>(this.pool, 'sourceList', [tenantId, afterName ?? '', limit])).rows.map(sourceFromRow);
   }
 
-  async sourceListAll({ after, limit }: { after?: { tenantId: string; name: string }; limit: number }): Promise<Src.SourceRecord[]> {
+  async sourceListAll({
+    after,
+    limit,
+  }: {
+    after?: { tenantId: string; name: string };
+    limit: number;
+  }): Promise<Src.SourceRecord[]> {
     Src.checkSourcePage(limit, 'sourceListAll');
-    return (await q<SourceRow>(this.pool, 'sourceListAll', [after?.tenantId ?? '', after?.name ?? '', limit])).rows.map(sourceFromRow);
+    return (await q<SourceRow>(this.pool, 'sourceListAll', [after?.tenantId ?? '', after?.name ?? '', limit])).rows.map(
+      sourceFromRow,
+    );
   }
 
   async sourceDelete({ tenantId, name }: { tenantId: string; name: string }): Promise<boolean> {

@@ -12,7 +12,10 @@ const PG_URL = process.env.BELFRY_TEST_PG_URL ?? 'postgres://postgres@127.0.0.1:
 describe('PostgreSQL unavailable', () => {
   it('a refused connection is StoreUnavailableError, mapped to 503 with Retry-After', async () => {
     // Port 1 on loopback: nothing listens there, the connection is refused at once.
-    const err = await openPostgresStore({ url: 'postgres://postgres@127.0.0.1:1/postgres', schema: 'belfry_unreachable' }).then(
+    const err = await openPostgresStore({
+      url: 'postgres://postgres@127.0.0.1:1/postgres',
+      schema: 'belfry_unreachable',
+    }).then(
       () => null,
       (e: unknown) => e,
     );

@@ -13,11 +13,17 @@ import { TEST_PG_URL as PG_URL } from '../../../test/support/pg.ts';
 import { createPool } from './db.ts';
 import { dueChannel, duePayloads, PAYLOAD_CHARS_MAX, PostgresDueWakeups, refsOfPayload } from './wakeups.ts';
 
-
 function refs(n: number, tenantId = 't_1'): DueRef[] {
-  return Array.from({ length: n }, (_, i) => ({ tenantId, id: `evt-${i}-${'x'.repeat(40)}`, version: 1 + (i % 3), dueAt: 1_790_000_000_000 + i, shard: i % 256, group: i % 2 ? `g${i}` : null, queue: 'name:orders' }));
+  return Array.from({ length: n }, (_, i) => ({
+    tenantId,
+    id: `evt-${i}-${'x'.repeat(40)}`,
+    version: 1 + (i % 3),
+    dueAt: 1_790_000_000_000 + i,
+    shard: i % 256,
+    group: i % 2 ? `g${i}` : null,
+    queue: 'name:orders',
+  }));
 }
-
 
 describe('due wake-up payloads', () => {
   it('round-trip, split under the payload limit', () => {
@@ -52,8 +58,18 @@ describe('due wake-ups on PostgreSQL', () => {
     const received: DueRef[][] = [[], []];
     const other: DueRef[] = [];
     const wakeups = new PostgresDueWakeups(pool, PG_URL, schema);
-    const subs = await Promise.all(received.map((into) => wakeups.subscribe((r) => into.push(...r), () => {})));
-    const otherSub = await new PostgresDueWakeups(pool, PG_URL, `${schema}_other`).subscribe((r) => other.push(...r), () => {});
+    const subs = await Promise.all(
+      received.map((into) =>
+        wakeups.subscribe(
+          (r) => into.push(...r),
+          () => {},
+        ),
+      ),
+    );
+    const otherSub = await new PostgresDueWakeups(pool, PG_URL, `${schema}_other`).subscribe(
+      (r) => other.push(...r),
+      () => {},
+    );
     try {
       const sent = refs(300);
       await wakeups.announce(sent);
@@ -69,9 +85,14 @@ describe('due wake-ups on PostgreSQL', () => {
     const received: DueRef[] = [];
     const errors: Error[] = [];
     const wakeups = new PostgresDueWakeups(pool, PG_URL, schema);
-    const sub = await wakeups.subscribe((r) => received.push(...r), (err) => errors.push(err));
+    const sub = await wakeups.subscribe(
+      (r) => received.push(...r),
+      (err) => errors.push(err),
+    );
     try {
-      const killed = await pool.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN ${dueChannel(schema)}'`);
+      const killed = await pool.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query = 'LISTEN ${dueChannel(schema)}'`,
+      );
       assert.equal(killed.rowCount, 1);
       await until('the loss is reported', () => errors.length > 0, 5_000);
       // Announce until the new connection hears one (it reconnects after 250 ms).
@@ -88,7 +109,12 @@ describe('due wake-ups on PostgreSQL', () => {
     }
     await until(
       'closed: no LISTEN connection left',
-      async () => (await pool.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE query = 'LISTEN ${dueChannel(schema)}'`)).rows[0].n === 0,
+      async () =>
+        (
+          await pool.query(
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE query = 'LISTEN ${dueChannel(schema)}'`,
+          )
+        ).rows[0].n === 0,
       5_000,
     );
   });

@@ -60,7 +60,13 @@ export function refsOfPayload(payload: string): DueRef[] {
     if (!Array.isArray(w) || w.length !== 7) continue;
     const [tenantId, id, version, dueAt, shard, group, queue] = w as WireRef;
     if (typeof tenantId !== 'string' || typeof id !== 'string' || typeof queue !== 'string') continue;
-    if (!Number.isInteger(version) || !Number.isFinite(dueAt) || !Number.isInteger(shard) || (group !== null && typeof group !== 'string')) continue;
+    if (
+      !Number.isInteger(version) ||
+      !Number.isFinite(dueAt) ||
+      !Number.isInteger(shard) ||
+      (group !== null && typeof group !== 'string')
+    )
+      continue;
     refs.push({ tenantId, id, version, dueAt, shard, group, queue });
   }
   return refs;
@@ -80,10 +86,15 @@ export class PostgresDueWakeups implements DueWakeups {
 
   async announce(refs: DueRef[]): Promise<void> {
     if (refs.length === 0) return;
-    await this.pool.query('SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p', [this.channel, duePayloads(refs)]).catch(rethrowUnavailable);
+    await this.pool
+      .query('SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p', [this.channel, duePayloads(refs)])
+      .catch(rethrowUnavailable);
   }
 
-  async subscribe(listener: (refs: DueRef[]) => void, onError: (err: Error) => void): Promise<{ close(): Promise<void> }> {
+  async subscribe(
+    listener: (refs: DueRef[]) => void,
+    onError: (err: Error) => void,
+  ): Promise<{ close(): Promise<void> }> {
     let closed = false;
     let client: pg.Client | null = null;
     let retryTimer: NodeJS.Timeout | null = null;

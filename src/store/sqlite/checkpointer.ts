@@ -9,7 +9,7 @@
  * The writer keeps an auto-checkpoint at WRITER_AUTOCHECKPOINT_PAGES as the bound on the WAL if
  * this worker falls behind or dies (it is not restarted: the bound holds without it).
  */
-import { Worker } from 'node:worker_threads';
+import { RpcClient, startWorker } from '../../core/thread-rpc.ts';
 
 export const CHECKPOINT_INTERVAL_MS = 50;
 /** The writer's own auto-checkpoint, a fallback: 16,384 pages of 4 KiB, the WAL's size limit (queries.ts). */
@@ -24,28 +24,37 @@ export interface CheckpointPass {
   ms: number;
 }
 
+export interface CheckpointStats {
+  /** The latest pass that copied frames (null before the first). */
+  last: CheckpointPass | null;
+  /** Passes that copied frames. */
+  passes: number;
+}
+
+/** What the worker (checkpointer-worker.ts) answers. */
+export type CheckpointerProtocol = {
+  /** Opens its connection on `file` and checkpoints every `intervalMs` from then on. */
+  start(file: string, intervalMs: number): void;
+  stats(): CheckpointStats;
+};
+
 export class Checkpointer {
-  private readonly worker: Worker;
-  private lastPass: CheckpointPass | null = null;
-  private passesCount = 0;
+  private readonly rpc: RpcClient<CheckpointerProtocol>;
 
   constructor(file: string, intervalMs = CHECKPOINT_INTERVAL_MS) {
-    this.worker = new Worker(new URL('./checkpointer-worker.mjs', import.meta.url), { workerData: { file, intervalMs } });
+    const worker = startWorker(new URL('./checkpointer-worker.ts', import.meta.url));
     // Never keeps the process alive; a worker that fails leaves the writer's own auto-checkpoint.
-    this.worker.unref();
-    this.worker.on('message', (pass: CheckpointPass) => {
-      this.lastPass = pass;
-      this.passesCount++;
-    });
-    this.worker.on('error', () => {});
+    worker.unref();
+    this.rpc = new RpcClient(worker);
+    this.rpc.call('start', file, intervalMs).catch(() => {});
   }
 
   /** The latest pass that copied frames, and how many did. */
-  get stats(): { last: CheckpointPass | null; passes: number } {
-    return { last: this.lastPass, passes: this.passesCount };
+  stats(): Promise<CheckpointStats> {
+    return this.rpc.call('stats');
   }
 
   async close(): Promise<void> {
-    await this.worker.terminate();
+    await this.rpc.terminate();
   }
 }

@@ -18,14 +18,11 @@
  * Not for network file systems whose fcntl locks are unreliable (NFS without a lock manager);
  * neither is SQLite's WAL.
  */
-import { unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { createPrivateFile } from '../../node/data-dir.ts';
+import { createPrivateFile } from './data-dir.ts';
 
 export const LOCK_FILE_NAME = 'belfry.lock.db';
-/** The pid file of the lock this one replaces (left behind by a kill -9); removed once the lock is ours. */
-export const LEGACY_PID_FILE_NAME = 'belfry.lock';
 
 export interface DataDirLock {
   readonly path: string;
@@ -51,11 +48,14 @@ export function acquireDataDirLock(dataDir: string): DataDirLock {
   } catch (err) {
     db.close();
     if ((err as { code?: string }).code === 'SQLITE_BUSY') {
-      throw new Error(`data dir ${dataDir} is in use by another process (it holds the lock on ${path}); stop it first, or use another --data dir`);
+      throw new Error(
+        `data dir ${dataDir} is in use by another process (it holds the lock on ${path}); stop it first, or use another --data dir`,
+      );
     }
-    throw new Error(`data dir ${dataDir}: could not take the lock on ${path}: ${(err as Error).message}`, { cause: err });
+    throw new Error(`data dir ${dataDir}: could not take the lock on ${path}: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
-  removeLegacyPidFile(dataDir);
   let released = false;
   return {
     path,
@@ -65,16 +65,4 @@ export function acquireDataDirLock(dataDir: string): DataDirLock {
       db.close();
     },
   };
-}
-
-/**
- * A pid file of the old scheme means nothing now (its pid may be a zombie's, or ours); it only
- * misleads whoever reads the dir. Best effort: failing to remove it must not stop the node.
- */
-function removeLegacyPidFile(dataDir: string): void {
-  try {
-    unlinkSync(join(dataDir, LEGACY_PID_FILE_NAME));
-  } catch {
-    // Absent (the usual case) or not ours to remove: either way it plays no part in the lock.
-  }
 }

@@ -5,10 +5,25 @@
  * both, so a trace is numbered 1, 2, 3, ... without a counter of its own. The `created`
  * transition itself is not stored: the trace reads it from the event row (queries.ts).
  */
-import type { EventRecord, EventState, TransitionRecord } from '../../core/event.ts';
+import {
+  CANCELABLE_STATES,
+  EDITABLE_STATES,
+  type EventRecord,
+  type EventState,
+  REPLAYABLE_STATES,
+  type TransitionRecord,
+} from '../../core/event.ts';
 import { queueOf } from '../../core/queue.ts';
 import * as S from '../store.ts';
-import { cancelDetail, checkAttemptTarget, createdRecord, eventEdit, jsonObject, keyOf, mutateRefusal } from '../core/event-writes.ts';
+import {
+  cancelDetail,
+  checkAttemptTarget,
+  createdRecord,
+  eventEdit,
+  jsonObject,
+  keyOf,
+  mutateRefusal,
+} from '../core/event-writes.ts';
 import { dueRefFromRow, eventFromRow, type EventRow } from '../core/rows.ts';
 import { bulkJobFromRow, operationDetail } from '../core/bulk-rows.ts';
 import type { BulkQueries } from './bulk-queries.ts';
@@ -76,11 +91,33 @@ export interface InsertRowsResult {
 }
 
 /** The 18 bind values of one VALUES tuple of eventInsertSql for encoded event `i`, appended to `out`. */
-function pushInsertBinds(out: (string | number | null)[], rows: readonly (string | number | null)[], i: number, now: number, pull: number): void {
+function pushInsertBinds(
+  out: (string | number | null)[],
+  rows: readonly (string | number | null)[],
+  i: number,
+  now: number,
+  pull: number,
+): void {
   const o = i * INSERT_ROW_FIELDS;
   out.push(
-    rows[o], rows[o + 1], rows[o + 2], rows[o + 3], rows[o + 3], rows[o + 4], rows[o + 5], rows[o + 6], rows[o + 7], rows[o + 8],
-    rows[o + 9], rows[o + 10], rows[o + 11], now, now, rows[o + 12], rows[o + 13], pull,
+    rows[o],
+    rows[o + 1],
+    rows[o + 2],
+    rows[o + 3],
+    rows[o + 3],
+    rows[o + 4],
+    rows[o + 5],
+    rows[o + 6],
+    rows[o + 7],
+    rows[o + 8],
+    rows[o + 9],
+    rows[o + 10],
+    rows[o + 11],
+    now,
+    now,
+    rows[o + 12],
+    rows[o + 13],
+    pull,
   );
 }
 
@@ -130,7 +167,11 @@ export function insertRows(q: Queries, rows: readonly (string | number | null)[]
           stored.set(key, row);
         }
         if (first && row.seq > seqMax) seqs[j] = row.seq;
-        else others.push({ index: j, result: { kind: row.request_hash === rows[o + 11] ? 'existing' : 'conflict', event: eventFromRow(row) } });
+        else
+          others.push({
+            index: j,
+            result: { kind: row.request_hash === rows[o + 11] ? 'existing' : 'conflict', event: eventFromRow(row) },
+          });
       }
     }
     if (r.changes > 0) seqMax = last;
@@ -155,10 +196,15 @@ function pullLookup(q: Queries): (tenantId: string, name: string | null) => numb
 }
 
 /** The results of insertRows as the Store answers them: a created event's record is built from the event sent. */
-export function insertResults(events: readonly S.NewEvent[], { seqs, others }: InsertRowsResult, now: number): S.EventInsertResult[] {
+export function insertResults(
+  events: readonly S.NewEvent[],
+  { seqs, others }: InsertRowsResult,
+  now: number,
+): S.EventInsertResult[] {
   const results = new Array<S.EventInsertResult>(events.length);
   for (const { index, result } of others) results[index] = result;
-  for (let i = 0; i < events.length; i++) if (seqs[i] !== 0) results[i] = { kind: 'created', event: createdRecord(events[i], seqs[i], now) };
+  for (let i = 0; i < events.length; i++)
+    if (seqs[i] !== 0) results[i] = { kind: 'created', event: createdRecord(events[i], seqs[i], now) };
   return results;
 }
 
@@ -171,7 +217,10 @@ export function insertMany(q: Queries, { events, now }: S.EventInsertManyParams)
  * Claims each ref still claimable, in order: reads the row (the check), updates it by seq, appends
  * its transition, and returns it as the update left it, without reading it again.
  */
-export function claim(q: Queries, { refs, now, owner, leaseUntil, fenceByShardOwner }: S.EventClaimParams): EventRecord[] {
+export function claim(
+  q: Queries,
+  { refs, now, owner, leaseUntil, fenceByShardOwner }: S.EventClaimParams,
+): EventRecord[] {
   const detail = JSON.stringify({ owner });
   const out: EventRecord[] = [];
   for (const ref of refs) {
@@ -185,8 +234,19 @@ export function claim(q: Queries, { refs, now, owner, leaseUntil, fenceByShardOw
     }
     const claimed = claimedEventFromTuple(before, owner, leaseUntil, now);
     q.transitionInsert.run(
-      ref.tenantId, ref.id, claimed.version, now, 'state', state, 'executing', claimed.attempts,
-      null, null, null, now - dueAt, detail,
+      ref.tenantId,
+      ref.id,
+      claimed.version,
+      now,
+      'state',
+      state,
+      'executing',
+      claimed.attempts,
+      null,
+      null,
+      null,
+      now - dueAt,
+      detail,
     );
     out.push(claimed);
   }
@@ -209,8 +269,19 @@ export function recordAttempts(q: Queries, { outcomes, now }: S.EventRecordAttem
       throw new Error(`sqlite: outcome of ${o.tenantId}/${o.id} v${o.version} changed nothing after its check`);
     }
     q.transitionInsert.run(
-      o.tenantId, o.id, o.version + 1, now, 'state', 'executing', o.to, attempts, status, error, o.durationMs,
-      null, retryAt === null ? null : JSON.stringify({ retryAt }),
+      o.tenantId,
+      o.id,
+      o.version + 1,
+      now,
+      'state',
+      'executing',
+      o.to,
+      attempts,
+      status,
+      error,
+      o.durationMs,
+      null,
+      retryAt === null ? null : JSON.stringify({ retryAt }),
     );
   }
   return applied;
@@ -227,20 +298,39 @@ export function rescue(q: Queries, p: S.EventRescueParams): S.DueRef[] {
 }
 
 /** The executing events of dead owners (see Store.eventRescueDead); the caller checked the lease. */
-export function rescueDead(q: Queries, p: S.EventRescueDeadParams, storeNow: number): S.DueRef[] {
-  const candidates = q.eventRescueDeadCandidates.all({ owners: JSON.stringify(p.owners), heartbeatBefore: storeNow - p.nodeTtlMs, limit: p.limit });
+export function rescueDead(q: Queries, p: S.EventRescueDeadParams): S.DueRef[] {
+  const candidates = q.eventRescueDeadCandidates.all({
+    owners: JSON.stringify(p.owners),
+    heartbeatBefore: p.now - p.nodeTtlMs,
+    limit: p.limit,
+  });
   return rescueRows(q, candidates, p.now, () => 'owner dead');
 }
 
 /** Makes each candidate still executing at its version awaiting_retry, due `now`, with its transition. */
-function rescueRows(q: Queries, candidates: RescueCandidateRow[], now: number, reason: (c: RescueCandidateRow) => string): S.DueRef[] {
+function rescueRows(
+  q: Queries,
+  candidates: RescueCandidateRow[],
+  now: number,
+  reason: (c: RescueCandidateRow) => string,
+): S.DueRef[] {
   const out: S.DueRef[] = [];
   for (const c of candidates) {
     const row = q.eventRescue.get(now, now, c.tenant_id, c.id, c.version);
     if (!row) continue;
     appendTransition(q, {
-      tenantId: c.tenant_id, eventId: c.id, seq: row.version, at: now, kind: 'state', fromState: 'executing',
-      toState: 'awaiting_retry', attempt: row.attempts, status: null, error: null, durationMs: null, latenessMs: null,
+      tenantId: c.tenant_id,
+      eventId: c.id,
+      seq: row.version,
+      at: now,
+      kind: 'state',
+      fromState: 'executing',
+      toState: 'awaiting_retry',
+      attempt: row.attempts,
+      status: null,
+      error: null,
+      durationMs: null,
+      latenessMs: null,
       detail: { reason: reason(c), owner: c.lease_owner },
     });
     out.push(dueRefFromRow(row));
@@ -266,28 +356,69 @@ function mutate(
 
 /** The row a conditional UPDATE returned; in one transaction after the checks it cannot be missing. */
 function mustChange(row: EventRow | undefined, what: string, current: EventRow): EventRow {
-  if (!row) throw new Error(`sqlite: ${what} of ${current.tenant_id}/${current.id} v${current.version} changed nothing`);
+  if (!row)
+    throw new Error(`sqlite: ${what} of ${current.tenant_id}/${current.id} v${current.version} changed nothing`);
   return row;
 }
 
 export function cancel(q: Queries, p: S.EventMutateParams): S.EventMutateResult {
-  return mutate(q, p, ['scheduled', 'awaiting_retry'], (cur) => {
-    const row = mustChange(q.eventCancel.get({ now: p.now, tenantId: p.tenantId, id: p.id, version: cur.version, reason: p.reason ?? null }), 'cancel', cur);
-    appendTransition(q, {
-      tenantId: p.tenantId, eventId: p.id, seq: row.version, at: p.now, kind: 'state', fromState: cur.state,
-      toState: 'canceled', attempt: row.attempts, status: null, error: null, durationMs: null, latenessMs: null,
-      detail: cancelDetail(p),
-    });
-    return row;
-  }, false);
+  return mutate(
+    q,
+    p,
+    CANCELABLE_STATES,
+    (cur) => {
+      const row = mustChange(
+        q.eventCancel.get({
+          now: p.now,
+          tenantId: p.tenantId,
+          id: p.id,
+          version: cur.version,
+          reason: p.reason ?? null,
+        }),
+        'cancel',
+        cur,
+      );
+      appendTransition(q, {
+        tenantId: p.tenantId,
+        eventId: p.id,
+        seq: row.version,
+        at: p.now,
+        kind: 'state',
+        fromState: cur.state,
+        toState: 'canceled',
+        attempt: row.attempts,
+        status: null,
+        error: null,
+        durationMs: null,
+        latenessMs: null,
+        detail: cancelDetail(p),
+      });
+      return row;
+    },
+    false,
+  );
 }
 
 export function replay(q: Queries, p: S.EventMutateParams): S.EventMutateResult {
-  return mutate(q, p, ['archived', 'discarded'], (cur) => {
-    const row = mustChange(q.eventReplay.get({ now: p.now, tenantId: p.tenantId, id: p.id, version: cur.version }), 'replay', cur);
+  return mutate(q, p, REPLAYABLE_STATES, (cur) => {
+    const row = mustChange(
+      q.eventReplay.get({ now: p.now, tenantId: p.tenantId, id: p.id, version: cur.version }),
+      'replay',
+      cur,
+    );
     appendTransition(q, {
-      tenantId: p.tenantId, eventId: p.id, seq: row.version, at: p.now, kind: 'replayed', fromState: cur.state,
-      toState: 'scheduled', attempt: 0, status: null, error: null, durationMs: null, latenessMs: null,
+      tenantId: p.tenantId,
+      eventId: p.id,
+      seq: row.version,
+      at: p.now,
+      kind: 'replayed',
+      fromState: cur.state,
+      toState: 'scheduled',
+      attempt: 0,
+      status: null,
+      error: null,
+      durationMs: null,
+      latenessMs: null,
       detail: operationDetail({ attemptsBefore: cur.attempts }, p.operation),
     });
     return row;
@@ -299,14 +430,28 @@ export function replay(q: Queries, p: S.EventMutateParams): S.EventMutateResult 
  * ok with the event untouched: no new version, no transition.
  */
 export function update(q: Queries, p: S.EventMutateParams & { patch: S.EventPatch }): S.EventMutateResult {
-  return mutate(q, p, ['scheduled'], (cur) => {
+  return mutate(q, p, EDITABLE_STATES, (cur) => {
     const edit = eventEdit(cur, p.patch);
     if (!edit) return cur;
     const { detail, ...columns } = edit;
-    const row = mustChange(q.eventEdit.get({ ...columns, now: p.now, tenantId: p.tenantId, id: p.id, version: cur.version }), 'update', cur);
+    const row = mustChange(
+      q.eventEdit.get({ ...columns, now: p.now, tenantId: p.tenantId, id: p.id, version: cur.version }),
+      'update',
+      cur,
+    );
     appendTransition(q, {
-      tenantId: p.tenantId, eventId: p.id, seq: row.version, at: p.now, kind: 'updated', fromState: 'scheduled',
-      toState: 'scheduled', attempt: row.attempts, status: null, error: null, durationMs: null, latenessMs: null,
+      tenantId: p.tenantId,
+      eventId: p.id,
+      seq: row.version,
+      at: p.now,
+      kind: 'updated',
+      fromState: 'scheduled',
+      toState: 'scheduled',
+      attempt: row.attempts,
+      status: null,
+      error: null,
+      durationMs: null,
+      latenessMs: null,
       detail: operationDetail(detail, p.operation),
     });
     return row;
@@ -324,12 +469,24 @@ export function bulkStep(q: Queries, b: BulkQueries, p: S.BulkJobStepParams): S.
   const changed: EventRecord[] = [];
   for (const c of p.changes) {
     const base = { tenantId: p.tenantId, id: c.id, expectedVersion: c.version, now: p.now, operation };
-    const r = c.kind === 'cancel' ? cancel(q, base) : c.kind === 'replay' ? replay(q, base) : update(q, { ...base, patch: c.patch });
+    const r =
+      c.kind === 'cancel'
+        ? cancel(q, base)
+        : c.kind === 'replay'
+          ? replay(q, base)
+          : update(q, { ...base, patch: c.patch });
     if (r.kind === 'ok' && r.event.version !== c.version) changed.push(r.event);
   }
   const row = b.bulkJobProgress.get({
-    tenantId: p.tenantId, id: p.id, cursor: p.cursor, matched: p.matched, done: changed.length,
-    skipped: p.skipped + (p.changes.length - changed.length), leaseUntil: p.leaseUntil, now: p.now, finished: p.finished ? 1 : 0,
+    tenantId: p.tenantId,
+    id: p.id,
+    cursor: p.cursor,
+    matched: p.matched,
+    done: changed.length,
+    skipped: p.skipped + (p.changes.length - changed.length),
+    leaseUntil: p.leaseUntil,
+    now: p.now,
+    finished: p.finished ? 1 : 0,
   });
   if (!row) throw new Error(`sqlite: bulk job ${p.tenantId}/${p.id} vanished during its step`);
   return { changed, job: bulkJobFromRow(row) };
@@ -360,12 +517,28 @@ export function pullClaim(q: Queries, p: S.EventPullClaimParams): EventRecord[] 
     if (q.pullClaim.run(p.leaseUntil, p.receipt, p.now, row.seq, row.version).changes !== 1) continue;
     const before = eventFromRow(row);
     const claimed: EventRecord = {
-      ...before, state: 'executing', version: before.version + 1, attempts: before.attempts + 1,
-      leaseOwner: S.PULL_LEASE_OWNER, leaseUntil: p.leaseUntil, updatedAt: p.now,
+      ...before,
+      state: 'executing',
+      version: before.version + 1,
+      attempts: before.attempts + 1,
+      leaseOwner: S.PULL_LEASE_OWNER,
+      leaseUntil: p.leaseUntil,
+      updatedAt: p.now,
     };
     q.transitionInsert.run(
-      p.tenantId, claimed.id, claimed.version, p.now, 'state', before.state, 'executing', claimed.attempts,
-      null, null, null, p.now - before.dueAt, detail,
+      p.tenantId,
+      claimed.id,
+      claimed.version,
+      p.now,
+      'state',
+      before.state,
+      'executing',
+      claimed.attempts,
+      null,
+      null,
+      null,
+      p.now - before.dueAt,
+      detail,
     );
     out.push(claimed);
   }
@@ -382,8 +555,18 @@ export function pullSettle(q: Queries, p: S.EventPullSettleParams): EventRecord 
   const row = q.pullSettle.get(p.to, retryAt, p.error ?? null, p.now, seq, version);
   if (!row) throw new Error(`sqlite: pull ${p.action} of ${p.tenantId}/${p.id} changed nothing after its check`);
   appendTransition(q, {
-    tenantId: p.tenantId, eventId: p.id, seq: row.version, at: p.now, kind: 'state', fromState: 'executing',
-    toState: p.to, attempt: row.attempts, status: null, error: p.error ?? null, durationMs: null, latenessMs: null,
+    tenantId: p.tenantId,
+    eventId: p.id,
+    seq: row.version,
+    at: p.now,
+    kind: 'state',
+    fromState: 'executing',
+    toState: p.to,
+    attempt: row.attempts,
+    status: null,
+    error: p.error ?? null,
+    durationMs: null,
+    latenessMs: null,
     detail: retryAt === null ? { pull: p.action } : { pull: p.action, retryAt },
   });
   return eventFromRow(row);
@@ -397,8 +580,18 @@ export function pullExtend(q: Queries, p: S.EventPullExtendParams): EventRecord 
   const row = q.pullExtend.get(p.leaseUntil, p.now, seq, version);
   if (!row) throw new Error(`sqlite: pull extend of ${p.tenantId}/${p.id} changed nothing after its check`);
   appendTransition(q, {
-    tenantId: p.tenantId, eventId: p.id, seq: row.version, at: p.now, kind: 'state', fromState: 'executing',
-    toState: 'executing', attempt: row.attempts, status: null, error: null, durationMs: null, latenessMs: null,
+    tenantId: p.tenantId,
+    eventId: p.id,
+    seq: row.version,
+    at: p.now,
+    kind: 'state',
+    fromState: 'executing',
+    toState: 'executing',
+    attempt: row.attempts,
+    status: null,
+    error: null,
+    durationMs: null,
+    latenessMs: null,
     detail: { pull: 'extend', visibleUntil: row.lease_until },
   });
   return eventFromRow(row);

@@ -4,11 +4,11 @@
  * damaged file stops the node at start with a clear message instead of being served as ready and
  * failing call by call.
  *
- * Bounded in time: the check runs in a child process (integrity-check-child.mjs), killed at the
+ * Bounded in time: the check runs in a child process (integrity-check-child.ts, through bin/thread.mjs), killed at the
  * deadline, since a statement cannot be interrupted from JavaScript. Measured on this project's
- * VM (measure-quick-check.ts), an 813 MB file of 2,000,000 events: 1.4-1.7 s with the file in the
- * page cache, 8.0-8.3 s from a cold cache (about 100 MB/s, the disk's read rate); integrity_check
- * took 13.6 s warm. The child's start is about 0.1 s of that. The deadline,
+ * VM (bench/measure-quick-check.ts), an 813 MB file of 2,000,000 events: 1.4-1.7 s with the file
+ * in the page cache, 8.0-8.3 s from a cold cache (about 100 MB/s, the disk's read rate); integrity_check
+ * took 13.6 s warm. The child's start (Node and the TypeScript loader) is about 0.5 s of that. The deadline,
  * QUICK_CHECK_MS_MAX, covers a file of about 2 GB read cold and 10 GB warm; a larger file whose
  * check does not finish in time is started without it (the caller logs a warning naming the file's
  * size): damage there is still refused call by call, as SQLite finds it (SQLITE_CORRUPT).
@@ -16,13 +16,17 @@
 import { execFile } from 'node:child_process';
 import { statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { THREAD_ENTRY } from '../../core/thread-rpc.ts';
 
 /** The check's deadline at start (see above for what it covers). */
 export const QUICK_CHECK_MS_MAX = 20_000;
 /** Problems quick_check reports at most (it stops looking after as many). */
 export const QUICK_CHECK_PROBLEMS_MAX = 5;
 
-const CHILD = fileURLToPath(new URL('./integrity-check-child.mjs', import.meta.url));
+const CHILD = new URL('./integrity-check-child.ts', import.meta.url).href;
+
+/** What the child prints: the check's verdict, or why it could not run. */
+export type ChildOutput = { ok: true } | { ok: false; problems: string[] } | { error: string; code: string };
 
 export type IntegrityCheck =
   /** quick_check found nothing wrong. */
@@ -70,7 +74,7 @@ export async function checkIntegrity(file: string, deadlineMs: number): Promise<
   const run = await new Promise<{ stdout: string; error: (Error & { killed?: boolean }) | null }>((resolve) => {
     execFile(
       process.execPath,
-      [CHILD, file, String(QUICK_CHECK_PROBLEMS_MAX)],
+      [fileURLToPath(THREAD_ENTRY), CHILD, file, String(QUICK_CHECK_PROBLEMS_MAX)],
       { timeout: deadlineMs, killSignal: 'SIGKILL', maxBuffer: 1024 * 1024, windowsHide: true },
       (error, stdout) => resolve({ stdout, error }),
     );
@@ -80,9 +84,18 @@ export async function checkIntegrity(file: string, deadlineMs: number): Promise<
   try {
     out = JSON.parse(run.stdout);
   } catch {
-    return { status: 'not_run', bytes, ms: ms(), error: run.error?.message ?? `unexpected output: ${run.stdout.slice(0, 200)}` };
+    return {
+      status: 'not_run',
+      bytes,
+      ms: ms(),
+      error: run.error?.message ?? `unexpected output: ${run.stdout.slice(0, 200)}`,
+    };
   }
   if (out.ok === true) return { status: 'ok', bytes, ms: ms() };
-  if (out.ok === false) throw new DamagedDatabaseError(file, (out.problems ?? []).map((p) => p.replace(/\s*\n\s*/g, ' ')));
+  if (out.ok === false)
+    throw new DamagedDatabaseError(
+      file,
+      (out.problems ?? []).map((p) => p.replace(/\s*\n\s*/g, ' ')),
+    );
   return { status: 'not_run', bytes, ms: ms(), error: `${out.code ?? ''} ${out.error ?? ''}`.trim() };
 }

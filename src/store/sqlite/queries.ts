@@ -6,6 +6,7 @@
  * binds an array faster than an object, and named (`@x`) elsewhere for readability.
  */
 import type Database from 'better-sqlite3';
+import { SQL_STATE, SQL_STATE_LISTS } from '../core/state-lists.ts';
 import type { ListKey } from '../event-list-plan.ts';
 import type {
   ApiKeyRow,
@@ -38,13 +39,13 @@ export const PRAGMAS = [
   'journal_size_limit = 67108864',
 ];
 
-/** The non-terminal states, in the exact spelling of the partial indexes (so the planner uses them). */
-const LIVE = `('scheduled', 'executing', 'awaiting_retry')`;
-const FIREABLE = `('scheduled', 'awaiting_retry')`;
-/** The states of a member that has started delivery and holds its group until it is terminal. */
-const STARTED = `('executing', 'awaiting_retry')`;
-/** The terminal states, in the exact spelling of the partial index events_terminal. */
-const TERMINAL = `('succeeded', 'discarded', 'archived', 'canceled')`;
+/**
+ * The state lists of the statements below, built from core/event.ts's transition table in the
+ * exact spelling of the partial indexes (so the planner uses them): LIVE (not terminal), FIREABLE,
+ * STARTED (a group member that has started delivery and holds its group), TERMINAL, and the
+ * states cancel, replay, an edit and an attempt's outcome apply from.
+ */
+const { LIVE, FIREABLE, STARTED, TERMINAL, REPLAYABLE, CANCELABLE, EDITABLE } = SQL_STATE_LISTS;
 
 /** The columns of an EventRow, in order (also the order of an EventTuple). */
 export const EVENT_COLUMNS = `seq, tenant_id, id, shard, state, version, fire_at, due_at, destination, payload,
@@ -62,8 +63,8 @@ export const EVENT_COLUMNS = `seq, tenant_id, id, shard, state, version, fire_at
 const IS_GROUP_HEAD = `(NOT EXISTS (
       SELECT 1 FROM events o
       WHERE o.tenant_id = e.tenant_id AND o.grp = e.grp AND o.state IN ${STARTED} AND o.seq <> e.seq
-        AND (o.state = 'executing' OR e.state <> 'awaiting_retry' OR (o.fire_at, o.seq) < (e.fire_at, e.seq)))
-    AND (e.state = 'awaiting_retry' OR NOT EXISTS (
+        AND (o.state = ${SQL_STATE.executing} OR e.state <> ${SQL_STATE.awaiting_retry} OR (o.fire_at, o.seq) < (e.fire_at, e.seq)))
+    AND (e.state = ${SQL_STATE.awaiting_retry} OR NOT EXISTS (
       SELECT 1 FROM events o
       WHERE o.tenant_id = e.tenant_id AND o.grp = e.grp AND o.state IN ${LIVE}
         AND (o.fire_at, o.seq) < (e.fire_at, e.seq))))`;
@@ -75,13 +76,21 @@ const IS_GROUP_HEAD = `(NOT EXISTS (
  * past skipped rows).
  */
 function dueList(shards: boolean, skip: boolean): string {
-  const page = `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.queue${skip ? `,
+  const page = `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.queue${
+    skip
+      ? `,
       EXISTS (SELECT 1 FROM json_each(@skip) m
-        WHERE m.value ->> 0 = e.tenant_id AND m.value ->> 1 = e.queue AND (e.due_at, e.id) >= (m.value ->> 2, m.value ->> 3)) AS skipped` : ''}
+        WHERE m.value ->> 0 = e.tenant_id AND m.value ->> 1 = e.queue AND (e.due_at, e.id) >= (m.value ->> 2, m.value ->> 3)) AS skipped`
+      : ''
+  }
     FROM events e
     WHERE e.state IN ${FIREABLE} AND e.pull = 0 AND e.due_at <= @untilMs
-      AND (e.due_at, e.tenant_id, e.id) > (@afterDueAt, @afterTenantId, @afterId)${shards ? `
-      AND e.shard IN (SELECT value FROM json_each(@shards))` : ''}
+      AND (e.due_at, e.tenant_id, e.id) > (@afterDueAt, @afterTenantId, @afterId)${
+        shards
+          ? `
+      AND e.shard IN (SELECT value FROM json_each(@shards))`
+          : ''
+      }
       AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
     ORDER BY e.due_at, e.tenant_id, e.id LIMIT @limit`;
   if (!skip) return page;
@@ -145,11 +154,9 @@ function listWalkSql(key: ListKey): string {
  * An event's `created` transition (seq 1: at its created_at, to scheduled), read from its row and
  * not stored: an insert writes no transition row, a write of a random key into the largest table
  * (measured: about 1 µs of the store thread per inserted event, and a tenth of its WAL bytes).
- * Stores written before that hold it as a row; the row then answers, not this.
  */
 const CREATED_TRANSITION = `SELECT tenant_id, id, 1, created_at, 'created', NULL, 'scheduled', 0, NULL, NULL, NULL, NULL, NULL
-    FROM events WHERE tenant_id = @tenantId AND id = @eventId AND @afterSeq < 1
-      AND NOT EXISTS (SELECT 1 FROM transitions WHERE tenant_id = @tenantId AND event_id = @eventId AND seq = 1)`;
+    FROM events WHERE tenant_id = @tenantId AND id = @eventId AND @afterSeq < 1`;
 
 /**
  * The insert of `rows` events in one statement (`rows` VALUES tuples of 18 bind values each, in
@@ -261,19 +268,19 @@ export const SQL = {
       AND EXISTS (SELECT 1 FROM shard_assignments s WHERE s.shard = e.shard AND s.node_id = ?)`,
   // (owner, leaseUntil, now, seq, version) → run(): changes 1 when claimed. Runs right after
   // eventClaimCheck found the row claimable, in the same transaction.
-  eventClaim: `UPDATE events SET state = 'executing', version = version + 1, attempts = attempts + 1,
+  eventClaim: `UPDATE events SET state = ${SQL_STATE.executing}, version = version + 1, attempts = attempts + 1,
       lease_owner = ?, lease_until = ?, updated_at = ?
     WHERE seq = ? AND version = ? AND state IN ${FIREABLE}`,
   // (tenantId, id, version, owner) → [seq, attempts] (raw) when the event is executing at that
   // version under that owner, else no row.
   eventRecordCheck: `SELECT seq, attempts FROM events
-    WHERE tenant_id = ? AND id = ? AND version = ? AND state = 'executing' AND lease_owner = ?`,
+    WHERE tenant_id = ? AND id = ? AND version = ? AND state = ${SQL_STATE.executing} AND lease_owner = ?`,
   // (toState, retryAt|null, status, error, now, seq, version) → run(): changes 1 when recorded. Runs
   // right after eventRecordCheck, in the same transaction (check + update by seq: 3.6 µs per row,
   // against 4.8 µs for one UPDATE ... RETURNING).
   eventRecordAttempt: `UPDATE events SET state = ?, due_at = coalesce(?, due_at), last_status = ?,
       last_error = ?, updated_at = ?, version = version + 1, lease_owner = NULL, lease_until = NULL
-    WHERE seq = ? AND version = ? AND state = 'executing'`,
+    WHERE seq = ? AND version = ? AND state = ${SQL_STATE.executing}`,
 
   // (@untilMs, @afterDueAt, @afterTenantId, @afterId, @limit) → DueRefRow[] in (due_at, tenant_id, id)
   // order: fireable, due by untilMs, after the cursor, group heads only; all shards.
@@ -301,7 +308,7 @@ export const SQL = {
   eventGroupFirst: `SELECT tenant_id, id, version, due_at, shard, grp, queue, state, pull FROM (
       SELECT * FROM (SELECT tenant_id, id, version, due_at, shard, grp, queue, state, pull, 0 AS rank FROM events
         WHERE tenant_id = @tenantId AND grp = @group AND state IN ${STARTED}
-        ORDER BY state = 'executing' DESC, fire_at, seq LIMIT 1)
+        ORDER BY state = ${SQL_STATE.executing} DESC, fire_at, seq LIMIT 1)
       UNION ALL
       SELECT * FROM (SELECT tenant_id, id, version, due_at, shard, grp, queue, state, pull, 1 AS rank FROM events
         WHERE tenant_id = @tenantId AND grp = @group AND state IN ${LIVE}
@@ -316,7 +323,7 @@ export const SQL = {
   claimLeasePrune: `DELETE FROM claim_leases WHERE lease_until < @leaseUntil - 86400000 AND owner <> @owner`,
   // (@now, @limit) → { shard, due_events, oldest_due_at }[]: fireable rows due by @now, per shard.
   shardLag: `SELECT shard, count(*) AS due_events, min(due_at) AS oldest_due_at FROM events
-    WHERE state IN ('scheduled', 'awaiting_retry') AND pull = 0 AND due_at <= @now
+    WHERE state IN ${FIREABLE} AND pull = 0 AND due_at <= @now
     GROUP BY shard ORDER BY oldest_due_at LIMIT @limit`,
   // (@leaseExpiredBefore, @notOwnedBy|null, @heldBy|null, @limit) →
   // { tenant_id, id, version, lease_owner, expired }[]: executing events whose lease ended (their
@@ -324,7 +331,7 @@ export const SQL = {
   // or by @heldBy.
   eventRescueCandidates: `SELECT tenant_id, id, version, lease_owner, (lease_until < @leaseExpiredBefore) AS expired
     FROM events e
-    WHERE state = 'executing' AND pull = 0
+    WHERE state = ${SQL_STATE.executing} AND pull = 0
       AND ((lease_until < @leaseExpiredBefore AND NOT EXISTS (
              SELECT 1 FROM claim_leases c WHERE c.owner = e.lease_owner AND c.lease_until >= @leaseExpiredBefore))
            OR (@notOwnedBy IS NOT NULL AND lease_owner IS NOT @notOwnedBy)
@@ -334,28 +341,28 @@ export const SQL = {
   // executing events held by one of @owners whose node row's heartbeat is at or before
   // @heartbeatBefore (an owner without a row is left alone), oldest lease first.
   eventRescueDeadCandidates: `SELECT tenant_id, id, version, lease_owner, 0 AS expired FROM events INDEXED BY events_executing
-    WHERE state = 'executing' AND pull = 0 AND lease_owner IN (
+    WHERE state = ${SQL_STATE.executing} AND pull = 0 AND lease_owner IN (
       SELECT n.id FROM nodes n WHERE n.id IN (SELECT value FROM json_each(@owners)) AND n.heartbeat_at <= @heartbeatBefore)
     ORDER BY lease_until LIMIT @limit`,
   // (now, now, tenantId, id, version) → { tenant_id, id, version, due_at, shard, grp, attempts } after
   // the change, or no row when it changed meanwhile.
-  eventRescue: `UPDATE events SET state = 'awaiting_retry', due_at = ?, updated_at = ?, version = version + 1,
+  eventRescue: `UPDATE events SET state = ${SQL_STATE.awaiting_retry}, due_at = ?, updated_at = ?, version = version + 1,
       lease_owner = NULL, lease_until = NULL
-    WHERE tenant_id = ? AND id = ? AND version = ? AND state = 'executing'
+    WHERE tenant_id = ? AND id = ? AND version = ? AND state = ${SQL_STATE.executing}
     RETURNING tenant_id, id, version, due_at, shard, grp, queue, attempts`,
 
   // (@now, @tenantId, @id, @version, @reason|null) → EventRow after cancel (last_error = @reason when
   // given), or no row when not cancelable at that version.
-  eventCancel: `UPDATE events SET state = 'canceled', version = version + 1, updated_at = @now,
+  eventCancel: `UPDATE events SET state = ${SQL_STATE.canceled}, version = version + 1, updated_at = @now,
       lease_owner = NULL, lease_until = NULL, last_error = coalesce(@reason, last_error)
-    WHERE tenant_id = @tenantId AND id = @id AND version = @version AND state IN ${FIREABLE}
+    WHERE tenant_id = @tenantId AND id = @id AND version = @version AND state IN ${CANCELABLE}
     RETURNING ${EVENT_COLUMNS}`,
   // (@now, @tenantId, @id, @version) → EventRow after replay (scheduled, due now, attempts 0, last
   // status and error cleared), or no row when not replayable at that version.
-  eventReplay: `UPDATE events SET state = 'scheduled', due_at = @now, attempts = 0, last_status = NULL,
+  eventReplay: `UPDATE events SET state = ${SQL_STATE.scheduled}, due_at = @now, attempts = 0, last_status = NULL,
       last_error = NULL, version = version + 1, updated_at = @now, lease_owner = NULL, lease_until = NULL,
       pull = ${IS_PULL_DESTINATION('events.tenant_id', `json_extract(events.destination, '$.name')`)}
-    WHERE tenant_id = @tenantId AND id = @id AND version = @version AND state IN ('archived', 'discarded')
+    WHERE tenant_id = @tenantId AND id = @id AND version = @version AND state IN ${REPLAYABLE}
     RETURNING ${EVENT_COLUMNS}`,
   // (@fireAt, @dueAt, @payload, @headers json, @destination json, @queue, @expireAt, @type, @requestHash,
   //  @now, @tenantId, @id, @version) → EventRow after the edit, or no row when not scheduled at that version.
@@ -363,7 +370,7 @@ export const SQL = {
       destination = @destination, queue = @queue, expire_at = @expireAt, type = @type, request_hash = @requestHash,
       version = version + 1, updated_at = @now,
       pull = ${IS_PULL_DESTINATION('@tenantId', `json_extract(@destination, '$.name')`)}
-    WHERE tenant_id = @tenantId AND id = @id AND version = @version AND state = 'scheduled'
+    WHERE tenant_id = @tenantId AND id = @id AND version = @version AND state IN ${EDITABLE}
     RETURNING ${EVENT_COLUMNS}`,
 
   // Pull delivery (docs/pull.md). pullClaimPage(@tenantId, @queue, @now, @examine, @max) → EventRow[]:
@@ -374,26 +381,26 @@ export const SQL = {
   pullClaimPageTyped: PULL_CLAIM_PAGE('events_pull_type_due', 'AND type = @type AND pull = 1'),
   // (leaseUntil, receipt, now, seq, version) → run(): changes 1 when claimed (after pullClaimPage
   // found it, in the same transaction).
-  pullClaim: `UPDATE events SET state = 'executing', version = version + 1, attempts = attempts + 1,
+  pullClaim: `UPDATE events SET state = ${SQL_STATE.executing}, version = version + 1, attempts = attempts + 1,
       lease_owner = 'pull', lease_until = ?, receipt = ?, updated_at = ?
     WHERE seq = ? AND version = ? AND state IN ${FIREABLE} AND pull = 1`,
   // (tenantId, id, receipt, attempts) → [seq, version, state] (raw) when the event is a pull event
   // executing under that receipt at that attempt, else no row.
   pullHeldCheck: `SELECT seq, version FROM events
-    WHERE tenant_id = ? AND id = ? AND state = 'executing' AND pull = 1 AND receipt = ? AND attempts = coalesce(?, attempts)`,
+    WHERE tenant_id = ? AND id = ? AND state = ${SQL_STATE.executing} AND pull = 1 AND receipt = ? AND attempts = coalesce(?, attempts)`,
   // (toState, retryAt|null, error|null, now, seq, version) → EventRow after the ack, nack or expiry.
   pullSettle: `UPDATE events SET state = ?, due_at = coalesce(?, due_at), last_error = ?, updated_at = ?,
       version = version + 1, lease_owner = NULL, lease_until = NULL, receipt = NULL
-    WHERE seq = ? AND version = ? AND state = 'executing'
+    WHERE seq = ? AND version = ? AND state = ${SQL_STATE.executing}
     RETURNING ${EVENT_COLUMNS}`,
   // (leaseUntil, now, seq, version) → EventRow after the extend (never shortens the lease).
   pullExtend: `UPDATE events SET lease_until = max(lease_until, ?), updated_at = ?, version = version + 1
-    WHERE seq = ? AND version = ? AND state = 'executing'
+    WHERE seq = ? AND version = ? AND state = ${SQL_STATE.executing}
     RETURNING ${EVENT_COLUMNS}`,
   // (@now, @limit) → (EventRow + receipt)[]: claimed pull events whose visibility timeout ended
   // before @now, the oldest first (events_pull_leases).
   pullExpired: `SELECT ${EVENT_COLUMNS}, receipt FROM events INDEXED BY events_pull_leases
-    WHERE state = 'executing' AND pull = 1 AND lease_until < @now
+    WHERE state = ${SQL_STATE.executing} AND pull = 1 AND lease_until < @now
     ORDER BY lease_until LIMIT @limit`,
   // (@tenantId, @queue) → { due_at } of the queue's first fireable row, or no row (one probe of events_queue_due).
   pullNextDue: `SELECT due_at FROM events INDEXED BY events_queue_due
@@ -462,6 +469,10 @@ export const SQL = {
   shardInsert: `INSERT INTO shard_assignments (shard, node_id, epoch) VALUES (?, ?, ?)`,
   // () → ShardAssignmentRow[] by shard.
   shardList: `SELECT shard, node_id, epoch FROM shard_assignments ORDER BY shard`,
+  // (shardCount as text) → nothing: stores the shard count unless one is stored.
+  shardCountInsert: `INSERT INTO store_settings (name, value) VALUES ('shard_count', ?) ON CONFLICT (name) DO NOTHING`,
+  // () → { value } | none: the stored shard count.
+  shardCountGet: `SELECT value FROM store_settings WHERE name = 'shard_count'`,
 
   // (tenantId, eventId, seq, at, kind, fromState, toState, attempt, status, error, durationMs,
   //  latenessMs, detail json) → nothing.
@@ -486,8 +497,6 @@ export const SQL = {
  * events_tenant_state_seq (no temporary b-tree: the grouping follows the index).
  */
 export const READER_SQL = {
-  // () → { state, n }[] over all tenants.
-  eventCountByState: `SELECT state, count(*) AS n FROM events INDEXED BY events_tenant_state_seq GROUP BY state`,
   // () → { tenant_id, state, n }[]: every (tenant, state) that has events.
   eventCountByTenantState: `SELECT tenant_id, state, count(*) AS n FROM events INDEXED BY events_tenant_state_seq
     GROUP BY tenant_id, state`,
@@ -498,14 +507,14 @@ export const READER_SQL = {
   eventForecastTenant: `SELECT (due_at - CAST(@fromMs AS INTEGER)) / CAST(@bucketMs AS INTEGER) AS bucket,
       CASE @by WHEN 'destination' THEN queue WHEN 'tenant' THEN tenant_id END AS key, count(*) AS n
     FROM events INDEXED BY events_forecast
-    WHERE tenant_id = @tenantId AND state = 'scheduled' AND due_at >= @fromMs AND due_at < @toMs
+    WHERE tenant_id = @tenantId AND state = ${SQL_STATE.scheduled} AND due_at >= @fromMs AND due_at < @toMs
     GROUP BY bucket, key`,
   // (@fromMs, @toMs, @bucketMs, @by) → as eventForecastTenant over every tenant: one range scan of
   // events_forecast per tenant (the tenants table drives the loop).
   eventForecastAll: `SELECT (e.due_at - CAST(@fromMs AS INTEGER)) / CAST(@bucketMs AS INTEGER) AS bucket,
       CASE @by WHEN 'destination' THEN e.queue WHEN 'tenant' THEN e.tenant_id END AS key, count(*) AS n
     FROM tenants t CROSS JOIN events e INDEXED BY events_forecast
-    WHERE e.tenant_id = t.id AND e.state = 'scheduled' AND e.due_at >= @fromMs AND e.due_at < @toMs
+    WHERE e.tenant_id = t.id AND e.state = ${SQL_STATE.scheduled} AND e.due_at >= @fromMs AND e.due_at < @toMs
     GROUP BY bucket, key`,
   // (@tenantId) → { n }: the tenant's unfinished events, from three ranges of the state index.
   eventCountPending: `SELECT count(*) AS n FROM events INDEXED BY events_tenant_state_seq
@@ -597,6 +606,8 @@ export function prepareQueries(db: Database.Database) {
     shardClear: p(SQL.shardClear),
     shardInsert: p(SQL.shardInsert),
     shardList: p<ShardAssignmentRow>(SQL.shardList),
+    shardCountInsert: p(SQL.shardCountInsert),
+    shardCountGet: p<{ value: string }>(SQL.shardCountGet),
     transitionInsert: p(SQL.transitionInsert),
     transitionList: p<TransitionRow>(SQL.transitionList),
     transitionDeleteEvent: p(SQL.transitionDeleteEvent),

@@ -9,23 +9,20 @@
  * the next read. Bounds: READS_IN_FLIGHT_MAX reads queued at once, READ_MS_MAX per read (then the
  * worker is ended, which aborts its statement).
  */
-import { Worker } from 'node:worker_threads';
+import { RpcClient, startWorker } from '../../core/thread-rpc.ts';
 
 export const READS_IN_FLIGHT_MAX = 64;
 export const READ_MS_MAX = 300_000;
 
-interface Pending {
-  resolve(rows: unknown[]): void;
-  reject(err: Error): void;
-  timer: NodeJS.Timeout;
-}
-
-type Reply = { id: number; rows: unknown[] } | { id: number; error: string };
+/** What the worker (reader-thread-worker.ts) answers. */
+export type ReaderProtocol = {
+  /** Opens the read-only connection; `statements` are the SQL it may run, by name. */
+  open(file: string, statements: Record<string, string>): void;
+  all(name: string, params?: Record<string, unknown>): unknown[];
+};
 
 export class ReaderThread {
-  private worker: Worker | null = null;
-  private readonly pending = new Map<number, Pending>();
-  private nextId = 1;
+  private rpc: RpcClient<ReaderProtocol> | null = null;
   private closed = false;
 
   constructor(
@@ -38,56 +35,53 @@ export class ReaderThread {
   /** Runs statement `name` with `params` on the worker's connection; resolves with every row. */
   all<Row>(name: string, params?: Record<string, unknown>): Promise<Row[]> {
     if (this.closed) return Promise.reject(new Error('sqlite reader thread: closed'));
-    if (this.pending.size >= READS_IN_FLIGHT_MAX) return Promise.reject(new Error(`sqlite reader thread: ${READS_IN_FLIGHT_MAX} reads already in flight`));
-    const worker = this.start();
-    const id = this.nextId++;
-    return new Promise<Row[]>((resolve, reject) => {
-      const timer = setTimeout(() => this.fail(new Error(`sqlite reader thread: ${name} took more than ${READ_MS_MAX} ms`)), READ_MS_MAX);
-      timer.unref();
-      this.pending.set(id, { resolve: resolve as (rows: unknown[]) => void, reject, timer });
-      worker.postMessage({ id, name, params });
-    });
+    const rpc = this.start();
+    if (rpc.inFlight >= READS_IN_FLIGHT_MAX)
+      return Promise.reject(new Error(`sqlite reader thread: ${READS_IN_FLIGHT_MAX} reads already in flight`));
+    const timer = setTimeout(
+      () => this.fail(rpc, new Error(`sqlite reader thread: ${name} took more than ${READ_MS_MAX} ms`)),
+      READ_MS_MAX,
+    );
+    timer.unref();
+    const read = rpc.call('all', name, params) as Promise<Row[]>;
+    read.then(
+      () => clearTimeout(timer),
+      () => clearTimeout(timer),
+    );
+    return read;
   }
 
   async close(): Promise<void> {
     this.closed = true;
-    const worker = this.worker;
-    this.fail(new Error('sqlite reader thread: closed'));
-    await worker?.terminate();
+    const rpc = this.rpc;
+    if (rpc) this.fail(rpc, new Error('sqlite reader thread: closed'));
+    await rpc?.worker.terminate();
   }
 
-  private start(): Worker {
-    if (this.worker) return this.worker;
-    const worker = new Worker(new URL('./reader-thread-worker.mjs', import.meta.url), {
-      workerData: { file: this.file, statements: this.statements },
-    });
+  private start(): RpcClient<ReaderProtocol> {
+    if (this.rpc && !this.rpc.dead) return this.rpc;
+    const worker = startWorker(new URL('./reader-thread-worker.ts', import.meta.url));
     // An idle reader never keeps the process alive.
     worker.unref();
-    worker.on('message', (reply: Reply) => {
-      const p = this.pending.get(reply.id);
-      if (!p) return;
-      this.pending.delete(reply.id);
-      clearTimeout(p.timer);
-      if ('error' in reply) p.reject(new Error(`sqlite reader thread: ${reply.error}`));
-      else p.resolve(reply.rows);
+    const rpc = new RpcClient<ReaderProtocol>(worker, {
+      dead: (why) =>
+        'exitCode' in why
+          ? new Error(`sqlite reader thread exited (code ${why.exitCode})`)
+          : 'error' in why
+            ? why.error
+            : new Error('sqlite reader thread: closed'),
+      rebuildError: (w) => new Error(`sqlite reader thread: ${w.message}`),
     });
-    worker.on('error', (err) => this.fail(err));
-    worker.on('exit', (code) => {
-      if (this.worker === worker) this.fail(new Error(`sqlite reader thread exited (code ${code})`));
-    });
-    this.worker = worker;
-    return worker;
+    // Sent first: the reads made after it wait for it on the thread.
+    rpc.call('open', this.file, this.statements).catch(() => {});
+    this.rpc = rpc;
+    return rpc;
   }
 
-  /** Rejects every read in flight and drops the worker (the next read starts a new one). */
-  private fail(err: Error): void {
-    const worker = this.worker;
-    this.worker = null;
-    for (const p of this.pending.values()) {
-      clearTimeout(p.timer);
-      p.reject(err);
-    }
-    this.pending.clear();
-    void worker?.terminate();
+  /** Rejects every read in flight with `err` and ends the worker (the next read starts a new one). */
+  private fail(rpc: RpcClient<ReaderProtocol>, err: Error): void {
+    rpc.fail({ error: err });
+    if (this.rpc === rpc) this.rpc = null;
+    void rpc.worker.terminate();
   }
 }

@@ -12,7 +12,8 @@ export type TenantRow = core.TenantRow<string>;
 export type DestinationRow = core.DestinationRow<string>;
 export type NodeRow = core.NodeRow<string>;
 
-export const { tenantFromRow, destinationFromRow, tenantSecretsFromColumn, nodeFromRow } = core.jsonRowMappers<string>(parseJson);
+export const { tenantFromRow, destinationFromRow, tenantSecretsFromColumn, nodeFromRow } =
+  core.jsonRowMappers<string>(parseJson);
 
 /** An EventRow as a raw statement returns it: an array in EVENT_COLUMNS order. */
 export type EventTuple = [

@@ -4,7 +4,14 @@
  * parameters and what it returns.
  */
 import type Database from 'better-sqlite3';
-import { SOURCE_COLUMNS, sourceColumns, sourceFromRow, sourcePutRecord, sourceReported, type SourceRow } from '../core/source-rows.ts';
+import {
+  SOURCE_COLUMNS,
+  sourceColumns,
+  sourceFromRow,
+  sourcePutRecord,
+  sourceReported,
+  type SourceRow,
+} from '../core/source-rows.ts';
 import * as Src from '../sources.ts';
 
 const SQL = {
@@ -46,7 +53,13 @@ export class SqliteSources implements Src.SourceStore {
     return row ? sourceFromRow(row) : null;
   }
 
-  async sourcePut(p: { tenantId: string; name: string; spec: Src.SourceSpec; perTenantMax: number; now: number }): Promise<Src.SourcePutResult> {
+  async sourcePut(p: {
+    tenantId: string;
+    name: string;
+    spec: Src.SourceSpec;
+    perTenantMax: number;
+    now: number;
+  }): Promise<Src.SourcePutResult> {
     return this.write(() => {
       const cur = this.getNow(p.tenantId, p.name);
       if (!cur && (this.q.count.get({ tenantId: p.tenantId })?.n ?? 0) >= p.perTenantMax) return { kind: 'limit' };
@@ -60,12 +73,26 @@ export class SqliteSources implements Src.SourceStore {
     return this.getNow(tenantId, name);
   }
 
-  async sourceList({ tenantId, afterName, limit }: { tenantId: string; afterName?: string; limit: number }): Promise<Src.SourceRecord[]> {
+  async sourceList({
+    tenantId,
+    afterName,
+    limit,
+  }: {
+    tenantId: string;
+    afterName?: string;
+    limit: number;
+  }): Promise<Src.SourceRecord[]> {
     Src.checkSourcePage(limit, 'sourceList');
     return this.q.list.all({ tenantId, afterName: afterName ?? '', limit }).map(sourceFromRow);
   }
 
-  async sourceListAll({ after, limit }: { after?: { tenantId: string; name: string }; limit: number }): Promise<Src.SourceRecord[]> {
+  async sourceListAll({
+    after,
+    limit,
+  }: {
+    after?: { tenantId: string; name: string };
+    limit: number;
+  }): Promise<Src.SourceRecord[]> {
     Src.checkSourcePage(limit, 'sourceListAll');
     return this.q.listAll.all({ tenantId: after?.tenantId ?? '', name: after?.name ?? '', limit }).map(sourceFromRow);
   }

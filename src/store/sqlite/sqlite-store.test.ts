@@ -3,13 +3,15 @@
  * store), plus what only this backend has: the data-dir lock, the file on disk, its pragmas.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { simulatedClusterTime } from '../conformance/fixtures.ts';
 import { runStoreConformance } from '../conformance/store-conformance.ts';
 import { checkCreatedTransitionReadFromRow } from '../conformance/created-transition.ts';
-import { LEGACY_PID_FILE_NAME, LOCK_FILE_NAME } from './data-dir-lock.ts';
+import { checkScheduleSpecFieldsFilled } from '../conformance/schedule-spec-fields.ts';
+import { LOCK_FILE_NAME } from './data-dir-lock.ts';
 import { READER_SQL, SQL } from './queries.ts';
 import { openSqliteStore } from './sqlite-store.ts';
 import { WRITER_AUTOCHECKPOINT_PAGES } from './checkpointer.ts';
@@ -25,18 +27,22 @@ after(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-runStoreConformance('sqlite', async () => {
-  const dataDir = tempDir();
-  const store = await openSqliteStore({ dataDir });
-  return {
-    store,
-    cleanup: async () => {
-      await store.close();
-      rmSync(dataDir, { recursive: true, force: true });
-    },
-    reopen: () => openSqliteStore({ dataDir }),
-  };
-});
+runStoreConformance(
+  'sqlite',
+  async () => {
+    const dataDir = tempDir();
+    const store = await openSqliteStore({ dataDir });
+    return {
+      store,
+      cleanup: async () => {
+        await store.close();
+        rmSync(dataDir, { recursive: true, force: true });
+      },
+      reopen: () => openSqliteStore({ dataDir }),
+    };
+  },
+  simulatedClusterTime(),
+);
 
 /** Bound on "fails at once": far below the 5 s a busy SQLite connection waits by default. */
 const LOCK_REFUSAL_MS_MAX = 2_000;
@@ -47,7 +53,7 @@ describe('SqliteStore specifics', () => {
     const store = await openSqliteStore({ dataDir, fileName: 'custom.db' });
     assert.ok(existsSync(join(dataDir, 'custom.db')));
     assert.ok(existsSync(join(dataDir, LOCK_FILE_NAME)));
-    assert.deepEqual(store.capabilities, { skipLocked: false, multiNode: false, dueWakeups: false });
+    assert.deepEqual(store.capabilities, { multiNode: false });
     await store.close();
     await store.close();
     const again = await openSqliteStore({ dataDir, fileName: 'custom.db' });
@@ -72,49 +78,67 @@ describe('SqliteStore specifics', () => {
     await again.close();
   });
 
-  it('ignores and removes a pid file of the old lock naming a live pid (ours, as a reused pid would be)', async () => {
-    const dataDir = tempDir();
-    writeFileSync(join(dataDir, LEGACY_PID_FILE_NAME), `${process.pid}\n`);
-    const store = await openSqliteStore({ dataDir });
-    assert.equal(existsSync(join(dataDir, LEGACY_PID_FILE_NAME)), false);
-    await store.close();
-  });
-
   it('checkpoints the WAL on a thread of its own; the writer keeps only a far bound of its own', async () => {
     const store = await openSqliteStore({ dataDir: tempDir() });
     try {
-      const db = (store as unknown as { db: import('better-sqlite3').Database }).db;
+      const db = store.db;
       assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), WRITER_AUTOCHECKPOINT_PAGES);
       const now = Date.now();
       await store.tenantCreate({ id: 't', name: 't', settings: {}, createdAt: now });
       const events = Array.from({ length: 500 }, (_, i) => ({
-        tenantId: 't', id: `e-${i}`, shard: 0, fireAt: now, destination: { name: 'd' }, payload: 'x'.repeat(2000), headers: {},
-        group: null, retry: null, expireAt: null, tags: {}, type: null, requestHash: '',
+        tenantId: 't',
+        id: `e-${i}`,
+        shard: 0,
+        fireAt: now,
+        destination: { name: 'd' },
+        payload: 'x'.repeat(2000),
+        headers: {},
+        group: null,
+        retry: null,
+        expireAt: null,
+        tags: {},
+        type: null,
+        requestHash: '',
       }));
       await store.eventInsertMany({ events, now });
       // Far below the writer's bound: only the checkpointer copies these frames back.
       const deadline = Date.now() + 10_000;
       for (;;) {
-        const { last } = store.checkpointer.stats;
+        const { last } = await store.checkpointer.stats();
         if (last && last.log > 0 && last.checkpointed === last.log) break;
-        assert.ok(Date.now() < deadline, `the checkpointer copied nothing back within 10 s: ${JSON.stringify(store.checkpointer.stats)}`);
+        assert.ok(
+          Date.now() < deadline,
+          `the checkpointer copied nothing back within 10 s: ${JSON.stringify(await store.checkpointer.stats())}`,
+        );
         await new Promise((resolve) => setTimeout(resolve, 20));
       }
-      assert.ok(store.checkpointer.stats.last!.log < WRITER_AUTOCHECKPOINT_PAGES);
+      assert.ok((await store.checkpointer.stats()).last!.log < WRITER_AUTOCHECKPOINT_PAGES);
     } finally {
       await store.close();
     }
   });
 
-  it('stores no `created` transition: the trace reads it from the event row, or from the row a store written before holds', async () => {
+  it('stores no `created` transition: the trace reads it from the event row', async () => {
     const store = await openSqliteStore({ dataDir: tempDir() });
     try {
-      const db = (store as unknown as { db: import('better-sqlite3').Database }).db;
+      const db = store.db;
       await checkCreatedTransitionReadFromRow(store, {
         transitionRows: async () => (db.prepare('SELECT count(*) AS n FROM transitions').get() as { n: number }).n,
-        insertLegacyCreated: async (tenantId, eventId, at) => {
-          db.prepare(`INSERT INTO transitions (tenant_id, event_id, seq, at, kind, from_state, to_state, attempt)
-            VALUES (?, ?, 1, ?, 'created', NULL, 'scheduled', 0)`).run(tenantId, eventId, at);
+      });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('fills the spec fields of schedules stored before them (migration 019)', async () => {
+    const store = await openSqliteStore({ dataDir: tempDir() });
+    try {
+      await checkScheduleSpecFieldsFilled(store, {
+        setSpecText: async (tenantId, id, spec) =>
+          void store.db.prepare('UPDATE schedules SET spec = ? WHERE tenant_id = ? AND id = ?').run(spec, tenantId, id),
+        migrateAgain: async (version) => {
+          store.db.prepare('DELETE FROM schema_migrations WHERE version = ?').run(version);
+          await store.migrate();
         },
       });
     } finally {
@@ -128,16 +152,28 @@ describe('SqliteStore specifics', () => {
     await store.close();
     const reopened = await openSqliteStore({ dataDir });
     try {
-      const db = (reopened as unknown as { db: import('better-sqlite3').Database }).db;
+      const db = reopened.db;
       assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
       assert.equal(db.pragma('synchronous', { simple: true }), 2);
       assert.equal(db.pragma('foreign_keys', { simple: true }), 1);
       // Bookkeeping writes commit without their own fsync, and leave FULL in force for the API's.
-      await reopened.eventClaim({ refs: [{ tenantId: 'none', id: 'none', version: 1 }], now: 0, owner: 'x', leaseUntil: 1 });
-      await reopened.eventRecordAttempts({ outcomes: [{ tenantId: 'none', id: 'none', version: 1, owner: 'x', to: 'succeeded', durationMs: 1 }], now: 0 });
+      await reopened.eventClaim({
+        refs: [{ tenantId: 'none', id: 'none', version: 1 }],
+        now: 0,
+        owner: 'x',
+        leaseUntil: 1,
+      });
+      await reopened.eventRecordAttempts({
+        outcomes: [{ tenantId: 'none', id: 'none', version: 1, owner: 'x', to: 'succeeded', durationMs: 1 }],
+        now: 0,
+      });
       assert.equal(db.pragma('synchronous', { simple: true }), 2);
       const versions = db.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all();
-      assert.deepEqual(versions, loadMigrations().map((m) => m.version), 'reopening applies nothing twice');
+      assert.deepEqual(
+        versions,
+        loadMigrations().map((m) => m.version),
+        'reopening applies nothing twice',
+      );
       assert.ok(versions.length >= 4, 'the numbered migrations were found');
     } finally {
       await reopened.close();
@@ -148,8 +184,19 @@ describe('SqliteStore specifics', () => {
     const dataDir = tempDir();
     const store = await openSqliteStore({ dataDir });
     try {
-      const db = (store as unknown as { db: import('better-sqlite3').Database }).db;
-      const bind = { tenantId: 't', beforeSeq: 9, state: 's', destination: 'd', group: 'g', type: 'k', fromMs: 1, toMs: 2, examine: 10, limit: 5 };
+      const db = store.db;
+      const bind = {
+        tenantId: 't',
+        beforeSeq: 9,
+        state: 's',
+        destination: 'd',
+        group: 'g',
+        type: 'k',
+        fromMs: 1,
+        toMs: 2,
+        examine: 10,
+        limit: 5,
+      };
       const walks: [keyof typeof SQL, string][] = [
         ['eventListByTenant', 'events_tenant_seq'],
         ['eventListByState', 'events_tenant_state_seq'],
@@ -160,9 +207,18 @@ describe('SqliteStore specifics', () => {
         ['eventListWalkState', 'events_tenant_state_seq'],
       ];
       for (const [name, index] of walks) {
-        const plan = db.prepare<unknown[], { detail: string }>(`EXPLAIN QUERY PLAN ${SQL[name]}`).all(bind).map((r) => r.detail);
-        assert.ok(plan.some((d) => d.includes(`USING COVERING INDEX ${index} (tenant_id=?`)), `${name}: ${plan.join(' | ')}`);
-        assert.ok(!plan.some((d) => /^SCAN events\b/.test(d) || d.includes('TEMP B-TREE')), `${name} scans or sorts: ${plan.join(' | ')}`);
+        const plan = db
+          .prepare<unknown[], { detail: string }>(`EXPLAIN QUERY PLAN ${SQL[name]}`)
+          .all(bind)
+          .map((r) => r.detail);
+        assert.ok(
+          plan.some((d) => d.includes(`USING COVERING INDEX ${index} (tenant_id=?`)),
+          `${name}: ${plan.join(' | ')}`,
+        );
+        assert.ok(
+          !plan.some((d) => /^SCAN events\b/.test(d) || d.includes('TEMP B-TREE')),
+          `${name} scans or sorts: ${plan.join(' | ')}`,
+        );
       }
     } finally {
       await store.close();
@@ -173,12 +229,18 @@ describe('SqliteStore specifics', () => {
     const dataDir = tempDir();
     const store = await openSqliteStore({ dataDir });
     try {
-      const db = (store as unknown as { db: import('better-sqlite3').Database }).db;
+      const db = store.db;
       const bind = { tenantId: 't', fromMs: 0, toMs: 3_600_000, bucketMs: 60_000, by: 'destination' };
       for (const name of ['eventForecastTenant', 'eventForecastAll'] as const) {
         const sql = READER_SQL[name];
-        const plan = db.prepare<unknown[], { detail: string }>(`EXPLAIN QUERY PLAN ${sql}`).all(bind).map((r) => r.detail);
-        assert.ok(plan.some((d) => d.includes('USING COVERING INDEX events_forecast (tenant_id=? AND due_at>? AND due_at<?)')), `${name}: ${plan.join(' | ')}`);
+        const plan = db
+          .prepare<unknown[], { detail: string }>(`EXPLAIN QUERY PLAN ${sql}`)
+          .all(bind)
+          .map((r) => r.detail);
+        assert.ok(
+          plan.some((d) => d.includes('USING COVERING INDEX events_forecast (tenant_id=? AND due_at>? AND due_at<?)')),
+          `${name}: ${plan.join(' | ')}`,
+        );
         assert.ok(!plan.some((d) => /^SCAN events\b/.test(d)), `${name} scans events: ${plan.join(' | ')}`);
       }
     } finally {

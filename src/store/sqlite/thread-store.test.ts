@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { BelfryError } from '../../core/errors.ts';
+import { simulatedClusterTime } from '../conformance/fixtures.ts';
 import { runStoreConformance } from '../conformance/store-conformance.ts';
 import { newEvent, newTenant } from '../conformance/fixtures.ts';
 import { StoreUnavailableError } from '../store.ts';
@@ -25,18 +26,22 @@ after(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-runStoreConformance('sqlite-thread', async () => {
-  const dataDir = tempDir();
-  const store = await openSqliteThreadStore({ dataDir });
-  return {
-    store,
-    cleanup: async () => {
-      await store.close();
-      rmSync(dataDir, { recursive: true, force: true });
-    },
-    reopen: () => openSqliteThreadStore({ dataDir }),
-  };
-});
+runStoreConformance(
+  'sqlite-thread',
+  async () => {
+    const dataDir = tempDir();
+    const store = await openSqliteThreadStore({ dataDir });
+    return {
+      store,
+      cleanup: async () => {
+        await store.close();
+        rmSync(dataDir, { recursive: true, force: true });
+      },
+      reopen: () => openSqliteThreadStore({ dataDir }),
+    };
+  },
+  simulatedClusterTime(),
+);
 
 describe('SqliteThreadStore specifics', () => {
   it('keeps error classes and codes across the thread', async () => {

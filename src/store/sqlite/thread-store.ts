@@ -1,7 +1,7 @@
 /**
  * The SQLite store on a thread of its own: the node's event loop never runs SQL.
  *
- *   event loop (API, scheduler, dispatcher, HTTP)        SQLite thread (thread-store-worker.mjs)
+ *   event loop (API, scheduler, dispatcher, HTTP)        SQLite thread (thread-store-worker.ts)
  *     store.eventClaim(...) ──▶ calls of one tick, one message ──▶ SqliteStore: each call, in order
  *     promise resolved      ◀── replies of that batch, one message ◀──┘ (transactions, fsync, checkpoints)
  *
@@ -14,172 +14,147 @@
  *
  * Bounds: at most CALLS_IN_FLIGHT_MAX calls wait for the thread at once (more are refused with
  * StoreUnavailableError, as a store that is down would be); a thread that dies fails every call
- * in flight and every later one (the node's health check then reports the store down).
+ * in flight and every later one (the node's health check then reports the store down). The calls
+ * cross by core/thread-rpc.ts; their protocol is StoreThreadProtocol (thread-wire.ts).
  */
-import { Worker } from 'node:worker_threads';
-import { workerThread, type BusyThread } from '../../node/thread-busy.ts';
-import { encodeInsertRows, insertResults, type InsertRowsResult } from './event-writes.ts';
-import type { EventInsertManyParams, EventInsertResult, Store, StoreCapabilities } from '../store.ts';
-import { StoreUnavailableError } from '../store.ts';
+import { RpcClient, startWorker, type Death } from '../../core/thread-rpc.ts';
+import { workerThread, type BusyThread } from '../../core/thread-busy.ts';
+import { composeStore, forwardParts } from '../core/compose.ts';
+import {
+  StoreUnavailableError,
+  type EventInsertManyParams,
+  type EventInsertResult,
+  type StoreCapabilities,
+  type StorePartMethods,
+} from '../store.ts';
+import { encodeInsertRows, insertResults } from './event-writes.ts';
 import type { IntegrityCheck } from './integrity-check.ts';
 import type { SqliteStoreOptions } from './sqlite-store.ts';
-import { errorFromWire, INSERT_ROWS, type Call, type Reply, type WireError } from './thread-wire.ts';
+import { errorFromWire, INSERT_ROWS, type StoreThreadProtocol } from './thread-wire.ts';
 
 /** Calls sent to the thread and not yet answered, at most. */
 export const CALLS_IN_FLIGHT_MAX = 100_000;
 const START_MS_MAX = 60_000;
 
-type Pending = { resolve(value: unknown): void; reject(err: Error): void };
-type Ready = { ready: true; capabilities: StoreCapabilities; filePath: string; integrity: IntegrityCheck | null } | { ready: false; error: WireError };
-
-/** The Store methods, forwarded as they are (all but `close`, which ends the thread too, and `eventInsertMany`, sent encoded). */
-type Method = { [K in keyof Store]-?: Store[K] extends (...args: never[]) => Promise<unknown> ? K : never }[keyof Store];
-const FORWARDED = {
-  migrate: true, ping: true, apiKeyCreate: true, bulkJobClaim: true, bulkJobCreate: true, bulkJobFail: true, bulkJobGet: true, bulkJobStep: true, apiKeyFindByHash: true, apiKeyList: true, apiKeyRevoke: true,
-  destinationDelete: true, destinationGet: true, destinationList: true, destinationPut: true, eventCancel: true,
-  eventClaim: true, eventCountByState: true, eventCountByTenantState: true, eventCountPending: true,
-  eventDeleteTerminal: true, eventForecast: true, eventGet: true, eventGroupHead: true, eventList: true,
-  eventListDue: true, eventPullClaim: true, eventPullExpired: true, eventPullExtend: true, eventPullNextDue: true, eventPullSettle: true, eventRecordAttempts: true, eventReplay: true, claimLeaseRenew: true, eventRescue: true,
-  eventRescueDead: true, eventUpdate: true, leaderAttemptElect: true, leaderGet: true, leaderResign: true,
-  nodeDelete: true, nodeHeartbeat: true, nodeList: true, shardAssign: true, shardList: true, shardLag: true,
-  tenantCreate: true, tenantGet: true, tenantList: true, tenantSecretsGet: true, tenantSecretsSwap: true,
-  tenantUpdate: true, timeNow: true, transitionList: true,
-  scheduleCreate: true, scheduleGet: true, scheduleList: true, scheduleUpdate: true, scheduleDelete: true,
-  scheduleListDue: true, scheduleListCatchUp: true, scheduleCountsAdd: true, scheduleAdvance: true, scheduleAdvanceMany: true, scheduleOccurrenceList: true,
-  sourcePut: true, sourceGet: true, sourceList: true, sourceListAll: true, sourceDelete: true, sourceReport: true,
-} satisfies Record<Exclude<Method, 'close' | 'eventInsertMany'>, true>;
+/** The error every call fails with once the thread is gone (while it opens: what stopped it opening). */
+const dead =
+  (opening: () => boolean) =>
+  (why: Death): Error => {
+    if ('exitCode' in why)
+      return opening()
+        ? new Error(`sqlite store thread exited while opening (code ${why.exitCode})`)
+        : new StoreUnavailableError(`sqlite store thread exited (code ${why.exitCode})`);
+    if ('error' in why)
+      return opening()
+        ? why.error
+        : new StoreUnavailableError(`sqlite store thread failed: ${why.error.message}`, { cause: why.error });
+    return new StoreUnavailableError('sqlite store: closed');
+  };
 
 /** Opens the store of `opts.dataDir` on a new thread (lock, migrations there); resolves once it is open. */
 export async function openSqliteThreadStore(opts: SqliteStoreOptions): Promise<SqliteThreadStore> {
-  const worker = new Worker(new URL('./thread-store-worker.mjs', import.meta.url), { workerData: { options: opts } });
-  const ready = await new Promise<Ready>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`sqlite store thread did not open within ${START_MS_MAX} ms`)), START_MS_MAX);
-    const done = (fn: () => void) => {
-      clearTimeout(timer);
-      worker.off('error', onError);
-      worker.off('exit', onExit);
-      fn();
-    };
-    const onError = (err: Error) => done(() => reject(err));
-    const onExit = (code: number) => done(() => reject(new Error(`sqlite store thread exited while opening (code ${code})`)));
-    worker.once('message', (msg: Ready) => done(() => resolve(msg)));
-    worker.once('error', onError);
-    worker.once('exit', onExit);
-  }).catch(async (err: unknown) => {
-    await worker.terminate();
-    throw err;
+  let opening = true;
+  const rpc = new RpcClient<StoreThreadProtocol>(startWorker(new URL('./thread-store-worker.ts', import.meta.url)), {
+    inFlightMax: CALLS_IN_FLIGHT_MAX,
+    overloaded: () => new StoreUnavailableError(`sqlite store thread: ${CALLS_IN_FLIGHT_MAX} calls already waiting`),
+    dead: dead(() => opening),
+    rebuildError: errorFromWire,
   });
-  if (!ready.ready) {
-    await worker.terminate();
-    throw errorFromWire(ready.error);
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const opened = await Promise.race([
+      rpc.call('open', opts),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`sqlite store thread did not open within ${START_MS_MAX} ms`)),
+          START_MS_MAX,
+        );
+      }),
+    ]);
+    opening = false;
+    return threadStore(new StoreThread(rpc, opened.capabilities, opened.filePath, opened.integrity));
+  } catch (err) {
+    await rpc.terminate();
+    throw err;
+  } finally {
+    clearTimeout(timer);
   }
-  return new SqliteThreadStore(worker, ready.capabilities, ready.filePath, ready.integrity);
 }
 
-export interface SqliteThreadStore extends Omit<Store, 'capabilities' | 'close'> {}
+/** The store on its thread: the thread's link, with every method of every part. */
+export type SqliteThreadStore = StoreThread & StorePartMethods;
 
-export class SqliteThreadStore {
-  private readonly pending = new Map<number, Pending>();
-  /** Calls made this tick, sent together at its end. */
-  private outbox: Call[] = [];
-  private nextId = 1;
-  /** Set once the thread is gone: every call fails with it. */
-  private dead: Error | null = null;
+/**
+ * Every method of every part sent to the thread as a call of its name (forwardParts, by the lists
+ * of core/compose.ts), but eventInsertMany, whose events go encoded.
+ */
+function threadStore(thread: StoreThread): SqliteThreadStore {
+  const parts = forwardParts((method, args) => thread.call(method, args));
+  return composeStore(thread, {
+    ...parts,
+    events: { ...parts.events, eventInsertMany: (params) => thread.insertMany(params) },
+  });
+}
+
+/** The link to the store's thread: calls out, replies back; the store's lifecycle. */
+export class StoreThread {
   private closing: Promise<void> | null = null;
-  /** Sees every error a call fails with (the node's storage watch: a full disk, a damaged file). */
-  onCallError: ((err: Error) => void) | null = null;
 
   constructor(
-    private readonly worker: Worker,
+    private readonly rpc: RpcClient<StoreThreadProtocol>,
     readonly capabilities: StoreCapabilities,
     /** The database file. */
     readonly filePath: string,
     /** What the check of the file at open found (null when none was asked for). */
     readonly integrity: IntegrityCheck | null = null,
-  ) {
-    worker.on('message', (replies: Reply[]) => {
-      for (const reply of replies) {
-        const p = this.pending.get(reply.id);
-        if (!p) continue;
-        this.pending.delete(reply.id);
-        if ('error' in reply) {
-          const err = errorFromWire(reply.error);
-          this.onCallError?.(err);
-          p.reject(err);
-        } else p.resolve(reply.result);
-      }
-    });
-    worker.on('error', (err) => this.fail(new StoreUnavailableError(`sqlite store thread failed: ${err.message}`, { cause: err })));
-    worker.on('exit', (code) => this.fail(new StoreUnavailableError(`sqlite store thread exited (code ${code})`)));
+  ) {}
+
+  /** Sees every error a call fails with (the node's storage watch: a full disk, a damaged file). */
+  get onCallError(): ((err: Error) => void) | null {
+    return this.rpc.onCallError;
+  }
+
+  set onCallError(fn: ((err: Error) => void) | null) {
+    this.rpc.onCallError = fn;
   }
 
   /** Queues one call for the thread; calls of one tick go in one message, run in the order made. */
   call<T>(method: string, args: unknown[]): Promise<T> {
-    if (this.dead) return Promise.reject(this.dead);
-    if (this.closing) return Promise.reject(new StoreUnavailableError('sqlite store: closed'));
-    if (this.pending.size >= CALLS_IN_FLIGHT_MAX) {
-      return Promise.reject(new StoreUnavailableError(`sqlite store thread: ${CALLS_IN_FLIGHT_MAX} calls already waiting`));
-    }
-    const id = this.nextId++;
-    return new Promise<T>((resolve, reject) => {
-      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
-      if (this.outbox.length === 0) queueMicrotask(() => this.flush());
-      this.outbox.push({ id, method, args });
-    });
+    if (this.closing) return Promise.reject(this.rpc.dead ?? new StoreUnavailableError('sqlite store: closed'));
+    return this.rpc.send(method, args) as Promise<T>;
+  }
+
+  migrate(): Promise<void> {
+    return this.call('migrate', []);
+  }
+
+  ping(): Promise<void> {
+    return this.call('ping', []);
   }
 
   /** The store thread, for /metrics' busy time (its checkpointer and reader threads are its own). */
   busyThreads(): BusyThread[] {
-    return [workerThread('sqlite-store', this.worker)];
+    return [workerThread('sqlite-store', this.rpc.worker)];
   }
 
   /**
-   * Inserts on the thread: the events go encoded (encodeInsertRows: flat bind values, cheaper to
+   * eventInsertMany on the thread: the events go encoded (encodeInsertRows: flat bind values, cheaper to
    * clone and nothing left to compute there) and a created event comes back as its seq only; its
    * record is built here from the event sent, by the same function the store builds it with.
    */
-  async eventInsertMany(params: EventInsertManyParams): Promise<EventInsertResult[]> {
+  async insertMany(params: EventInsertManyParams): Promise<EventInsertResult[]> {
     if (params.events.length === 0) return [];
-    const done = await this.call<InsertRowsResult>(INSERT_ROWS, [encodeInsertRows(params.events), params.now]);
+    if (this.closing) throw this.rpc.dead ?? new StoreUnavailableError('sqlite store: closed');
+    const done = await this.rpc.call(INSERT_ROWS, encodeInsertRows(params.events), params.now);
     return insertResults(params.events, done, params.now);
-  }
-
-  private flush(): void {
-    const calls = this.outbox;
-    this.outbox = [];
-    if (calls.length > 0 && !this.dead) this.worker.postMessage(calls);
-  }
-
-  private fail(err: Error): void {
-    if (this.dead) return;
-    this.dead = err;
-    for (const p of this.pending.values()) p.reject(err);
-    this.pending.clear();
   }
 
   /** Closes the store on its thread (after every call made before), then ends the thread. */
   close(): Promise<void> {
     this.closing ??= (async () => {
-      if (!this.dead) {
-        const id = this.nextId++;
-        const closed = new Promise<void>((resolve, reject) => this.pending.set(id, { resolve: () => resolve(), reject }));
-        this.outbox.push({ id, method: 'close', args: [] });
-        this.flush();
-        await closed.catch(() => {});
-      }
-      this.dead ??= new StoreUnavailableError('sqlite store: closed');
-      await this.worker.terminate();
+      if (!this.rpc.dead) await this.rpc.call('close').catch(() => {});
+      await this.rpc.terminate();
     })();
     return this.closing;
   }
-}
-
-for (const method of Object.keys(FORWARDED)) {
-  Object.defineProperty(SqliteThreadStore.prototype, method, {
-    value(this: SqliteThreadStore, ...args: unknown[]) {
-      return this.call(method, args);
-    },
-    writable: true,
-    configurable: true,
-  });
 }

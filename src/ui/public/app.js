@@ -55,7 +55,9 @@ function SignIn({ onSignedIn, notice }) {
       session.set(key.trim(), role);
       onSignedIn(role);
     } catch (err) {
-      setError(err.status === 401 || err.status === 403 ? 'That key was not accepted: check it and try again.' : err.message);
+      setError(
+        err.status === 401 || err.status === 403 ? 'That key was not accepted: check it and try again.' : err.message,
+      );
     } finally {
       setBusy(false);
     }
@@ -131,8 +133,17 @@ function App() {
       }),
     [],
   );
-  if (!role) return html`<${SignIn} notice=${notice} onSignedIn=${(r) => { setNotice(null); setRole(r); navigate(r === 'admin' ? 'cluster' : 'events'); }} />`;
-  return html`<${Shell} role=${role} onSignOut=${() => { session.clear(); setRole(null); location.hash = ''; }} />`;
+  if (!role)
+    return html`<${SignIn} notice=${notice} onSignedIn=${(r) => {
+      setNotice(null);
+      setRole(r);
+      navigate(r === 'admin' ? 'cluster' : 'events');
+    }} />`;
+  return html`<${Shell} role=${role} onSignOut=${() => {
+    session.clear();
+    setRole(null);
+    location.hash = '';
+  }} />`;
 }
 
 const root = document.getElementById('app');

@@ -88,7 +88,10 @@ export function qs(params) {
 export function parseRoute(hash) {
   const raw = hash.replace(/^#\/?/, '');
   const [path, query = ''] = raw.split('?');
-  return { path: path.split('/').filter(Boolean).map(decodeURIComponent), query: Object.fromEntries(new URLSearchParams(query)) };
+  return {
+    path: path.split('/').filter(Boolean).map(decodeURIComponent),
+    query: Object.fromEntries(new URLSearchParams(query)),
+  };
 }
 
 export function useRoute() {
@@ -142,7 +145,14 @@ export function fmtRelative(iso, now = Date.now()) {
   if (!iso) return '';
   const ms = new Date(iso).getTime() - now;
   const abs = Math.abs(ms);
-  const unit = abs < 60_000 ? [1000, 's'] : abs < 3_600_000 ? [60_000, 'm'] : abs < 86_400_000 ? [3_600_000, 'h'] : [86_400_000, 'd'];
+  const unit =
+    abs < 60_000
+      ? [1000, 's']
+      : abs < 3_600_000
+        ? [60_000, 'm']
+        : abs < 86_400_000
+          ? [3_600_000, 'h']
+          : [86_400_000, 'd'];
   const n = Math.round(abs / unit[0]);
   if (n === 0) return 'now';
   return ms > 0 ? `in ${n}${unit[1]}` : `${n}${unit[1]} ago`;
@@ -160,7 +170,7 @@ export function fmtPercent(x) {
 }
 
 export function destinationText(d) {
-  return typeof d === 'string' ? d : d?.url ?? '';
+  return typeof d === 'string' ? d : (d?.url ?? '');
 }
 
 /** Pretty JSON for display as text. */

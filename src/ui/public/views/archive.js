@@ -20,7 +20,8 @@ function bulkFilter(f) {
 }
 
 function JobProgress({ job }) {
-  const pct = job.matched > 0 ? Math.round(((job.done + job.skipped) / job.matched) * 100) : job.state === 'running' ? 0 : 100;
+  const pct =
+    job.matched > 0 ? Math.round(((job.done + job.skipped) / job.matched) * 100) : job.state === 'running' ? 0 : 100;
   return html`<div class="job" data-test="bulk-job">
     <div class="job-head"><${Badge} value=${job.state} /> <code>${job.id}</code></div>
     <progress value=${pct} max="100"></progress>
@@ -57,7 +58,9 @@ function BulkReplay({ state, onDone }) {
     setBusy(true);
     setError(null);
     try {
-      const res = await api('POST', '/v1/events/bulk', { body: { filter: bulkFilter(f), action: 'replay', ...(dryRun ? { dryRun: true } : {}) } });
+      const res = await api('POST', '/v1/events/bulk', {
+        body: { filter: bulkFilter(f), action: 'replay', ...(dryRun ? { dryRun: true } : {}) },
+      });
       if (dryRun) setDry(res);
       else {
         setDry(null);
@@ -72,7 +75,10 @@ function BulkReplay({ state, onDone }) {
   return html`<section class="card bulk" data-test="bulk">
     <h3>Bulk replay</h3>
     <p class="muted small">Selects ${state} events by the filter below. Run a dry run first: it counts and samples, and changes nothing.</p>
-    <form class="filter-form" onSubmit=${(e) => { e.preventDefault(); call(true); }}>
+    <form class="filter-form" onSubmit=${(e) => {
+      e.preventDefault();
+      call(true);
+    }}>
       <label>Destination<input name="bulk-destination" value=${f.destination} onInput=${set('destination')} /></label>
       <label>Type<input name="bulk-type" value=${f.type} onInput=${set('type')} /></label>
       <label>Group<input name="bulk-group" value=${f.group} onInput=${set('group')} /></label>
@@ -81,13 +87,15 @@ function BulkReplay({ state, onDone }) {
       <div class="filter-buttons"><button type="submit" class="small secondary" aria-busy=${busy && !dry ? 'true' : 'false'}>Dry run</button></div>
     </form>
     <${ErrorNote} error=${error} />
-    ${dry
-      ? html`<div class="dry-run" data-test="dry-run">
+    ${
+      dry
+        ? html`<div class="dry-run" data-test="dry-run">
           <p><strong>${dry.exact ? '' : 'at least '}${dry.matched}</strong> event${dry.matched === 1 ? '' : 's'} selected, <strong>${dry.applicable}</strong> can be replayed.</p>
           ${dry.sample.length ? html`<p class="muted small">Sample: ${dry.sample.map((e, i) => html`${i ? ', ' : ''}<a href=${`#/events/${encodeURIComponent(e.id)}`}>${e.id}</a>`)}</p>` : null}
           <button class="small" disabled=${dry.applicable === 0 || busy} onClick=${() => call(false)}>Replay ${dry.exact ? '' : 'at least '}${dry.applicable} event${dry.applicable === 1 ? '' : 's'}</button>
         </div>`
-      : null}
+        : null
+    }
     ${job ? html`<${JobProgress} job=${job} />` : null}
   </section>`;
 }
@@ -118,12 +126,14 @@ export function ArchiveView({ query }) {
     </${PageHead}>
     <${BulkReplay} state=${state} onDone=${paged.reload} />
     <${ErrorNote} error=${paged.error ?? rowError} />
-    ${events.length > 0
-      ? html`<${EventTable}
+    ${
+      events.length > 0
+        ? html`<${EventTable}
           events=${events}
           actions=${(e) => (replayed[e.id] ? html`<span class="badge tone-ok">replayed</span>` : html`<button class="small outline" onClick=${() => replay(e)}>Replay</button>`)}
         />`
-      : html`<${Empty}>${paged.loading ? 'Loading…' : `No ${state} events.`}</${Empty}>`}
+        : html`<${Empty}>${paged.loading ? 'Loading…' : `No ${state} events.`}</${Empty}>`
+    }
     <${Pager} paged=${paged} />
   </section>`;
 }

@@ -13,8 +13,9 @@ export function ClusterView() {
       <button class="small secondary outline" onClick=${load.reload}>Refresh</button>
     </${PageHead}>
     <${ErrorNote} error=${load.error} />
-    ${c
-      ? html`<div class="stats" data-test="cluster">
+    ${
+      c
+        ? html`<div class="stats" data-test="cluster">
             <${Stat} label="mode" value=${c.mode} />
             <${Stat} label="leader" value=${c.leader ? c.leader.nodeId : c.mode === 'single' ? 'not needed' : 'none'} tone=${c.leader || c.mode === 'single' ? null : 'bad'} />
             <${Stat} label="epoch" value=${c.leader ? c.leader.epoch : '—'} />
@@ -39,13 +40,16 @@ export function ClusterView() {
           </section>
           <section class="card">
             <h3>Shards with events due</h3>
-            ${c.lag.length === 0
-              ? html`<p class="muted">None: every shard is keeping up.</p>`
-              : html`<div class="table-wrap"><table class="striped data">
+            ${
+              c.lag.length === 0
+                ? html`<p class="muted">None: every shard is keeping up.</p>`
+                : html`<div class="table-wrap"><table class="striped data">
                   <thead><tr><th class="num">Shard</th><th>Owner</th><th class="num">Due events</th><th class="num">Oldest late by</th></tr></thead>
                   <tbody>${c.lag.map((l) => html`<tr><td class="num">${l.shard}</td><td>${l.nodeId ?? html`<span class="bad">unowned</span>`}</td><td class="num">${l.dueEvents}</td><td class=${`num ${l.lagMs > 1000 ? 'bad' : ''}`}>${fmtMs(l.lagMs)}</td></tr>`)}</tbody>
-                </table></div>`}
+                </table></div>`
+            }
           </section>`
-      : html`<${Empty}>${load.loading ? 'Loading…' : ''}</${Empty}>`}
+        : html`<${Empty}>${load.loading ? 'Loading…' : ''}</${Empty}>`
+    }
   </section>`;
 }

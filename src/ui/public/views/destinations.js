@@ -19,7 +19,9 @@ function target(d) {
 
 async function loadAll() {
   const { destinations } = await api('GET', '/v1/destinations');
-  const health = await Promise.all(destinations.map((d) => api('GET', `/v1/destinations/${encodeURIComponent(d.name)}/health`).catch(() => null)));
+  const health = await Promise.all(
+    destinations.map((d) => api('GET', `/v1/destinations/${encodeURIComponent(d.name)}/health`).catch(() => null)),
+  );
   return destinations.map((d, i) => ({ d, h: health[i] }));
 }
 
@@ -37,9 +39,10 @@ export function DestinationsView() {
       <button class="small secondary outline" onClick=${load.reload}>Refresh</button>
     </${PageHead}>
     <${ErrorNote} error=${load.error} />
-    ${rows.length === 0
-      ? html`<${Empty}>${load.loading ? 'Loading…' : 'No destinations. Create one with PUT /v1/destinations/{name}.'}</${Empty}>`
-      : html`<div class="table-wrap"><table class="striped data">
+    ${
+      rows.length === 0
+        ? html`<${Empty}>${load.loading ? 'Loading…' : 'No destinations. Create one with PUT /v1/destinations/{name}.'}</${Empty}>`
+        : html`<div class="table-wrap"><table class="striped data">
           <thead><tr><th>Name</th><th>Kind</th><th>Target</th><th>Circuit</th><th class="num">Success</th><th class="num">p99</th><th class="num">Queued</th><th class="num">In flight</th><th class="num">Attempts</th><th>Limits</th></tr></thead>
           <tbody>${rows.map(({ d, h }) => {
             const q = h?.queue;
@@ -56,6 +59,7 @@ export function DestinationsView() {
               <td class="small muted">timeout ${d.timeout}${d.rateLimit ? ` · ${d.rateLimit.perSecond}/s` : ''}${d.retry ? ` · ${d.retry.maxAttempts} tries` : ''}</td>
             </tr>`;
           })}</tbody>
-        </table></div>`}
+        </table></div>`
+    }
   </section>`;
 }

@@ -5,7 +5,21 @@
  * a timeline: each attempt's status, duration and lateness, each edit's old and new fireAt.
  */
 import { useEffect, useState } from 'preact/hooks';
-import { api, Badge, destinationText, ErrorNote, Facts, fmtMs, fmtTime, html, jsonText, KeyValues, PageHead, Time, useLoad } from '../lib.js';
+import {
+  api,
+  Badge,
+  destinationText,
+  ErrorNote,
+  Facts,
+  fmtMs,
+  fmtTime,
+  html,
+  jsonText,
+  KeyValues,
+  PageHead,
+  Time,
+  useLoad,
+} from '../lib.js';
 
 const CANCELABLE = new Set(['scheduled', 'awaiting_retry']);
 /** An event that is moving (executing, retrying, or due within a minute) is read again this often. */
@@ -43,25 +57,34 @@ function transitionTitle(t) {
 
 function Transition({ t }) {
   const tone =
-    t.toState === 'succeeded' ? 'ok'
-      : t.toState === 'discarded' || (t.toState === 'archived' && t.fromState === 'executing') ? 'bad'
-        : t.toState === 'awaiting_retry' ? 'warn'
-          : t.toState === 'executing' ? 'run'
-            : t.kind === 'updated' || t.kind === 'replayed' ? 'info'
+    t.toState === 'succeeded'
+      ? 'ok'
+      : t.toState === 'discarded' || (t.toState === 'archived' && t.fromState === 'executing')
+        ? 'bad'
+        : t.toState === 'awaiting_retry'
+          ? 'warn'
+          : t.toState === 'executing'
+            ? 'run'
+            : t.kind === 'updated' || t.kind === 'replayed'
+              ? 'info'
               : 'muted';
   const facts = [];
-  if (t.status !== null) facts.push(html`<span class=${`chip ${t.status < 300 ? 'ok' : 'bad'}`}>HTTP ${t.status}</span>`);
+  if (t.status !== null)
+    facts.push(html`<span class=${`chip ${t.status < 300 ? 'ok' : 'bad'}`}>HTTP ${t.status}</span>`);
   if (t.durationMs !== null) facts.push(html`<span class="chip">took ${fmtMs(t.durationMs)}</span>`);
-  if (t.latenessMs !== null) facts.push(html`<span class=${`chip ${t.latenessMs > 1000 ? 'warn' : ''}`}>${fmtMs(t.latenessMs)} late</span>`);
+  if (t.latenessMs !== null)
+    facts.push(html`<span class=${`chip ${t.latenessMs > 1000 ? 'warn' : ''}`}>${fmtMs(t.latenessMs)} late</span>`);
   const edit = t.kind === 'updated' && t.detail;
   return html`<li class=${`tl-item tl-${tone}`} data-kind=${t.kind}>
     <div class="tl-dot"></div>
     <div class="tl-body">
       <div class="tl-head"><strong>${transitionTitle(t)}</strong><${Badge} value=${t.toState} /><span class="muted tl-time" title=${t.at}>${fmtTime(t.at)}</span></div>
       ${facts.length ? html`<div class="tl-facts">${facts}</div>` : null}
-      ${edit && edit.fireAtBefore !== edit.fireAtAfter
-        ? html`<div class="tl-edit">fireAt <del>${fmtTime(isoOfMs(edit.fireAtBefore))}</del> → <ins>${fmtTime(isoOfMs(edit.fireAtAfter))}</ins></div>`
-        : null}
+      ${
+        edit && edit.fireAtBefore !== edit.fireAtAfter
+          ? html`<div class="tl-edit">fireAt <del>${fmtTime(isoOfMs(edit.fireAtBefore))}</del> → <ins>${fmtTime(isoOfMs(edit.fireAtAfter))}</ins></div>`
+          : null
+      }
       ${edit && edit.fields?.length ? html`<div class="muted small">changed: ${edit.fields.join(', ')}</div>` : null}
       ${t.error ? html`<div class="tl-error"><code>${t.error}</code></div>` : null}
     </div>
@@ -97,21 +120,35 @@ function Actions({ event, onChanged }) {
   };
   const id = encodeURIComponent(event.id);
   return html`<div class="event-actions">
-    ${CANCELABLE.has(event.state)
-      ? html`<button class="small secondary" aria-busy=${busy === 'cancel' ? 'true' : 'false'} onClick=${() => confirm(`Cancel event ${event.id}?`) && run('cancel', () => api('DELETE', `/v1/events/${id}`, { headers: ifMatch }))}>Cancel</button>`
-      : null}
-    ${event.state === 'scheduled'
-      ? fireAt === null
-        ? html`<button class="small secondary outline" onClick=${() => setFireAt(toLocalInput(event.fireAt))}>Reschedule</button>`
-        : html`<form class="inline-form" onSubmit=${(e) => { e.preventDefault(); run('patch', () => api('PATCH', `/v1/events/${id}`, { headers: ifMatch, body: { fireAt: new Date(fireAt).toISOString() } })); }}>
+    ${
+      CANCELABLE.has(event.state)
+        ? html`<button class="small secondary" aria-busy=${busy === 'cancel' ? 'true' : 'false'} onClick=${() => confirm(`Cancel event ${event.id}?`) && run('cancel', () => api('DELETE', `/v1/events/${id}`, { headers: ifMatch }))}>Cancel</button>`
+        : null
+    }
+    ${
+      event.state === 'scheduled'
+        ? fireAt === null
+          ? html`<button class="small secondary outline" onClick=${() => setFireAt(toLocalInput(event.fireAt))}>Reschedule</button>`
+          : html`<form class="inline-form" onSubmit=${(e) => {
+              e.preventDefault();
+              run('patch', () =>
+                api('PATCH', `/v1/events/${id}`, {
+                  headers: ifMatch,
+                  body: { fireAt: new Date(fireAt).toISOString() },
+                }),
+              );
+            }}>
             <input type="datetime-local" step="1" name="fireAt" value=${fireAt} onInput=${(e) => setFireAt(e.currentTarget.value)} required />
             <button type="submit" class="small" aria-busy=${busy === 'patch' ? 'true' : 'false'}>Save</button>
             <button type="button" class="small secondary outline" onClick=${() => setFireAt(null)}>Back</button>
           </form>`
-      : null}
-    ${REPLAYABLE.has(event.state)
-      ? html`<button class="small" aria-busy=${busy === 'replay' ? 'true' : 'false'} onClick=${() => run('replay', () => api('POST', `/v1/events/${id}/replay`, { headers: ifMatch }))}>Replay</button>`
-      : null}
+        : null
+    }
+    ${
+      REPLAYABLE.has(event.state)
+        ? html`<button class="small" aria-busy=${busy === 'replay' ? 'true' : 'false'} onClick=${() => run('replay', () => api('POST', `/v1/events/${id}/replay`, { headers: ifMatch }))}>Replay</button>`
+        : null
+    }
     <${ErrorNote} error=${error} />
   </div>`;
 }
@@ -131,7 +168,10 @@ export function EventView({ id }) {
   return html`<section data-test="event" data-event=${event.id}>
     <${PageHead} title=${html`<span class="id">${event.id}</span> <${Badge} value=${event.state} />`} sub=${html`<a href="#/events">← Events</a> · version ${event.version}${live ? ' · following live' : ''}`}>
       <${Actions} event=${event} onChanged=${setOverride} />
-      <button class="small secondary outline" onClick=${() => { setOverride(null); load.reload(); }}>Refresh</button>
+      <button class="small secondary outline" onClick=${() => {
+        setOverride(null);
+        load.reload();
+      }}>Refresh</button>
     </${PageHead}>
     <div class="grid-2">
       <section class="card">
@@ -147,7 +187,12 @@ export function EventView({ id }) {
             ['Last status', event.lastStatus === null ? '—' : String(event.lastStatus)],
             event.lastError && ['Last error', html`<code class="wrap">${event.lastError}</code>`],
             ['Expires', event.expireAt ? html`<${Time} iso=${event.expireAt} />` : 'never'],
-            ['Retry', event.retry ? `${event.retry.maxAttempts} attempts, ${event.retry.minBackoff}–${event.retry.maxBackoff} ×${event.retry.coefficient}` : 'destination default'],
+            [
+              'Retry',
+              event.retry
+                ? `${event.retry.maxAttempts} attempts, ${event.retry.minBackoff}–${event.retry.maxBackoff} ×${event.retry.coefficient}`
+                : 'destination default',
+            ],
             ['Tags', html`<${KeyValues} map=${event.tags} />`],
             ['Created', html`<${Time} iso=${event.createdAt} />`],
             ['Updated', html`<${Time} iso=${event.updatedAt} />`],

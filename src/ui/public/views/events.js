@@ -55,7 +55,10 @@ function FilterBar({ query, base }) {
       <label>Fires from<input name="from" value=${draft.from ?? ''} onInput=${set('from')} placeholder="RFC 3339 time" /></label>
       <label>to<input name="to" value=${draft.to ?? ''} onInput=${set('to')} placeholder="RFC 3339" /></label>
       <div class="filter-buttons"><button type="submit" class="small">Filter</button>
-      <button type="button" class="small secondary outline" onClick=${() => { setDraft({}); navigate(base); }}>Clear</button></div>
+      <button type="button" class="small secondary outline" onClick=${() => {
+        setDraft({});
+        navigate(base);
+      }}>Clear</button></div>
     </form>
     <form class="lookup" role="search" onSubmit=${go}>
       <input type="search" name="id" aria-label="Event id" placeholder="Go to event id…" value=${lookup} onInput=${(e) => setLookup(e.currentTarget.value)} />
@@ -96,15 +99,19 @@ export function EventsView({ query }) {
       <button class="small secondary outline" onClick=${paged.reload} aria-busy=${paged.loading ? 'true' : 'false'}>Refresh</button>
     </${PageHead}>
     <${FilterBar} key=${key} query=${query} base="events" />
-    ${query.schedule
-      ? html`<p class="filter-note">Occurrences of schedule <code>${query.schedule}</code>, newest first · <a href="#/events">all events</a></p>`
-      : null}
+    ${
+      query.schedule
+        ? html`<p class="filter-note">Occurrences of schedule <code>${query.schedule}</code>, newest first · <a href="#/events">all events</a></p>`
+        : null
+    }
     <${ErrorNote} error=${paged.error} />
-    ${events.length > 0
-      ? html`<${EventTable} events=${events} />`
-      : paged.loading
-        ? html`<${Empty}>Loading…</${Empty}>`
-        : html`<${Empty}>${paged.data?.nextCursor ? 'No match on this page; the list goes on: Next →' : 'No events match.'}</${Empty}>`}
+    ${
+      events.length > 0
+        ? html`<${EventTable} events=${events} />`
+        : paged.loading
+          ? html`<${Empty}>Loading…</${Empty}>`
+          : html`<${Empty}>${paged.data?.nextCursor ? 'No match on this page; the list goes on: Next →' : 'No events match.'}</${Empty}>`
+    }
     <${Pager} paged=${paged} />
   </section>`;
 }

@@ -30,11 +30,28 @@ function Chart({ forecast }) {
       cursor: { points: { show: false } },
       legend: { show: true },
       scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, Math.max(4, Math.ceil(max * 1.1))] } },
-      axes: [{ stroke: '#5b6475', grid: { stroke: '#eef0f4' } }, { stroke: '#5b6475', grid: { stroke: '#eef0f4' }, size: 50 }],
+      axes: [
+        { stroke: '#5b6475', grid: { stroke: '#eef0f4' } },
+        { stroke: '#5b6475', grid: { stroke: '#eef0f4' }, size: 50 },
+      ],
       series: [
         { label: 'bucket start' },
-        { label: 'events due', stroke: '#3b6fd8', fill: 'rgba(59,111,216,0.55)', paths: bars, points: { show: false }, width: 0 },
-        { label: 'spike', stroke: '#d83b3b', fill: 'rgba(216,59,59,0.85)', paths: bars, points: { show: false }, width: 0 },
+        {
+          label: 'events due',
+          stroke: '#3b6fd8',
+          fill: 'rgba(59,111,216,0.55)',
+          paths: bars,
+          points: { show: false },
+          width: 0,
+        },
+        {
+          label: 'spike',
+          stroke: '#d83b3b',
+          fill: 'rgba(216,59,59,0.85)',
+          paths: bars,
+          points: { show: false },
+          width: 0,
+        },
       ],
     };
     const plot = new uPlot(opts, [x, normal, spike], el.current);
@@ -51,13 +68,16 @@ function Chart({ forecast }) {
 /** The window's events per destination (tenant) or per tenant (admin), largest first. */
 function Breakdown({ forecast, what, names }) {
   const totals = new Map();
-  for (const b of forecast.buckets) for (const [k, n] of Object.entries(b.by ?? {})) totals.set(k, (totals.get(k) ?? 0) + n);
+  for (const b of forecast.buckets)
+    for (const [k, n] of Object.entries(b.by ?? {})) totals.set(k, (totals.get(k) ?? 0) + n);
   const rows = [...totals.entries()].sort((a, b) => b[1] - a[1]).slice(0, BREAKDOWN_SHOWN);
   return html`<section class="card">
     <h3>By ${what}</h3>
-    ${rows.length === 0
-      ? html`<p class="muted">Nothing scheduled in this window.</p>`
-      : html`<table class="data breakdown"><tbody>${rows.map(([k, n]) => html`<tr><td class="ellipsis" title=${k}>${names?.get(k) ?? k}${names?.has(k) ? html` <small class="muted">${k}</small>` : null}</td><td class="num">${n}</td><td class="bar"><progress value=${n} max=${forecast.total}></progress></td></tr>`)}</tbody></table>`}
+    ${
+      rows.length === 0
+        ? html`<p class="muted">Nothing scheduled in this window.</p>`
+        : html`<table class="data breakdown"><tbody>${rows.map(([k, n]) => html`<tr><td class="ellipsis" title=${k}>${names?.get(k) ?? k}${names?.has(k) ? html` <small class="muted">${k}</small>` : null}</td><td class="num">${n}</td><td class="bar"><progress value=${n} max=${forecast.total}></progress></td></tr>`)}</tbody></table>`
+    }
   </section>`;
 }
 
@@ -79,8 +99,9 @@ export function ForecastView({ role }) {
       <button class="small secondary outline" onClick=${load.reload}>Refresh</button>
     </${PageHead}>
     <${ErrorNote} error=${load.error} />
-    ${f
-      ? html`<div class="stats">
+    ${
+      f
+        ? html`<div class="stats">
             <div class="stat"><div class="stat-value">${f.total}</div><div class="stat-label">events due in the ${label}</div></div>
             <div class="stat"><div class="stat-value">${peak}</div><div class="stat-label">busiest ${f.bucket} bucket</div></div>
             <div class=${`stat ${f.spikes.length ? 'tone-text-bad' : 'tone-text-ok'}`}><div class="stat-value" data-test="spike-count">${f.spikes.length}</div><div class="stat-label">spike${f.spikes.length === 1 ? '' : 's'}</div></div>
@@ -90,12 +111,15 @@ export function ForecastView({ role }) {
           <section class="card">
             <h3>Spikes</h3>
             <p class="muted small">A bucket with at least 10 events and at least 4× the median of the 5 buckets either side.</p>
-            ${f.spikes.length === 0
-              ? html`<p class="muted">No spikes in the ${label}.</p>`
-              : html`<ul class="spikes" data-test="spikes">${f.buckets.filter((b) => b.spike).map((b) => html`<li><span class="badge tone-bad">spike</span> ${fmtTime(b.at)} · <strong>${b.count}</strong> events in ${f.bucket}</li>`)}</ul>`}
+            ${
+              f.spikes.length === 0
+                ? html`<p class="muted">No spikes in the ${label}.</p>`
+                : html`<ul class="spikes" data-test="spikes">${f.buckets.filter((b) => b.spike).map((b) => html`<li><span class="badge tone-bad">spike</span> ${fmtTime(b.at)} · <strong>${b.count}</strong> events in ${f.bucket}</li>`)}</ul>`
+            }
           </section>
           <${Breakdown} forecast=${f} what=${by} names=${names} />
           </div>`
-      : html`<${Empty}>${load.loading ? 'Loading…' : ''}</${Empty}>`}
+        : html`<${Empty}>${load.loading ? 'Loading…' : ''}</${Empty}>`
+    }
   </section>`;
 }

@@ -9,9 +9,10 @@ export function SourcesView() {
       <button class="small secondary outline" onClick=${load.reload}>Refresh</button>
     </${PageHead}>
     <${ErrorNote} error=${load.error} />
-    ${sources.length === 0
-      ? html`<${Empty}>${load.loading ? 'Loading…' : 'No sources.'}</${Empty}>`
-      : html`<div class="table-wrap"><table class="striped data">
+    ${
+      sources.length === 0
+        ? html`<${Empty}>${load.loading ? 'Loading…' : 'No sources.'}</${Empty}>`
+        : html`<div class="table-wrap"><table class="striped data">
           <thead><tr><th>Name</th><th>Topic</th><th>Brokers</th><th>State</th><th class="num">Lag</th><th class="num">Accepted</th><th class="num">Rejected</th><th>Last error</th></tr></thead>
           <tbody>${sources.map((s) => {
             const last = s.lastErrors[s.lastErrors.length - 1];
@@ -26,6 +27,7 @@ export function SourcesView() {
               <td class="small">${last ? html`<${Time} iso=${last.at} /><div><code class="wrap">${last.message}</code></div>` : html`<span class="muted">none</span>`}</td>
             </tr>`;
           })}</tbody>
-        </table></div>`}
+        </table></div>`
+    }
   </section>`;
 }

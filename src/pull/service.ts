@@ -1,0 +1,149 @@
+/**
+ * Pull delivery's service (docs/pull.md): what the claim, ack, nack and extend routes do once
+ * their request is parsed. A consumer claims due events of a pull destination, then acks, nacks
+ * or extends each under the claim's receipt.
+ *
+ *   claim   ──▶ scheduled/awaiting_retry → executing (lease = visibility timeout, receipt)
+ *   ack     ──▶ succeeded
+ *   nack    ──▶ awaiting_retry | discarded | archived (retry policy, settle.ts)
+ *   extend  ──▶ the lease moves on
+ *   (no answer in time: the expirer, expirer.ts, ends the claim as a failed attempt)
+ *
+ * Every change is a conditional write in the store (on the receipt), so any node answers any of
+ * them, two claims never hand out one event, and a stale or foreign receipt gets a conflict and
+ * changes nothing. A claim that finds nothing due waits up to `waitMs` (PullWaiters: bounded per
+ * tenant and node) and reads one bounded index page per look.
+ */
+import { randomBytes } from 'node:crypto';
+import type { Clock } from '../core/clock.ts';
+import { isPull, type DestinationConfig } from '../core/destination.ts';
+import { BelfryError } from '../core/errors.ts';
+import type { EventRecord } from '../core/event.ts';
+import type { Metrics } from '../core/metrics.ts';
+import { queueOf } from '../core/queue.ts';
+import type { Store } from '../store/store.ts';
+import { decidePull, pullPolicy, type PullEnd } from './settle.ts';
+import type { PullWaiters } from './waiters.ts';
+
+export interface PullServiceDeps {
+  store: Pick<Store, 'eventGet' | 'eventPullClaim' | 'eventPullNextDue' | 'eventPullSettle' | 'eventPullExtend'>;
+  /** Where destinations are read (a cache of the store's). */
+  destinations: Pick<Store, 'destinationGet'>;
+  clock: Clock;
+  /** The clock of visibility timeouts (see AppDeps.leaseClock). Default: `clock`. */
+  leaseClock?: Clock;
+  metrics: Pick<Metrics, 'pullClaimed' | 'pullEnded' | 'pullParked'>;
+  waiters: PullWaiters;
+  /** Told after each ack or nack that applied (the group's next event may go; waiters wake). */
+  onSettled(events: EventRecord[]): void;
+}
+
+export interface PullClaimRequest {
+  tenantId: string;
+  /** The pull destination's name. */
+  name: string;
+  types: string[] | null;
+  max: number;
+  visibleMs: number;
+  /** How long to wait for due events when none is (0: answer at once). */
+  waitMs: number;
+  /** Aborts when the client went away: nothing more is claimed for it. */
+  gone: AbortSignal;
+}
+
+function receiptConflict(id: string): BelfryError {
+  return new BelfryError(
+    'conflict',
+    `the receipt does not hold a current claim of event "${id}" (its visibility timeout ended, it was already acked or nacked, it is from an older claim, or the event is not this tenant's)`,
+    [{ field: 'receipt', message: 'not the current claim' }],
+  );
+}
+
+export class PullService {
+  constructor(private readonly deps: PullServiceDeps) {}
+
+  private leaseNow(): number {
+    return (this.deps.leaseClock ?? this.deps.clock).now();
+  }
+
+  /** The pull destination `name`, or a not_found / conflict that says why there is none. */
+  async destination(tenantId: string, name: string): Promise<DestinationConfig> {
+    const d = await this.deps.destinations.destinationGet({ tenantId, name });
+    if (!d)
+      throw new BelfryError('not_found', `no destination named "${name}"`, [{ field: 'name', message: 'not found' }]);
+    if (!isPull(d.config)) {
+      throw new BelfryError(
+        'conflict',
+        `destination "${name}" is a ${d.config.kind} destination: its events are pushed; only a pull destination ({"kind": "pull"}) can be claimed from`,
+        [{ field: 'name', message: 'not a pull destination' }],
+      );
+    }
+    return d.config;
+  }
+
+  /** Claims up to `max` due events (waiting up to `waitMs` for some); every one under the same receipt. */
+  async claim(req: PullClaimRequest): Promise<{ events: EventRecord[]; receipt: string }> {
+    const { deps } = this;
+    const { tenantId, name, types, max, visibleMs, waitMs, gone } = req;
+    await this.destination(tenantId, name);
+    const queue = queueOf({ name });
+    // Parked for the whole long poll (not only while asleep), so a write between two looks wakes it.
+    const watch = waitMs > 0 ? deps.waiters.enter(tenantId, queue) : null;
+    deps.metrics.pullParked.set(deps.waiters.parkedCount);
+    try {
+      const deadlineMs = deps.clock.monotonicMs() + waitMs;
+      for (;;) {
+        // A client that went away gets nothing claimed for it (its events would wait out the timeout).
+        if (gone.aborted) return { events: [], receipt: '' };
+        const now = deps.clock.now();
+        const receipt = randomBytes(16).toString('base64url');
+        const leaseUntil = this.leaseNow() + visibleMs;
+        const events = await deps.store.eventPullClaim({ tenantId, queue, types, max, now, leaseUntil, receipt });
+        const leftMs = deadlineMs - deps.clock.monotonicMs();
+        if (events.length > 0 || watch === null || leftMs <= 0 || gone.aborted || deps.waiters.isClosed) {
+          deps.metrics.pullClaimed.inc(events.length);
+          return { events, receipt };
+        }
+        // Sleep until the queue's next event is due (when it is not already: then what is due is
+        // another type's or a group's later event), a wake-up, or the fallback poll.
+        const next = await deps.store.eventPullNextDue({ tenantId, queue });
+        const untilNextMs = next === null || next <= now ? Infinity : next - now;
+        await watch.sleep(Math.min(untilNextMs, leftMs), gone);
+      }
+    } finally {
+      watch?.release();
+      deps.metrics.pullParked.set(deps.waiters.parkedCount);
+    }
+  }
+
+  /** Ends a claim (ack or nack) as its retry policy says; a conflict unless `receipt` holds it. */
+  async settle(tenantId: string, id: string, receipt: string, end: PullEnd): Promise<EventRecord> {
+    const { deps } = this;
+    const event = await deps.store.eventGet({ tenantId, id });
+    if (!event || event.state !== 'executing') throw receiptConflict(id);
+    const name = 'name' in event.destination ? event.destination.name : null;
+    const destination = name === null ? null : await deps.destinations.destinationGet({ tenantId, name });
+    const params = decidePull({
+      event,
+      receipt,
+      end,
+      policy: pullPolicy(event, destination?.config ?? null),
+      now: deps.clock.now(),
+      random: Math.random,
+    });
+    const after = await deps.store.eventPullSettle(params);
+    if (!after) throw receiptConflict(id);
+    deps.metrics.pullEnded.inc({ action: end.action, state: after.state });
+    deps.onSettled([after]);
+    return after;
+  }
+
+  /** Moves the claim's end to `visibleMs` from now (never earlier); a conflict unless `receipt` holds it. */
+  async extend(tenantId: string, id: string, receipt: string, visibleMs: number): Promise<{ leaseUntil: number }> {
+    const now = this.deps.clock.now();
+    const leaseUntil = this.leaseNow() + visibleMs;
+    const after = await this.deps.store.eventPullExtend({ tenantId, id, receipt, now, leaseUntil });
+    if (!after) throw receiptConflict(id);
+    return { leaseUntil: after.leaseUntil ?? leaseUntil };
+  }
+}

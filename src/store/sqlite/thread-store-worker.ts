@@ -1,0 +1,44 @@
+/**
+ * The SQLite store's own thread (see thread-store.ts): `open` opens the store (lock, migrations);
+ * then every call runs on it, in the order sent, the replies of one batch of calls in one message
+ * (core/thread-rpc.ts, sequential). The protocol is StoreThreadProtocol (thread-wire.ts).
+ */
+import { serveRpc, type Handlers } from '../../core/thread-rpc.ts';
+import { STORE_PART_METHODS } from '../core/compose.ts';
+import { INSERT_ROWS, type StoreThreadProtocol } from './thread-wire.ts';
+import { openSqliteStore, type SqliteStore } from './sqlite-store.ts';
+
+let store: SqliteStore | null = null;
+
+function opened(): SqliteStore {
+  if (!store) throw new Error('sqlite store thread: the store is not open');
+  return store;
+}
+
+type Own = 'open' | typeof INSERT_ROWS | 'close';
+
+const own: Pick<Handlers<StoreThreadProtocol>, Own> = {
+  async open(options) {
+    if (store) throw new Error('sqlite store thread: the store is open already');
+    store = await openSqliteStore(options);
+    return { capabilities: store.capabilities, filePath: store.filePath, integrity: store.integrity };
+  },
+  [INSERT_ROWS]: (rows, now) => opened().eventInsertRows(rows, now),
+  close: () => opened().close(),
+};
+
+/** Every method of every part (core/compose.ts's lists, as the caller's proxy sends them) and the lifecycle's, run by the store as it is. */
+const forwarded = Object.fromEntries(
+  [
+    ...Object.values(STORE_PART_METHODS)
+      .flat()
+      .filter((m) => m !== 'eventInsertMany'),
+    'migrate',
+    'ping',
+  ].map((method) => [
+    method,
+    (...args: unknown[]) => (opened() as unknown as Record<string, (...a: unknown[]) => unknown>)[method](...args),
+  ]),
+) as Omit<Handlers<StoreThreadProtocol>, Own>;
+
+serveRpc<StoreThreadProtocol>({ ...forwarded, ...own }, { order: 'sequential' });
