@@ -9,7 +9,7 @@
  * keeps one transaction short when payloads are large: the largest batches (4 MiB of payloads
  * each) that waited together were merged into inserts of 8-12 MiB that held SQLite (synchronous
  * in process) and the event loop for 50-160 ms, against 25-57 ms for one batch each
- * (test/integration/group-commit-bytes.test.ts). A request is never split, so one larger than the
+ * (test/slow/group-commit-bytes.test.ts). A request is never split, so one larger than the
  * bound goes in a transaction of its own.
  *
  * Up to `flushesInFlightMax` (2) transactions are in flight at once, so the store always holds

@@ -10,7 +10,7 @@
  * batch is answered.
  *
  * Prints the measurements, the old behaviour (no bound in bytes) and the default side by side:
- * `node --import tsx --test --test-reporter=spec test/integration/group-commit-bytes.test.ts`
+ * `node --import tsx --test --test-reporter=spec test/slow/group-commit-bytes.test.ts`
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
