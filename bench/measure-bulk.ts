@@ -153,7 +153,7 @@ try {
     runningMax: 2,
   });
   const runner = new BulkRunner(
-    { store, clock, logger, owner: 'measure', onEventsChanged: () => {} },
+    { store, clock, logger, owner: 'measure', events: { changed: () => {} } },
     { batchSize: BATCH, pauseFactor: PAUSE },
   );
   const started = performance.now();

@@ -200,30 +200,19 @@ function invalidJson(err: JsonBodyError): BelfryError {
   return new BelfryError('invalid_request', `body ${message}`, [{ field: 'body', message }]);
 }
 
-/**
- * Without the node's bus (tests that build the API alone): one of the API's own, telling its
- * parked pull claims and the caller's onEventsChanged and onPullSettled.
- */
-function ownEventBus(appDeps: AppDeps, pullWaiters: PullWaiters): EventSink {
-  const bus = new EventBus();
-  bus.listen({ changed: (e) => pullWaiters.wakeEvents(e), pullSettled: (e) => pullWaiters.wakeEvents(e) });
-  bus.listen({ changed: (e) => appDeps.onEventsChanged(e), pullSettled: (e) => appDeps.onPullSettled?.(e) });
-  return bus;
-}
-
 export async function createApp(appDeps: AppDeps): Promise<FastifyInstance> {
   const knownDestinations = new KnownDestinations(appDeps.store, appDeps.clock);
-  const pullWaiters = appDeps.pullWaiters ?? new PullWaiters(appDeps.clock);
-  const events = appDeps.events ?? ownEventBus(appDeps, pullWaiters);
+  let pullWaiters = appDeps.pullWaiters;
+  if (!pullWaiters) {
+    // Parked claims of the API's own (tests that build the API alone): the bus wakes them.
+    const own = new PullWaiters(appDeps.clock);
+    appDeps.events.listen({ changed: (e) => own.wakeEvents(e), pullSettled: (e) => own.wakeEvents(e) });
+    pullWaiters = own;
+  }
   // The caller's deps with the destination cache added; the rest is read through to the caller's
   // object (prototype), so what it changes later (tests swap the writer) is seen.
   const deps: AppDeps = Object.create(appDeps, {
     knownDestinations: { value: knownDestinations },
-    onEventsChanged: {
-      value(changed: EventRecord[]) {
-        events.changed(changed);
-      },
-    },
     onDestinationChanged: {
       value(tenantId: string, name: string) {
         knownDestinations.forget(tenantId, name);
@@ -274,7 +263,7 @@ export async function createApp(appDeps: AppDeps): Promise<FastifyInstance> {
       return deps.writer;
     },
     metrics: deps.metrics,
-    onEventsCreated: (events) => deps.onEventsChanged(events),
+    events: deps.events,
   });
   healthRoutes(app, deps);
   await app.register(async (scope) => {
@@ -301,7 +290,7 @@ export async function createApp(appDeps: AppDeps): Promise<FastifyInstance> {
         leaseClock: deps.leaseClock,
         metrics: deps.metrics,
         waiters: pullWaiters,
-        onSettled: (settled) => events.pullSettled(settled),
+        events: deps.events,
       }),
     );
   });

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { AddressPolicy } from '../core/address.ts';
 import type { Clock } from '../core/clock.ts';
 import type { EventRecord } from '../core/event.ts';
-import type { EventSink } from '../core/event-sink.ts';
+import type { EventBus } from '../core/event-sink.ts';
 import type { RetentionPeriods } from '../core/retention.ts';
 import type { Metrics } from '../core/metrics.ts';
 import type { CountSampler } from '../maintenance/count-sampler.ts';
@@ -56,14 +56,12 @@ export interface AppDeps {
   leaseClock?: Clock;
   /** Inserts through group commit. */
   writer: { insert(events: NewEvent[]): Promise<EventInsertResult[]> };
-  /** Told after every committed change of events (create, update, cancel, replay), so the scheduler's in-memory timers follow. */
-  onEventsChanged(events: EventRecord[]): void;
   /**
-   * The node's event bus, when the node hands one (its listeners include the parked pull claims):
-   * the routes' changes and pull settles go to it, and onEventsChanged and onPullSettled are not
-   * used. Absent: createApp makes a bus of its own, of its parked claims and those two callbacks.
+   * The node's event bus: told of every committed change of events (create, update, cancel,
+   * replay) and every pull ack or nack, so the scheduler's timers, group order and parked pull
+   * claims follow. createApp adds a listener of its own only when it makes its own `pullWaiters`.
    */
-  events?: EventSink;
+  events: EventBus;
   /** Told after a destination is put or deleted, so cached settings are dropped. */
   onDestinationChanged(tenantId: string, name: string): void;
   /** Told after a tenant's signing secrets changed (a rotation), so cached ones are dropped. */
@@ -85,10 +83,8 @@ export interface AppDeps {
   destinationHealth?(tenantId: string, name: string): Omit<DestinationHealthOutput, 'name'>;
   /** Readiness: store reachable, shards owned, not shutting down. */
   ready(): Promise<{ ok: boolean; reasons: string[] }>;
-  /** Parked pull claims (the node's, so its expirer can wake them); absent: createApp makes its own (then `events` must be absent too). */
+  /** Parked pull claims (the node's, woken by its bus); absent: createApp makes its own and wakes them from `events`. */
   pullWaiters?: PullWaiters;
-  /** Told after a pull claim ended by ack or nack (the scheduler's group kick); absent: nothing else to tell. Unused with `events`. */
-  onPullSettled?(events: EventRecord[]): void;
   /** The event routes' destination check (built by createApp; absent: read from the store each time). */
   knownDestinations?: KnownDestinations;
   /**

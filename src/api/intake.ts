@@ -19,6 +19,7 @@ import type { EventInsertResult, NewEvent, Store } from '../store/store.ts';
 import { destinationLookup, type EventInputContext, toNewEvent } from './event-input.ts';
 import type { EventCreateInput } from './schemas/events.ts';
 import type { TenantQuotas } from './tenant-quotas.ts';
+import type { EventSink } from '../core/event-sink.ts';
 
 /** What the intake needs; read at each call (a test may swap the API's writer). */
 export interface EventIntakeDeps {
@@ -33,7 +34,7 @@ export interface EventIntakeDeps {
   writer: { insert(events: NewEvent[]): Promise<EventInsertResult[]> };
   metrics: Pick<Metrics, 'eventsScheduled'>;
   /** Told about the events created (the scheduler's timers, parked pull claims, the cluster's wake-ups). */
-  onEventsCreated(events: EventRecord[]): void;
+  events: Pick<EventSink, 'changed'>;
 }
 
 export class EventIntake {
@@ -72,7 +73,7 @@ export class EventIntake {
     if (created.length > 0) {
       this.deps.quotas.pendingAdded(tenantId, created.length);
       this.deps.metrics.eventsScheduled.inc(created.length);
-      this.deps.onEventsCreated(created);
+      this.deps.events.changed(created);
     }
     return results;
   }

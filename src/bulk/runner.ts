@@ -33,6 +33,7 @@ import type { EventRecord } from '../core/event.ts';
 import { StoreUnavailableError, type BulkJobKey, type BulkJobRecord, type Store } from '../store/store.ts';
 import { bulkSelectPage } from './page.ts';
 import { bulkChange, bulkOperation, type BulkAction, type BulkFilter } from './selection.ts';
+import type { EventSink } from '../core/event-sink.ts';
 
 export interface BulkRunnerOptions {
   /** Events read per page (and so changed per step), at most. */
@@ -65,7 +66,7 @@ export interface BulkRunnerDeps {
   /** This node's id: the lease owner. */
   owner: string;
   /** Told about the events each step changed (the scheduler's timers follow them). */
-  onEventsChanged(events: EventRecord[]): void;
+  events: Pick<EventSink, 'changed'>;
   /** Told after each step (tests and metrics follow jobs with it). */
   onStep?(job: BulkJobRecord): void;
 }
@@ -305,7 +306,7 @@ export class BulkRunner {
     if (!step) return 'lost';
     h.run.steps += 1;
     h.run.changed += step.changed.length;
-    if (step.changed.length > 0) this.deps.onEventsChanged(step.changed);
+    if (step.changed.length > 0) this.deps.events.changed(step.changed);
     this.deps.onStep?.(step.job);
     if (step.job.state !== 'running') return 'finished';
     h.cursor = page.nextCursor;

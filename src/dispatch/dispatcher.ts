@@ -32,6 +32,7 @@ import { decideNext } from './outcome.ts';
 import { OutcomeRecorder, type RecordedOutcome } from './recorder.ts';
 import { TenantPolicies, type TenantPolicy } from './tenant-policy.ts';
 import { CLAIMED_MIN, VirtualQueue, type QueueHealth } from './virtual-queue.ts';
+import type { EventSink } from '../core/event-sink.ts';
 
 export interface DispatcherDeps {
   store: Pick<Store, 'destinationGet' | 'tenantGet' | 'tenantSecretsGet' | 'tenantSecretsSwap' | 'eventRecordAttempts'>;
@@ -41,10 +42,11 @@ export interface DispatcherDeps {
   metrics: Metrics;
   logger: Logger;
   random?: () => number;
-  /** Retries and released events, fireable again at their due time. */
-  onRetry(refs: DueRef[]): void;
-  /** An event of a group reached a terminal state: its next event may go. */
-  onGroupTerminal(tenantId: string, group: string): void;
+  /**
+   * `due`: retries and released events, fireable again at their due time; `groupSettled`: an
+   * event of a group reached a terminal state, so its next event may go.
+   */
+  events: Pick<EventSink, 'due' | 'groupSettled'>;
   /** Outcomes were recorded: queues have room for more claims. */
   onRoom?(): void;
 }
@@ -318,10 +320,10 @@ export class Dispatcher {
       if (outcome.to === 'awaiting_retry') {
         retries.push({ ...dueRefOf(e), version: e.version + 1, dueAt: outcome.retryAt! });
       } else if (e.group !== null) {
-        this.deps.onGroupTerminal(e.tenantId, e.group);
+        this.deps.events.groupSettled(e.tenantId, e.group);
       }
     });
-    if (retries.length > 0) this.deps.onRetry(retries);
+    if (retries.length > 0) this.deps.events.due(retries);
     this.outstanding -= batch.length;
     if (this.outstanding <= 0) for (const w of this.idleWaiters.splice(0)) w();
     this.deps.onRoom?.();

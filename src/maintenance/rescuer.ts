@@ -10,6 +10,7 @@ import { runEvery } from '../core/loop.ts';
 import type { Logger } from 'pino';
 import type { Clock } from '../core/clock.ts';
 import type { DueRef, Store } from '../store/store.ts';
+import type { EventSink } from '../core/event-sink.ts';
 
 export const RESCUE_BATCH_MAX = 1_000;
 
@@ -18,7 +19,8 @@ export interface RescuerDeps {
   clock: Clock;
   owner: string;
   logger: Logger;
-  onRescued(refs: DueRef[]): void;
+  /** `due`: the rescued events, fireable again. */
+  events: Pick<EventSink, 'due'>;
 }
 
 export class Rescuer {
@@ -59,7 +61,7 @@ export class Rescuer {
       total += refs.length;
       if (refs.length > 0) {
         this.deps.logger.warn({ count: refs.length }, 'rescued events left executing by a node that stopped');
-        this.deps.onRescued(refs);
+        this.deps.events.due(refs);
       }
       if (refs.length < RESCUE_BATCH_MAX) return total;
     }

@@ -190,7 +190,6 @@ function apiDeps(opened: Opened, parts: Parts, ready: () => Promise<{ ok: boolea
     shardCount: config.shardCount,
     writer: parts.intake.writer,
     pullWaiters: parts.pull.pullWaiters,
-    onEventsChanged: (e) => events.changed(e),
     scheduleAheadMs: madeAheadMs(firing.materialiser.opts),
     retention: parts.upkeep.cleaner.opts.defaults,
     ...dispatcherViews(firing.dispatcher, owner, logger),

@@ -124,7 +124,7 @@ export function firingParts(base: NodeBase, channel: ChannelRegistry, quotas: Te
     store,
     clock,
     logger,
-    onEventsChanged: (e) => events.changed(e),
+    events,
     onMissed: (n) => metrics.scheduleOccurrences.inc({ outcome: 'missed' }, n),
     admitFire: (tenantId) => occurrenceQuota.admitFire(tenantId),
   });
@@ -135,8 +135,7 @@ export function firingParts(base: NodeBase, channel: ChannelRegistry, quotas: Te
     owner,
     metrics,
     logger,
-    onRetry: (refs) => events.due(refs),
-    onGroupTerminal: (tenantId, group) => events.groupSettled(tenantId, group),
+    events,
     onRoom: () => scheduler.roomFreed(),
   });
   const scheduler = new Scheduler(
@@ -179,7 +178,7 @@ export function firingParts(base: NodeBase, channel: ChannelRegistry, quotas: Te
       logger,
       shardCount: config.shardCount,
       shards,
-      onEventsCreated: (e) => events.changed(e),
+      events,
       onAdvanced: ({ made, missed }) => {
         if (made > 0) metrics.scheduleOccurrences.inc({ outcome: 'made' }, made);
         if (missed > 0) metrics.scheduleOccurrences.inc({ outcome: 'missed' }, missed);
@@ -236,9 +235,11 @@ export function pullParts(base: NodeBase) {
       clock,
       leaseClock,
       logger,
-      onSettled: (settled) => {
-        for (const e of settled) metrics.pullEnded.inc({ action: 'expire', state: e.state });
-        events.pullSettled(settled);
+      events: {
+        pullSettled: (settled) => {
+          for (const e of settled) metrics.pullEnded.inc({ action: 'expire', state: e.state });
+          events.pullSettled(settled);
+        },
       },
     },
     opts.pull?.expireIntervalMs,
@@ -249,10 +250,7 @@ export function pullParts(base: NodeBase) {
 /** The background loops: the rescue of expired claims, retention (the leader cleans; a single node is its own leader), the forecast. */
 export function maintenanceParts(base: NodeBase) {
   const { store, clock, owner, logger, metrics, cluster, config, opts, events } = base;
-  const rescuer = new Rescuer(
-    { store, clock, owner, logger, onRescued: (refs) => events.due(refs) },
-    RESCUE_INTERVAL_MS,
-  );
+  const rescuer = new Rescuer({ store, clock, owner, logger, events }, RESCUE_INTERVAL_MS);
   const forecast = new ForecastSampler({ store, clock, logger, registry: metrics.registry });
   const cleaner = new Cleaner(
     {
@@ -298,7 +296,7 @@ export function intakeParts(base: NodeBase, quotas: TenantQuotas, limits: ApiLim
     quotas,
     writer,
     metrics,
-    onEventsCreated: (created) => events.changed(created),
+    events,
   });
   const sourceIngest = new SourceIngest({ intake, quotas, messageBytesMax: limits.bodyBytesMax });
   const sources = new SourceManager(
@@ -327,7 +325,7 @@ export function intakeParts(base: NodeBase, quotas: TenantQuotas, limits: ApiLim
     },
     opts.sources,
   );
-  const bulk = new BulkRunner({ store, clock, logger, owner, onEventsChanged: (e) => events.changed(e) }, opts.bulk);
+  const bulk = new BulkRunner({ store, clock, logger, owner, events }, opts.bulk);
   return { writer, sources, bulk };
 }
 

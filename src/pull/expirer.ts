@@ -16,6 +16,7 @@ import type { EventRecord } from '../core/event.ts';
 import { runEvery } from '../core/loop.ts';
 import { decidePull, pullPolicy } from './settle.ts';
 import type { Store } from '../store/store.ts';
+import type { EventSink } from '../core/event-sink.ts';
 
 export const PULL_EXPIRE_BATCH_MAX = 500;
 export const PULL_EXPIRE_INTERVAL_MS = 500;
@@ -28,7 +29,7 @@ export interface PullExpirerDeps {
   logger: Logger;
   random?: () => number;
   /** The events it settled (awaiting_retry or archived). */
-  onSettled(events: EventRecord[]): void;
+  events: Pick<EventSink, 'pullSettled'>;
 }
 
 export class PullExpirer {
@@ -69,7 +70,7 @@ export class PullExpirer {
         if (after) settled.push(after);
       }
       total += settled.length;
-      if (settled.length > 0) this.deps.onSettled(settled);
+      if (settled.length > 0) this.deps.events.pullSettled(settled);
       if (expired.length < PULL_EXPIRE_BATCH_MAX) return total;
     }
   }

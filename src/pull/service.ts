@@ -24,6 +24,7 @@ import { queueOf } from '../core/queue.ts';
 import type { Store } from '../store/store.ts';
 import { decidePull, pullPolicy, type PullEnd } from './settle.ts';
 import type { PullWaiters } from './waiters.ts';
+import type { EventSink } from '../core/event-sink.ts';
 
 export interface PullServiceDeps {
   store: Pick<Store, 'eventGet' | 'eventPullClaim' | 'eventPullNextDue' | 'eventPullSettle' | 'eventPullExtend'>;
@@ -35,7 +36,7 @@ export interface PullServiceDeps {
   metrics: Pick<Metrics, 'pullClaimed' | 'pullEnded' | 'pullParked'>;
   waiters: PullWaiters;
   /** Told after each ack or nack that applied (the group's next event may go; waiters wake). */
-  onSettled(events: EventRecord[]): void;
+  events: Pick<EventSink, 'pullSettled'>;
 }
 
 export interface PullClaimRequest {
@@ -134,7 +135,7 @@ export class PullService {
     const after = await deps.store.eventPullSettle(params);
     if (!after) throw receiptConflict(id);
     deps.metrics.pullEnded.inc({ action: end.action, state: after.state });
-    deps.onSettled([after]);
+    deps.events.pullSettled([after]);
     return after;
   }
 

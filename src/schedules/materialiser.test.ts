@@ -89,7 +89,14 @@ async function createSchedule(
 
 function materialiser(clock: SimClock, created: EventRecord[] = [], horizonMs = 10 * SEC): Materialiser {
   return new Materialiser(
-    { store, clock, logger, shardCount: 16, shards: () => null, onEventsCreated: (events) => created.push(...events) },
+    {
+      store,
+      clock,
+      logger,
+      shardCount: 16,
+      shards: () => null,
+      events: { changed: (events) => created.push(...events) },
+    },
     // No refill: each pass makes exactly what its horizon reaches, so the counts below are exact.
     { horizonMs, refillMs: 0 },
   );
@@ -129,7 +136,7 @@ describe('materialiser', () => {
     const clock = new SimClock(T0);
     await createSchedule('refill');
     const m = new Materialiser(
-      { store, clock, logger, shardCount: 16, shards: () => null, onEventsCreated: () => {} },
+      { store, clock, logger, shardCount: 16, shards: () => null, events: { changed: () => {} } },
       { horizonMs: 10 * SEC, refillMs: 10 * SEC },
     );
     assert.equal((await m.runOnce()).made, 21, 'T0 .. T0+20s: the horizon and the refill');
@@ -294,7 +301,7 @@ describe('materialiser on PostgreSQL', () => {
               logger,
               shardCount: 16,
               shards: () => null,
-              onEventsCreated: (events) => made.push(...events.map((e) => e.id)),
+              events: { changed: (events) => made.push(...events.map((e) => e.id)) },
             },
             { horizonMs: 10 * SEC, refillMs: 0 },
           ),

@@ -35,6 +35,7 @@ import type {
 } from '../store/schedules.ts';
 import type { Store } from '../store/store.ts';
 import { missedRuleOf, occurrenceEvent, timingOf } from './occurrence.ts';
+import type { EventSink } from '../core/event-sink.ts';
 
 /** Schedules read per batch of the due list. */
 export const SCHEDULES_PER_BATCH_MAX = 100;
@@ -79,7 +80,7 @@ export interface MaterialiserDeps {
   /** The shards this node owns; null: all (a single node). */
   shards(): number[] | null;
   /** Told of the events it created (the scheduler's timer, the cluster's wake-ups, metrics). */
-  onEventsCreated(events: EventRecord[]): void;
+  events: Pick<EventSink, 'changed'>;
   /** Told of each advance's counts (metrics). */
   onAdvanced?(counts: { made: number; missed: number }): void;
   /**
@@ -336,7 +337,7 @@ export class Materialiser {
       total.missed += r.missed;
       if (r.lost) total.lost += 1;
       else moved += 1;
-      if (r.created.length > 0) this.deps.onEventsCreated(r.created);
+      if (r.created.length > 0) this.deps.events.changed(r.created);
       if (!r.lost) this.deps.onAdvanced?.({ made: r.created.length, missed: r.missed });
     }
     return moved;

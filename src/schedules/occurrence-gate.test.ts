@@ -81,7 +81,7 @@ async function createSchedule(id: string, missed: MissedPolicy, catchUpMax = 3):
 /** Makes T0 .. T0+10s of `id` (the horizon) as the materialiser does. */
 async function makeAhead(clock: SimClock): Promise<void> {
   await new Materialiser(
-    { store, clock, logger, shardCount: 16, shards: () => null, onEventsCreated: () => {} },
+    { store, clock, logger, shardCount: 16, shards: () => null, events: { changed: () => {} } },
     { horizonMs: 10 * SEC, refillMs: 0 },
   ).runOnce();
 }
@@ -99,7 +99,7 @@ function gate(
   changed: EventRecord[] = [],
   admitFire?: (tenantId: string) => string | null,
 ): OccurrenceGate {
-  return new OccurrenceGate({ store, clock, logger, onEventsChanged: (e) => changed.push(...e), admitFire });
+  return new OccurrenceGate({ store, clock, logger, events: { changed: (e) => changed.push(...e) }, admitFire });
 }
 
 const secOf = (refs: DueRef[]) => refs.map((r) => (r.dueAt - T0) / SEC);
@@ -227,7 +227,7 @@ describe('occurrence gate', () => {
       if (lose-- > 0) throw Object.assign(new Error('connection lost after commit'), { code: '08006' });
       return r;
     };
-    const g = new OccurrenceGate({ store: lossy, clock, logger, onEventsChanged: () => {} });
+    const g = new OccurrenceGate({ store: lossy, clock, logger, events: { changed: () => {} } });
     const claim = async (sec: number) => {
       const refs = (await dueRefs('s')).filter((r) => r.dueAt === T0 + sec * SEC);
       g.afterClaim(await store.eventClaim({ refs, now: clock.now(), owner: 'n', leaseUntil: clock.now() + 60 * SEC }));

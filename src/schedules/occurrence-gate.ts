@@ -27,6 +27,7 @@ import { TtlCache } from '../core/ttl-cache.ts';
 import type { ScheduleCountsDelta, ScheduleMissed, ScheduleRecord } from '../store/schedules.ts';
 import type { DueRef, Store } from '../store/store.ts';
 import { missedRuleOf, parseOccurrenceId, timingOf } from './occurrence.ts';
+import type { EventSink } from '../core/event-sink.ts';
 
 /** A late occurrence whose schedule could not be read: neither claimed nor canceled now. */
 const UNKNOWN = Symbol('unknown');
@@ -46,7 +47,7 @@ export interface OccurrenceGateDeps {
   clock: Clock;
   logger: Logger;
   /** Told of the occurrences it canceled as missed (timers, group order, pull waiters). */
-  onEventsChanged(events: EventRecord[]): void;
+  events: Pick<EventSink, 'changed'>;
   /** Told of each occurrence missed at its fire (metrics). */
   onMissed?(count: number): void;
   /**
@@ -122,7 +123,7 @@ export class OccurrenceGate {
     }
     if (canceled.length > 0) {
       this.deps.onMissed?.(canceled.length);
-      this.deps.onEventsChanged(canceled);
+      this.deps.events.changed(canceled);
     }
     return skipped.size === 0 ? due : due.filter((r) => !skipped.has(r));
   }

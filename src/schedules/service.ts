@@ -22,6 +22,7 @@ import type { EventInsertResult, NewEvent, Store } from '../store/store.ts';
 import { occurrenceLimits, type TenantQuotaPort } from './limits.ts';
 import { advanceSchedule, MATERIALISER_DEFAULTS, madeAheadMs } from './materialiser.ts';
 import { firstOccurrence, occurrenceAt, occurrenceEvent, templateKey, timingKey, timingOf } from './occurrence.ts';
+import type { EventSink } from '../core/event-sink.ts';
 
 /** Schedules per tenant, at most (each costs the materialiser a row read per pass when due). */
 export const SCHEDULES_PER_TENANT_MAX = 1_000;
@@ -58,7 +59,7 @@ export interface ScheduleServiceDeps {
   /** How far ahead occurrences are made (the materialiser's horizon and refill). Default 20 s. */
   scheduleAheadMs?: number;
   /** Told after every committed change of events. */
-  onEventsChanged(events: EventRecord[]): void;
+  events: Pick<EventSink, 'changed'>;
 }
 
 export function scheduleNotFound(id: string): BelfryError {
@@ -215,7 +216,7 @@ export class ScheduleService {
     const { deps } = this;
     const s = await this.get(tenantId, id);
     const [result] = await deps.writer.insert([occurrenceEvent(s, deps.clock.now(), deps.shardCount)]);
-    if (result.kind === 'created') deps.onEventsChanged([result.event]);
+    if (result.kind === 'created') deps.events.changed([result.event]);
     return result.event;
   }
 
@@ -274,7 +275,7 @@ export class ScheduleService {
         if (r.kind === 'ok') changed.push(r.event);
       }
     }
-    if (changed.length > 0) deps.onEventsChanged(changed);
+    if (changed.length > 0) deps.events.changed(changed);
     return changed.length;
   }
 
@@ -308,6 +309,6 @@ export class ScheduleService {
       now,
       deps.scheduleAheadMs ?? madeAheadMs(MATERIALISER_DEFAULTS),
     );
-    if (r.created.length > 0) deps.onEventsChanged(r.created);
+    if (r.created.length > 0) deps.events.changed(r.created);
   }
 }

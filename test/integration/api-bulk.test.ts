@@ -32,7 +32,7 @@ for (const [backend, make] of TEST_BACKENDS) {
           clock: t.clock,
           logger: pino({ level: 'silent' }),
           owner: 'test-node',
-          onEventsChanged: (e) => changed.push(...e),
+          events: { changed: (e) => changed.push(...e) },
         },
         { batchSize: 7, pauseFactor: 0 },
       );
@@ -220,7 +220,7 @@ for (const [backend, make] of TEST_BACKENDS) {
           clock: t.clock,
           logger: pino({ level: 'silent' }),
           owner: 'test-node',
-          onEventsChanged: () => {},
+          events: { changed: () => {} },
         },
         { batchSize: 10, pauseFactor: 0 },
       );
@@ -250,7 +250,7 @@ for (const [backend, make] of TEST_BACKENDS) {
           clock: t.clock,
           logger: pino({ level: 'silent' }),
           owner: 'node-1',
-          onEventsChanged: () => {},
+          events: { changed: () => {} },
           onStep: () => stop.abort(),
         },
         { batchSize: 25, pauseFactor: 0, leaseMs: 30_000 },
@@ -264,7 +264,7 @@ for (const [backend, make] of TEST_BACKENDS) {
           clock: t.clock,
           logger: pino({ level: 'silent' }),
           owner: 'node-2',
-          onEventsChanged: () => {},
+          events: { changed: () => {} },
         },
         { batchSize: 25, pauseFactor: 0 },
       );
@@ -300,7 +300,7 @@ for (const [backend, make] of TEST_BACKENDS) {
       const runners = ['node-a', 'node-b'].map(
         (owner) =>
           new BulkRunner(
-            { store: t.store, clock: t.clock, logger: pino({ level: 'silent' }), owner, onEventsChanged: () => {} },
+            { store: t.store, clock: t.clock, logger: pino({ level: 'silent' }), owner, events: { changed: () => {} } },
             { batchSize: 20, pauseFactor: 0 },
           ),
       );

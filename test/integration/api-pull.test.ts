@@ -143,7 +143,7 @@ for (const [backend, make] of TEST_BACKENDS) {
         clock: t.clock,
         logger: pino({ level: 'silent' }),
         random: () => 0.5,
-        onSettled: () => {},
+        events: { pullSettled: () => {} },
       });
       await t.clock.advance(4_000);
       await expirer.runOnce();
@@ -188,7 +188,7 @@ for (const [backend, make] of TEST_BACKENDS) {
         leaseClock: t.deps.leaseClock,
         logger: pino({ level: 'silent' }),
         random: () => 0.5,
-        onSettled: () => {},
+        events: { pullSettled: () => {} },
       });
       t.clock.jump(3_600_000);
       await expirer.runOnce();

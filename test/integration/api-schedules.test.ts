@@ -24,7 +24,7 @@ before(async () => {
       logger: pino({ level: 'silent' }),
       shardCount: 16,
       shards: () => null,
-      onEventsCreated: () => {},
+      events: { changed: () => {} },
     },
     { horizonMs: 10 * SEC, refillMs: 0 },
   );

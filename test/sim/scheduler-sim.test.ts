@@ -100,7 +100,7 @@ async function simulate(seed: number): Promise<void> {
         clock,
         owner: node.owner,
         logger,
-        onRescued: (refs) => node.scheduler.notifyDue(refs),
+        events: { due: (refs) => node.scheduler.notifyDue(refs) },
       });
       await rescuer.rescuePreviousRuns(true);
       node.scheduler.start();

@@ -21,6 +21,7 @@ import type { Scheduler } from '../../src/scheduler/scheduler.ts';
 import type { Metrics } from '../../src/node/metrics.ts';
 import type { Store } from '../../src/store/store.ts';
 import type { EventRecord } from '../../src/core/event.ts';
+import type { EventSink } from '../../src/core/event-sink.ts';
 import type { DueRef } from '../../src/store/store.ts';
 import type { Belfry } from './belfry.ts';
 import type { Remote } from './remote.ts';
@@ -112,7 +113,15 @@ export class SimNode {
       { claimLeaseMs: s.claimLeaseMs },
     );
     const clock = this.cluster.clock;
-    const notify = (events: EventRecord[]) => this.changed(events);
+    // The node's bus (node.ts): its writes to this.changed, the rest to the scheduler and pull settles.
+    const sink = sinkDeps({
+      changed: (events) => this.changed(events),
+      due: (refs) => scheduler?.notifyDue(refs),
+      groupSettled: (tenantId, group) => {
+        scheduler?.kickGroup(tenantId, group).catch(() => {});
+      },
+      pullSettled: (events) => this.pullSettled(events),
+    });
     const jitter = rand.fork();
     const dispatcher: Dispatcher = new belfry.dispatcher.Dispatcher({
       store,
@@ -122,14 +131,11 @@ export class SimNode {
       metrics,
       logger,
       random: () => jitter.next(),
-      onRetry: (refs) => scheduler?.notifyDue(refs),
-      onGroupTerminal: (tenantId, group) => {
-        scheduler?.kickGroup(tenantId, group).catch(() => {});
-      },
+      ...sink,
       onRoom: () => scheduler?.roomFreed(),
     });
     this.dispatcher = dispatcher;
-    this.gate = belfry.gate ? new belfry.gate.OccurrenceGate({ store, clock, logger, onEventsChanged: notify }) : null;
+    this.gate = belfry.gate ? new belfry.gate.OccurrenceGate({ store, clock, logger, ...sink }) : null;
     scheduler = new belfry.scheduler.Scheduler(
       {
         store,
@@ -170,18 +176,13 @@ export class SimNode {
         logger,
         shardCount: s.shardCount,
         shards: () => this.cluster.ownership.shards(),
-        onEventsCreated: notify,
+        ...sink,
       },
       { horizonMs: s.horizonMs, refillMs: s.horizonMs },
     );
-    this.rescuer = new belfry.rescuer.Rescuer(
-      { store, clock, owner: nodeId, logger, onRescued: (refs) => scheduler?.notifyDue(refs) },
-      RESCUE_INTERVAL_MS,
-    );
+    this.rescuer = new belfry.rescuer.Rescuer({ store, clock, owner: nodeId, logger, ...sink }, RESCUE_INTERVAL_MS);
     // Bulk jobs: each runs on the node holding its lease; its changes reach the timers (node.ts).
-    this.bulk = belfry.bulk
-      ? new belfry.bulk.BulkRunner({ store, clock, logger, owner: nodeId, onEventsChanged: notify })
-      : null;
+    this.bulk = belfry.bulk ? new belfry.bulk.BulkRunner({ store, clock, logger, owner: nodeId, ...sink }) : null;
     // Pull claims' visibility timeouts: on a cluster they run on the store's clock (node.ts leaseClock).
     const expiry = rand.fork();
     this.pullExpirer = new belfry.pullExpirer.PullExpirer({
@@ -190,11 +191,11 @@ export class SimNode {
       leaseClock: clock,
       logger,
       random: () => expiry.next(),
-      onSettled: (events) => this.pullSettled(events),
+      ...sink,
     });
   }
 
-  /** node.ts onPullSettled: a settled grouped pull event lets its group's next event go. */
+  /** node/parts.ts's pullSettled listener: a settled grouped pull event lets its group's next event go. */
   pullSettled(events: EventRecord[]): void {
     for (const e of events) {
       if (e.group !== null && (e.state === 'succeeded' || e.state === 'discarded' || e.state === 'archived')) {
@@ -271,4 +272,20 @@ export class SimNode {
   kill(): void {
     this.actor.state = 'dead';
   }
+}
+
+/**
+ * A node's bus as its parts take it (`events`), with the callbacks that trees from before the
+ * bus took instead beside it, so `--src` runs older trees (each part reads only its own).
+ */
+function sinkDeps(events: EventSink) {
+  return {
+    events,
+    onEventsChanged: (e: EventRecord[]) => events.changed(e),
+    onEventsCreated: (e: EventRecord[]) => events.changed(e),
+    onRetry: (refs: DueRef[]) => events.due(refs),
+    onRescued: (refs: DueRef[]) => events.due(refs),
+    onGroupTerminal: (tenantId: string, group: string) => events.groupSettled(tenantId, group),
+    onSettled: (e: EventRecord[]) => events.pullSettled(e),
+  };
 }

@@ -122,7 +122,7 @@ for (const [backend, open] of [
         clock,
         logger: pino({ level: 'silent' }),
         owner: 'fair-node',
-        onEventsChanged: () => {},
+        events: { changed: () => {} },
       });
       const big = shiftJob('big', clock.now());
       assert.equal(await store.bulkJobCreate({ job: big, runningMax: 2 }), true);
@@ -192,7 +192,7 @@ describe("the bulk runner's turns", () => {
           clock,
           logger: pino({ level: 'silent' }),
           owner: 'turns',
-          onEventsChanged: () => {},
+          events: { changed: () => {} },
           onStep: (j) => turn.push(j.id),
         },
         { batchSize: 2, pauseFactor: 0, jobsMax },

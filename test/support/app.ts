@@ -12,6 +12,7 @@ import { DEFAULT_API_LIMITS, type ApiLimits, type AppDeps } from '../../src/api/
 import { AddressPolicy } from '../../src/core/address.ts';
 import { SimClock, SteadyClock } from '../../src/core/clock.ts';
 import type { EventRecord } from '../../src/core/event.ts';
+import { EventBus } from '../../src/core/event-sink.ts';
 import { RETENTION_DEFAULTS } from '../../src/core/retention.ts';
 import { Metrics } from '../../src/node/metrics.ts';
 import { CountSampler } from '../../src/maintenance/count-sampler.ts';
@@ -41,7 +42,7 @@ export interface TestApp<S extends Store = SqliteStore> {
   tenantKeyB: string;
   tenantId: string;
   tenantIdB: string;
-  /** Every batch of events passed to onEventsChanged, in order. */
+  /** Every batch of events the API told its bus had changed, in order. */
   changed: EventRecord[][];
   /** Every (tenantId, name) passed to onDestinationChanged. */
   destinationsChanged: [string, string][];
@@ -80,7 +81,7 @@ export function sourceIngestOf(
     quotas,
     writer: t.deps.writer,
     metrics: t.deps.metrics,
-    onEventsCreated,
+    events: { changed: onEventsCreated },
   });
   return new SourceIngest({ intake, quotas, messageBytesMax });
 }
@@ -124,6 +125,11 @@ async function makeTestAppOn<S extends Store>(
 ): Promise<TestApp<S>> {
   const clock = new SimClock(Date.UTC(2026, 0, 1, 12, 0, 0));
   const changed: EventRecord[][] = [];
+  const events = new EventBus();
+  events.listen({ changed: (e) => changed.push(e) });
+  // Parked pull claims, woken by the bus as the node's are.
+  const pullWaiters = new PullWaiters(clock, { parkedPerTenantMax: 2 });
+  events.listen({ changed: (e) => pullWaiters.wakeEvents(e), pullSettled: (e) => pullWaiters.wakeEvents(e) });
   const logger = opts.logger ?? pino({ level: 'silent' });
   // Sampled once here, on the empty store: tests that read metrics sample again themselves.
   const counts = new CountSampler({ store, clock, logger });
@@ -136,7 +142,7 @@ async function makeTestAppOn<S extends Store>(
     clock,
     leaseClock: new SteadyClock(clock),
     writer: opts.writer ? opts.writer(store, clock) : new GroupCommitter(store, () => clock.now()),
-    onEventsChanged: (events) => changed.push(events),
+    events,
     onDestinationChanged: (tenantId, name) => destinationsChanged.push([tenantId, name]),
     onTenantSecretsChanged: (tenantId) => tenantSecretsChanged.push(tenantId),
     metrics,
@@ -148,7 +154,7 @@ async function makeTestAppOn<S extends Store>(
     retention: RETENTION_DEFAULTS,
     addressPolicy: new AddressPolicy(opts.allowHosts ?? ['127.0.0.1', '::1']),
     ready: opts.ready ?? (async () => ({ ok: true, reasons: [] })),
-    pullWaiters: new PullWaiters(clock, { parkedPerTenantMax: 2 }),
+    pullWaiters,
   };
   const app = await createApp(deps);
   const a = await makeTenant(app, 'tenant-a');

@@ -128,7 +128,7 @@ export function eventActionRoutes(app: FastifyInstance, deps: AppDeps, quotas: T
     async (request, reply) => {
       const ifMatch = parseIfMatch(request.headers['if-match']);
       const event = await patchEvent(deps, request, request.params.id, request.body, ifMatch);
-      deps.onEventsChanged([event]);
+      deps.events.changed([event]);
       reply.header('etag', etag(event));
       return toEventJson(event);
     },
@@ -157,7 +157,7 @@ export function eventActionRoutes(app: FastifyInstance, deps: AppDeps, quotas: T
         now: deps.clock.now(),
       });
       const event = outcome(result, id, expectedVersion, CANCEL_ALLOWED);
-      deps.onEventsChanged([event]);
+      deps.events.changed([event]);
       reply.header('etag', etag(event));
       return toEventJson(event);
     },
@@ -188,7 +188,7 @@ export function eventActionRoutes(app: FastifyInstance, deps: AppDeps, quotas: T
       });
       const event = outcome(result, id, expectedVersion, REPLAY_ALLOWED);
       quotas.pendingAdded(request.tenantId, 1);
-      deps.onEventsChanged([event]);
+      deps.events.changed([event]);
       reply.header('etag', etag(event));
       return toEventJson(event);
     },
