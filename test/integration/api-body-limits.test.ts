@@ -21,7 +21,7 @@ import { bearer, makeTestApp, type TestApp } from '../support/app.ts';
 import { callApi } from '../support/http.ts';
 import { percentile, waitUntil } from '../support/node.ts';
 import { startNodeProcess, stopNodeProcess, type NodeProcess } from '../support/process.ts';
-import { largestBatch } from '../support/batch-bodies.ts';
+import { largestBatch, putOrdersDestination } from '../support/batch-bodies.ts';
 
 const MiB = 1024 * 1024;
 const BATCH_LIMIT = bodyBytesMaxOf('batch', DEFAULT_TENANT_LIMITS, Infinity);
@@ -250,13 +250,7 @@ describe('in process', () => {
     t = await makeTestApp({ limits: { bodyBytesInFlightMax: budgetBytes, scheduleRequestsPerSecond: 1_000_000 } });
     await t.app.listen({ port: 0, host: '127.0.0.1' });
     port = (t.app.server.address() as { port: number }).port;
-    const put = await t.app.inject({
-      method: 'PUT',
-      url: '/v1/destinations/orders',
-      headers: bearer(t.tenantKey),
-      payload: { url: 'http://127.0.0.1:9/x' },
-    });
-    assert.equal(put.statusCode, 201, put.body);
+    await putOrdersDestination(t);
   });
   after(() => t.cleanup());
 

@@ -11,7 +11,7 @@ import { after, before, describe, test } from 'node:test';
 import { bodyBytesMaxOf } from '../../src/api/body-limits.ts';
 import { DEFAULT_TENANT_LIMITS } from '../../src/core/tenant-limits.ts';
 import { bearer, makeTestApp, type TestApp } from '../support/app.ts';
-import { largestBatch } from '../support/batch-bodies.ts';
+import { largestBatch, postBatch, putOrdersDestination } from '../support/batch-bodies.ts';
 import { watchLoop } from '../support/loop-watch.ts';
 
 const BATCH_LIMIT = bodyBytesMaxOf('batch', DEFAULT_TENANT_LIMITS, Infinity);
@@ -20,23 +20,12 @@ describe('the event loop while the largest accepted batch is handled', () => {
   let t: TestApp;
   before(async () => {
     t = await makeTestApp({ limits: { scheduleRequestsPerSecond: 1_000_000 } });
-    await t.app.inject({
-      method: 'PUT',
-      url: '/v1/destinations/orders',
-      headers: bearer(t.tenantKey),
-      payload: { url: 'http://127.0.0.1:9/x' },
-    });
+    await putOrdersDestination(t);
   });
   after(() => t.cleanup());
 
   test('stays under a generous bound (the largest batch and a flood of {} items)', async () => {
-    const post = (body: string) =>
-      t.app.inject({
-        method: 'POST',
-        url: '/v1/events/batch',
-        headers: { ...bearer(t.tenantKey), 'content-type': 'application/json' },
-        payload: body,
-      });
+    const post = (body: string) => postBatch(t, body);
     // Warm up: code compiled, schemas compiled, store statements prepared.
     assert.equal((await post(largestBatch('warm', BATCH_LIMIT / 4))).statusCode, 200);
 

@@ -20,7 +20,7 @@ import { GROUP_COMMIT_PAYLOAD_BYTES_MAX, GroupCommitter } from '../../src/store/
 import type { EventInsertManyParams, EventInsertResult } from '../../src/store/store.ts';
 import { bearer, makeTestApp, type TestApp } from '../support/app.ts';
 import { waitUntil } from '../support/node.ts';
-import { largestBatch } from '../support/batch-bodies.ts';
+import { largestBatch, postBatch, putOrdersDestination } from '../support/batch-bodies.ts';
 import { watchLoop } from '../support/loop-watch.ts';
 
 const BATCH_LIMIT = bodyBytesMaxOf('batch', DEFAULT_API_LIMITS, Infinity);
@@ -71,23 +71,11 @@ function run(label: string, payloadBytesMax: number | undefined) {
         return writer;
       },
     });
-    const put = await t.app.inject({
-      method: 'PUT',
-      url: '/v1/destinations/orders',
-      headers: bearer(t.tenantKey),
-      payload: { url: 'http://127.0.0.1:9/x' },
-    });
-    assert.equal(put.statusCode, 201, put.body);
+    await putOrdersDestination(t);
   });
   after(() => t.cleanup());
 
-  const post = (body: string) =>
-    t.app.inject({
-      method: 'POST',
-      url: '/v1/events/batch',
-      headers: { ...bearer(t.tenantKey), 'content-type': 'application/json' },
-      payload: body,
-    });
+  const post = (body: string) => postBatch(t, body);
 
   test(`${label}: five of the largest batches that wait for the store together are all created`, async () => {
     // Warm up: code and schemas compiled, store statements prepared.
