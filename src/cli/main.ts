@@ -15,6 +15,7 @@ import {
   destinationsPut,
   destinationsRotateSecret,
 } from './destinations.ts';
+import { eventsBatch } from './events-batch.ts';
 import { eventsBulk, eventsBulkStatus } from './events-bulk.ts';
 import { eventsCancel } from './events-cancel.ts';
 import { eventsEdit, eventsReplay } from './events-edit.ts';
@@ -41,6 +42,7 @@ export const EXIT_USAGE = 2;
 const GROUPS: Record<string, Record<string, Command>> = {
   events: {
     schedule: eventsSchedule,
+    batch: eventsBatch,
     get: eventsGet,
     list: eventsList,
     edit: eventsEdit,
@@ -87,7 +89,7 @@ const GROUPS: Record<string, Record<string, Command>> = {
 const COMMANDS: Record<string, Command> = { forecast };
 
 const GROUP_SUMMARY: Record<string, string> = {
-  events: 'schedule, get, list, edit, cancel, replay, trace and bulk-change events (tenant API key)',
+  events: 'schedule (one or a batch), get, list, edit, cancel, replay, trace and bulk-change events (tenant API key)',
   schedules: 'create, list, get, edit, pause, resume, trigger, delete and preview recurring schedules (tenant API key)',
   destinations:
     'list, get, create or replace, delete, rotate the secret of and see the health of destinations (tenant API key)',
@@ -105,6 +107,7 @@ Commands:
   start                 run a Belfry node
 
   events schedule       schedule an event
+  events batch --file <f>  schedule many events from a JSON file
   events get|trace <id> show an event, or its execution trace
   events list           list events (filters: state, destination, group, type, schedule, time)
   events edit <id>      change a scheduled event: fire time, destination, payload, headers, type

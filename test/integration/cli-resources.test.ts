@@ -457,6 +457,49 @@ describe('belfry events edit and replay, and pull', () => {
   });
 });
 
+describe('belfry events batch', () => {
+  it('schedules each event of a file alone: a table numbered as the file, exit 1 naming how many were refused', async () => {
+    const events = [
+      { id: 'batch-1', destination: HOOK, delay: '1h' },
+      { destination: HOOK, delay: '1h', payload: { n: 2 } },
+      { id: 'batch-3', destination: 'no-such-destination', delay: '1h' },
+    ];
+    const r = await cli(['events', 'batch', '--file', 'events.json'], {
+      files: { 'events.json': JSON.stringify(events) },
+    });
+    assert.equal(r.code, 1, r.err);
+    const lines = r.out.split('\n');
+    assert.match(lines[0], /^#\s+ID\s+RESULT\s+STATE\s+FIRE AT\s+ERROR$/);
+    assert.match(lines[1], /^1\s+batch-1\s+created\s+scheduled\s+\S+\s+-$/);
+    assert.match(lines[2], /^2\s+\S+\s+created\s+scheduled\s+\S+\s+-$/);
+    assert.match(lines[3], /^3\s+batch-3\s+error\s+-\s+-\s+\S+: /);
+    assert.equal(r.err, 'error: 1 of 3 events refused (their errors are listed above)');
+
+    const again = await okJson(['events', 'batch', '--file', 'events.json'], {
+      files: { 'events.json': JSON.stringify({ events: [events[0]] }) },
+    });
+    assert.equal(again.results[0].status, 'existing');
+    assert.equal(again.results[0].event.id, 'batch-1');
+    const table = await ok(['events', 'batch', '--file', 'one.json'], {
+      files: { 'one.json': JSON.stringify([{ id: 'batch-4', destination: HOOK, delay: '1h' }]) },
+    });
+    assert.match(table, /^1 created, 0 already there$/m);
+  });
+
+  it('a missing, empty or malformed file exits 2 and sends nothing', async () => {
+    await misused(['events', 'batch'], /--file is required/);
+    await misused(['events', 'batch', '--file', 'missing.json'], /cannot read missing\.json/);
+    const empty = await cli(['events', 'batch', '--file', 'e.json'], { files: { 'e.json': '[]' } });
+    assert.equal(empty.code, 2);
+    assert.match(empty.err, /non-empty JSON array/);
+    const scalar = await cli(['events', 'batch', '--file', 'e.json'], {
+      files: { 'e.json': '[{"destination":"x"}, 3]' },
+    });
+    assert.equal(scalar.code, 2);
+    assert.match(scalar.err, /event 2 is not a JSON object/);
+  });
+});
+
 describe('belfry schedules edit', () => {
   it('changes the timing and template; a stale --if-match is a 412; an unknown id a 404', async () => {
     await ok(['schedules', 'create', '--id', 'edited', '--cron', '0 2 * * *', '--destination', HOOK]);
@@ -532,6 +575,7 @@ describe('belfry --help', () => {
     const commands = [
       'events edit',
       'events replay',
+      'events batch',
       'events list',
       'schedules edit',
       'destinations list',
