@@ -1,9 +1,8 @@
 /** `belfry account limits|rotate-secret`: the calling tenant's own limits and signing secret (its API key). */
 import { ApiClient } from './client.ts';
 import { COMMON_OPTIONS, commonUsage, parseCommandLine, printJson, type Command } from './command.ts';
-import { noPositionals } from './flags.ts';
+import { noPositionals, SECRET_ROTATE_OPTIONS, SECRET_ROTATE_OPTIONS_USAGE, secretRotateRequest } from './flags.ts';
 import { cell, renderFields, renderTable, timeCell } from './table.ts';
-import { SECRET_ROTATE_OPTIONS_USAGE, secretRotateRequest } from './tenants-manage.ts';
 
 export const accountLimits: Command = {
   usage: `Usage: belfry account limits [options]
@@ -26,7 +25,7 @@ ${commonUsage('BELFRY_API_KEY')}`,
   },
 };
 
-const rotateOptions = { ...COMMON_OPTIONS, 'grace-period': { type: 'string' }, secret: { type: 'string' } } as const;
+const rotateOptions = { ...COMMON_OPTIONS, ...SECRET_ROTATE_OPTIONS } as const;
 
 export const accountRotateSecret: Command = {
   usage: `Usage: belfry account rotate-secret [options]

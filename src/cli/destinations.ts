@@ -15,7 +15,17 @@ import {
   type Io,
 } from './command.ts';
 import { parseHeaders } from './events-schedule.ts';
-import { durationFlag, intFlag, listFlag, noPositionals, numberFlag, readJsonObjectFile } from './flags.ts';
+import {
+  durationFlag,
+  intFlag,
+  listFlag,
+  noPositionals,
+  numberFlag,
+  readJsonObjectFile,
+  SECRET_ROTATE_OPTIONS,
+  SECRET_ROTATE_OPTIONS_USAGE,
+  secretRotateRequest,
+} from './flags.ts';
 import { cell, msCell, renderFields, renderTable, timeCell } from './table.ts';
 
 const KINDS = ['http', 'pull', 'kafka', 'nats', 'amqp', 'redis'];
@@ -263,7 +273,7 @@ ${commonUsage('BELFRY_API_KEY')}`,
   },
 };
 
-const rotateOptions = { ...COMMON_OPTIONS, 'grace-period': { type: 'string' }, secret: { type: 'string' } } as const;
+const rotateOptions = { ...COMMON_OPTIONS, ...SECRET_ROTATE_OPTIONS } as const;
 
 export const destinationsRotateSecret: Command = {
   usage: `Usage: belfry destinations rotate-secret <name> [options]
@@ -272,16 +282,12 @@ Gives a destination a new signing secret, printed once (POST /v1/destinations/{n
 The old one keeps signing beside it for the grace period, so receivers can switch without a gap.
 
 Options:
-  --grace-period <dur>  how long the old secret signs too (default 24h, at most 7d)
-  --secret <whsec_...>  the new secret (generated when left out)
+${SECRET_ROTATE_OPTIONS_USAGE}
 ${commonUsage('BELFRY_API_KEY')}`,
   async run(argv, io) {
     const { values, positionals } = parseCommandLine({ args: argv, options: rotateOptions, allowPositionals: true });
     const name = onePositional(positionals, 'name');
-    const request: { gracePeriod?: string | number; secret?: string } = {};
-    if (values['grace-period'] !== undefined)
-      request.gracePeriod = durationFlag('--grace-period', values['grace-period']);
-    if (values.secret !== undefined) request.secret = values.secret;
+    const request = secretRotateRequest(values);
     const rotated = await ApiClient.fromFlags(values, 'tenant', io).call((b) =>
       b.destinations.rotateSecret(name, request),
     );

@@ -83,3 +83,18 @@ export const EITHER_KEY_USAGE = [
   '  --json                print the raw JSON response',
   '  -h, --help            show this help',
 ].join('\n');
+
+/** The options of a signing-secret rotation. */
+export const SECRET_ROTATE_OPTIONS = { 'grace-period': { type: 'string' }, secret: { type: 'string' } } as const;
+
+/** The `--grace-period` and `--secret` of a signing-secret rotation. */
+export function secretRotateRequest(values: { 'grace-period'?: string; secret?: string }) {
+  const request: { gracePeriod?: string | number; secret?: string } = {};
+  if (values['grace-period'] !== undefined)
+    request.gracePeriod = durationFlag('--grace-period', values['grace-period']);
+  if (values.secret !== undefined) request.secret = values.secret;
+  return request;
+}
+
+export const SECRET_ROTATE_OPTIONS_USAGE = `  --grace-period <dur>  how long the old secret signs too (default 24h, at most 7d)
+  --secret <whsec_...>  the new secret (generated when left out)`;

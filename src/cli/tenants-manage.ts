@@ -14,7 +14,14 @@ import {
   UsageError,
   type Command,
 } from './command.ts';
-import { durationFlag, noPositionals, pairsFlag } from './flags.ts';
+import {
+  durationFlag,
+  noPositionals,
+  pairsFlag,
+  SECRET_ROTATE_OPTIONS,
+  SECRET_ROTATE_OPTIONS_USAGE,
+  secretRotateRequest,
+} from './flags.ts';
 import { cell, renderFields, renderTable, timeCell } from './table.ts';
 
 export function renderTenantList(tenants: TenantList['tenants']): string {
@@ -156,19 +163,7 @@ ${commonUsage('BELFRY_ADMIN_KEY')}`,
   },
 };
 
-const rotateOptions = { ...COMMON_OPTIONS, 'grace-period': { type: 'string' }, secret: { type: 'string' } } as const;
-
-/** The `--grace-period` and `--secret` of a signing-secret rotation. */
-export function secretRotateRequest(values: { 'grace-period'?: string; secret?: string }) {
-  const request: { gracePeriod?: string | number; secret?: string } = {};
-  if (values['grace-period'] !== undefined)
-    request.gracePeriod = durationFlag('--grace-period', values['grace-period']);
-  if (values.secret !== undefined) request.secret = values.secret;
-  return request;
-}
-
-export const SECRET_ROTATE_OPTIONS_USAGE = `  --grace-period <dur>  how long the old secret signs too (default 24h, at most 7d)
-  --secret <whsec_...>  the new secret (generated when left out)`;
+const rotateOptions = { ...COMMON_OPTIONS, ...SECRET_ROTATE_OPTIONS } as const;
 
 export const tenantsRotateSecret: Command = {
   usage: `Usage: belfry tenants rotate-secret <tenantId> [options]
