@@ -68,11 +68,15 @@ export class ApiClient {
 
   /** Builds a client from `--url`/`--key`, falling back to the environment; throws UsageError without a key. */
   static fromFlags(flags: { url?: string; key?: string }, kind: KeyKind, io: Io): ApiClient {
-    const baseUrl = (flags.url ?? io.env.BELFRY_URL ?? DEFAULT_URL).replace(/\/+$/, '');
-    if (!/^https?:\/\//.test(baseUrl)) throw new UsageError(`--url must start with http:// or https://: ${baseUrl}`);
+    const baseUrl = baseUrlOf(flags, io);
     const key = flags.key ?? io.env[KEY_ENV[kind]];
     if (!key) throw new UsageError(`no ${kind === 'admin' ? 'admin' : 'API'} key: pass --key or set ${KEY_ENV[kind]}`);
     return new ApiClient(baseUrl, key, io.fetch);
+  }
+
+  /** A client of the routes that need no key (/healthz, /readyz): `--key` is sent if given. */
+  static withoutKey(flags: { url?: string; key?: string }, io: Io): ApiClient {
+    return new ApiClient(baseUrlOf(flags, io), flags.key ?? '', io.fetch);
   }
 
   /** Sends one request; resolves with a 2xx response, rejects with ApiError otherwise. */
@@ -116,6 +120,13 @@ export class ApiClient {
     const text = error.body ?? '';
     return toApiError(error.status, parseJson(text), text);
   }
+}
+
+/** `--url`, else BELFRY_URL, else the default; throws UsageError on a URL that is not http(s). */
+function baseUrlOf(flags: { url?: string }, io: Io): string {
+  const baseUrl = (flags.url ?? io.env.BELFRY_URL ?? DEFAULT_URL).replace(/\/+$/, '');
+  if (!/^https?:\/\//.test(baseUrl)) throw new UsageError(`--url must start with http:// or https://: ${baseUrl}`);
+  return baseUrl;
 }
 
 function parseJson(text: string): unknown {

@@ -24,6 +24,7 @@ import { eventsList } from './events-list.ts';
 import { eventsSchedule } from './events-schedule.ts';
 import { eventsTrace } from './events-trace.ts';
 import { forecast } from './forecast.ts';
+import { health } from './health.ts';
 import { keysCreate } from './keys-create.ts';
 import { keysList, keysRevoke, keysRotate } from './keys-manage.ts';
 import { pullAck, pullClaim, pullExtend, pullNack } from './pull.ts';
@@ -86,7 +87,7 @@ const GROUPS: Record<string, Record<string, Command>> = {
 };
 
 /** Commands without a verb: `belfry <command> [options]`. */
-const COMMANDS: Record<string, Command> = { forecast };
+const COMMANDS: Record<string, Command> = { forecast, health };
 
 const GROUP_SUMMARY: Record<string, string> = {
   events: 'schedule (one or a batch), get, list, edit, cancel, replay, trace and bulk-change events (tenant API key)',
@@ -137,6 +138,9 @@ Admin (the admin key):
   keys create|list [<tenant>]           a tenant's API keys (without <tenant>: your own, API key)
   keys revoke|rotate [<tenant>] <keyId> revoke or replace a key
   cluster status        nodes, leader, epoch, shards per node, lag
+
+Operations (no key):
+  health                a node's liveness and readiness; exit 1 when it is not ready
 
 Run 'belfry <command> --help' for a command's options.
 Environment: BELFRY_URL, BELFRY_API_KEY, BELFRY_ADMIN_KEY.

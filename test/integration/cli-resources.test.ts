@@ -556,6 +556,20 @@ describe('belfry forecast', () => {
   });
 });
 
+describe('belfry health', () => {
+  it('prints liveness and readiness without a key; an unreachable node exits 1 naming the URL', async () => {
+    const env = { BELFRY_API_KEY: '', BELFRY_ADMIN_KEY: '' };
+    assert.equal(await ok(['health'], { env }), 'live   ok\nready  ready');
+    assert.deepEqual(await okJson(['health'], { env }), {
+      health: { status: 'ok' },
+      readiness: { status: 'ready', reasons: [] },
+    });
+    const down = await cli(['health', '--url', 'http://127.0.0.1:1']);
+    assert.equal(down.code, 1);
+    assert.match(down.err, /^error: cannot reach Belfry at http:\/\/127\.0\.0\.1:1: /);
+  });
+});
+
 describe('belfry --help', () => {
   it('lists every group, and every command prints its own usage', async () => {
     const top = await ok(['--help']);
@@ -570,6 +584,7 @@ describe('belfry --help', () => {
       'tenants',
       'keys',
       'cluster',
+      'health',
     ])
       assert.match(top, new RegExp(`^  ${group} `, 'm'), group);
     const commands = [
@@ -603,6 +618,7 @@ describe('belfry --help', () => {
       'keys revoke',
       'keys rotate',
       'forecast',
+      'health',
     ];
     for (const command of commands) {
       const r = await cli([...command.split(' '), '--help']);
