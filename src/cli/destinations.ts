@@ -192,7 +192,9 @@ export async function buildDestinationBody(flags: DestinationFlags, io: Pick<Io,
   const body: Record<string, unknown> = { kind };
   if (flags['target-url'] !== undefined) body.url = flags['target-url'];
   if ((kind === 'http' || kind === 'amqp' || kind === 'redis') && body.url === undefined)
-    throw new UsageError(`a ${kind} destination needs --target-url <url>`);
+    throw new UsageError(
+      `--target-url <url> is required for a destination of kind ${kind} (or give the body with --file)`,
+    );
   if (flags.secret !== undefined) body.secret = flags.secret;
   if (flags.brokers !== undefined) body.brokers = listFlag(flags.brokers);
   if (flags.topic !== undefined) body.topic = flags.topic;

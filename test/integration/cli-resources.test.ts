@@ -165,7 +165,7 @@ describe('belfry destinations', () => {
 
   it('a body the API refuses is its 400 naming the field; flag mistakes exit 2 and send nothing', async () => {
     await refused(['destinations', 'put', 'k', '--kind', 'kafka', '--brokers', '127.0.0.1:9'], 400, /topic/);
-    await misused(['destinations', 'put', 'x'], /a http destination needs --target-url/);
+    await misused(['destinations', 'put', 'x'], /--target-url <url> is required for a destination of kind http/);
     await misused(
       ['destinations', 'put', 'x', '--file', 'x.json', '--timeout', '1s'],
       /give --file or the destination's flags, not both \(--timeout\)/,
