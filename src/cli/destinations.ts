@@ -233,16 +233,22 @@ Options:
   --kind <kind>         http (default), pull, kafka, nats, amqp or redis
   --target-url <url>    http: the webhook URL; amqp: amqp://...; redis: redis://...
   --secret <whsec_...>  http: the signing secret (generated when left out)
-  --brokers <h:p,...>   kafka: the brokers        --topic <t>     kafka: the topic
-  --servers <u,...>     nats: the servers         --subject <s>   nats: the JetStream subject
-  --exchange <x>        amqp: the exchange ("" the default one)    --routing-key <k>  amqp
-  --stream <key>        redis: the stream key     --max-len <n>   redis: cap on its length
+  --brokers <h:p,...>   kafka: the brokers
+  --topic <t>           kafka: the topic
+  --servers <u,...>     nats: the servers
+  --subject <s>         nats: the JetStream subject
+  --exchange <x>        amqp: the exchange ("" for the default one)
+  --routing-key <k>     amqp: the routing key
+  --stream <key>        redis: the stream key
+  --max-len <n>         redis: an approximate cap on the stream's length
   --ssl                 kafka: connect with TLS
   --allow-insecure-credentials  send credentials without TLS (refused otherwise)
   --header <k=v>        a header sent with every delivery (repeatable)
   --timeout <dur>       per attempt (default 10s)
-  --max-attempts <n>    retry policy: attempts (1-100), with --min-backoff <dur>, --max-backoff <dur>,
-                        --backoff-coefficient <x>
+  --max-attempts <n>    retry policy: attempts (1-100)
+  --min-backoff <dur>   retry policy: the first wait
+  --max-backoff <dur>   retry policy: the longest wait
+  --backoff-coefficient <x>  retry policy: each wait this many times the last
   --rate-limit <n>      at most n deliveries per second
   --max-concurrency <n> at most n deliveries at once (1-1000, default 20)
   (SASL credentials: give them in --file, so they are not on the command line)
