@@ -90,6 +90,22 @@ ${commonUsage('BELFRY_ADMIN_KEY')}`,
 };
 
 const LIMIT_NAMES = LIMIT_SPECS.map((s) => s.name);
+
+/** Names as help lines under an option, indented to its text and wrapped before 100 columns. */
+function wrapList(names: readonly string[]): string {
+  const indent = ' '.repeat(24);
+  const lines: string[] = [];
+  let line = '';
+  for (const name of names) {
+    const next = line === '' ? name : `${line}, ${name}`;
+    if (indent.length + next.length > 98 && line !== '') {
+      lines.push(`${indent}${line},`);
+      line = name;
+    } else line = next;
+  }
+  lines.push(indent + line);
+  return lines.join('\n');
+}
 const RESET = 'default';
 
 const editOptions = {
@@ -148,10 +164,12 @@ Changes a tenant's limits, retention and policy (PATCH /v1/tenants/{id}); what i
 'default' gives a setting back to the node's default. Needs the admin key.
 
 Options:
-  --limit <name=value>        a limit (repeatable): ${LIMIT_NAMES.join(', ')}
-  --retention <state=dur>     how long finished events are kept (repeatable): ${RETENTION_STATES.join(', ')}
-  --durability <d>            strict or relaxed (PostgreSQL: synchronous_commit=off for this tenant)
-  --missed-after <dur>        archive a first fire later than this
+  --limit <name=value>  a limit (repeatable), one of:
+${wrapList(LIMIT_NAMES)}
+  --retention <state=dur>  how long finished events are kept (repeatable), per state:
+${wrapList(RETENTION_STATES)}
+  --durability <d>      strict or relaxed (on PostgreSQL: synchronous_commit=off for this tenant)
+  --missed-after <dur>  archive an event whose first fire is later than this
 ${commonUsage('BELFRY_ADMIN_KEY')}`,
   async run(argv, io) {
     const { values, positionals } = parseCommandLine({ args: argv, options: editOptions, allowPositionals: true });
