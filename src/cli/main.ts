@@ -1,5 +1,5 @@
 /**
- * The `belfry` command line: routes `belfry <group> <verb>` to one command file each.
+ * The `belfry` command line: routes `belfry <group> <verb>` (or `belfry <command>`) to one command file each.
  * Exit codes: 0 done, 1 the API or the network refused, 2 a mistake on the command line.
  */
 import { readFile } from 'node:fs/promises';
