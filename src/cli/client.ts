@@ -1,7 +1,8 @@
 /**
- * Belfry's HTTP API as the CLI uses it: the SDK's transport (client/transport.ts, the one HTTP
- * client of the code), one try per call (a command fails at once; a script retries it), its
- * errors told the CLI's way (ApiError, or "cannot reach Belfry at …").
+ * Belfry's HTTP API as the CLI uses it: the SDK's calls (`call`, client/client.ts) or, for a path
+ * already expanded, its transport (`request`, client/transport.ts, the one HTTP client of the
+ * code); one try per call (a command fails at once; a script retries it), its errors told the
+ * CLI's way (ApiError, or "cannot reach Belfry at …").
  */
 import { BelfryClient } from '../client/client.ts';
 import type { HttpMethod } from '../client/routes.ts';
