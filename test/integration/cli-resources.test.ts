@@ -460,8 +460,8 @@ describe('belfry events edit and replay, and pull', () => {
 describe('belfry events batch', () => {
   it('schedules each event of a file alone: a table numbered as the file, exit 1 naming how many were refused', async () => {
     const events = [
-      { id: 'batch-1', destination: HOOK, delay: '1h' },
-      { destination: HOOK, delay: '1h', payload: { n: 2 } },
+      { id: 'batch-1', destination: { url: HOOK }, delay: '1h' },
+      { destination: { url: HOOK }, delay: '1h', payload: { n: 2 } },
       { id: 'batch-3', destination: 'no-such-destination', delay: '1h' },
     ];
     const r = await cli(['events', 'batch', '--file', 'events.json'], {
@@ -481,7 +481,7 @@ describe('belfry events batch', () => {
     assert.equal(again.results[0].status, 'existing');
     assert.equal(again.results[0].event.id, 'batch-1');
     const table = await ok(['events', 'batch', '--file', 'one.json'], {
-      files: { 'one.json': JSON.stringify([{ id: 'batch-4', destination: HOOK, delay: '1h' }]) },
+      files: { 'one.json': JSON.stringify([{ id: 'batch-4', destination: { url: HOOK }, delay: '1h' }]) },
     });
     assert.match(table, /^1 created, 0 already there$/m);
   });
