@@ -1,10 +1,12 @@
 /**
- * Belfry's HTTP API as the CLI uses it: the SDK's transport (client/transport.ts, the one HTTP
- * client of the code), one try per call (a command fails at once; a script retries it), its
- * errors told the CLI's way (ApiError, or "cannot reach Belfry at …").
+ * Belfry's HTTP API as the CLI uses it: the SDK's calls (`call`, client/client.ts) or, for a path
+ * already expanded, its transport (`request`, client/transport.ts, the one HTTP client of the
+ * code); one try per call (a command fails at once; a script retries it), its errors told the
+ * CLI's way (ApiError, or "cannot reach Belfry at …").
  */
+import { BelfryClient } from '../client/client.ts';
 import type { HttpMethod } from '../client/routes.ts';
-import { BelfryApiError, Transport } from '../client/transport.ts';
+import { BelfryApiError, Transport, type TransportOptions } from '../client/transport.ts';
 import { UsageError, type Io } from './command.ts';
 
 export const DEFAULT_URL = 'http://127.0.0.1:7070';
@@ -45,29 +47,37 @@ export class ApiError extends Error {
 
 export class ApiClient {
   private readonly transport: Transport;
+  /** The SDK on the same options: its methods are the API's operations (client/routes.ts). */
+  private readonly sdk: BelfryClient;
 
   constructor(
     readonly baseUrl: string,
     key: string,
     fetchFn: typeof globalThis.fetch,
   ) {
-    this.transport = new Transport({
+    const options: TransportOptions = {
       baseUrl,
       apiKey: key,
       fetch: fetchFn,
       timeoutMs: REQUEST_TIMEOUT_MS,
       retry: { attemptsMax: 1 },
       userAgent: 'belfry-cli',
-    });
+    };
+    this.transport = new Transport(options);
+    this.sdk = new BelfryClient(options);
   }
 
   /** Builds a client from `--url`/`--key`, falling back to the environment; throws UsageError without a key. */
   static fromFlags(flags: { url?: string; key?: string }, kind: KeyKind, io: Io): ApiClient {
-    const baseUrl = (flags.url ?? io.env.BELFRY_URL ?? DEFAULT_URL).replace(/\/+$/, '');
-    if (!/^https?:\/\//.test(baseUrl)) throw new UsageError(`--url must start with http:// or https://: ${baseUrl}`);
+    const baseUrl = baseUrlOf(flags, io);
     const key = flags.key ?? io.env[KEY_ENV[kind]];
     if (!key) throw new UsageError(`no ${kind === 'admin' ? 'admin' : 'API'} key: pass --key or set ${KEY_ENV[kind]}`);
     return new ApiClient(baseUrl, key, io.fetch);
+  }
+
+  /** A client of the routes that need no key (/healthz, /readyz): `--key` is sent if given. */
+  static withoutKey(flags: { url?: string; key?: string }, io: Io): ApiClient {
+    return new ApiClient(baseUrlOf(flags, io), flags.key ?? '', io.fetch);
   }
 
   /** Sends one request; resolves with a 2xx response, rejects with ApiError otherwise. */
@@ -85,15 +95,39 @@ export class ApiClient {
       const body = typeof res.body === 'string' ? parseJson(res.body) : res.body;
       return { status: res.status, headers: res.headers, body };
     } catch (error) {
-      if (!(error instanceof BelfryApiError)) throw error;
-      if (error.status === 0) throw new Error(`cannot reach Belfry at ${this.baseUrl}: ${describeCause(error)}`);
-      // An answer with the API's error body, or (code http_<status>) one without: a proxy's page.
-      if (error.code !== `http_${error.status}`)
-        throw new ApiError(error.status, error.code, error.message, error.details);
-      const text = error.body ?? '';
-      throw toApiError(error.status, parseJson(text), text);
+      throw this.cliError(error);
     }
   }
+
+  /**
+   * Runs one SDK call (`(sdk) => sdk.destinations.get(name)`), tried once; rejects with ApiError
+   * on an error answer, or "cannot reach Belfry at …" when none came, as `request` does.
+   */
+  async call<T>(operation: (sdk: BelfryClient) => Promise<T>): Promise<T> {
+    try {
+      return await operation(this.sdk);
+    } catch (error) {
+      throw this.cliError(error);
+    }
+  }
+
+  /** The SDK's BelfryApiError told the CLI's way; any other error as it is. */
+  private cliError(error: unknown): unknown {
+    if (!(error instanceof BelfryApiError)) return error;
+    if (error.status === 0) return new Error(`cannot reach Belfry at ${this.baseUrl}: ${describeCause(error)}`);
+    // An answer with the API's error body, or (code http_<status>) one without: a proxy's page.
+    if (error.code !== `http_${error.status}`)
+      return new ApiError(error.status, error.code, error.message, error.details);
+    const text = error.body ?? '';
+    return toApiError(error.status, parseJson(text), text);
+  }
+}
+
+/** `--url`, else BELFRY_URL, else the default; throws UsageError on a URL that is not http(s). */
+function baseUrlOf(flags: { url?: string }, io: Io): string {
+  const baseUrl = (flags.url ?? io.env.BELFRY_URL ?? DEFAULT_URL).replace(/\/+$/, '');
+  if (!/^https?:\/\//.test(baseUrl)) throw new UsageError(`--url must start with http:// or https://: ${baseUrl}`);
+  return baseUrl;
 }
 
 function parseJson(text: string): unknown {

@@ -13,6 +13,7 @@ Options:
   --destination <d>     only events for this destination
   --group <g>           only events of this group
   --type <t>            only events of this type
+  --schedule <id>       only a schedule's occurrences, newest first (combines with no other filter)
   --from <time>         only events due at or after this time (RFC 3339 or epoch ms)
   --to <time>           only events due before this time
   --limit <n>           page size, 1 to 1000 (default 100)
@@ -25,6 +26,7 @@ const options = {
   destination: { type: 'string' },
   group: { type: 'string' },
   type: { type: 'string' },
+  schedule: { type: 'string' },
   from: { type: 'string' },
   to: { type: 'string' },
   limit: { type: 'string' },
@@ -70,9 +72,9 @@ export const eventsList: Command = {
       throw new UsageError(`--limit: expected an integer from 1 to ${LIMIT_MAX}: ${values.limit}`);
     }
     const client = ApiClient.fromFlags(values, 'tenant', io);
-    const { state, destination, group, type, from, to, limit, cursor } = values;
+    const { state, destination, group, type, schedule, from, to, limit, cursor } = values;
     const response = await client.request('GET', '/v1/events', {
-      query: { state, destination, group, type, from, to, limit, cursor },
+      query: { state, destination, group, type, schedule, from, to, limit, cursor },
     });
     if (values.json) return printJson(io, response.body);
     io.out(renderEventPage(response.body as EventPage));

@@ -75,21 +75,21 @@ export async function buildScheduleBody(
   return body;
 }
 
-function parseFireAt(text: string): string | number {
+export function parseFireAt(text: string): string | number {
   const value = /^\d+$/.test(text) ? Number(text) : text;
   if (parseTimeMs(value) === null)
     throw new UsageError(`--fire-at: not an RFC 3339 time or epoch milliseconds: ${text}`);
   return value;
 }
 
-function parseDelay(text: string): string | number {
+export function parseDelay(text: string): string | number {
   const value = /^\d+$/.test(text) ? Number(text) : text;
   if (parseDurationMs(value) === null)
     throw new UsageError(`--delay: not a duration (250ms, 30s, 5m, 4h, 7d): ${text}`);
   return value;
 }
 
-async function readPayload(flags: ScheduleFlags, io: Pick<Io, 'readFile'>): Promise<unknown> {
+export async function readPayload(flags: ScheduleFlags, io: Pick<Io, 'readFile'>): Promise<unknown> {
   if (flags.payload !== undefined && flags['payload-file'] !== undefined) {
     throw new UsageError('give --payload or --payload-file, not both');
   }
@@ -105,7 +105,7 @@ async function readPayload(flags: ScheduleFlags, io: Pick<Io, 'readFile'>): Prom
   return parseJsonFlag('--payload-file', text);
 }
 
-function parseJsonFlag(flag: string, text: string): unknown {
+export function parseJsonFlag(flag: string, text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {
@@ -113,7 +113,7 @@ function parseJsonFlag(flag: string, text: string): unknown {
   }
 }
 
-function parseHeaders(pairs: string[]): Record<string, string> {
+export function parseHeaders(pairs: string[]): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const pair of pairs) {
     const at = pair.indexOf('=');

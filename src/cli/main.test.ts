@@ -139,6 +139,25 @@ test('command-line mistakes exit 2 without sending anything', async () => {
     ['events', 'get', 'a', 'b'],
     ['events', 'list', '--limit', '1001'],
     ['events', 'nope'],
+    ['events', 'edit', 'e1'],
+    ['events', 'edit', 'e1', '--fire-at', 'soon'],
+    ['events', 'edit', 'e1', '--delay', '5m', '--if-match', 'abc'],
+    ['events', 'replay'],
+    ['schedules', 'edit', 's1'],
+    ['destinations', 'put', 'd'],
+    ['destinations', 'put', 'd', '--target-url', 'https://x.example', '--max-concurrency', '0'],
+    ['destinations', 'put', 'd', '--file', 'payload.json', '--kind', 'pull'],
+    ['destinations', 'rotate-secret', 'd', '--grace-period', 'long'],
+    ['sources', 'put', 's', '--topic', 't'],
+    ['sources', 'list', 'extra'],
+    ['pull', 'claim', 'q', '--max', '101'],
+    ['pull', 'ack', 'e1'],
+    ['tenants', 'edit', 't1', '--durability', 'loose'],
+    ['tenants', 'get'],
+    ['keys', 'revoke'],
+    ['keys', 'rotate', 't1', 'k1', 'k2'],
+    ['forecast', '--by', 'node'],
+    ['forecast', 'extra'],
     ['nope'],
     [],
   ];
@@ -310,4 +329,93 @@ test('tenants create posts the name with the admin key', async () => {
   assert.match(f.out(), /^id\s+t1$/m);
   assert.match(f.out(), /^signing secret\s+whsec_c2lnbg==$/m);
   assert.match(f.err(), /shown once/);
+});
+
+test('events edit sends a PATCH of the given fields with the version as the If-Match ETag', async () => {
+  const f = fakeIo({ status: 200, body: { ...EVENT, version: 4 } });
+  const code = await runCli(
+    ['events', 'edit', 'a/b', '--delay', '90s', '--payload', '{"n":2}', '--no-type', '--if-match', '3'],
+    f.io,
+  );
+  assert.equal(code, 0, f.err());
+  assert.equal(f.sent[0].method, 'PATCH');
+  assert.equal(f.sent[0].url, 'http://127.0.0.1:7070/v1/events/a%2Fb');
+  assert.equal(f.sent[0].headers['if-match'], '"3"');
+  assert.deepEqual(f.sent[0].body, { delay: '90s', payload: { n: 2 }, type: null });
+  assert.match(f.out(), /^version\s+4$/m);
+});
+
+test('keys create without a tenant id creates a key of the calling tenant with its API key', async () => {
+  const f = fakeIo({
+    status: 201,
+    body: { id: 'k2', key: 'bk_own', prefix: 'bk_ow', createdAt: '2026-01-01T00:00:00.000Z' },
+  });
+  assert.equal(await runCli(['keys', 'create'], f.io), 0, f.err());
+  assert.equal(f.sent[0].method, 'POST');
+  assert.equal(f.sent[0].url, 'http://127.0.0.1:7070/v1/keys');
+  assert.equal(f.sent[0].headers.authorization, 'Bearer tenant-key');
+  assert.match(f.out(), /^key\s+bk_own$/m);
+  assert.match(f.err(), /shown once/);
+});
+
+test('destinations put builds the body of its kind from the flags', async () => {
+  const f = fakeIo({ status: 201, body: { name: 'events', kind: 'kafka', brokers: ['b1:9092'], topic: 't' } });
+  const code = await runCli(
+    [
+      'destinations',
+      'put',
+      'events',
+      '--kind',
+      'kafka',
+      '--brokers',
+      'b1:9092, b2:9092',
+      '--topic',
+      't',
+      '--ssl',
+      '--timeout',
+      '3000',
+      '--max-attempts',
+      '4',
+      '--backoff-coefficient',
+      '1.5',
+    ],
+    f.io,
+  );
+  assert.equal(code, 0, f.err());
+  assert.equal(f.sent[0].method, 'PUT');
+  assert.equal(f.sent[0].url, 'http://127.0.0.1:7070/v1/destinations/events');
+  assert.deepEqual(f.sent[0].body, {
+    kind: 'kafka',
+    brokers: ['b1:9092', 'b2:9092'],
+    topic: 't',
+    ssl: true,
+    timeout: 3000,
+    retry: { maxAttempts: 4, coefficient: 1.5 },
+  });
+  assert.match(f.out(), /^target\s+b1:9092 topic t$/m);
+});
+
+test('an API error of an SDK call prints code, message and details and exits 1', async () => {
+  const f = fakeIo({
+    status: 404,
+    body: {
+      error: {
+        code: 'not_found',
+        message: 'no destination named "x"',
+        details: [{ field: 'name', message: 'not found' }],
+      },
+    },
+  });
+  assert.equal(await runCli(['destinations', 'get', 'x'], f.io), 1);
+  assert.equal(f.out(), '');
+  assert.equal(f.err(), 'error: not_found (HTTP 404): no destination named "x"\n  - name: not found');
+});
+
+test('an unreachable server exits 1 naming the URL, for an SDK call too', async () => {
+  const f = fakeIo({ status: 200 });
+  f.io.fetch = async () => {
+    throw new TypeError('fetch failed', { cause: { code: 'ECONNREFUSED' } });
+  };
+  assert.equal(await runCli(['tenants', 'list', '--url', 'http://127.0.0.1:1'], f.io), 1);
+  assert.equal(f.err(), 'error: cannot reach Belfry at http://127.0.0.1:1: ECONNREFUSED');
 });

@@ -86,6 +86,13 @@ describe('belfry schedules', () => {
     );
     const fired = JSON.parse((await cli('schedules', 'trigger', 'nightly', '--json')).out);
     assert.match(fired.id, /^nightly@\d{4}-/);
+    const occurrences = await cli('events', 'list', '--schedule', 'nightly');
+    assert.equal(occurrences.code, 0, occurrences.err);
+    assert.match(
+      occurrences.out,
+      new RegExp(`^${fired.id.replace(/[.+]/g, '\\$&')}\\s+\\S+\\s`, 'm'),
+      'the triggered occurrence, in whatever state its delivery reached',
+    );
     assert.equal((await cli('schedules', 'delete', 'nightly')).code, 0);
     const gone = await cli('schedules', 'get', 'nightly');
     assert.equal(gone.code, 1);
