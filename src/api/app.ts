@@ -64,8 +64,6 @@ import { uiRoutes } from '../ui/routes.ts';
 /** Path parameters longer than this are refused by the router before validation (ids are ≤ 200). */
 const PARAM_LENGTH_MAX = 1_000;
 
-export const API_VERSION = '0.1.0';
-
 /** Bounds that are the same for every tenant, for the OpenAPI document. */
 function fixedLimits(bodyBytesMax: number, inFlightBytesMax: number): [string, string][] {
   const batchDefault = bodyBytesMaxOf('batch', DEFAULT_TENANT_LIMITS, bodyBytesMax);
@@ -126,13 +124,18 @@ function openApiDescription(bodyBytesMax: number, inFlightBytesMax: number): str
   ].join('\n');
 }
 
-async function registerOpenApi(app: FastifyInstance, bodyBytesMax: number, inFlightBytesMax: number): Promise<void> {
+async function registerOpenApi(
+  app: FastifyInstance,
+  version: string,
+  bodyBytesMax: number,
+  inFlightBytesMax: number,
+): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
       info: {
         title: 'Belfry',
-        version: API_VERSION,
+        version,
         description: openApiDescription(bodyBytesMax, inFlightBytesMax),
       },
       components: {
@@ -259,7 +262,7 @@ export async function createApp(appDeps: AppDeps): Promise<FastifyInstance> {
   app.decorate('bodyBudget', budget);
   // On the root, so it runs for every route, after the scopes' onRequest hooks (auth, rate).
   app.addHook('preParsing', bodyLimitHook({ budget, nodeLimits: deps.limits }));
-  await registerOpenApi(app, deps.limits.bodyBytesMax, budget.bytesMax);
+  await registerOpenApi(app, deps.version, deps.limits.bodyBytesMax, budget.bytesMax);
 
   const auth = new Authenticator(deps.store, deps.clock, deps.adminKey);
   const quotas = deps.quotas ?? new TenantQuotas(deps.store, deps.clock, deps.limits, deps.counts);

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Io } from './command.ts';
 import { runCli } from './main.ts';
+import { PACKAGE_VERSION } from '../../test/support/package.ts';
 
 interface Sent {
   method: string;
@@ -310,4 +311,18 @@ test('tenants create posts the name with the admin key', async () => {
   assert.match(f.out(), /^id\s+t1$/m);
   assert.match(f.out(), /^signing secret\s+whsec_c2lnbg==$/m);
   assert.match(f.err(), /shown once/);
+});
+
+test('--version and -v print the version of package.json on stdout and exit 0; an argument after it is a usage error', async () => {
+  for (const flag of ['--version', '-v', 'version']) {
+    const f = fakeIo({ status: 500 });
+    assert.equal(await runCli([flag], f.io), 0, flag);
+    assert.equal(f.out(), PACKAGE_VERSION, flag);
+    assert.equal(f.err(), '', flag);
+    assert.equal(f.sent.length, 0, `${flag} calls no API`);
+  }
+  const f = fakeIo({ status: 500 });
+  assert.equal(await runCli(['--version', 'extra'], f.io), 2);
+  assert.equal(f.out(), '');
+  assert.match(f.err(), /unexpected argument: extra/);
 });

@@ -18,6 +18,7 @@ import { schedulesCreate } from './schedules-create.ts';
 import { schedulesGet, schedulesList } from './schedules-get.ts';
 import { schedulesPreview } from './schedules-preview.ts';
 import { tenantsCreate } from './tenants-create.ts';
+import { belfryVersion } from '../node/version.ts';
 
 export const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
@@ -74,7 +75,7 @@ Commands:
   keys create <tenant>  create an API key for a tenant (admin)
   cluster status        nodes, leader, epoch, shards per node, lag (admin)
 
-Run 'belfry <command> --help' for a command's options.
+Run 'belfry <command> --help' for a command's options; 'belfry --version' prints the version.
 Environment: BELFRY_URL, BELFRY_API_KEY, BELFRY_ADMIN_KEY.`;
 
 /** The real process's I/O. */
@@ -115,6 +116,11 @@ async function route(argv: string[], io: Io): Promise<number> {
   const [first, second, ...rest] = argv;
   if (first === undefined) return printUsage(io, USAGE, EXIT_USAGE);
   if (first === '--help' || first === '-h' || first === 'help') return printUsage(io, USAGE, 0);
+  if (first === '--version' || first === '-v' || first === 'version') {
+    if (second !== undefined) throw new UsageError(`unexpected argument: ${second}`);
+    io.out(belfryVersion());
+    return 0;
+  }
   if (first === 'start') {
     // Loaded only here, so the API commands never pay for loading the node. It owns its flags and --help.
     await (await import('./start.ts')).runStart(argv.slice(1));

@@ -14,6 +14,7 @@ import { SimClock, SteadyClock } from '../../src/core/clock.ts';
 import type { EventRecord } from '../../src/core/event.ts';
 import { RETENTION_DEFAULTS } from '../../src/core/retention.ts';
 import { Metrics } from '../../src/node/metrics.ts';
+import { belfryVersion } from '../../src/node/version.ts';
 import { CountSampler } from '../../src/maintenance/count-sampler.ts';
 import { GroupCommitter } from '../../src/store/group-commit.ts';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
@@ -140,6 +141,7 @@ async function makeTestAppOn<S extends Store>(
     onDestinationChanged: (tenantId, name) => destinationsChanged.push([tenantId, name]),
     onTenantSecretsChanged: (tenantId) => tenantSecretsChanged.push(tenantId),
     metrics,
+    version: belfryVersion(),
     counts,
     logger,
     adminKey: ADMIN_KEY,
