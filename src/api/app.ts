@@ -9,6 +9,7 @@
  */
 import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { accessLogHook } from './access-log.ts';
 import { Authenticator } from './auth.ts';
 import type { AppDeps } from './deps.ts';
 import { KnownDestinations } from './known-destinations.ts';
@@ -258,6 +259,8 @@ export async function createApp(appDeps: AppDeps): Promise<FastifyInstance> {
   app.decorateRequest('limits', null as unknown as TenantLimits);
   registerJsonParser(app);
   registerErrorHandling(app, deps.logger, deps.limits.bodyBytesMax);
+  // On the root before any route, so every request's answer is logged, a 404 included.
+  if (deps.accessLog) app.addHook('onResponse', accessLogHook(deps.logger));
   const budget = new BodyBudget(deps.limits.bodyBytesInFlightMax ?? BODY_BYTES_IN_FLIGHT_MAX_DEFAULT);
   app.decorate('bodyBudget', budget);
   // On the root, so it runs for every route, after the scopes' onRequest hooks (auth, rate).

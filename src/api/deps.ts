@@ -74,6 +74,8 @@ export interface AppDeps {
   /** Counts of events sampled in the background: the /metrics gauges and the pending quota read them. */
   counts: CountSampler;
   logger: Logger;
+  /** One info log line per answered request (access-log.ts); default off. */
+  accessLog?: boolean;
   adminKey: string;
   shardCount: number;
   limits: ApiLimits;

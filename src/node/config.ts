@@ -10,6 +10,7 @@
  * | --admin-key        | BELFRY_ADMIN_KEY          | adminKey          | generated once |
  * | --allow-hosts      | BELFRY_ALLOW_HOSTS        | allowHosts        | (none)         |
  * | --log-level        | BELFRY_LOG_LEVEL          | logLevel          | info           |
+ * | --access-log       | BELFRY_ACCESS_LOG         | accessLog         | off            |
  * | --shard-count      | BELFRY_SHARD_COUNT        | shardCount        | 256            |
  * | --lookahead        | BELFRY_LOOKAHEAD          | lookahead         | 3s             |
  * | --shutdown-timeout | BELFRY_SHUTDOWN_TIMEOUT   | shutdownTimeout   | 30s            |
@@ -72,6 +73,8 @@ export interface NodeConfig {
   adminKey: string | null;
   allowHosts: string[];
   logLevel: string;
+  /** One info log line per answered request (api/access-log.ts). */
+  accessLog: boolean;
   shardCount: number;
   lookaheadMs: number;
   shutdownTimeoutMs: number;
@@ -103,6 +106,7 @@ export const DEFAULT_CONFIG: NodeConfig = {
   adminKey: null,
   allowHosts: [],
   logLevel: 'info',
+  accessLog: false,
   shardCount: SHARD_COUNT_DEFAULT,
   lookaheadMs: 3_000,
   shutdownTimeoutMs: 30_000,
@@ -139,6 +143,8 @@ interface Setting {
   retention?: RetentionState;
   /** The key in the config file when it is not `key`. */
   fileKey?: string;
+  /** An on/off setting: its flag takes no value (present: on); env and file take true/false, 1/0. */
+  boolean?: true;
 }
 
 export class ConfigError extends Error {
@@ -174,6 +180,16 @@ const asDurationFrom1s = (v: unknown) => {
   return ms !== null && ms >= 1_000 ? ms : undefined;
 };
 const capitalised = (s: string) => s[0].toUpperCase() + s.slice(1);
+const asBoolean = (v: unknown) => {
+  if (typeof v === 'boolean') return v;
+  if (typeof v !== 'string') return undefined;
+  const text = v.toLowerCase();
+  return ['1', 'true', 'yes', 'on'].includes(text)
+    ? true
+    : ['0', 'false', 'no', 'off'].includes(text)
+      ? false
+      : undefined;
+};
 const asLevel = (v: unknown) =>
   typeof v === 'string' && ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(v) ? v : undefined;
 
@@ -239,6 +255,16 @@ const SETTINGS: Setting[] = [
     parse: asLevel,
     arg: '<level>',
     help: 'fatal, error, warn, info, debug, trace or silent',
+  },
+  {
+    key: 'accessLog',
+    flag: 'access-log',
+    env: 'BELFRY_ACCESS_LOG',
+    parse: asBoolean,
+    boolean: true,
+    arg: '',
+    help: 'one info log line per request: method, route, status, ms, tenant (env and file: true/false or 1/0)',
+    defaultText: 'off',
   },
   {
     key: 'shardCount',
@@ -399,7 +425,11 @@ export function startUsage(): string {
     'Options:',
     option('--config <file>', 'a JSON config file, keys as below', 'env BELFRY_CONFIG'),
     ...SETTINGS.map((s) =>
-      option(`--${s.flag} ${s.arg}`, s.help, `env ${s.env} · file key ${fileKeyOf(s)} · default ${defaultTextOf(s)}`),
+      option(
+        s.arg === '' ? `--${s.flag}` : `--${s.flag} ${s.arg}`,
+        s.help,
+        `env ${s.env} · file key ${fileKeyOf(s)} · default ${defaultTextOf(s)}`,
+      ),
     ),
     option('-h, --help', 'show this help'),
   ].join('\n');
@@ -407,19 +437,19 @@ export function startUsage(): string {
 
 /** Resolves the configuration from argv (after the command), an environment and the config file it names. */
 export function resolveConfig(argv: string[], env: NodeJS.ProcessEnv = process.env): NodeConfig {
-  const options: Record<string, { type: 'string' }> = { config: { type: 'string' } };
-  for (const s of SETTINGS) options[s.flag] = { type: 'string' };
-  let flags: Record<string, string | undefined>;
+  const options: Record<string, { type: 'string' | 'boolean' }> = { config: { type: 'string' } };
+  for (const s of SETTINGS) options[s.flag] = { type: s.boolean ? 'boolean' : 'string' };
+  let flags: Record<string, string | boolean | undefined>;
   try {
     flags = parseArgs({ args: argv, options, strict: true, allowPositionals: false }).values as Record<
       string,
-      string | undefined
+      string | boolean | undefined
     >;
   } catch (err) {
     throw new ConfigError((err as Error).message);
   }
   const out: NodeConfig = { ...DEFAULT_CONFIG };
-  const file = flags.config ?? env.BELFRY_CONFIG;
+  const file = (flags.config as string | undefined) ?? env.BELFRY_CONFIG;
   if (file) applyFile(out, file);
   for (const s of SETTINGS) {
     const raw = env[s.env];

@@ -190,6 +190,7 @@ function apiDeps(opened: Opened, parts: Parts, ready: () => Promise<{ ok: boolea
   return {
     ...{ store, clock, leaseClock, metrics, logger, adminKey, limits, quotas, counts, events, addressPolicy },
     version: belfryVersion(),
+    accessLog: config.accessLog,
     shardCount: config.shardCount,
     writer: parts.intake.writer,
     pullWaiters: parts.pull.pullWaiters,

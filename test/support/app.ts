@@ -58,6 +58,8 @@ export interface TestAppOptions<S extends Store = SqliteStore> {
   allowHosts?: string[];
   /** Default: silent. */
   logger?: AppDeps['logger'];
+  /** The access log (one line per request to `logger`); default off, as on a node. */
+  accessLog?: boolean;
   /** Default: a GroupCommitter over the store with the default bounds. */
   writer?: (store: S, clock: SimClock) => AppDeps['writer'];
 }
@@ -144,6 +146,7 @@ async function makeTestAppOn<S extends Store>(
     version: belfryVersion(),
     counts,
     logger,
+    accessLog: opts.accessLog,
     adminKey: ADMIN_KEY,
     shardCount: 16,
     limits: { ...DEFAULT_API_LIMITS, ...opts.limits },
