@@ -9,6 +9,10 @@
  * Invariant: every event handed to submit() leaves through exactly one recorded outcome, or stays
  * `executing` in the store (a crash, or a store that is down) to be rescued: at-least-once.
  *
+ * Logs (info), each at most once per change of a queue, never once per event: a queue's circuit
+ * opened or closed, its endpoint started failing or recovered (virtual-queue.ts), events archived
+ * (archive-log.ts: the first of a minute with its id, the rest of that minute as a count).
+ *
  * Bounds: the events of each virtual queue submitted and not yet recorded are counted (`held`);
  * the scheduler claims for a queue only while `queueRoom` is positive (the queue's claimedMax
  * minus what it holds), and is told (`onRoom`) when recorded outcomes free room.
@@ -27,11 +31,12 @@ import type { EventRecord } from '../core/event.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { dueRefOf, type DueRef, type Store } from '../store/store.ts';
 import { destinationNameOf, queueKeyOf, queueOf } from '../core/queue.ts';
+import { ArchiveLog, queueLogFields } from './archive-log.ts';
 import { DestinationResolver, type DeliverySettings } from './destinations.ts';
 import { decideNext } from './outcome.ts';
 import { OutcomeRecorder, type RecordedOutcome } from './recorder.ts';
 import { TenantPolicies, type TenantPolicy } from './tenant-policy.ts';
-import { CLAIMED_MIN, VirtualQueue, type QueueHealth } from './virtual-queue.ts';
+import { CLAIMED_MIN, VirtualQueue, type QueueChange, type QueueHealth } from './virtual-queue.ts';
 
 export interface DispatcherDeps {
   store: Pick<Store, 'destinationGet' | 'tenantGet' | 'tenantSecretsGet' | 'tenantSecretsSwap' | 'eventRecordAttempts'>;
@@ -53,6 +58,11 @@ type Ctx = { event: EventRecord };
 
 /** Virtual queues kept before idle ones are forgotten. */
 export const QUEUES_MAX = 10_000;
+/** Characters of a failure's reason in a log line (a reason may quote the receiver's answer). */
+const LOG_REASON_CHARS_MAX = 200;
+
+const logReason = (reason: string | undefined) =>
+  reason === undefined || reason.length <= LOG_REASON_CHARS_MAX ? reason : `${reason.slice(0, LOG_REASON_CHARS_MAX)}…`;
 
 export class Dispatcher {
   private readonly queues = new Map<string, VirtualQueue<EventRecord>>();
@@ -65,9 +75,11 @@ export class Dispatcher {
   /** The same, per virtual queue (entries at zero are removed). */
   private readonly held = new Map<string, number>();
   private idleWaiters: (() => void)[] = [];
+  private readonly archiveLog: ArchiveLog;
 
   constructor(private readonly deps: DispatcherDeps) {
     this.random = deps.random ?? Math.random;
+    this.archiveLog = new ArchiveLog(deps.logger, deps.clock);
     this.resolver = new DestinationResolver(deps.store, deps.clock);
     this.policies = new TenantPolicies((id) => deps.store.tenantGet({ id }), deps.clock);
     this.recorder = new OutcomeRecorder<Ctx>(
@@ -181,18 +193,43 @@ export class Dispatcher {
     let queue = this.queues.get(key);
     if (!queue) {
       if (this.queues.size >= QUEUES_MAX) this.dropIdleQueues();
+      const { tenantId, queue: queueName } = event;
       queue = new VirtualQueue<EventRecord>(
         settings,
         this.deps.clock,
         {
           deliver: (e, s, signal) => this.deliverOne(e, s, signal),
           done: (e, s, outcome) => this.finish(e, s, outcome),
+          changed: (change) => this.queueChanged(tenantId, queueName, change),
         },
         this.random,
       );
       this.queues.set(key, queue);
     }
     queue.push(event);
+  }
+
+  /** A queue's endpoint changed state: one info line (virtual-queue.ts bounds how often). */
+  private queueChanged(tenantId: string, queue: string, change: QueueChange): void {
+    const fields = queueLogFields(tenantId, queue);
+    const log = this.deps.logger;
+    switch (change.kind) {
+      case 'circuit_opened':
+        log.info(
+          { ...fields, openMs: change.openMs, status: change.status, reason: logReason(change.reason) },
+          'circuit opened: deliveries to this destination wait',
+        );
+        break;
+      case 'circuit_closed':
+        log.info(fields, 'circuit closed: deliveries to this destination go on');
+        break;
+      case 'failing':
+        log.info({ ...fields, status: change.status, reason: logReason(change.reason) }, 'destination failing');
+        break;
+      case 'recovered':
+        log.info({ ...fields, failures: change.failures, failingMs: change.failingMs }, 'destination recovered');
+        break;
+    }
   }
 
   /**
@@ -320,7 +357,12 @@ export class Dispatcher {
       } else if (e.group !== null) {
         this.deps.onGroupTerminal(e.tenantId, e.group);
       }
+      if (outcome.to === 'archived') {
+        const error = logReason(outcome.error);
+        this.archiveLog.archived({ tenantId: e.tenantId, id: e.id, queue: e.queue, attempts: e.attempts, error });
+      }
     });
+    this.archiveLog.sweep();
     if (retries.length > 0) this.deps.onRetry(retries);
     this.outstanding -= batch.length;
     if (this.outstanding <= 0) for (const w of this.idleWaiters.splice(0)) w();
@@ -347,6 +389,7 @@ export class Dispatcher {
     }
     for (const queue of this.queues.values()) queue.abortInflight();
     await this.recorder.flush();
+    this.archiveLog.flush();
   }
 
   /** Hands an event that was claimed but never sent back to the store, due now (no backoff). */

@@ -12,6 +12,14 @@
  *   half-open     → the head goes as the one probe
  *   rate limited  → wake up when the next token is due
  *   otherwise     → start a delivery
+ *
+ * It tells its owner (`hooks.changed`) when its endpoint's state changes, at most once per change,
+ * never per event: the circuit opened (closed → open after the breaker's consecutive failures) or
+ * closed (a success while not closed); the endpoint started failing (a retryable failure of a
+ * delivery after none for RECOVERED_AFTER_MS) or recovered (a success RECOVERED_AFTER_MS after
+ * the last failure). A failure within RECOVERED_AFTER_MS of the previous one changes nothing, so a
+ * flapping endpoint under a flood makes at most one `failing` per RECOVERED_AFTER_MS. Events failed
+ * fast while the circuit is open are not deliveries and count for neither.
  */
 import type { Clock } from '../core/clock.ts';
 import type { DeliveryOutcome } from '../channels/channel.ts';
@@ -25,7 +33,22 @@ export interface VirtualQueueHooks<T> {
   deliver(item: T, settings: DeliverySettings, signal: AbortSignal): Promise<DeliveryOutcome>;
   /** Called once per item with its outcome, whether delivered or failed fast. */
   done(item: T, settings: DeliverySettings, outcome: DeliveryOutcome): void;
+  /** The endpoint's state changed (see the file's comment): once per change. */
+  changed?(change: QueueChange): void;
 }
+
+/** How long after its last failure a success counts as the endpoint's recovery. */
+export const RECOVERED_AFTER_MS = 30_000;
+
+/** A change of a queue's endpoint, told to its owner once. */
+export type QueueChange =
+  /** The breaker opened: `openMs` until it lets a probe through. */
+  | { kind: 'circuit_opened'; openMs: number; reason: string; status?: number }
+  | { kind: 'circuit_closed' }
+  /** The first retryable failure after a time without any. */
+  | { kind: 'failing'; reason: string; status?: number }
+  /** A success RECOVERED_AFTER_MS or more after the last failure; `failures` since `failing`. */
+  | { kind: 'recovered'; failures: number; failingMs: number };
 
 /** Bounds on a queue's claimed-but-undelivered events (see claimedMaxOf). */
 export const CLAIMED_MIN = 64;
@@ -63,6 +86,8 @@ export class VirtualQueue<T> {
   private readonly breaker: CircuitBreaker;
   private readonly stats = new DeliveryStats();
   private wakeTimer: (() => void) | null = null;
+  /** Since the `failing` change until `recovered`: when it began, the last failure (monotonic ms) and the count. */
+  private failing: { sinceMs: number; lastMs: number; failures: number } | null = null;
   /**
    * Shared by every delivery started since the last abortInflight(): aborting it aborts them all,
    * without an AbortController (and a set entry) per delivery.
@@ -206,9 +231,39 @@ export class VirtualQueue<T> {
   private finish(item: T, settings: DeliverySettings, outcome: DeliveryOutcome): void {
     this.active--;
     this.stats.add(outcome);
-    if (outcome.kind === 'retry') this.breaker.onFailure();
-    else this.breaker.onSuccess();
+    const circuitBefore = this.breaker.state;
+    if (outcome.kind === 'retry') {
+      this.breaker.onFailure();
+      this.noteFailure(outcome, circuitBefore);
+    } else {
+      this.breaker.onSuccess();
+      this.noteSuccess(circuitBefore);
+    }
     this.hooks.done(item, settings, outcome);
     this.pump();
+  }
+
+  private noteFailure(outcome: DeliveryOutcome & { kind: 'retry' }, circuitBefore: CircuitState): void {
+    const nowMs = this.clock.monotonicMs();
+    const { status } = outcome;
+    if (this.failing === null) {
+      this.failing = { sinceMs: nowMs, lastMs: nowMs, failures: 1 };
+      this.hooks.changed?.({ kind: 'failing', reason: outcome.reason, status });
+    } else {
+      this.failing.lastMs = nowMs;
+      this.failing.failures++;
+    }
+    if (circuitBefore === 'closed' && this.breaker.state === 'open')
+      this.hooks.changed?.({ kind: 'circuit_opened', openMs: this.breaker.openMs, reason: outcome.reason, status });
+  }
+
+  private noteSuccess(circuitBefore: CircuitState): void {
+    if (circuitBefore !== 'closed') this.hooks.changed?.({ kind: 'circuit_closed' });
+    if (this.failing === null) return;
+    const nowMs = this.clock.monotonicMs();
+    if (nowMs - this.failing.lastMs < RECOVERED_AFTER_MS) return;
+    const { failures, sinceMs } = this.failing;
+    this.failing = null;
+    this.hooks.changed?.({ kind: 'recovered', failures, failingMs: Math.round(nowMs - sinceMs) });
   }
 }
