@@ -15,9 +15,9 @@
  *
  * It tells its owner (`hooks.changed`) when its endpoint's state changes, at most once per change,
  * never per event: the circuit opened (closed → open after the breaker's consecutive failures) or
- * closed (a success while not closed); the endpoint started failing (a retryable failure of a
- * delivery after none for RECOVERED_AFTER_MS) or recovered (a success RECOVERED_AFTER_MS after
- * the last failure). A failure within RECOVERED_AFTER_MS of the previous one changes nothing, so a
+ * closed (a success while not closed); the endpoint started failing (its first retryable failure,
+ * or the first since it recovered) or recovered (a success RECOVERED_AFTER_MS or more after its
+ * last failure). While failing, failures change nothing, and recovering takes RECOVERED_AFTER_MS without one, so a
  * flapping endpoint under a flood makes at most one `failing` per RECOVERED_AFTER_MS. Events failed
  * fast while the circuit is open are not deliveries and count for neither.
  */
@@ -45,7 +45,7 @@ export type QueueChange =
   /** The breaker opened: `openMs` until it lets a probe through. */
   | { kind: 'circuit_opened'; openMs: number; reason: string; status?: number }
   | { kind: 'circuit_closed' }
-  /** The first retryable failure after a time without any. */
+  /** The first retryable failure, or the first since the endpoint recovered. */
   | { kind: 'failing'; reason: string; status?: number }
   /** A success RECOVERED_AFTER_MS or more after the last failure; `failures` since `failing`. */
   | { kind: 'recovered'; failures: number; failingMs: number };
