@@ -17,9 +17,10 @@
  * never per event: the circuit opened (closed → open after the breaker's consecutive failures) or
  * closed (a success while not closed); the endpoint started failing (its first retryable failure,
  * or the first since it recovered) or recovered (a success RECOVERED_AFTER_MS or more after its
- * last failure). While failing, failures change nothing, and recovering takes RECOVERED_AFTER_MS without one, so a
- * flapping endpoint under a flood makes at most one `failing` per RECOVERED_AFTER_MS. Events failed
- * fast while the circuit is open are not deliveries and count for neither.
+ * last failure). While failing, failures change nothing, and recovering takes RECOVERED_AFTER_MS
+ * without one, so a flapping endpoint under a flood makes at most one `failing` per
+ * RECOVERED_AFTER_MS. Events failed fast while the circuit is open are not deliveries and count
+ * for neither.
  */
 import type { Clock } from '../core/clock.ts';
 import type { DeliveryOutcome } from '../channels/channel.ts';
