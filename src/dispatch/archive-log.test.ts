@@ -7,7 +7,13 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { pino } from 'pino';
 import { SimClock } from '../core/clock.ts';
-import { ARCHIVE_LOG_SWEEP_MS, ARCHIVE_LOG_WINDOW_MS, ArchiveLog, type ArchivedEvent } from './archive-log.ts';
+import {
+  ARCHIVE_LOG_SWEEP_MS,
+  ARCHIVE_LOG_WINDOW_MS,
+  ArchiveLog,
+  archiveCauseOf,
+  type ArchivedEvent,
+} from './archive-log.ts';
 
 function setup() {
   const lines: Record<string, unknown>[] = [];
@@ -23,11 +29,12 @@ const archived = (id: string, queue = 'name:orders', tenantId = 't_a'): Archived
   id,
   queue,
   attempts: 12,
-  error: `attempts exhausted (12/12): HTTP 500 (${id})`,
+  why: 'attempts_exhausted',
+  status: 500,
 });
 
 describe('ArchiveLog', () => {
-  it('logs a lone archive at once, at info, with the tenant, destination, id, attempts and why', () => {
+  it('logs a lone archive at once, at info, with the tenant, destination, id, attempts, why and status', () => {
     const t = setup();
     t.log.archived(archived('e1'));
     assert.deepEqual(t.shown(), [
@@ -37,10 +44,18 @@ describe('ArchiveLog', () => {
         destination: 'orders',
         id: 'e1',
         attempts: 12,
-        error: 'attempts exhausted (12/12): HTTP 500 (e1)',
+        why: 'attempts_exhausted',
+        status: 500,
       },
     ]);
     assert.equal(t.lines[0].level, 30);
+  });
+
+  it("names the cause by a fixed code from the dispatcher's own words, never the outcome's text", () => {
+    assert.equal(archiveCauseOf('attempts exhausted (12/12): HTTP 500: Bearer sekrit'), 'attempts_exhausted');
+    assert.equal(archiveCauseOf('expired before the next attempt: timeout after 10000ms'), 'expired');
+    assert.equal(archiveCauseOf("missed: fired 5000 ms late, beyond the tenant's missedAfter of 1000 ms"), 'missed');
+    assert.equal(archiveCauseOf(undefined), 'other');
   });
 
   it('a flood of 10,000 archives in one queue: one line, then one count once the minute has passed', async () => {
@@ -61,7 +76,8 @@ describe('ArchiveLog', () => {
       destination: 'orders',
       count: 9_999,
       lastId: 'e9999',
-      lastError: 'attempts exhausted (12/12): HTTP 500 (e9999)',
+      lastWhy: 'attempts_exhausted',
+      lastStatus: 500,
     });
     assert.equal(t.lines.length, 2);
     // The next archive starts a new minute: logged on its own again.

@@ -7,6 +7,9 @@
  * ARCHIVE_LOG_SWEEP_MS), or at the node's stop. So a destination whose whole backlog is archived
  * at once writes two lines a minute, not one per event; a lone archive is logged at once.
  *
+ * A line says why as a fixed code (`why`) and the last HTTP status, never the outcome's text, which
+ * may quote what the endpoint answered; the event's trace keeps it.
+ *
  * No timer of its own: it runs only when called, so it adds nothing to a run on a simulated clock.
  */
 import type { Logger } from 'pino';
@@ -18,13 +21,26 @@ export const ARCHIVE_LOG_SWEEP_MS = 1_000;
 /** Windows kept at most; past it, the ones ended are logged and dropped first. */
 export const ARCHIVE_LOG_WINDOWS_MAX = 10_000;
 
+/** Why an event was archived: its attempts ran out, its expireAfter passed, or it fired too late (missedAfter). */
+export type ArchiveCause = 'attempts_exhausted' | 'expired' | 'missed' | 'other';
+
+/** The cause of an archive from the error the dispatcher recorded (outcome.ts and the missed rule write them). */
+export function archiveCauseOf(error: string | undefined): ArchiveCause {
+  if (error?.startsWith('attempts exhausted')) return 'attempts_exhausted';
+  if (error?.startsWith('expired')) return 'expired';
+  if (error?.startsWith('missed')) return 'missed';
+  return 'other';
+}
+
 export interface ArchivedEvent {
   tenantId: string;
   id: string;
   /** The event's queue (`name:<destination>` or `url:<origin>`). */
   queue: string;
   attempts: number;
-  error: string | undefined;
+  why: ArchiveCause;
+  /** The last attempt's HTTP status, if it had one. */
+  status?: number;
 }
 
 interface Window {
@@ -65,10 +81,8 @@ export class ArchiveLog {
     }
     if (open) this.end(key, open);
     if (this.windows.size >= ARCHIVE_LOG_WINDOWS_MAX) this.sweep(nowMs, true);
-    this.logger.info(
-      { ...queueLogFields(event.tenantId, event.queue), id: event.id, attempts: event.attempts, error: event.error },
-      'event archived',
-    );
+    const { id, attempts, why, status } = event;
+    this.logger.info({ ...queueLogFields(event.tenantId, event.queue), id, attempts, why, status }, 'event archived');
     this.windows.set(key, { tenantId: event.tenantId, queue: event.queue, startedMs: nowMs, counted: 0, last: null });
   }
 
@@ -93,7 +107,8 @@ export class ArchiveLog {
         ...queueLogFields(window.tenantId, window.queue),
         count: window.counted,
         lastId: window.last.id,
-        lastError: window.last.error,
+        lastWhy: window.last.why,
+        lastStatus: window.last.status,
       },
       'events archived',
     );

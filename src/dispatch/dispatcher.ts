@@ -31,7 +31,7 @@ import type { EventRecord } from '../core/event.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { dueRefOf, type DueRef, type Store } from '../store/store.ts';
 import { destinationNameOf, queueKeyOf, queueOf } from '../core/queue.ts';
-import { ArchiveLog, queueLogFields } from './archive-log.ts';
+import { ArchiveLog, archiveCauseOf, queueLogFields } from './archive-log.ts';
 import { DestinationResolver, type DeliverySettings } from './destinations.ts';
 import { decideNext } from './outcome.ts';
 import { OutcomeRecorder, type RecordedOutcome } from './recorder.ts';
@@ -58,11 +58,6 @@ type Ctx = { event: EventRecord };
 
 /** Virtual queues kept before idle ones are forgotten. */
 export const QUEUES_MAX = 10_000;
-/** Characters of a failure's reason in a log line (a reason may quote the receiver's answer). */
-const LOG_REASON_CHARS_MAX = 200;
-
-const logReason = (reason: string | undefined) =>
-  reason === undefined || reason.length <= LOG_REASON_CHARS_MAX ? reason : `${reason.slice(0, LOG_REASON_CHARS_MAX)}…`;
 
 export class Dispatcher {
   private readonly queues = new Map<string, VirtualQueue<EventRecord>>();
@@ -200,7 +195,7 @@ export class Dispatcher {
         {
           deliver: (e, s, signal) => this.deliverOne(e, s, signal),
           done: (e, s, outcome) => this.finish(e, s, outcome),
-          changed: (change) => this.queueChanged(tenantId, queueName, change),
+          changed: (change, e) => this.queueChanged(tenantId, queueName, change, e),
         },
         this.random,
       );
@@ -209,22 +204,24 @@ export class Dispatcher {
     queue.push(event);
   }
 
-  /** A queue's endpoint changed state: one info line (virtual-queue.ts bounds how often). */
-  private queueChanged(tenantId: string, queue: string, change: QueueChange): void {
-    const fields = queueLogFields(tenantId, queue);
+  /**
+   * A queue's endpoint changed state: one info line (virtual-queue.ts bounds how often), naming the
+   * event whose attempt changed it, whose trace has the whole answer.
+   */
+  private queueChanged(tenantId: string, queue: string, change: QueueChange, event: EventRecord): void {
+    const fields = { ...queueLogFields(tenantId, queue), id: event.id, attempt: event.attempts };
     const log = this.deps.logger;
     switch (change.kind) {
-      case 'circuit_opened':
-        log.info(
-          { ...fields, openMs: change.openMs, status: change.status, reason: logReason(change.reason) },
-          'circuit opened: deliveries to this destination wait',
-        );
+      case 'circuit_opened': {
+        const { openMs, status, timedOut } = change;
+        log.info({ ...fields, openMs, status, timedOut }, 'circuit opened: deliveries to this destination wait');
         break;
+      }
       case 'circuit_closed':
         log.info(fields, 'circuit closed: deliveries to this destination go on');
         break;
       case 'failing':
-        log.info({ ...fields, status: change.status, reason: logReason(change.reason) }, 'destination failing');
+        log.info({ ...fields, status: change.status, timedOut: change.timedOut }, 'destination failing');
         break;
       case 'recovered':
         log.info({ ...fields, failures: change.failures, failingMs: change.failingMs }, 'destination recovered');
@@ -358,8 +355,15 @@ export class Dispatcher {
         this.deps.onGroupTerminal(e.tenantId, e.group);
       }
       if (outcome.to === 'archived') {
-        const error = logReason(outcome.error);
-        this.archiveLog.archived({ tenantId: e.tenantId, id: e.id, queue: e.queue, attempts: e.attempts, error });
+        const { tenantId, id, queue, attempts } = e;
+        this.archiveLog.archived({
+          tenantId,
+          id,
+          queue,
+          attempts,
+          why: archiveCauseOf(outcome.error),
+          status: outcome.status,
+        });
       }
     });
     this.archiveLog.sweep();

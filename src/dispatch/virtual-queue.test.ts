@@ -142,8 +142,8 @@ describe("VirtualQueue's changes (what the dispatcher logs)", () => {
     q.endpoint.ok = false;
     await q.deliver(10);
     assert.deepEqual(q.changes, [
-      { kind: 'failing', status: 503, reason: 'HTTP 503' },
-      { kind: 'circuit_opened', openMs: 1_000, status: 503, reason: 'HTTP 503' },
+      { kind: 'failing', status: 503, timedOut: false },
+      { kind: 'circuit_opened', openMs: 1_000, status: 503, timedOut: false },
     ]);
     // A flood while open: every event fails fast, no change more.
     for (let i = 0; i < 1_000; i++) q.queue.push(i);
@@ -169,6 +169,24 @@ describe("VirtualQueue's changes (what the dispatcher logs)", () => {
     q.endpoint.ok = false;
     await q.deliver(1);
     assert.deepEqual(q.kinds(), ['failing', 'circuit_opened', 'circuit_closed', 'recovered', 'failing']);
+  });
+
+  it('tells a timeout from an answer, and passes no reason text on', async () => {
+    const clock = new SimClock();
+    const changes: QueueChange[] = [];
+    const items: number[] = [];
+    const queue = new VirtualQueue<number>(SETTINGS, clock, {
+      deliver: async () => ({ kind: 'retry', reason: 'timeout after 1000ms', durationMs: 1_000 }),
+      done: () => {},
+      changed: (change, item) => {
+        changes.push(change);
+        items.push(item);
+      },
+    });
+    queue.push(7);
+    while (changes.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(changes, [{ kind: 'failing', status: undefined, timedOut: true }]);
+    assert.deepEqual(items, [7], 'the item whose delivery changed it');
   });
 
   it('a flapping endpoint under a flood: one failing per 30 s, not one per event', async () => {

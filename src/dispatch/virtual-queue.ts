@@ -34,20 +34,33 @@ export interface VirtualQueueHooks<T> {
   deliver(item: T, settings: DeliverySettings, signal: AbortSignal): Promise<DeliveryOutcome>;
   /** Called once per item with its outcome, whether delivered or failed fast. */
   done(item: T, settings: DeliverySettings, outcome: DeliveryOutcome): void;
-  /** The endpoint's state changed (see the file's comment): once per change. */
-  changed?(change: QueueChange): void;
+  /** The endpoint's state changed (see the file's comment): once per change; `item`'s delivery changed it. */
+  changed?(change: QueueChange, item: T): void;
 }
+
+/** A channel's reason for an attempt that ran out of its destination's timeout (http: `timeout after 10000ms`). */
+const TIMED_OUT = /timeout after \d+ms/;
 
 /** How long after its last failure a success counts as the endpoint's recovery. */
 export const RECOVERED_AFTER_MS = 30_000;
 
+/**
+ * What failed, as a log line may show it: the HTTP status, or whether it timed out. Never the
+ * outcome's reason text, which may quote what the endpoint answered (an endpoint that echoes a
+ * request's headers would put its credentials in the log); the event's trace keeps it.
+ */
+export interface FailureFacts {
+  status?: number;
+  timedOut: boolean;
+}
+
 /** A change of a queue's endpoint, told to its owner once. */
 export type QueueChange =
   /** The breaker opened: `openMs` until it lets a probe through. */
-  | { kind: 'circuit_opened'; openMs: number; reason: string; status?: number }
+  | ({ kind: 'circuit_opened'; openMs: number } & FailureFacts)
   | { kind: 'circuit_closed' }
   /** The first retryable failure, or the first since the endpoint recovered. */
-  | { kind: 'failing'; reason: string; status?: number }
+  | ({ kind: 'failing' } & FailureFacts)
   /** A success RECOVERED_AFTER_MS or more after the last failure; `failures` since `failing`. */
   | { kind: 'recovered'; failures: number; failingMs: number };
 
@@ -235,36 +248,36 @@ export class VirtualQueue<T> {
     const circuitBefore = this.breaker.state;
     if (outcome.kind === 'retry') {
       this.breaker.onFailure();
-      this.noteFailure(outcome, circuitBefore);
+      this.noteFailure(item, outcome, circuitBefore);
     } else {
       this.breaker.onSuccess();
-      this.noteSuccess(circuitBefore);
+      this.noteSuccess(item, circuitBefore);
     }
     this.hooks.done(item, settings, outcome);
     this.pump();
   }
 
-  private noteFailure(outcome: DeliveryOutcome & { kind: 'retry' }, circuitBefore: CircuitState): void {
+  private noteFailure(item: T, outcome: DeliveryOutcome & { kind: 'retry' }, circuitBefore: CircuitState): void {
     const nowMs = this.clock.monotonicMs();
-    const { status } = outcome;
+    const facts: FailureFacts = { status: outcome.status, timedOut: TIMED_OUT.test(outcome.reason) };
     if (this.failing === null) {
       this.failing = { sinceMs: nowMs, lastMs: nowMs, failures: 1 };
-      this.hooks.changed?.({ kind: 'failing', reason: outcome.reason, status });
+      this.hooks.changed?.({ kind: 'failing', ...facts }, item);
     } else {
       this.failing.lastMs = nowMs;
       this.failing.failures++;
     }
     if (circuitBefore === 'closed' && this.breaker.state === 'open')
-      this.hooks.changed?.({ kind: 'circuit_opened', openMs: this.breaker.openMs, reason: outcome.reason, status });
+      this.hooks.changed?.({ kind: 'circuit_opened', openMs: this.breaker.openMs, ...facts }, item);
   }
 
-  private noteSuccess(circuitBefore: CircuitState): void {
-    if (circuitBefore !== 'closed') this.hooks.changed?.({ kind: 'circuit_closed' });
+  private noteSuccess(item: T, circuitBefore: CircuitState): void {
+    if (circuitBefore !== 'closed') this.hooks.changed?.({ kind: 'circuit_closed' }, item);
     if (this.failing === null) return;
     const nowMs = this.clock.monotonicMs();
     if (nowMs - this.failing.lastMs < RECOVERED_AFTER_MS) return;
     const { failures, sinceMs } = this.failing;
     this.failing = null;
-    this.hooks.changed?.({ kind: 'recovered', failures, failingMs: Math.round(nowMs - sinceMs) });
+    this.hooks.changed?.({ kind: 'recovered', failures, failingMs: Math.round(nowMs - sinceMs) }, item);
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The dispatcher's info lines on a real node against a loopback receiver: a destination that
  * starts failing is logged once, its circuit opening once and closing once, and a flood of events
- * archived is one line with an id plus one count at the stop, never one line per event.
+ * archived is one line with an id plus one count at the stop, never one line per event. No line
+ * quotes what the endpoint answered (here, a credential it echoes).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -18,7 +19,10 @@ describe('delivery log lines', () => {
     const lines: Record<string, unknown>[] = [];
     const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
     const endpoint = { ok: false };
-    const rx = await startReceiver({ behavior: () => (endpoint.ok ? { status: 200 } : { status: 500, body: 'down' }) });
+    const echoed = `Bearer sekrit-${process.pid}-echoed`;
+    const rx = await startReceiver({
+      behavior: () => (endpoint.ok ? { status: 200 } : { status: 500, body: `down; you sent ${echoed}` }),
+    });
     const t = await startTestNode({}, { logger });
     const about = (prefix: string) =>
       lines.filter((l) => typeof l.msg === 'string' && l.msg.startsWith(prefix) && l.destination === 'orders');
@@ -40,13 +44,16 @@ describe('delivery log lines', () => {
       assert.equal(about('destination failing').length, 1, JSON.stringify(lines));
       assert.equal(about('destination failing')[0].tenantId, t.tenantId);
       assert.equal(about('destination failing')[0].status, 500);
+      assert.equal(about('destination failing')[0].timedOut, false);
+      assert.match(String(about('destination failing')[0].id), /^flood-\d+$/, 'the event whose trace tells more');
       assert.equal(about('circuit opened').length, 1, JSON.stringify(about('circuit opened')));
       assert.equal(about('circuit closed').length, 0);
       const archived = about('event archived');
       assert.equal(archived.length, 1, `one line for ${EVENTS} archives: ${JSON.stringify(archived)}`);
       assert.equal(archived[0].level, 30);
       assert.match(String(archived[0].id), /^flood-\d+$/);
-      assert.match(String(archived[0].error), /attempts exhausted \(1\/1\)/);
+      assert.equal(archived[0].why, 'attempts_exhausted');
+      assert.equal(archived[0].attempts, 1);
 
       // The endpoint is back: an event retried past the open circuit's time is its probe, and closes it.
       endpoint.ok = true;
@@ -73,6 +80,8 @@ describe('delivery log lines', () => {
       assert.equal(counted.length, 1, JSON.stringify(counted));
       assert.equal(counted[0].count, EVENTS - 1);
       assert.equal(about('event archived').length, 1);
+      const leaked = lines.filter((l) => JSON.stringify(l).includes('sekrit'));
+      assert.deepEqual(leaked, [], 'no line quotes what the endpoint answered');
     } finally {
       if (!stopped) await t.close();
       await rx.close();
