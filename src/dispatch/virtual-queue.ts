@@ -259,16 +259,17 @@ export class VirtualQueue<T> {
 
   private noteFailure(item: T, outcome: DeliveryOutcome & { kind: 'retry' }, circuitBefore: CircuitState): void {
     const nowMs = this.clock.monotonicMs();
-    const facts: FailureFacts = { status: outcome.status, timedOut: TIMED_OUT.test(outcome.reason) };
+    // Read only for a change: a failure that changes nothing costs a clock read and a count.
+    const facts = (): FailureFacts => ({ status: outcome.status, timedOut: TIMED_OUT.test(outcome.reason) });
     if (this.failing === null) {
       this.failing = { sinceMs: nowMs, lastMs: nowMs, failures: 1 };
-      this.hooks.changed?.({ kind: 'failing', ...facts }, item);
+      this.hooks.changed?.({ kind: 'failing', ...facts() }, item);
     } else {
       this.failing.lastMs = nowMs;
       this.failing.failures++;
     }
     if (circuitBefore === 'closed' && this.breaker.state === 'open')
-      this.hooks.changed?.({ kind: 'circuit_opened', openMs: this.breaker.openMs, ...facts }, item);
+      this.hooks.changed?.({ kind: 'circuit_opened', openMs: this.breaker.openMs, ...facts() }, item);
   }
 
   private noteSuccess(item: T, circuitBefore: CircuitState): void {
