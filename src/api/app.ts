@@ -9,6 +9,7 @@
  */
 import swagger from '@fastify/swagger';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { accessLogHook } from './access-log.ts';
 import { Authenticator } from './auth.ts';
 import type { AppDeps } from './deps.ts';
 import { KnownDestinations } from './known-destinations.ts';
@@ -63,8 +64,6 @@ import { uiRoutes } from '../ui/routes.ts';
 
 /** Path parameters longer than this are refused by the router before validation (ids are ≤ 200). */
 const PARAM_LENGTH_MAX = 1_000;
-
-export const API_VERSION = '0.1.0';
 
 /** Bounds that are the same for every tenant, for the OpenAPI document. */
 function fixedLimits(bodyBytesMax: number, inFlightBytesMax: number): [string, string][] {
@@ -126,13 +125,18 @@ function openApiDescription(bodyBytesMax: number, inFlightBytesMax: number): str
   ].join('\n');
 }
 
-async function registerOpenApi(app: FastifyInstance, bodyBytesMax: number, inFlightBytesMax: number): Promise<void> {
+async function registerOpenApi(
+  app: FastifyInstance,
+  version: string,
+  bodyBytesMax: number,
+  inFlightBytesMax: number,
+): Promise<void> {
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
       info: {
         title: 'Belfry',
-        version: API_VERSION,
+        version,
         description: openApiDescription(bodyBytesMax, inFlightBytesMax),
       },
       components: {
@@ -244,11 +248,13 @@ export async function createApp(appDeps: AppDeps): Promise<FastifyInstance> {
   app.decorateRequest('limits', null as unknown as TenantLimits);
   registerJsonParser(app);
   registerErrorHandling(app, deps.logger, deps.limits.bodyBytesMax);
+  // On the root before any route, so every request's answer is logged, a 404 included.
+  if (deps.accessLog) app.addHook('onResponse', accessLogHook(deps.logger));
   const budget = new BodyBudget(deps.limits.bodyBytesInFlightMax ?? BODY_BYTES_IN_FLIGHT_MAX_DEFAULT);
   app.decorate('bodyBudget', budget);
   // On the root, so it runs for every route, after the scopes' onRequest hooks (auth, rate).
   app.addHook('preParsing', bodyLimitHook({ budget, nodeLimits: deps.limits }));
-  await registerOpenApi(app, deps.limits.bodyBytesMax, budget.bytesMax);
+  await registerOpenApi(app, deps.version, deps.limits.bodyBytesMax, budget.bytesMax);
 
   const auth = new Authenticator(deps.store, deps.clock, deps.adminKey);
   const quotas = deps.quotas ?? new TenantQuotas(deps.store, deps.clock, deps.limits, deps.counts);

@@ -67,9 +67,13 @@ export interface AppDeps {
   /** Told after a tenant's signing secrets changed (a rotation), so cached ones are dropped. */
   onTenantSecretsChanged(tenantId: string): void;
   metrics: Metrics;
+  /** Belfry's version (its package.json's): shown by /healthz and the OpenAPI document. */
+  version: string;
   /** Counts of events sampled in the background: the /metrics gauges and the pending quota read them. */
   counts: CountSampler;
   logger: Logger;
+  /** One info log line per answered request (access-log.ts); default off. */
+  accessLog?: boolean;
   adminKey: string;
   shardCount: number;
   limits: ApiLimits;

@@ -29,6 +29,7 @@ export const health: Command = {
       io.out(
         renderFields([
           ['live', live.status],
+          ['version', live.version],
           ['ready', readiness.status === 'ready' ? 'ready' : `not ready: ${readiness.reasons.join(', ')}`],
         ]),
       );

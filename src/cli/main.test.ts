@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import type { Io } from './command.ts';
 import { runCli } from './main.ts';
+import { PACKAGE_VERSION } from '../../test/support/package.ts';
 
 interface Sent {
   method: string;
@@ -418,4 +419,18 @@ test('an unreachable server exits 1 naming the URL, for an SDK call too', async 
   };
   assert.equal(await runCli(['tenants', 'list', '--url', 'http://127.0.0.1:1'], f.io), 1);
   assert.equal(f.err(), 'error: cannot reach Belfry at http://127.0.0.1:1: ECONNREFUSED');
+});
+
+test('--version and -v print the version of package.json on stdout and exit 0; an argument after it is a usage error', async () => {
+  for (const flag of ['--version', '-v', 'version']) {
+    const f = fakeIo({ status: 500 });
+    assert.equal(await runCli([flag], f.io), 0, flag);
+    assert.equal(f.out(), PACKAGE_VERSION, flag);
+    assert.equal(f.err(), '', flag);
+    assert.equal(f.sent.length, 0, `${flag} calls no API`);
+  }
+  const f = fakeIo({ status: 500 });
+  assert.equal(await runCli(['--version', 'extra'], f.io), 2);
+  assert.equal(f.out(), '');
+  assert.match(f.err(), /unexpected argument: extra/);
 });

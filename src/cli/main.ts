@@ -36,6 +36,7 @@ import { schedulesPreview } from './schedules-preview.ts';
 import { sourcesDelete, sourcesGet, sourcesList, sourcesPut } from './sources.ts';
 import { tenantsCreate } from './tenants-create.ts';
 import { tenantsEdit, tenantsGet, tenantsList, tenantsRotateSecret } from './tenants-manage.ts';
+import { belfryVersion } from '../node/version.ts';
 
 export const EXIT_FAILURE = 1;
 export const EXIT_USAGE = 2;
@@ -142,7 +143,7 @@ Admin (the admin key):
 Operations (no key):
   health                a node's liveness and readiness; exit 1 when it is not ready
 
-Run 'belfry <command> --help' for a command's options.
+Run 'belfry <command> --help' for a command's options; 'belfry --version' prints the version.
 Environment: BELFRY_URL, BELFRY_API_KEY, BELFRY_ADMIN_KEY.
 Exit codes: 0 done, 1 the API or the network refused, 2 a mistake on the command line.`;
 
@@ -184,6 +185,11 @@ async function route(argv: string[], io: Io): Promise<number> {
   const [first, second, ...rest] = argv;
   if (first === undefined) return printUsage(io, USAGE, EXIT_USAGE);
   if (first === '--help' || first === '-h' || first === 'help') return printUsage(io, USAGE, 0);
+  if (first === '--version' || first === '-v' || first === 'version') {
+    if (second !== undefined) throw new UsageError(`unexpected argument: ${second}`);
+    io.out(belfryVersion());
+    return 0;
+  }
   if (first === 'start') {
     // Loaded only here, so the API commands never pay for loading the node. It owns its flags and --help.
     await (await import('./start.ts')).runStart(argv.slice(1));

@@ -1,12 +1,9 @@
 /** `belfry start [flags]`: runs a node until SIGTERM or SIGINT, then shuts down gracefully and exits 0. */
-import { ConfigError, resolveConfig } from '../node/config.ts';
+import { ConfigError, resolveConfig, startUsage } from '../node/config.ts';
 import { startNode } from '../node/node.ts';
 
-export const START_USAGE = `Usage: belfry start [--port 7070] [--host 127.0.0.1] [--data ./belfry-data] [--store sqlite|postgres://...]
-                    [--admin-key KEY] [--allow-hosts 127.0.0.1,::1] [--config belfry.json] [--log-level info]
-                    [--shard-count 256] [--lookahead 3s] [--shutdown-timeout 30s] [--node-id ID] [--delivery-threads 1]
-                    [--schedule-horizon 10s]
-Every flag has a BELFRY_* environment variable (e.g. BELFRY_PORT); flags win over env, env over the config file.`;
+/** Made from the settings table of node/config.ts, so it lists every setting. */
+export const START_USAGE = startUsage();
 
 export async function runStart(argv: string[]): Promise<void> {
   if (argv.includes('--help') || argv.includes('-h')) {

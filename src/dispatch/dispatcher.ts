@@ -9,6 +9,10 @@
  * Invariant: every event handed to submit() leaves through exactly one recorded outcome, or stays
  * `executing` in the store (a crash, or a store that is down) to be rescued: at-least-once.
  *
+ * Logs (info), each at most once per change of a queue, never once per event: a queue's circuit
+ * opened or closed, its endpoint started failing or recovered (virtual-queue.ts), events archived
+ * (archive-log.ts: the first of a minute with its id, the rest of that minute as a count).
+ *
  * Bounds: the events of each virtual queue submitted and not yet recorded are counted (`held`);
  * the scheduler claims for a queue only while `queueRoom` is positive (the queue's claimedMax
  * minus what it holds), and is told (`onRoom`) when recorded outcomes free room.
@@ -27,11 +31,12 @@ import type { EventRecord } from '../core/event.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { dueRefOf, type DueRef, type Store } from '../store/store.ts';
 import { destinationNameOf, queueKeyOf, queueOf } from '../core/queue.ts';
+import { ArchiveLog, archiveCauseOf, queueLogFields } from './archive-log.ts';
 import { DestinationResolver, type DeliverySettings } from './destinations.ts';
 import { decideNext } from './outcome.ts';
 import { OutcomeRecorder, type RecordedOutcome } from './recorder.ts';
 import { TenantPolicies, type TenantPolicy } from './tenant-policy.ts';
-import { CLAIMED_MIN, VirtualQueue, type QueueHealth } from './virtual-queue.ts';
+import { CLAIMED_MIN, VirtualQueue, type QueueChange, type QueueHealth } from './virtual-queue.ts';
 import type { EventSink } from '../core/event-sink.ts';
 
 export interface DispatcherDeps {
@@ -67,9 +72,11 @@ export class Dispatcher {
   /** The same, per virtual queue (entries at zero are removed). */
   private readonly held = new Map<string, number>();
   private idleWaiters: (() => void)[] = [];
+  private readonly archiveLog: ArchiveLog;
 
   constructor(private readonly deps: DispatcherDeps) {
     this.random = deps.random ?? Math.random;
+    this.archiveLog = new ArchiveLog(deps.logger, deps.clock);
     this.resolver = new DestinationResolver(deps.store, deps.clock);
     this.policies = new TenantPolicies((id) => deps.store.tenantGet({ id }), deps.clock);
     this.recorder = new OutcomeRecorder<Ctx>(
@@ -183,18 +190,45 @@ export class Dispatcher {
     let queue = this.queues.get(key);
     if (!queue) {
       if (this.queues.size >= QUEUES_MAX) this.dropIdleQueues();
+      const { tenantId, queue: queueName } = event;
       queue = new VirtualQueue<EventRecord>(
         settings,
         this.deps.clock,
         {
           deliver: (e, s, signal) => this.deliverOne(e, s, signal),
           done: (e, s, outcome) => this.finish(e, s, outcome),
+          changed: (change, e) => this.queueChanged(tenantId, queueName, change, e),
         },
         this.random,
       );
       this.queues.set(key, queue);
     }
     queue.push(event);
+  }
+
+  /**
+   * A queue's endpoint changed state: one info line (virtual-queue.ts bounds how often), naming the
+   * event whose attempt changed it, whose trace has the whole answer.
+   */
+  private queueChanged(tenantId: string, queue: string, change: QueueChange, event: EventRecord): void {
+    const fields = { ...queueLogFields(tenantId, queue), id: event.id, attempt: event.attempts };
+    const log = this.deps.logger;
+    switch (change.kind) {
+      case 'circuit_opened': {
+        const { openMs, status, timedOut } = change;
+        log.info({ ...fields, openMs, status, timedOut }, 'circuit opened: deliveries to this destination wait');
+        break;
+      }
+      case 'circuit_closed':
+        log.info(fields, 'circuit closed: deliveries to this destination go on');
+        break;
+      case 'failing':
+        log.info({ ...fields, status: change.status, timedOut: change.timedOut }, 'destination failing');
+        break;
+      case 'recovered':
+        log.info({ ...fields, failures: change.failures, failingMs: change.failingMs }, 'destination recovered');
+        break;
+    }
   }
 
   /**
@@ -322,7 +356,19 @@ export class Dispatcher {
       } else if (e.group !== null) {
         this.deps.events.groupSettled(e.tenantId, e.group);
       }
+      if (outcome.to === 'archived') {
+        const { tenantId, id, queue, attempts } = e;
+        this.archiveLog.archived({
+          tenantId,
+          id,
+          queue,
+          attempts,
+          why: archiveCauseOf(outcome.error),
+          status: outcome.status,
+        });
+      }
     });
+    this.archiveLog.sweep();
     if (retries.length > 0) this.deps.events.due(retries);
     this.outstanding -= batch.length;
     if (this.outstanding <= 0) for (const w of this.idleWaiters.splice(0)) w();
@@ -349,6 +395,7 @@ export class Dispatcher {
     }
     for (const queue of this.queues.values()) queue.abortInflight();
     await this.recorder.flush();
+    this.archiveLog.flush();
   }
 
   /** Hands an event that was claimed but never sent back to the store, due now (no backoff). */

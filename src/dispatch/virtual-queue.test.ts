@@ -9,7 +9,14 @@ import { SimClock } from '../core/clock.ts';
 import { DEFAULT_RETRY } from '../core/backoff.ts';
 import type { DeliverySettings } from './destinations.ts';
 import type { DeliveryOutcome } from '../channels/channel.ts';
-import { CLAIMED_MAX, CLAIMED_MIN, claimedMaxOf, VirtualQueue } from './virtual-queue.ts';
+import {
+  CLAIMED_MAX,
+  CLAIMED_MIN,
+  claimedMaxOf,
+  RECOVERED_AFTER_MS,
+  VirtualQueue,
+  type QueueChange,
+} from './virtual-queue.ts';
 
 const SETTINGS: DeliverySettings = {
   queueKey: 't/a',
@@ -99,5 +106,105 @@ describe('VirtualQueue.health', () => {
       successRate: 0.5,
       p99DurationMs: 900,
     });
+  });
+});
+
+describe("VirtualQueue's changes (what the dispatcher logs)", () => {
+  /** A queue whose endpoint answers as `endpoint.ok` says, with every change it reports. */
+  function scripted() {
+    const clock = new SimClock();
+    const endpoint = { ok: true };
+    const changes: QueueChange[] = [];
+    let finished = 0;
+    const queue = new VirtualQueue<number>(SETTINGS, clock, {
+      deliver: async () =>
+        endpoint.ok
+          ? { kind: 'delivered', status: 200, durationMs: 1 }
+          : { kind: 'retry', status: 503, reason: 'HTTP 503', durationMs: 1 },
+      done: () => void finished++,
+      changed: (change) => void changes.push(change),
+    });
+    /** Pushes `n` events one after another, each finished before the next (concurrency 1). */
+    const deliver = async (n: number) => {
+      for (let i = 0; i < n; i++) {
+        const before = finished;
+        queue.push(i);
+        while (finished === before) await new Promise((resolve) => setImmediate(resolve));
+      }
+    };
+    return { clock, endpoint, changes, queue, deliver, kinds: () => changes.map((c) => c.kind) };
+  }
+
+  it('a failing endpoint: failing once, circuit opened once, however many events follow', async () => {
+    const q = scripted();
+    await q.deliver(5);
+    assert.deepEqual(q.changes, [], 'successes change nothing');
+    q.endpoint.ok = false;
+    await q.deliver(10);
+    assert.deepEqual(q.changes, [
+      { kind: 'failing', status: 503, timedOut: false },
+      { kind: 'circuit_opened', openMs: 1_000, status: 503, timedOut: false },
+    ]);
+    // A flood while open: every event fails fast, no change more.
+    for (let i = 0; i < 1_000; i++) q.queue.push(i);
+    assert.equal(q.changes.length, 2);
+  });
+
+  it('circuit closed at the first success; recovered only once no failure came for 30 s', async () => {
+    const q = scripted();
+    q.endpoint.ok = false;
+    await q.deliver(10);
+    assert.deepEqual(q.kinds(), ['failing', 'circuit_opened']);
+    await q.clock.advance(1_000);
+    q.endpoint.ok = true;
+    await q.deliver(1); // the half-open probe
+    assert.deepEqual(q.kinds(), ['failing', 'circuit_opened', 'circuit_closed']);
+    await q.clock.advance(RECOVERED_AFTER_MS - 1_001);
+    await q.deliver(3);
+    assert.equal(q.changes.length, 3, 'not recovered 29 s after the last failure');
+    await q.clock.advance(1);
+    await q.deliver(1);
+    assert.deepEqual(q.changes.at(-1), { kind: 'recovered', failures: 10, failingMs: RECOVERED_AFTER_MS });
+    // Failing again after the recovery is a new change.
+    q.endpoint.ok = false;
+    await q.deliver(1);
+    assert.deepEqual(q.kinds(), ['failing', 'circuit_opened', 'circuit_closed', 'recovered', 'failing']);
+  });
+
+  it('tells a timeout from an answer, and passes no reason text on', async () => {
+    const clock = new SimClock();
+    const changes: QueueChange[] = [];
+    const items: number[] = [];
+    const queue = new VirtualQueue<number>(SETTINGS, clock, {
+      deliver: async () => ({ kind: 'retry', reason: 'timeout after 1000ms', durationMs: 1_000 }),
+      done: () => {},
+      changed: (change, item) => {
+        changes.push(change);
+        items.push(item);
+      },
+    });
+    queue.push(7);
+    while (changes.length === 0) await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(changes, [{ kind: 'failing', status: undefined, timedOut: true }]);
+    assert.deepEqual(items, [7], 'the item whose delivery changed it');
+  });
+
+  it('a flapping endpoint under a flood: one failing per 30 s, not one per event', async () => {
+    const q = scripted();
+    // 2,000 deliveries, every other one failing (never 10 in a row: the circuit stays closed),
+    // 10 ms apart: 20 s of flapping.
+    for (let i = 0; i < 2_000; i++) {
+      q.endpoint.ok = i % 2 === 0;
+      await q.deliver(1);
+      await q.clock.advance(10);
+    }
+    assert.deepEqual(q.kinds(), ['failing']);
+    // The same for 60 s more: it never recovers, since a failure keeps coming.
+    for (let i = 0; i < 6_000; i++) {
+      q.endpoint.ok = i % 2 === 0;
+      await q.deliver(1);
+      await q.clock.advance(10);
+    }
+    assert.deepEqual(q.kinds(), ['failing']);
   });
 });

@@ -12,6 +12,15 @@
  *   half-open     → the head goes as the one probe
  *   rate limited  → wake up when the next token is due
  *   otherwise     → start a delivery
+ *
+ * It tells its owner (`hooks.changed`) when its endpoint's state changes, at most once per change,
+ * never per event: the circuit opened (closed → open after the breaker's consecutive failures) or
+ * closed (a success while not closed); the endpoint started failing (its first retryable failure,
+ * or the first since it recovered) or recovered (a success RECOVERED_AFTER_MS or more after its
+ * last failure). While failing, failures change nothing, and recovering takes RECOVERED_AFTER_MS
+ * without one, so a flapping endpoint under a flood makes at most one `failing` per
+ * RECOVERED_AFTER_MS. Events failed fast while the circuit is open are not deliveries and count
+ * for neither.
  */
 import type { Clock } from '../core/clock.ts';
 import type { DeliveryOutcome } from '../channels/channel.ts';
@@ -25,7 +34,35 @@ export interface VirtualQueueHooks<T> {
   deliver(item: T, settings: DeliverySettings, signal: AbortSignal): Promise<DeliveryOutcome>;
   /** Called once per item with its outcome, whether delivered or failed fast. */
   done(item: T, settings: DeliverySettings, outcome: DeliveryOutcome): void;
+  /** The endpoint's state changed (see the file's comment): once per change; `item`'s delivery changed it. */
+  changed?(change: QueueChange, item: T): void;
 }
+
+/** A channel's reason for an attempt that ran out of its destination's timeout (http: `timeout after 10000ms`). */
+const TIMED_OUT = /timeout after \d+ms/;
+
+/** How long after its last failure a success counts as the endpoint's recovery. */
+export const RECOVERED_AFTER_MS = 30_000;
+
+/**
+ * What failed, as a log line may show it: the HTTP status, or whether it timed out. Never the
+ * outcome's reason text, which may quote what the endpoint answered (an endpoint that echoes a
+ * request's headers would put its credentials in the log); the event's trace keeps it.
+ */
+export interface FailureFacts {
+  status?: number;
+  timedOut: boolean;
+}
+
+/** A change of a queue's endpoint, told to its owner once. */
+export type QueueChange =
+  /** The breaker opened: `openMs` until it lets a probe through. */
+  | ({ kind: 'circuit_opened'; openMs: number } & FailureFacts)
+  | { kind: 'circuit_closed' }
+  /** The first retryable failure, or the first since the endpoint recovered. */
+  | ({ kind: 'failing' } & FailureFacts)
+  /** A success RECOVERED_AFTER_MS or more after the last failure; `failures` since `failing`. */
+  | { kind: 'recovered'; failures: number; failingMs: number };
 
 /** Bounds on a queue's claimed-but-undelivered events (see claimedMaxOf). */
 export const CLAIMED_MIN = 64;
@@ -63,6 +100,8 @@ export class VirtualQueue<T> {
   private readonly breaker: CircuitBreaker;
   private readonly stats = new DeliveryStats();
   private wakeTimer: (() => void) | null = null;
+  /** Since the `failing` change until `recovered`: when it began, the last failure (monotonic ms) and the count. */
+  private failing: { sinceMs: number; lastMs: number; failures: number } | null = null;
   /**
    * Shared by every delivery started since the last abortInflight(): aborting it aborts them all,
    * without an AbortController (and a set entry) per delivery.
@@ -206,9 +245,40 @@ export class VirtualQueue<T> {
   private finish(item: T, settings: DeliverySettings, outcome: DeliveryOutcome): void {
     this.active--;
     this.stats.add(outcome);
-    if (outcome.kind === 'retry') this.breaker.onFailure();
-    else this.breaker.onSuccess();
+    const circuitBefore = this.breaker.state;
+    if (outcome.kind === 'retry') {
+      this.breaker.onFailure();
+      this.noteFailure(item, outcome, circuitBefore);
+    } else {
+      this.breaker.onSuccess();
+      this.noteSuccess(item, circuitBefore);
+    }
     this.hooks.done(item, settings, outcome);
     this.pump();
+  }
+
+  private noteFailure(item: T, outcome: DeliveryOutcome & { kind: 'retry' }, circuitBefore: CircuitState): void {
+    const nowMs = this.clock.monotonicMs();
+    // Read only for a change: a failure that changes nothing costs a clock read and a count.
+    const facts = (): FailureFacts => ({ status: outcome.status, timedOut: TIMED_OUT.test(outcome.reason) });
+    if (this.failing === null) {
+      this.failing = { sinceMs: nowMs, lastMs: nowMs, failures: 1 };
+      this.hooks.changed?.({ kind: 'failing', ...facts() }, item);
+    } else {
+      this.failing.lastMs = nowMs;
+      this.failing.failures++;
+    }
+    if (circuitBefore === 'closed' && this.breaker.state === 'open')
+      this.hooks.changed?.({ kind: 'circuit_opened', openMs: this.breaker.openMs, ...facts() }, item);
+  }
+
+  private noteSuccess(item: T, circuitBefore: CircuitState): void {
+    if (circuitBefore !== 'closed') this.hooks.changed?.({ kind: 'circuit_closed' }, item);
+    if (this.failing === null) return;
+    const nowMs = this.clock.monotonicMs();
+    if (nowMs - this.failing.lastMs < RECOVERED_AFTER_MS) return;
+    const { failures, sinceMs } = this.failing;
+    this.failing = null;
+    this.hooks.changed?.({ kind: 'recovered', failures, failingMs: Math.round(nowMs - sinceMs) }, item);
   }
 }

@@ -162,4 +162,37 @@ describe('resolveConfig', () => {
   it('rejects unknown keys in the file', () => {
     assert.throws(() => resolveConfig(['--config', configFile({ prot: 1 })], {}), /unknown setting "prot"/);
   });
+
+  it('turns the access log on by --access-log, BELFRY_ACCESS_LOG or the file key accessLog; off by default', () => {
+    assert.equal(resolveConfig([], {}).accessLog, false);
+    assert.equal(resolveConfig(['--access-log'], {}).accessLog, true);
+    for (const on of ['1', 'true', 'TRUE', 'yes', 'on'])
+      assert.equal(resolveConfig([], { BELFRY_ACCESS_LOG: on }).accessLog, true, on);
+    for (const off of ['0', 'false', 'no', 'off'])
+      assert.equal(resolveConfig([], { BELFRY_ACCESS_LOG: off }).accessLog, false, off);
+    assert.equal(resolveConfig(['--config', configFile({ accessLog: true })], {}).accessLog, true);
+    // The environment overrides the file; the flag overrides both.
+    assert.equal(
+      resolveConfig(['--config', configFile({ accessLog: true })], { BELFRY_ACCESS_LOG: '0' }).accessLog,
+      false,
+    );
+    assert.equal(resolveConfig(['--access-log'], { BELFRY_ACCESS_LOG: '0' }).accessLog, true);
+  });
+
+  it('refuses an access log setting that is not on or off, naming where it came from', () => {
+    assert.throws(
+      () => resolveConfig([], { BELFRY_ACCESS_LOG: 'maybe' }),
+      (err: unknown) =>
+        err instanceof ConfigError &&
+        /environment variable BELFRY_ACCESS_LOG/.test(err.message) &&
+        /"maybe"/.test(err.message) &&
+        /accessLog/.test(err.message),
+    );
+    assert.throws(
+      () => resolveConfig(['--config', configFile({ accessLog: 'sometimes' })], {}),
+      /key "accessLog": invalid value "sometimes"/,
+    );
+    // A flag without a value: a value after it is an unexpected argument.
+    assert.throws(() => resolveConfig(['--access-log=yes'], {}), ConfigError);
+  });
 });

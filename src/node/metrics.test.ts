@@ -25,3 +25,14 @@ describe('belfry_thread_busy_seconds_total', () => {
     assert.deepEqual(await busySeconds(metrics), { 'sqlite-store': 0.25, 'delivery-0': 0.05 });
   });
 });
+
+describe('belfry_build_info', () => {
+  it('is 1 with the version, Node.js and store labels, one series only after a second set', async () => {
+    const metrics = new Metrics();
+    metrics.setBuildInfo({ version: '9.9.9', node: 'v0.0.1', store: 'sqlite' });
+    metrics.setBuildInfo({ version: '1.2.3', node: 'v22.1.0', store: 'postgres' });
+    const text = await metrics.registry.metrics();
+    const lines = text.split('\n').filter((l) => l.startsWith('belfry_build_info'));
+    assert.deepEqual(lines, ['belfry_build_info{version="1.2.3",node="v22.1.0",store="postgres"} 1']);
+  });
+});

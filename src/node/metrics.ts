@@ -156,6 +156,12 @@ export class Metrics implements MetricsPort {
     labelNames: ['action', 'state'] as const,
     registers: [this.registry],
   });
+  readonly buildInfo = new Gauge({
+    name: 'belfry_build_info',
+    help: 'Always 1; its labels say what runs: Belfry version, Node.js version and store (sqlite or postgres)',
+    labelNames: ['version', 'node', 'store'] as const,
+    registers: [this.registry],
+  });
   readonly pullParked = new Gauge({
     name: 'belfry_pull_parked_claims',
     help: 'Pull claims of this node waiting for events (long polls)',
@@ -164,6 +170,12 @@ export class Metrics implements MetricsPort {
 
   constructor(opts: { defaultMetrics?: boolean } = {}) {
     if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'belfry_' });
+  }
+
+  /** Sets belfry_build_info to 1 with these labels (once, at the node's start). */
+  setBuildInfo(info: { version: string; node: string; store: 'sqlite' | 'postgres' }): void {
+    this.buildInfo.reset();
+    this.buildInfo.set(info, 1);
   }
 
   /** The threads /metrics reports the busy time of, read at each scrape. */

@@ -41,6 +41,7 @@ import { openStore, prepareDataDir, prepareStore, resolveAdminKey, storageWatchO
 import { buildParts, type NodeBase, type Parts } from './parts.ts';
 import { Readiness } from './readiness.ts';
 import type { StorageWatch } from './storage-watch.ts';
+import { belfryVersion, storeKindOf } from './version.ts';
 
 export interface NodeOptions {
   clock?: Clock;
@@ -129,7 +130,7 @@ async function startParts(
   readiness.started = true;
   const [url, port] = [urlOf(app, config), portOf(app, config)];
   const store = config.store === 'sqlite' ? `sqlite:${config.dataDir}` : 'postgres';
-  logger.info({ port, host: config.host, url, owner, store, rescued }, 'listening');
+  logger.info({ port, host: config.host, url, owner, store, rescued, version: belfryVersion() }, 'listening');
   let stopped: Promise<void> | null = null;
   const stop = async () => {
     readiness.stopping = true;
@@ -174,6 +175,7 @@ async function open(
   const clock: Clock = cluster ? cluster.clock : (opts.clock ?? new SystemClock());
   const leaseClock: Clock = cluster ? cluster.clock : new SteadyClock(clock);
   const metrics = new Metrics({ defaultMetrics: true });
+  metrics.setBuildInfo({ version: belfryVersion(), node: process.version, store: storeKindOf(config.store) });
   const addressPolicy = new AddressPolicy(config.allowHosts);
   const events = new EventBus();
   const base = { config, opts, owner, logger, store, metrics, cluster, clock, leaseClock, addressPolicy, events };
@@ -187,6 +189,8 @@ function apiDeps(opened: Opened, parts: Parts, ready: () => Promise<{ ok: boolea
   const { firing, limits, quotas, counts } = parts;
   return {
     ...{ store, clock, leaseClock, metrics, logger, adminKey, limits, quotas, counts, events, addressPolicy },
+    version: belfryVersion(),
+    accessLog: config.accessLog,
     shardCount: config.shardCount,
     writer: parts.intake.writer,
     pullWaiters: parts.pull.pullWaiters,

@@ -4,6 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { KEY_CACHE_TTL_MS } from '../../src/api/auth.ts';
 import { countByState } from '../../src/store/conformance/fixtures.ts';
 import { ADMIN_KEY, bearer, makeTestApp, type TestApp } from '../support/app.ts';
+import { PACKAGE_VERSION } from '../support/package.ts';
 
 let t: TestApp;
 let ready = { ok: true, reasons: [] as string[] };
@@ -271,10 +272,10 @@ describe('tenants and keys', () => {
 });
 
 describe('operations', () => {
-  test('healthz, readyz (200, then 503 with reasons)', async () => {
+  test('healthz (with the version of package.json), readyz (200, then 503 with reasons)', async () => {
     const h = await t.app.inject({ method: 'GET', url: '/healthz' });
     assert.equal(h.statusCode, 200);
-    assert.deepEqual(h.json(), { status: 'ok' });
+    assert.deepEqual(h.json(), { status: 'ok', version: PACKAGE_VERSION });
     assert.deepEqual((await t.app.inject({ method: 'GET', url: '/readyz' })).json(), { status: 'ready', reasons: [] });
     ready = { ok: false, reasons: ['store unreachable: boom'] };
     const r = await t.app.inject({ method: 'GET', url: '/readyz' });

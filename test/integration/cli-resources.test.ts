@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { Io } from '../../src/cli/command.ts';
 import { runCli } from '../../src/cli/main.ts';
+import { belfryVersion } from '../../src/node/version.ts';
 import { ADMIN_KEY, startTestNode, waitUntil, type TestNode } from '../support/node.ts';
 
 /** Never called: every event here is claimed, fires far ahead, or goes to a pull destination. */
@@ -559,9 +560,9 @@ describe('belfry forecast', () => {
 describe('belfry health', () => {
   it('prints liveness and readiness without a key; an unreachable node exits 1 naming the URL', async () => {
     const env = { BELFRY_API_KEY: '', BELFRY_ADMIN_KEY: '' };
-    assert.equal(await ok(['health'], { env }), 'live   ok\nready  ready');
+    assert.equal(await ok(['health'], { env }), `live     ok\nversion  ${belfryVersion()}\nready    ready`);
     assert.deepEqual(await okJson(['health'], { env }), {
-      health: { status: 'ok' },
+      health: { status: 'ok', version: belfryVersion() },
       readiness: { status: 'ready', reasons: [] },
     });
     const down = await cli(['health', '--url', 'http://127.0.0.1:1']);

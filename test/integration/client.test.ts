@@ -24,6 +24,7 @@ import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { ADMIN_KEY, startTestNode, waitUntil, type TestNode } from '../support/node.ts';
+import { PACKAGE_VERSION } from '../support/package.ts';
 
 let node: TestNode;
 let receiver: Receiver;
@@ -413,7 +414,7 @@ describe('belfry/client against a real node', () => {
   });
 
   test('operations: health, readiness, metrics, the OpenAPI document', async () => {
-    assert.deepEqual(await tenant.operations.health(), { status: 'ok' });
+    assert.deepEqual(await tenant.operations.health(), { status: 'ok', version: PACKAGE_VERSION });
     assert.equal((await tenant.operations.ready()).status, 'ready');
     assert.match(await tenant.operations.metrics(), /belfry_/);
     assert.equal((await tenant.operations.openapi()).openapi, '3.1.0');

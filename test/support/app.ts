@@ -15,6 +15,7 @@ import type { EventRecord } from '../../src/core/event.ts';
 import { EventBus } from '../../src/core/event-sink.ts';
 import { RETENTION_DEFAULTS } from '../../src/core/retention.ts';
 import { Metrics } from '../../src/node/metrics.ts';
+import { belfryVersion } from '../../src/node/version.ts';
 import { CountSampler } from '../../src/maintenance/count-sampler.ts';
 import { GroupCommitter } from '../../src/store/group-commit.ts';
 import { openSqliteStore, type SqliteStore } from '../../src/store/sqlite/sqlite-store.ts';
@@ -58,6 +59,8 @@ export interface TestAppOptions<S extends Store = SqliteStore> {
   allowHosts?: string[];
   /** Default: silent. */
   logger?: AppDeps['logger'];
+  /** The access log (one line per request to `logger`); default off, as on a node. */
+  accessLog?: boolean;
   /** Default: a GroupCommitter over the store with the default bounds. */
   writer?: (store: S, clock: SimClock) => AppDeps['writer'];
 }
@@ -146,8 +149,10 @@ async function makeTestAppOn<S extends Store>(
     onDestinationChanged: (tenantId, name) => destinationsChanged.push([tenantId, name]),
     onTenantSecretsChanged: (tenantId) => tenantSecretsChanged.push(tenantId),
     metrics,
+    version: belfryVersion(),
     counts,
     logger,
+    accessLog: opts.accessLog,
     adminKey: ADMIN_KEY,
     shardCount: 16,
     limits: { ...DEFAULT_API_LIMITS, ...opts.limits },

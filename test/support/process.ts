@@ -1,5 +1,6 @@
 /** Real Belfry node processes for end-to-end tests: start, wait for "listening", SIGTERM or SIGKILL. */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
@@ -114,4 +115,53 @@ export async function runRefusedStart(
   );
   clearTimeout(timer);
   return { code, signal, output, elapsedMs: performance.now() - startedMs };
+}
+
+/** State and parent of a live process from /proc (Linux), or null when it is gone or a zombie. */
+function procStat(pid: number): { ppid: number; state: string } | null {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch {
+    return null;
+  }
+  // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so read after the last ')'.
+  const [state, ppid] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return state === 'Z' || state === 'X' ? null : { ppid: Number(ppid), state };
+}
+
+/** Whether a process is alive (Linux: not gone, not a zombie waiting to be reaped). */
+export function processAlive(pid: number): boolean {
+  return procStat(pid) !== null;
+}
+
+/** Every live process below `pid` (children, their children, ...), from /proc (Linux). */
+export function descendantPids(pid: number): number[] {
+  const parents = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = procStat(Number(entry));
+    if (stat) parents.set(Number(entry), stat.ppid);
+  }
+  const found: number[] = [];
+  const walk = (parent: number) => {
+    for (const [child, ppid] of parents) {
+      if (ppid !== parent) continue;
+      found.push(child);
+      walk(child);
+    }
+  };
+  walk(pid);
+  return found;
+}
+
+/** The command line of a live process (its arguments), or null (Linux). */
+export function processArgs(pid: number): string[] | null {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+      .split('\0')
+      .filter((a) => a !== '');
+  } catch {
+    return null;
+  }
 }

@@ -20,6 +20,7 @@ export function healthRoutes(app: FastifyInstance, deps: AppDeps): void {
   const tags = ['operations'];
   app.get('/healthz', { schema: { tags, summary: 'Liveness', response: { 200: HealthResponse } } }, async () => ({
     status: 'ok' as const,
+    version: deps.version,
   }));
 
   // Unauthenticated: the reasons are stable codes (starting, shutting_down, no_shards,
