@@ -1,7 +1,13 @@
 /** `belfry account limits|rotate-secret`: the calling tenant's own limits and signing secret (its API key). */
 import { ApiClient } from './client.ts';
 import { COMMON_OPTIONS, commonUsage, parseCommandLine, printJson, type Command } from './command.ts';
-import { noPositionals, SECRET_ROTATE_OPTIONS, SECRET_ROTATE_OPTIONS_USAGE, secretRotateRequest } from './flags.ts';
+import {
+  noPositionals,
+  printRotatedSecret,
+  SECRET_ROTATE_OPTIONS,
+  SECRET_ROTATE_OPTIONS_USAGE,
+  secretRotateRequest,
+} from './flags.ts';
 import { cell, renderFields, renderTable, timeCell } from './table.ts';
 
 export const accountLimits: Command = {
@@ -41,13 +47,6 @@ ${commonUsage('BELFRY_API_KEY')}`,
     noPositionals(positionals);
     const request = secretRotateRequest(values);
     const rotated = await ApiClient.fromFlags(values, 'tenant', io).call((b) => b.account.rotateSigningSecret(request));
-    if (values.json) return printJson(io, rotated);
-    io.out(
-      renderFields([
-        ['secret', cell(rotated.secret)],
-        ['old secrets until', timeCell(rotated.previousSecretsExpireAt)],
-      ]),
-    );
-    io.err('note: the secret is shown once and cannot be read back; give it to the receivers now.');
+    printRotatedSecret(io, values.json, rotated);
   },
 };

@@ -21,9 +21,11 @@ import {
   listFlag,
   noPositionals,
   numberFlag,
+  printRotatedSecret,
   readJsonObjectFile,
   SECRET_ROTATE_OPTIONS,
   SECRET_ROTATE_OPTIONS_USAGE,
+  SECRET_SHOWN_ONCE,
   secretRotateRequest,
 } from './flags.ts';
 import { cell, msCell, renderFields, renderTable, timeCell } from './table.ts';
@@ -260,8 +262,7 @@ ${commonUsage('BELFRY_API_KEY')}`,
     const destination = await ApiClient.fromFlags(values, 'tenant', io).call((b) => b.destinations.put(name, body));
     if (values.json) return printJson(io, destination);
     io.out(renderDestination(destination));
-    if (destination.secret)
-      io.err('note: the secret is shown once and cannot be read back; give it to the receivers now.');
+    if (destination.secret) io.err(SECRET_SHOWN_ONCE);
   },
 };
 
@@ -299,15 +300,7 @@ ${commonUsage('BELFRY_API_KEY')}`,
     const rotated = await ApiClient.fromFlags(values, 'tenant', io).call((b) =>
       b.destinations.rotateSecret(name, request),
     );
-    if (values.json) return printJson(io, rotated);
-    io.out(
-      renderFields([
-        ['name', cell(rotated.name)],
-        ['secret', cell(rotated.secret)],
-        ['old secrets until', timeCell(rotated.previousSecretsExpireAt)],
-      ]),
-    );
-    io.err('note: the secret is shown once and cannot be read back; give it to the receivers now.');
+    printRotatedSecret(io, values.json, rotated);
   },
 };
 

@@ -1,6 +1,7 @@
 /** Flag values the commands share: durations, whole numbers, key=value pairs, JSON files, If-Match. */
 import { parseDurationMs } from '../core/duration.ts';
-import { UsageError, type Io } from './command.ts';
+import { printJson, UsageError, type Io } from './command.ts';
+import { cell, renderFields, timeCell } from './table.ts';
 import { parseJsonFlag } from './events-schedule.ts';
 
 /** Throws a UsageError naming the first positional argument of a command that takes none. */
@@ -94,6 +95,27 @@ export function secretRotateRequest(values: { 'grace-period'?: string; secret?: 
     request.gracePeriod = durationFlag('--grace-period', values['grace-period']);
   if (values.secret !== undefined) request.secret = values.secret;
   return request;
+}
+
+/** Told on stderr whenever a new signing secret is printed. */
+export const SECRET_SHOWN_ONCE =
+  'note: the secret is shown once and cannot be read back; give it to the receivers now.';
+
+/** A rotation's answer: `--json` as the API gave it, else its fields (the name first, if it has one) and the note. */
+export function printRotatedSecret(
+  io: Io,
+  json: boolean | undefined,
+  rotated: { name?: string; secret: string; previousSecretsExpireAt: string | null },
+): void {
+  if (json) return printJson(io, rotated);
+  io.out(
+    renderFields([
+      ...(rotated.name === undefined ? [] : [['name', cell(rotated.name)] as [string, string]]),
+      ['secret', cell(rotated.secret)],
+      ['old secrets until', timeCell(rotated.previousSecretsExpireAt)],
+    ]),
+  );
+  io.err(SECRET_SHOWN_ONCE);
 }
 
 export const SECRET_ROTATE_OPTIONS_USAGE = `  --grace-period <dur>  how long the old secret signs too (default 24h, at most 7d)

@@ -18,6 +18,7 @@ import {
   durationFlag,
   noPositionals,
   pairsFlag,
+  printRotatedSecret,
   SECRET_ROTATE_OPTIONS,
   SECRET_ROTATE_OPTIONS_USAGE,
   secretRotateRequest,
@@ -199,13 +200,6 @@ ${commonUsage('BELFRY_ADMIN_KEY')}`,
     const rotated = await ApiClient.fromFlags(values, 'admin', io).call((b) =>
       b.tenants.rotateSigningSecret(tenantId, request),
     );
-    if (values.json) return printJson(io, rotated);
-    io.out(
-      renderFields([
-        ['secret', cell(rotated.secret)],
-        ['old secrets until', timeCell(rotated.previousSecretsExpireAt)],
-      ]),
-    );
-    io.err('note: the secret is shown once and cannot be read back; give it to the receivers now.');
+    printRotatedSecret(io, values.json, rotated);
   },
 };
