@@ -15,8 +15,10 @@
  * or all at once (`'concurrent'`); replies of a sequential batch go back in one message, those of
  * concurrent calls in one message per `replyFlushMs`.
  *
- * Workers are TypeScript modules: `startWorker` starts one through bin/thread.mjs, which registers
- * the tsx loader first (a worker does not inherit a loader the process registered).
+ * A worker is named by its TypeScript module's URL. Compiled (dist/, as `belfry` runs), `startWorker`
+ * starts the module's JavaScript directly; from the sources (tests, through tsx) it starts
+ * bin/thread.mjs, which registers the tsx loader first (a worker does not inherit a loader the
+ * process registered).
  */
 import {
   parentPort as workerParentPort,
@@ -25,6 +27,7 @@ import {
   type MessagePort,
   type TransferListItem,
 } from 'node:worker_threads';
+import { fileURLToPath } from 'node:url';
 import { BelfryError, type ErrorCode, type ErrorDetail } from './errors.ts';
 
 /** A protocol: each method's parameters and result. A handler may return its result or a promise of it. */
@@ -339,15 +342,35 @@ export function serveRpc<P extends Protocol>(handlers: Handlers<P>, options: Ser
 }
 
 /**
- * The entry of every worker thread and child process (bin/thread.mjs): it registers the tsx loader,
- * then imports the TypeScript module it is given. Named by its path, not imported: core/ loads
- * nothing outside itself.
+ * Whether this code runs compiled (dist/, `.js`) or from its TypeScript sources through tsx.
+ * Compiling rewrites import specifiers, not the module URLs named here, so `moduleUrl` maps them.
  */
-export const THREAD_ENTRY = new URL('../../bin/thread.mjs', import.meta.url);
+const COMPILED = import.meta.url.endsWith('.js');
 
-/** Starts the TypeScript module at `url` on a worker thread (through THREAD_ENTRY); `data` is its threadData(). */
+/** The URL of the code of `url`, a TypeScript module: its compiled `.js` when this runs compiled. */
+function moduleUrl(url: URL): URL {
+  return COMPILED ? new URL(url.href.replace(/\.ts$/, '.js')) : url;
+}
+
+/**
+ * Running from the sources, the entry of every worker thread and child process (bin/thread.mjs):
+ * it registers the tsx loader, then imports the TypeScript module it is given. Named by its path,
+ * not imported: core/ loads nothing outside itself.
+ */
+const THREAD_ENTRY = new URL('../../bin/thread.mjs', import.meta.url);
+
+/** Starts the TypeScript module at `url` on a worker thread; `data` is its threadData(). */
 export function startWorker(url: URL, data?: unknown): Worker {
-  return new Worker(THREAD_ENTRY, { workerData: { module: url.href, data } });
+  const workerData = { module: url.href, data };
+  return COMPILED ? new Worker(moduleUrl(url), { workerData }) : new Worker(THREAD_ENTRY, { workerData });
+}
+
+/**
+ * The arguments of `node` that run the TypeScript module at `url` as a process of its own, with
+ * `args` as its own arguments (process.argv.slice(2) there).
+ */
+export function childProcessArgs(url: URL, args: string[]): string[] {
+  return COMPILED ? [fileURLToPath(moduleUrl(url)), ...args] : [fileURLToPath(THREAD_ENTRY), url.href, ...args];
 }
 
 /** On a thread startWorker started: the `data` it was given. */

@@ -1,10 +1,34 @@
 /** Real Belfry node processes for end-to-end tests: start, wait for "listening", SIGTERM or SIGKILL. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 
-export const BIN = fileURLToPath(new URL('../../bin/belfry.mjs', import.meta.url));
+/**
+ * The `belfry` executable, which runs the compiled code in dist/. Refuses (at import) when dist/ is
+ * missing or older than a source file, so a test never runs yesterday's build: `npm test` builds
+ * first; a test file run alone needs `npm run build` after a change to src/.
+ */
+export const BIN = builtBin();
+
+function builtBin(): string {
+  const src = fileURLToPath(new URL('../../src', import.meta.url));
+  const built = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+  let builtMs: number;
+  try {
+    builtMs = statSync(built).mtimeMs;
+  } catch {
+    throw new Error('dist/ is not built: run `npm run build` (npm test builds first)');
+  }
+  for (const entry of readdirSync(src, { recursive: true, withFileTypes: true })) {
+    if (!entry.isFile() || entry.name.endsWith('.test.ts')) continue;
+    const file = `${entry.parentPath}/${entry.name}`;
+    if (statSync(file).mtimeMs > builtMs) {
+      throw new Error(`dist/ is older than ${file}: run \`npm run build\` (npm test builds first)`);
+    }
+  }
+  return fileURLToPath(new URL('../../bin/belfry.mjs', import.meta.url));
+}
 /** Bounds on every wait: a node that cannot start or stop fails the test instead of hanging it. */
 export const NODE_START_MS_MAX = 30_000;
 export const NODE_STOP_MS_MAX = 15_000;

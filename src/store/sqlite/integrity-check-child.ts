@@ -2,7 +2,6 @@
  * The child process of integrity-check.ts: runs PRAGMA quick_check on one SQLite file with a
  * read-only connection and prints one JSON line. A process of its own, not a thread: a statement
  * cannot be interrupted from JavaScript, and the parent bounds the check by killing this process.
- * Started through bin/thread.mjs, which registers the TypeScript loader first.
  *
  * argv: <file> <problems shown at most>. stdout: one ChildOutput as JSON.
  */

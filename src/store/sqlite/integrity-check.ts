@@ -4,7 +4,7 @@
  * damaged file stops the node at start with a clear message instead of being served as ready and
  * failing call by call.
  *
- * Bounded in time: the check runs in a child process (integrity-check-child.ts, through bin/thread.mjs), killed at the
+ * Bounded in time: the check runs in a child process (integrity-check-child.ts), killed at the
  * deadline, since a statement cannot be interrupted from JavaScript. Measured on this project's
  * VM (bench/measure-quick-check.ts), an 813 MB file of 2,000,000 events: 1.4-1.7 s with the file
  * in the page cache, 8.0-8.3 s from a cold cache (about 100 MB/s, the disk's read rate); integrity_check
@@ -15,15 +15,14 @@
  */
 import { execFile } from 'node:child_process';
 import { statSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { THREAD_ENTRY } from '../../core/thread-rpc.ts';
+import { childProcessArgs } from '../../core/thread-rpc.ts';
 
 /** The check's deadline at start (see above for what it covers). */
 export const QUICK_CHECK_MS_MAX = 20_000;
 /** Problems quick_check reports at most (it stops looking after as many). */
 export const QUICK_CHECK_PROBLEMS_MAX = 5;
 
-const CHILD = new URL('./integrity-check-child.ts', import.meta.url).href;
+const CHILD = new URL('./integrity-check-child.ts', import.meta.url);
 
 /** What the child prints: the check's verdict, or why it could not run. */
 export type ChildOutput = { ok: true } | { ok: false; problems: string[] } | { error: string; code: string };
@@ -74,7 +73,7 @@ export async function checkIntegrity(file: string, deadlineMs: number): Promise<
   const run = await new Promise<{ stdout: string; error: (Error & { killed?: boolean }) | null }>((resolve) => {
     execFile(
       process.execPath,
-      [fileURLToPath(THREAD_ENTRY), CHILD, file, String(QUICK_CHECK_PROBLEMS_MAX)],
+      childProcessArgs(CHILD, [file, String(QUICK_CHECK_PROBLEMS_MAX)]),
       { timeout: deadlineMs, killSignal: 'SIGKILL', maxBuffer: 1024 * 1024, windowsHide: true },
       (error, stdout) => resolve({ stdout, error }),
     );
