@@ -1,6 +1,6 @@
 /**
  * Runs fillSqlite in a process of its own, so that the SQLite backlog loads while the PostgreSQL
- * one does (better-sqlite3 is synchronous: in the bench's process it would block everything else).
+ * one does (the SQLite driver is synchronous: in the bench's process it would block everything else).
  * Gets { file, spec } over IPC; answers with progress, then done or error.
  */
 import { fillSqlite, type BacklogSpec } from './backlog-fill.ts';

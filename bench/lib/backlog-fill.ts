@@ -16,7 +16,7 @@
  * Neither is Belfry's code path, and neither is measured as a Belfry figure.
  */
 import { closeSync, fsyncSync, openSync } from 'node:fs';
-import Database from 'better-sqlite3';
+import { openConnection } from '../../src/store/sqlite/driver.ts';
 import pg from 'pg';
 import { canonicalJson, sha256Hex } from '../../src/core/ids.ts';
 import { shardOf } from '../../src/core/shard.ts';
@@ -106,18 +106,16 @@ async function dropIndexes(client: pg.Client): Promise<string[]> {
 }
 
 export function fillSqlite(file: string, spec: BacklogSpec, onProgress: (done: number) => void): void {
-  const db = new Database(file);
+  const db = openConnection(file);
   try {
     // Loading only: the node reopens the file with its own settings (WAL, synchronous=FULL).
-    db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = OFF');
-    db.pragma('cache_size = -262144');
+    db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = OFF; PRAGMA cache_size = -262144');
     const template = db.prepare('SELECT tenant_id FROM events WHERE id = ?').get(TEMPLATE_ID) as
       | { tenant_id: string }
       | undefined;
     if (!template) throw new Error('backlog: the template event is missing');
-    db.function('bench_shard', { deterministic: true }, (tenant, i) => shardOf(String(tenant), backlogId(Number(i))));
-    db.function('bench_hash', { deterministic: true }, (i) => backlogRequestHash(spec, Number(i)));
+    db.function('bench_shard', (tenant, i) => shardOf(String(tenant), backlogId(Number(i))));
+    db.function('bench_hash', (i) => backlogRequestHash(spec, Number(i)));
     // Integers bound from JS arrive as REAL: the CTE casts them, so fire_at and the payload text are integral.
     const events =
       db.prepare(`WITH RECURSIVE p(firstAt, stepMs) AS (SELECT CAST(@firstAt AS INTEGER), CAST(@stepMs AS INTEGER)),
@@ -128,14 +126,13 @@ export function fillSqlite(file: string, spec: BacklogSpec, onProgress: (done: n
           p.firstAt + g.i * p.stepMs, p.firstAt + g.i * p.stepMs, t.destination, '{"fireAt":' || (p.firstAt + g.i * p.stepMs) || '}',
           t.headers, NULL, t.retry, NULL, t.tags, 0, bench_hash(g.i), t.created_at, t.created_at, t.queue, t.type, t.pull
       FROM p, g, (SELECT * FROM events WHERE id = @template) t`);
-    const chunk = db.transaction((from: number, to: number) => {
-      events.run({ from, to, firstAt: spec.firstAt, stepMs: spec.stepMs, template: TEMPLATE_ID });
-    });
+    const chunk = (from: number, to: number) =>
+      db.immediate(() => events.run({ from, to, firstAt: spec.firstAt, stepMs: spec.stepMs, template: TEMPLATE_ID }));
     for (let from = 0; from < spec.n; from += CHUNK) {
       chunk(from, Math.min(spec.n, from + CHUNK));
       onProgress(Math.min(spec.n, from + CHUNK));
     }
-    db.pragma('wal_checkpoint(TRUNCATE)');
+    db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
     const rows = db
       .prepare('SELECT * FROM events WHERE tenant_id = ? AND id IN (?, ?)')
       .all(template.tenant_id, backlogId(0), backlogId(spec.n - 1)) as Row[];

@@ -4,7 +4,7 @@
  *   - loopback HTTP POST rate: the bench process (undici, 256 keep-alive connections, as a node's
  *     destination) POSTs small JSON bodies to the same receiver process the scenarios use;
  *   - SQLite raw insert rate: rows of an event's size into a table with only a primary key, 1,000
- *     per transaction, WAL with synchronous=FULL (Belfry's durability), better-sqlite3;
+ *     per transaction, WAL with synchronous=FULL (Belfry's durability), the store's SQLite driver;
  *   - PostgreSQL raw insert rate: the same rows, 1,000 per INSERT ... SELECT FROM unnest(...),
  *     4 statements in flight (as the batch ingest), default synchronous_commit (durable);
  *   - single-event requests to a JSON API that does nothing (lib/null-api-child.ts: Fastify, the
@@ -12,7 +12,7 @@
  *     and its 64 concurrent callers: the most any HTTP API can take one event at a time here,
  *     beside which the ingest target "single requests ≥ the best peer's single add" is read.
  */
-import Database from 'better-sqlite3';
+import { openConnection } from '../../src/store/sqlite/driver.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -107,15 +107,15 @@ async function nullApiSingleRate(): Promise<Metric> {
 
 function sqliteInsertRate(): Metric {
   const dir = mkdtempSync(join(tmpdir(), 'belfry-bench-raw-'));
-  const db = new Database(join(dir, 'raw.db'));
+  const db = openConnection(join(dir, 'raw.db'));
   try {
-    db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = FULL');
+    db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL');
     db.exec('CREATE TABLE raw (id INTEGER PRIMARY KEY, body TEXT NOT NULL)');
     const insert = db.prepare('INSERT INTO raw (id, body) VALUES (?, ?)');
-    const commit = db.transaction((from: number) => {
-      for (let i = from; i < from + ROWS_PER_COMMIT; i++) insert.run(i, BODY);
-    });
+    const commit = (from: number) =>
+      db.immediate(() => {
+        for (let i = from; i < from + ROWS_PER_COMMIT; i++) insert.run(i, BODY);
+      });
     const startedMs = performance.now();
     for (let from = 0; from < SQLITE_ROWS; from += ROWS_PER_COMMIT) commit(from);
     return { name: 'SQLite raw inserts/s', value: perSecond(SQLITE_ROWS, performance.now() - startedMs), unit: '/s' };

@@ -8,9 +8,11 @@
  *   the same call, made again, normally succeeds.
  * - `permanent`: anything else (a constraint, a bad value, a bug): the same call fails again.
  *
- * The codes are checked as strings on the error (pg's SQLSTATE `code`, better-sqlite3's
- * `SQLITE_*` `code`, with extended codes such as SQLITE_BUSY_SNAPSHOT), so no driver is imported.
+ * The codes are checked as strings on the error (pg's SQLSTATE `code`; SQLite's `SQLITE_*` name,
+ * with extended codes such as SQLITE_BUSY_SNAPSHOT, read by sqlite-code.ts from either SQLite
+ * driver's error), so no driver is imported.
  */
+import { sqliteErrorCode } from './sqlite-code.ts';
 import { StoreFullError, StoreUnavailableError } from './store.ts';
 
 export type StoreFailureKind = 'unavailable' | 'retryable' | 'permanent';
@@ -26,7 +28,7 @@ const PG_RETRYABLE_CODES: ReadonlySet<string> = new Set([
   '53300', // too_many_connections
 ]);
 
-/** SQLite primary result codes (better-sqlite3 reports extended ones as `<primary>_<detail>`). */
+/** SQLite primary result codes (extended ones are named `<primary>_<detail>`). */
 const SQLITE_RETRYABLE_CODES: readonly string[] = ['SQLITE_BUSY', 'SQLITE_LOCKED'];
 
 /** Driver codes of a full disk: SQLite's SQLITE_FULL, PostgreSQL's SQLSTATE 53100 disk_full. */
@@ -35,14 +37,20 @@ const FULL_CODES: ReadonlySet<string> = new Set(['SQLITE_FULL', '53100']);
 /** The store refused a write for lack of disk space (mapped as StoreFullError, or a driver's own error). */
 export function isStoreFull(err: unknown): boolean {
   if (err instanceof StoreFullError) return true;
+  const code = driverCode(err);
+  return code !== null && FULL_CODES.has(code);
+}
+
+/** The driver's code of `err`: SQLite's `SQLITE_*` name (either driver), else a string `code` (pg's SQLSTATE). */
+function driverCode(err: unknown): string | null {
   const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && FULL_CODES.has(code);
+  return sqliteErrorCode(err) ?? (typeof code === 'string' ? code : null);
 }
 
 export function storeFailureKind(err: unknown): StoreFailureKind {
   if (err instanceof StoreUnavailableError) return 'unavailable';
-  const code = (err as { code?: unknown } | null)?.code;
-  if (typeof code !== 'string') return 'permanent';
+  const code = driverCode(err);
+  if (code === null) return 'permanent';
   if (FULL_CODES.has(code)) return 'unavailable';
   if (code.startsWith('08')) return 'unavailable'; // connection_exception class
   if (PG_RETRYABLE_CODES.has(code)) return 'retryable';

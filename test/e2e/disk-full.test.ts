@@ -18,11 +18,11 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { callApi as api } from '../support/http.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { killNodeProcess, startNodeProcess, stopNodeProcess, type NodeProcess } from '../support/process.ts';
 import { waitUntil } from '../support/node.ts';
+import { openConnection } from '../../src/store/sqlite/driver.ts';
 
 const ADMIN_KEY = 'e2e-admin-key-0123456789abcdef';
 /** Room for the node's start (schema, WAL, shared memory) and a few dozen events. */
@@ -190,9 +190,13 @@ describe('a full disk (real tmpfs, real node process)', { skip: skip ?? false },
       outcomeBatches: logged('recording delivery outcomes failed; retrying'),
     };
     node = undefined;
-    const db = new Database(join(dataDir, 'belfry.db'), { readonly: true });
+    const db = openConnection(join(dataDir, 'belfry.db'), { readonly: true });
     try {
-      assert.deepEqual(db.pragma('integrity_check'), [{ integrity_check: 'ok' }]);
+      const checked = db.prepare<{ integrity_check: string }>('PRAGMA integrity_check').all();
+      assert.deepEqual(
+        checked.map((r) => r.integrity_check),
+        ['ok'],
+      );
     } finally {
       db.close();
     }

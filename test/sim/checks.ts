@@ -8,7 +8,7 @@ import type { Store } from '../../src/store/store.ts';
 import { EVENT_CHANGES_MAX, eventKey, type History } from './history.ts';
 import { MISSED_AFTER_MS, RETRY, type ScheduleSpecSim } from './setup.ts';
 
-/** The database of the run, read directly (better-sqlite3). */
+/** The database of the run, read directly (the store's own connection). */
 export interface Db {
   prepare(sql: string): { get(...a: unknown[]): unknown; all(...a: unknown[]): unknown[] };
 }

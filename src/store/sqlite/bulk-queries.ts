@@ -2,7 +2,7 @@
  * The SQLite statements of bulk jobs (Store.bulkJob*), each under a comment naming its parameters
  * and what it returns; the event writes of a step are event-writes.ts's own.
  */
-import type Database from 'better-sqlite3';
+import type { Connection } from './driver.ts';
 import { BULK_JOB_COLUMNS, type BulkJobRow } from '../core/bulk-rows.ts';
 
 export const BULK_SQL = {
@@ -45,8 +45,8 @@ export const BULK_SQL = {
     WHERE tenant_id = @tenantId AND id = @id AND state = 'running' AND lease_owner = @owner`,
 } as const;
 
-export function prepareBulkQueries(db: Database.Database) {
-  const p = <Row = unknown>(sql: string) => db.prepare<unknown[], Row>(sql);
+export function prepareBulkQueries(db: Connection) {
+  const p = <Row = unknown>(sql: string) => db.prepare<Row>(sql);
   return {
     bulkJobInsert: p(BULK_SQL.bulkJobInsert),
     bulkJobRunningCount: p<{ n: number }>(BULK_SQL.bulkJobRunningCount),

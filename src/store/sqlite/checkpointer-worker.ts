@@ -4,20 +4,17 @@
  * writer never does it inside a commit. Protocol: CheckpointerProtocol (checkpointer.ts), by
  * core/thread-rpc.ts.
  */
-import Database from 'better-sqlite3';
 import { serveRpc } from '../../core/thread-rpc.ts';
 import type { CheckpointerProtocol, CheckpointPass } from './checkpointer.ts';
+import { openConnection } from './driver.ts';
 
 let lastPass: CheckpointPass | null = null;
 let passes = 0;
 
 function start(file: string, intervalMs: number): void {
-  const db = new Database(file, { fileMustExist: true });
-  // Prepared once and kept: a statement left to the garbage collector aborts the process with
-  // better-sqlite3 12 built against Node >= 24.19 (see queries.ts).
-  const checkpoint = db.prepare<[], { busy: number; log: number; checkpointed: number }>(
-    'PRAGMA wal_checkpoint(PASSIVE)',
-  );
+  const db = openConnection(file, { fileMustExist: true });
+  // Prepared once and kept: it runs every intervalMs.
+  const checkpoint = db.prepare<{ busy: number; log: number; checkpointed: number }>('PRAGMA wal_checkpoint(PASSIVE)');
   let last = -1;
   setInterval(() => {
     const startMs = performance.now();

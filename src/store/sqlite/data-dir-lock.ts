@@ -19,8 +19,9 @@
  * neither is SQLite's WAL.
  */
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { sqliteErrorCode } from '../sqlite-code.ts';
 import { createPrivateFile } from './data-dir.ts';
+import { openConnection } from './driver.ts';
 
 export const LOCK_FILE_NAME = 'belfry.lock.db';
 
@@ -35,19 +36,17 @@ export function acquireDataDirLock(dataDir: string): DataDirLock {
   const path = join(dataDir, LOCK_FILE_NAME);
   // Created 0600 here when new (SQLite would make it 0644 & ~umask); never opened here otherwise.
   createPrivateFile(path);
-  // timeout 0: a held lock fails the first try, instead of waiting out better-sqlite3's 5 s.
-  const db = new Database(path, { timeout: 0 });
+  // timeout 0: a held lock fails the first try, instead of waiting out the default 5 s.
+  const db = openConnection(path, { timeoutMs: 0 });
   try {
     // No journal file beside the lock: the lock database never holds data worth a rollback.
-    // exec, not pragma(): no Statement object is left for the GC (see docs/operations.md on
-    // better-sqlite3 12 under Node 24.19+, which aborts when one is collected).
     db.exec('PRAGMA journal_mode = MEMORY; PRAGMA locking_mode = EXCLUSIVE');
     // An exclusive transaction takes the EXCLUSIVE lock; in EXCLUSIVE locking mode the commit
     // keeps it until the connection closes.
     db.exec('BEGIN EXCLUSIVE; COMMIT');
   } catch (err) {
     db.close();
-    if ((err as { code?: string }).code === 'SQLITE_BUSY') {
+    if (sqliteErrorCode(err) === 'SQLITE_BUSY') {
       throw new Error(
         `data dir ${dataDir} is in use by another process (it holds the lock on ${path}); stop it first, or use another --data dir`,
       );

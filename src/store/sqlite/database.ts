@@ -5,9 +5,9 @@
  * bookkeeping relaxed, see writeRelaxed), the reader thread for counts and the checkpointer;
  * the store's migrate, ping and close. SqlitePart hands a part the statements and transactions.
  */
-import type Database from 'better-sqlite3';
 import { Checkpointer } from './checkpointer.ts';
 import type { DataDirLock } from './data-dir-lock.ts';
+import type { Connection } from './driver.ts';
 import { migrate } from './migrate.ts';
 import { prepareQueries, READER_SQL, type Queries } from './queries.ts';
 import { prepareBulkQueries, type BulkQueries } from './bulk-queries.ts';
@@ -16,8 +16,6 @@ import { ReaderThread } from './reader-thread.ts';
 export class SqliteDatabase {
   readonly q: Queries;
   readonly bq: BulkQueries;
-  /** Runs a function in one IMMEDIATE transaction (the write lock is taken up front, never upgraded). */
-  private readonly tx: Database.Transaction<(fn: () => unknown) => unknown>;
   /** Counts over every event run here, off the event loop. */
   readonly reader: ReaderThread;
   /** WAL checkpoints, off the writer (checkpointer.ts). */
@@ -25,21 +23,21 @@ export class SqliteDatabase {
   private closed = false;
 
   constructor(
-    readonly db: Database.Database,
+    readonly db: Connection,
     private readonly lock: DataDirLock,
     /** The database file. */
     readonly filePath: string,
   ) {
     this.q = prepareQueries(db);
     this.bq = prepareBulkQueries(db);
-    this.tx = db.transaction((fn: () => unknown) => fn());
     this.reader = new ReaderThread(filePath, READER_SQL);
     this.q.walAutocheckpoint.get();
     this.checkpointer = new Checkpointer(filePath);
   }
 
+  /** Runs `fn` in one IMMEDIATE transaction (the write lock is taken up front, never upgraded). */
   write<T>(fn: () => T): T {
-    return this.tx.immediate(fn) as T;
+    return this.db.immediate(fn);
   }
 
   /**
@@ -54,7 +52,7 @@ export class SqliteDatabase {
   writeRelaxed<T>(fn: () => T): T {
     this.q.synchronousNormal.run();
     try {
-      return this.tx.immediate(fn) as T;
+      return this.db.immediate(fn);
     } finally {
       this.q.synchronousFull.run();
     }

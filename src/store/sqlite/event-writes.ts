@@ -148,7 +148,7 @@ export function insertRows(q: Queries, rows: readonly (string | number | null)[]
       pushInsertBinds(binds, rows, j, now, pullOf(rows[o] as string, rows[o + 14] as string | null));
     }
     seqMax ??= q.eventSeqMax.get()!.seq;
-    const r = q.eventInsertChunk.get(k)!.run(binds);
+    const r = q.eventInsertChunk.get(k)!.run(...binds);
     const last = Number(r.lastInsertRowid);
     if (r.changes === k) {
       for (let j = 0; j < k; j++) seqs[i + j] = last - k + 1 + j;

@@ -5,7 +5,8 @@
  *
  * argv: <file> <problems shown at most>. stdout: one ChildOutput as JSON.
  */
-import Database from 'better-sqlite3';
+import { sqliteErrorCode } from '../sqlite-code.ts';
+import { openConnection } from './driver.ts';
 import type { ChildOutput } from './integrity-check.ts';
 
 const [file, shownMax] = process.argv.slice(2);
@@ -14,9 +15,9 @@ const DAMAGE = /^SQLITE_(CORRUPT|NOTADB)/;
 
 let out: ChildOutput;
 try {
-  const db = new Database(file, { readonly: true, fileMustExist: true });
+  const db = openConnection(file, { readonly: true, fileMustExist: true });
   try {
-    const rows = db.pragma(`quick_check(${Number(shownMax)})`, { simple: false }) as { quick_check: unknown }[];
+    const rows = db.prepare<{ quick_check: unknown }>(`PRAGMA quick_check(${Number(shownMax)})`).all();
     const problems = rows.map((r) => String(r.quick_check));
     out = problems.length === 1 && problems[0] === 'ok' ? { ok: true } : { ok: false, problems };
   } finally {
@@ -24,7 +25,7 @@ try {
   }
 } catch (err) {
   const e = err as { code?: unknown; message?: unknown } | null;
-  const code = typeof e?.code === 'string' ? e.code : '';
+  const code = sqliteErrorCode(err) ?? (typeof e?.code === 'string' ? e.code : '');
   out = DAMAGE.test(code)
     ? { ok: false, problems: [`${code}: ${e?.message}`] }
     : { error: String(e?.message ?? err), code };

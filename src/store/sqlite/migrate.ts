@@ -3,7 +3,7 @@
  * transaction together with its row in `schema_migrations`, so a crash leaves either all of one
  * migration or none of it.
  */
-import type Database from 'better-sqlite3';
+import type { Connection } from './driver.ts';
 import { loadMigrationsFrom, type Migration } from '../core/migrations.ts';
 import { SQL } from './queries.ts';
 
@@ -15,19 +15,19 @@ export function loadMigrations(): Migration[] {
 }
 
 /** Applies the migrations not yet recorded; returns the versions it applied. */
-export function migrate(db: Database.Database, now: number): number[] {
+export function migrate(db: Connection, now: number): number[] {
   db.exec(SQL.migrationsTableCreate);
   const applied: number[] = [];
   for (const mig of loadMigrations()) {
-    const apply = db.transaction(() => {
+    const apply = () => {
       // Re-read inside the write transaction: another connection may have applied it meanwhile.
-      const done = db.prepare<unknown[], { version: number }>(SQL.migrationsApplied).all();
+      const done = db.prepare<{ version: number }>(SQL.migrationsApplied).all();
       if (done.some((row) => row.version === mig.version)) return false;
       db.exec(mig.sql);
       db.prepare(SQL.migrationRecord).run({ version: mig.version, name: mig.name, appliedAt: now });
       return true;
-    });
-    if (apply.immediate()) applied.push(mig.version);
+    };
+    if (db.immediate(apply)) applied.push(mig.version);
   }
   return applied;
 }

@@ -2,10 +2,10 @@
  * Every SQL statement of the SQLite backend, each under a comment naming its parameters and what
  * it returns. Statements are prepared once per connection by `prepareQueries`.
  *
- * Parameters are positional (`?`) on the hot paths (insert, claim, record), where better-sqlite3
- * binds an array faster than an object, and named (`@x`) elsewhere for readability.
+ * Parameters are positional (`?`) on the hot paths (insert, claim, record), where a driver binds
+ * values faster than an object's properties, and named (`@x`) elsewhere for readability.
  */
-import type Database from 'better-sqlite3';
+import type { Connection } from './driver.ts';
 import { SQL_STATE, SQL_STATE_LISTS } from '../core/state-lists.ts';
 import type { ListKey } from '../event-list-plan.ts';
 import type {
@@ -522,10 +522,10 @@ export const READER_SQL = {
 } as const;
 
 /** Prepares every statement once (the schema must exist); the result is the backend's only handle on SQL. */
-export function prepareQueries(db: Database.Database) {
-  const p = <Row = unknown>(sql: string) => db.prepare<unknown[], Row>(sql);
+export function prepareQueries(db: Connection) {
+  const p = <Row = unknown>(sql: string) => db.prepare<Row>(sql);
   /** Rows as arrays in column order: no object (and no property per column) per row. */
-  const raw = <Tuple>(sql: string) => db.prepare<unknown[], Tuple>(sql).raw(true);
+  const raw = <Tuple extends unknown[]>(sql: string) => db.prepareArrays<Tuple>(sql);
   return {
     ping: p<{ ok: number }>(SQL.ping),
     tenantInsert: p(SQL.tenantInsert),

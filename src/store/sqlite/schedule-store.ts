@@ -3,7 +3,7 @@
  * transaction of the store's connection. Every statement is below, under a comment naming its
  * parameters and what it returns.
  */
-import type Database from 'better-sqlite3';
+import type { Connection } from './driver.ts';
 import { queueOf } from '../../core/queue.ts';
 import { jsonObject } from '../core/event-writes.ts';
 import { eventFromRow, type EventRow } from '../core/rows.ts';
@@ -87,13 +87,13 @@ export class SqliteSchedules implements Sch.ScheduleStore {
   private readonly q;
 
   constructor(
-    db: Database.Database,
+    db: Connection,
     /** Runs fn in one IMMEDIATE transaction (synchronous=FULL: acknowledged writes). */
     private readonly write: <T>(fn: () => T) => T,
     /** The store's event insert, inside the caller's transaction. */
     private readonly insertMany: Insert,
   ) {
-    const p = <Row = unknown>(sql: string) => db.prepare<unknown[], Row>(sql);
+    const p = <Row = unknown>(sql: string) => db.prepare<Row>(sql);
     this.q = {
       count: p<{ n: number }>(SQL.scheduleCount),
       get: p<ScheduleRow>(SQL.scheduleGet),

@@ -3,7 +3,7 @@
  * transaction of the store's connection. Every statement is below, under a comment naming its
  * parameters and what it returns.
  */
-import type Database from 'better-sqlite3';
+import type { Connection } from './driver.ts';
 import {
   SOURCE_COLUMNS,
   sourceColumns,
@@ -33,11 +33,11 @@ export class SqliteSources implements Src.SourceStore {
   private readonly q;
 
   constructor(
-    db: Database.Database,
+    db: Connection,
     /** Runs fn in one IMMEDIATE transaction. */
     private readonly write: <T>(fn: () => T) => T,
   ) {
-    const p = <Row = unknown>(sql: string) => db.prepare<unknown[], Row>(sql);
+    const p = <Row = unknown>(sql: string) => db.prepare<Row>(sql);
     this.q = {
       count: p<{ n: number }>(SQL.sourceCount),
       get: p<SourceRow>(SQL.sourceGet),

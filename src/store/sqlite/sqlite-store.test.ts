@@ -16,6 +16,12 @@ import { READER_SQL, SQL } from './queries.ts';
 import { openSqliteStore } from './sqlite-store.ts';
 import { WRITER_AUTOCHECKPOINT_PAGES } from './checkpointer.ts';
 import { loadMigrations } from './migrate.ts';
+import type { Connection } from './driver.ts';
+
+/** The value of PRAGMA `name` on `db`. */
+function pragma(db: Connection, name: string): unknown {
+  return Object.values(db.prepare<Record<string, unknown>>(`PRAGMA ${name}`).get() ?? {})[0];
+}
 
 const dirs: string[] = [];
 function tempDir(): string {
@@ -82,7 +88,7 @@ describe('SqliteStore specifics', () => {
     const store = await openSqliteStore({ dataDir: tempDir() });
     try {
       const db = store.db;
-      assert.equal(db.pragma('wal_autocheckpoint', { simple: true }), WRITER_AUTOCHECKPOINT_PAGES);
+      assert.equal(pragma(db, 'wal_autocheckpoint'), WRITER_AUTOCHECKPOINT_PAGES);
       const now = Date.now();
       await store.tenantCreate({ id: 't', name: 't', settings: {}, createdAt: now });
       const events = Array.from({ length: 500 }, (_, i) => ({
@@ -153,9 +159,9 @@ describe('SqliteStore specifics', () => {
     const reopened = await openSqliteStore({ dataDir });
     try {
       const db = reopened.db;
-      assert.equal(db.pragma('journal_mode', { simple: true }), 'wal');
-      assert.equal(db.pragma('synchronous', { simple: true }), 2);
-      assert.equal(db.pragma('foreign_keys', { simple: true }), 1);
+      assert.equal(pragma(db, 'journal_mode'), 'wal');
+      assert.equal(pragma(db, 'synchronous'), 2);
+      assert.equal(pragma(db, 'foreign_keys'), 1);
       // Bookkeeping writes commit without their own fsync, and leave FULL in force for the API's.
       await reopened.eventClaim({
         refs: [{ tenantId: 'none', id: 'none', version: 1 }],
@@ -167,8 +173,11 @@ describe('SqliteStore specifics', () => {
         outcomes: [{ tenantId: 'none', id: 'none', version: 1, owner: 'x', to: 'succeeded', durationMs: 1 }],
         now: 0,
       });
-      assert.equal(db.pragma('synchronous', { simple: true }), 2);
-      const versions = db.prepare('SELECT version FROM schema_migrations ORDER BY version').pluck().all();
+      assert.equal(pragma(db, 'synchronous'), 2);
+      const versions = db
+        .prepare<{ version: number }>('SELECT version FROM schema_migrations ORDER BY version')
+        .all()
+        .map((r) => r.version);
       assert.deepEqual(
         versions,
         loadMigrations().map((m) => m.version),
@@ -208,7 +217,7 @@ describe('SqliteStore specifics', () => {
       ];
       for (const [name, index] of walks) {
         const plan = db
-          .prepare<unknown[], { detail: string }>(`EXPLAIN QUERY PLAN ${SQL[name]}`)
+          .prepare<{ detail: string }>(`EXPLAIN QUERY PLAN ${SQL[name]}`)
           .all(bind)
           .map((r) => r.detail);
         assert.ok(
@@ -234,7 +243,7 @@ describe('SqliteStore specifics', () => {
       for (const name of ['eventForecastTenant', 'eventForecastAll'] as const) {
         const sql = READER_SQL[name];
         const plan = db
-          .prepare<unknown[], { detail: string }>(`EXPLAIN QUERY PLAN ${sql}`)
+          .prepare<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`)
           .all(bind)
           .map((r) => r.detail);
         assert.ok(

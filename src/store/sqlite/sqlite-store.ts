@@ -8,8 +8,8 @@
  * other clock to agree with. The cluster methods (leases, heartbeats, the shard map's fence) judge
  * by the `now` their caller passes (Store's ClusterNow), so a test can run them on a simulated clock.
  *
- * better-sqlite3 is synchronous: every method does its whole work, in one transaction, before
- * it returns; the methods are async only to satisfy the Store interface. Batches keep each call
+ * The driver (driver.ts: node:sqlite, or better-sqlite3) is synchronous: every method does its
+ * whole work, in one transaction, before it returns; the methods are async only to satisfy the Store interface. Batches keep each call
  * short (a 1000-event insert holds the event loop for a few milliseconds), and every read is
  * bounded (lists walk at most a page's worth of an index, store/event-list-plan.ts). The counts,
  * whose cost grows with the table, run on a reader thread with a connection of their own
@@ -21,13 +21,14 @@
  * SqliteCluster (cluster-store.ts); sqliteStore below composes them (core/compose.ts).
  */
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
+import { sqliteErrorCode } from '../sqlite-code.ts';
 import type { Store, StoreCapabilities } from '../store.ts';
 import { composeStore } from '../core/compose.ts';
 import type { Checkpointer } from './checkpointer.ts';
 import { acquireDataDirLock } from './data-dir-lock.ts';
 import { checkIntegrity, DamagedDatabaseError, isDamageCode, type IntegrityCheck } from './integrity-check.ts';
 import { createPrivateFile, makePrivateDir } from './data-dir.ts';
+import { openConnection, type Connection } from './driver.ts';
 import type { InsertRowsResult } from './event-writes.ts';
 import * as writes from './event-writes.ts';
 import { migrate } from './migrate.ts';
@@ -63,14 +64,14 @@ export interface SqliteStoreOptions {
 export async function openSqliteStore(opts: SqliteStoreOptions): Promise<SqliteStore> {
   makePrivateDir(opts.dataDir);
   const lock = acquireDataDirLock(opts.dataDir);
-  let db: Database.Database | undefined;
+  let db: Connection | undefined;
   const filePath = join(opts.dataDir, opts.fileName ?? SQLITE_FILE_NAME_DEFAULT);
   try {
     const integrity = opts.integrityCheckMsMax ? await checkIntegrity(filePath, opts.integrityCheckMsMax) : null;
     createPrivateFile(filePath);
-    db = new Database(filePath);
-    for (const pragma of PRAGMAS) db.pragma(pragma);
-    const mode = db.pragma('journal_mode', { simple: true });
+    db = openConnection(filePath);
+    for (const pragma of PRAGMAS) db.exec(`PRAGMA ${pragma}`);
+    const mode = db.prepare<{ journal_mode: string }>('PRAGMA journal_mode').get()?.journal_mode;
     if (mode !== 'wal') throw new Error(`sqlite: ${filePath} refused WAL mode (journal_mode=${String(mode)})`);
     migrate(db, Date.now());
     const store = sqliteStore(new SqliteDatabase(db, lock, filePath));
@@ -80,15 +81,15 @@ export async function openSqliteStore(opts: SqliteStoreOptions): Promise<SqliteS
     db?.close();
     lock.release();
     // Damage the check did not run long enough to find, or found by the open itself.
-    if (isDamageCode((err as { code?: unknown }).code))
-      throw new DamagedDatabaseError(filePath, [`${(err as { code: string }).code}: ${(err as Error).message}`]);
+    const code = sqliteErrorCode(err);
+    if (isDamageCode(code)) throw new DamagedDatabaseError(filePath, [`${code}: ${(err as Error).message}`]);
     throw err;
   }
 }
 /** The SQLite store: every part of Store, and what this backend has besides. */
 export interface SqliteStore extends Store {
   /** The connection; for diagnostics and tests. */
-  readonly db: Database.Database;
+  readonly db: Connection;
   /** WAL checkpoints, off the writer (checkpointer.ts). */
   readonly checkpointer: Checkpointer;
   /** The database file. */

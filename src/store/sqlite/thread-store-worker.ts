@@ -1,10 +1,13 @@
 /**
  * The SQLite store's own thread (see thread-store.ts): `open` opens the store (lock, migrations);
  * then every call runs on it, in the order sent, the replies of one batch of calls in one message
- * (core/thread-rpc.ts, sequential). The protocol is StoreThreadProtocol (thread-wire.ts).
+ * (core/thread-rpc.ts, sequential). The protocol is StoreThreadProtocol (thread-wire.ts). An
+ * error crosses with its SQLite code name in `code` (driver.ts withSqliteCode), whichever driver
+ * raised it.
  */
 import { serveRpc, type Handlers } from '../../core/thread-rpc.ts';
 import { STORE_PART_METHODS } from '../core/compose.ts';
+import { withSqliteCode } from './driver.ts';
 import { INSERT_ROWS, type StoreThreadProtocol } from './thread-wire.ts';
 import { openSqliteStore, type SqliteStore } from './sqlite-store.ts';
 
@@ -41,4 +44,19 @@ const forwarded = Object.fromEntries(
   ]),
 ) as Omit<Handlers<StoreThreadProtocol>, Own>;
 
-serveRpc<StoreThreadProtocol>({ ...forwarded, ...own }, { order: 'sequential' });
+/** `fn`, its error given its SQLite code name (the wire carries `code` only). */
+const coded =
+  (fn: (...args: never[]) => unknown) =>
+  async (...args: never[]): Promise<unknown> => {
+    try {
+      return await fn(...args);
+    } catch (err) {
+      throw withSqliteCode(err);
+    }
+  };
+
+const handlers = Object.fromEntries(
+  Object.entries({ ...forwarded, ...own }).map(([method, fn]) => [method, coded(fn as (...args: never[]) => unknown)]),
+) as unknown as Handlers<StoreThreadProtocol>;
+
+serveRpc<StoreThreadProtocol>(handlers, { order: 'sequential' });
