@@ -103,7 +103,7 @@ export const AREAS: AreaRule[] = [
 ];
 
 export const PACKAGES: PackageRule[] = [
-  { packages: ['better-sqlite3'], only: ['store/sqlite/'], why: 'a database driver stays in its backend' },
+  { packages: ['node:sqlite'], only: ['store/sqlite/'], why: 'a database driver stays in its backend' },
   { packages: ['pg'], only: ['store/postgres/'], why: 'a database driver stays in its backend' },
   {
     packages: ['kafkajs'],
@@ -278,7 +278,7 @@ describe('the repository cites only itself', () => {
 describe('architecture: the checker itself', () => {
   const rules: Rules = {
     ...RULES,
-    knownPackages: new Set(['pg', 'better-sqlite3', 'kafkajs', 'undici', 'prom-client']),
+    knownPackages: new Set(['pg', 'kafkajs', 'undici', 'prom-client']),
   };
   const tree = (files: Record<string, string>) => new Map(Object.entries(files));
   const check = (files: Record<string, string>) => checkTree(tree(files), rules).map((v) => `${v.at} → ${v.target}`);
@@ -350,7 +350,7 @@ describe('architecture: the checker itself', () => {
         'core/time.ts': '',
         'store/store.ts': "import type { Clock } from '../core/clock.ts';",
         'store/sqlite/sqlite-store.ts':
-          "import Database from 'better-sqlite3';\nimport type { Store } from '../store.ts';",
+          "import { DatabaseSync } from 'node:sqlite';\nimport type { Store } from '../store.ts';",
         'scheduler/scheduler.ts': "import type { Store } from '../store/store.ts';",
         'node/node.ts':
           "import { Scheduler } from '../scheduler/scheduler.ts';\nimport { openSqlite } from '../store/sqlite/sqlite-store.ts';",
@@ -368,7 +368,7 @@ describe('architecture: the checker itself', () => {
         'scheduler/scheduler.ts':
           "import type { Metrics } from '../node/metrics.ts';\nimport { Db } from '../store/sqlite/db.ts';\nconst pg = await import('pg');",
         'store/sqlite/db.ts': '',
-        'store/store.ts': "export * from './sqlite/db.ts';",
+        'store/store.ts': "export * from './sqlite/db.ts';\nimport { DatabaseSync } from 'node:sqlite';",
         'channels/http/index.ts': "import { Agent } from 'undici';\nimport { Store } from '../../store/store.ts';",
         'channels/kafka/index.ts': "import { Agent } from 'undici';",
         'sources/kafka/reader.ts': "import { Kafka } from 'kafkajs';\nimport { Consumer } from 'kafkajs/consumer';",
@@ -397,6 +397,7 @@ describe('architecture: the checker itself', () => {
         'store/measure.ts:1 → process.argv',
         'store/measure.ts:2 → a top-level main() call',
         'store/store.ts:1 → store/sqlite/db.ts',
+        'store/store.ts:2 → node:sqlite',
       ],
     );
   });

@@ -1,9 +1,10 @@
 /**
  * SQLite's result codes by name (`SQLITE_BUSY`, `SQLITE_BUSY_SNAPSHOT`, `SQLITE_CORRUPT_INDEX`),
- * whichever driver raised the error: better-sqlite3 puts the name in `code`; node:sqlite puts
- * `ERR_SQLITE_ERROR` in `code` and the number (the extended code) in `errcode`. Failure
- * classification (failure-kind.ts) and the SQLite store read codes only through `sqliteErrorCode`,
- * so both drivers' errors mean the same; no driver is imported here.
+ * read from an error of node:sqlite (`ERR_SQLITE_ERROR` in `code`, the extended result code as a
+ * number in `errcode`) or from one that has the name in `code` already (rebuilt from the store
+ * thread's wire, which carries `code` only: sqlite/driver.ts withSqliteCode). Failure
+ * classification (failure-kind.ts) and the SQLite store read codes only through `sqliteErrorCode`;
+ * no driver is imported here.
  */
 
 /** Primary result codes 1..28, in order. */

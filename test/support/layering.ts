@@ -299,7 +299,7 @@ export interface AreaRule {
 }
 
 export interface PackageRule {
-  /** Package names (a bare specifier's first segment, or two for @scope). */
+  /** Package names (a bare specifier's first segment, or two for @scope), or Node built-ins (`node:sqlite`). */
   packages: string[];
   /** The only folders whose files may import them. */
   only: string[];
@@ -404,8 +404,8 @@ export function checkTree(
         continue;
       }
       const bare = imp.specifier.startsWith('node:') ? imp.specifier : packageOf(imp.specifier);
-      if (bare.startsWith('node:') || BUILTINS.has(bare)) continue;
-      if (!rules.knownPackages.has(bare)) {
+      const builtin = bare.startsWith('node:') || BUILTINS.has(bare);
+      if (!builtin && !rules.knownPackages.has(bare)) {
         out.push({ at, target: bare, rule: 'not a dependency in package.json' });
         continue;
       }

@@ -163,7 +163,8 @@ const CREATED_TRANSITION = `SELECT tenant_id, id, 1, created_at, 'created', NULL
  * the order of event-writes.ts pushInsertBinds); a row whose (tenant, id) is stored already is
  * skipped. One statement per chunk of events instead of one per event: measured here, 10.7-11.1
  * against 11.8-12.3 µs of store CPU per inserted event (batches of 1,000, every index), the
- * per-call and per-statement overhead of better-sqlite3 and the VDBE paid once per chunk.
+ * per-call and per-statement overhead of the driver (better-sqlite3 then) and the VDBE paid once
+ * per chunk.
  *
  * It answers nothing: the rows are inserted in VALUES order with consecutive seqs (the table's
  * AUTOINCREMENT rowid, under the write lock), so when every row went in, the caller derives each
@@ -556,9 +557,7 @@ export function prepareQueries(db: Connection) {
     eventListDueAllSkip: p<DueRefRow>(SQL.eventListDueAllSkip),
     eventListDueShardsSkip: p<DueRefRow>(SQL.eventListDueShardsSkip),
     eventListDueQueue: p<DueRefRow>(SQL.eventListDueQueue),
-    // Prepared once: db.pragma() prepares a statement per call, and a statement left to the garbage
-    // collector aborts the process when better-sqlite3 12 is built with Node ≥ 24.19's headers
-    // (nodejs/node#65446); writeRelaxed runs these twice per claim or outcome batch.
+    // Prepared once: writeRelaxed runs these twice per claim or outcome batch.
     synchronousNormal: p(`PRAGMA synchronous = NORMAL`),
     synchronousFull: p(`PRAGMA synchronous = FULL`),
     // The writer's auto-checkpoint, kept only as a bound (checkpointer.ts runs them off the writer).

@@ -1,7 +1,7 @@
 /**
  * Long reads of the SQLite store (counts over every event) on a worker thread with a read-only
- * connection of its own on the same WAL file. better-sqlite3 runs a statement to its end on the
- * calling thread; a count of 10,000,000 rows on the node's event loop held every request and every
+ * connection of its own on the same WAL file. The driver (node:sqlite) runs a statement to its end
+ * on the calling thread; a count of 10,000,000 rows on the node's event loop held every request and every
  * fire back for as long as it took (385 ms per /metrics scrape at 1,000,000 events). On its own
  * thread it costs the event loop one message each way; in WAL mode it never blocks the writer.
  *

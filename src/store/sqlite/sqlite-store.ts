@@ -8,7 +8,7 @@
  * other clock to agree with. The cluster methods (leases, heartbeats, the shard map's fence) judge
  * by the `now` their caller passes (Store's ClusterNow), so a test can run them on a simulated clock.
  *
- * The driver (driver.ts: node:sqlite, or better-sqlite3) is synchronous: every method does its
+ * The driver (driver.ts: Node's node:sqlite) is synchronous: every method does its
  * whole work, in one transaction, before it returns; the methods are async only to satisfy the Store interface. Batches keep each call
  * short (a 1000-event insert holds the event loop for a few milliseconds), and every read is
  * bounded (lists walk at most a page's worth of an index, store/event-list-plan.ts). The counts,

@@ -5,7 +5,7 @@
  *     store.eventClaim(...) ──▶ calls of one tick, one message ──▶ SqliteStore: each call, in order
  *     promise resolved      ◀── replies of that batch, one message ◀──┘ (transactions, fsync, checkpoints)
  *
- * better-sqlite3 runs every statement to its end on the calling thread: on the event loop a claim
+ * The driver (node:sqlite) runs every statement to its end on the calling thread: on the event loop a claim
  * of 250 events, an outcome batch of 500 or a WAL checkpoint held every timer and every socket for
  * as long as it took (milliseconds each, tens at a flood's onset, about 40 % of the loop's busy
  * time while firing). Here they take the other core. The calls are the Store interface's, run by
