@@ -34,10 +34,10 @@ export function renderTenantList(tenants: TenantList['tenants']): string {
 }
 
 /** `name  value  own|default` rows of values in effect, marking those the tenant has of its own. */
-function settingsTable(header: string, values: Record<string, unknown>, own: Record<string, unknown>): string {
+function settingsTable(header: string, values: object, own: object): string {
   return renderTable(
     [header, 'VALUE', 'SET BY'],
-    Object.entries(values).map(([name, value]) => [name, cell(value), own[name] === undefined ? 'default' : 'tenant']),
+    Object.entries(values).map(([name, value]) => [name, cell(value), (own as Record<string, unknown>)[name] === undefined ? 'default' : 'tenant']),
   );
 }
 

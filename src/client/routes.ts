@@ -9,7 +9,7 @@
  * serialise the API (src/api/schemas), imported as types only: the client compiles against the
  * server's schemas but loads none of the server's code at run time.
  */
-import type { Static } from '@sinclair/typebox';
+import type { Static } from 'typebox';
 import type { BulkAccepted, BulkBody, BulkDryRunResponse, BulkJobJson } from '../api/schemas/bulk.ts';
 import type { ClusterResponse } from '../api/schemas/cluster.ts';
 import type { ErrorDetail } from '../api/schemas/common.ts';
