@@ -39,7 +39,7 @@ For trying Belfry on this machine; not for production (that is belfry start). Ru
   - a tenant "dev" with an API key, made at the first start and reused after.
 It prints the URLs, the keys and a curl that schedules an event five seconds ahead to the echo
 receiver, and saves them in <data>/dev.json and <data>/dev.env (. belfry-dev/dev.env exports
-BELFRY_URL, BELFRY_API_KEY, BELFRY_ADMIN_KEY and BELFRY_ECHO_URL). Ctrl-C stops.
+BELFRY_URL, BELFRY_API_KEY and BELFRY_ECHO_URL; the admin key is in <data>/admin.key). Ctrl-C stops.
 
 Options:
   --echo-port <port>    the echo receiver's port (env BELFRY_DEV_ECHO_PORT; 0 picks a free one;
@@ -101,7 +101,7 @@ export async function runDev(argv: string[]): Promise<void> {
     const state = await provision(node, `${echoUrl}/`, saved);
     secrets = [state.echoSecret, state.tenantSigningSecret];
     writeState(config.dataDir, state);
-    writeEnvFile(config.dataDir, { url: node.url, state, adminKey: node.adminKey, echoUrl });
+    writeEnvFile(config.dataDir, { url: node.url, state, echoUrl });
     process.stdout.write(banner({ config, node, echoUrl, state }));
   } catch (err) {
     process.stderr.write(`belfry dev: could not make the dev tenant: ${(err as Error).message}\n`);
@@ -171,13 +171,16 @@ function writeState(dir: string, state: DevState): void {
   privateWrite(join(dir, STATE_FILE), JSON.stringify(state, null, 2) + '\n');
 }
 
-/** `. <data>/dev.env` puts the node's URL and keys in a shell, for curl and the CLI. */
-function writeEnvFile(dir: string, v: { url: string; state: DevState; adminKey: string; echoUrl: string }): void {
+/**
+ * `. <data>/dev.env` puts the node's URL and the dev tenant's key in a shell, for curl and the CLI.
+ * Not the admin key: `belfry start` reads BELFRY_ADMIN_KEY too, and a node started in that shell
+ * would take the dev node's.
+ */
+function writeEnvFile(dir: string, v: { url: string; state: DevState; echoUrl: string }): void {
   const lines = [
     '# belfry dev: this dev node and its keys, for trying Belfry (not for production). In a shell: . <this file>',
     `export BELFRY_URL='${v.url}'`,
     `export BELFRY_API_KEY='${v.state.apiKey}'`,
-    `export BELFRY_ADMIN_KEY='${v.adminKey}'`,
     `export BELFRY_ECHO_URL='${v.echoUrl}'`,
   ];
   privateWrite(join(dir, ENV_FILE), lines.join('\n') + '\n');
@@ -235,8 +238,8 @@ belfry dev ${belfryVersion()}: for trying Belfry on this machine, not for produc
              recent deliveries: curl -s ${echoUrl}/   one: curl -s '${echoUrl}/deliveries/<id>?wait=30s'
   tenant     ${TENANT_NAME} (${state.tenantId})
   API key    ${state.apiKey}
-  admin key  ${node.adminKey}
-  saved in   ${envFile}   (. ${envFile} exports BELFRY_URL, BELFRY_API_KEY, BELFRY_ADMIN_KEY, BELFRY_ECHO_URL)
+  admin key  ${node.adminKey}   (also in ${join(v.config.dataDir, 'admin.key')})
+  saved in   ${envFile}   (. ${envFile} exports BELFRY_URL, BELFRY_API_KEY, BELFRY_ECHO_URL)
 
 Schedule an event five seconds ahead to the echo receiver (in another terminal):
 

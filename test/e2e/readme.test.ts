@@ -142,14 +142,17 @@ function cleanClone(clone: string, env: NodeJS.ProcessEnv): void {
 }
 
 /**
- * The block as a script: the variables of the blocks before, the test's substitutions over them,
- * the block's lines (those REPLACED_COMMANDS names left out), then its variables saved.
+ * The block as a script: the variables of the run blocks before, the test's substitutions over
+ * them, the block's lines (those REPLACED_COMMANDS names left out), then its variables saved. A
+ * background block runs in a terminal of its own, as the README says (a server in one, commands in
+ * another): without the run blocks' variables, and saving none.
  */
 function script(block: ShellBlock, env: NodeJS.ProcessEnv): string {
   const lines = block.text.split('\n').filter((l) => !REPLACED_COMMANDS.has(l.trim()));
   const substituted = ['BELFRY_PORT', 'BELFRY_DEV_ECHO_PORT', 'BELFRY_URL', 'CURL_HOME', 'PATH']
     .filter((name) => env[name] !== undefined)
     .map((name) => `export ${name}=${shellQuote(env[name]!)}`);
+  if (block.mode === 'background') return [...substituted, ...lines].join('\n');
   return ['set -a', '. "$README_STATE"', ...substituted, ...lines, 'export -p > "$README_STATE"'].join('\n');
 }
 
