@@ -90,6 +90,11 @@ export class EchoReceiver {
     return `http://${host}:${port}`;
   }
 
+  /** Requests parked on `?wait=`. */
+  get waiting(): number {
+    return this.waiters.size;
+  }
+
   /** The deliveries kept, newest first. */
   deliveries(): EchoDelivery[] {
     return [...this.recent].reverse();

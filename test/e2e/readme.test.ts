@@ -60,11 +60,13 @@ describe('the README', () => {
     const env = sessionEnv(work, clone);
     let server: Background | null = null;
     let dev: Background | null = null;
+    const timings: string[] = [];
     try {
       cleanClone(clone, env);
       const blocks = shellBlocks(readFileSync(join(clone, 'README.md'), 'utf8'));
       for (const block of blocks) {
         if (block.mode === 'skip') continue;
+        const startedMs = performance.now();
         if (block.mode === 'background') {
           if (server) await stopBackground(server);
           server = await startBackground(block, clone, env);
@@ -73,13 +75,16 @@ describe('the README', () => {
           await runBlock(block, clone, env);
         }
         writeCurlrc(env, server);
+        timings.push(
+          `README line ${block.line} (${block.mode}): ${((performance.now() - startedMs) / 1000).toFixed(1)} s`,
+        );
       }
       assert.ok(dev, 'the README started belfry dev');
       assert.ok(
         dev.output.some((l) => /^echo \S+ {2}hello-1 {2}signature ok {2}\{"hello":"belfry"\}$/.test(l)),
         `belfry dev printed the delivery of hello-1:\n${dev.output.join('\n')}`,
       );
-      for (const line of notRun(blocks)) t.diagnostic(line);
+      for (const line of [...notRun(blocks), 'took:', ...timings]) t.diagnostic(line);
     } finally {
       if (server) await stopBackground(server);
       rmSync(work, { recursive: true, force: true });
@@ -87,20 +92,27 @@ describe('the README', () => {
   });
 });
 
-/** The commands of the README this test does not run as written, each with its reason. */
+/** The commands of the README this test does not run as written, each with its reason: one line each. */
 function notRun(blocks: ShellBlock[]): string[] {
   const lines = ['not run as written:'];
   for (const b of blocks) {
-    if (b.mode === 'skip') lines.push(`  README line ${b.line}, the whole block (${b.reason}):\n    ${indent(b.text)}`);
-    else
+    if (b.mode === 'skip') {
+      lines.push(`README line ${b.line}, the whole block: ${b.reason}`);
+      for (const command of commandLines(b.text)) lines.push(`  ${command}`);
+    } else
       for (const [command, instead] of REPLACED_COMMANDS)
-        if (b.text.split('\n').includes(command)) lines.push(`  README line ${b.line}: ${command}: ${instead}`);
+        if (b.text.split('\n').some((l) => l.trim() === command))
+          lines.push(`README line ${b.line}: ${command}: ${instead}`);
   }
   return lines;
 }
 
-function indent(text: string): string {
-  return text.split('\n').join('\n    ');
+/** The first line of each command of a block (no comments, no continuation lines), shortened. */
+function commandLines(text: string): string[] {
+  return text
+    .split('\n')
+    .filter((l) => /^[a-z]/i.test(l))
+    .map((l) => (l.length > 110 ? `${l.slice(0, 110)}…` : l));
 }
 
 /** The environment every block runs in: see the header of this file. */
