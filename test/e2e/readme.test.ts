@@ -79,6 +79,9 @@ describe('the README', () => {
           `README line ${block.line} (${block.mode}): ${((performance.now() - startedMs) / 1000).toFixed(1)} s`,
         );
       }
+      // The blocks reached the node through the substitutions: what the API block made is there.
+      const check = { line: 0, mode: 'run', text: 'curl -s localhost:7070/v1/schedules/daily-report -H "$H"' } as const;
+      assert.match(await runBlock(check, clone, env), /"id":"daily-report"/);
       assert.ok(dev, 'the README started belfry dev');
       assert.ok(
         dev.output.some((l) => /^echo \S+ {2}hello-1 {2}signature ok {2}\{"hello":"belfry"\}$/.test(l)),
@@ -172,7 +175,8 @@ function shellQuote(value: string): string {
   return `'${value.replaceAll("'", `'\\''`)}'`;
 }
 
-async function runBlock(block: ShellBlock, clone: string, env: NodeJS.ProcessEnv): Promise<void> {
+/** Runs a block; resolves with what it printed. */
+async function runBlock(block: ShellBlock, clone: string, env: NodeJS.ProcessEnv): Promise<string> {
   const child = spawn('bash', ['-e', '-o', 'pipefail', '-c', script(block, env)], {
     cwd: clone,
     env,
@@ -191,6 +195,7 @@ async function runBlock(block: ShellBlock, clone: string, env: NodeJS.ProcessEnv
     0,
     `README line ${block.line} failed (exit ${code}, signal ${signal}):\n${block.text}\n---\n${output}`,
   );
+  return output;
 }
 
 /**
