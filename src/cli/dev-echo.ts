@@ -77,7 +77,11 @@ export class EchoReceiver {
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err) =>
-        reject(new Error(`the echo receiver cannot listen on ${this.opts.host}:${this.opts.port}: ${err.message}`)),
+        reject(
+          new Error(
+            `the echo receiver cannot listen on ${this.opts.host}:${this.opts.port}: ${err.message} (--echo-port picks another port, 0 any free one)`,
+          ),
+        ),
       );
       server.listen(this.opts.port, this.opts.host, () => resolve());
     });
