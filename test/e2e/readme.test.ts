@@ -16,7 +16,7 @@
  * Each run block is one `bash -e -o pipefail` script; variables it sets (`set -a`) carry to the next.
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -55,6 +55,12 @@ describe('the README', () => {
   it('runs on a clean clone: every command succeeds, the first event reaches the echo receiver', {
     timeout: 300_000,
   }, async (t) => {
+    for (const tool of ['curl', 'jq', 'git'])
+      assert.equal(
+        spawnSync(tool, ['--version'], { stdio: 'ignore' }).status,
+        0,
+        `the README's commands and this test need ${tool} (apt-get install ${tool})`,
+      );
     const work = mkdtempSync(join(tmpdir(), 'belfry-readme-'));
     const clone = join(work, 'belfry');
     const env = sessionEnv(work, clone);
