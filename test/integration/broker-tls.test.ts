@@ -21,7 +21,8 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { connect as natsConnect } from 'nats';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect as natsConnect } from '@nats-io/transport-node';
 import { AddressPolicy } from '../../src/core/address.ts';
 import type { BrokerTarget } from '../../src/core/destination.ts';
 import { brokerDueEvent, type Channel, type DeliveryOutcome, type DueEvent } from '../../src/channels/channel.ts';
@@ -361,7 +362,7 @@ describe('nats: tls:// delivers through a nats-server with TLS and a login', () 
   it('delivers over TLS (the certificate checked against 127.0.0.1), and stores the message', async () => {
     const admin = await natsConnect({ servers: `127.0.0.1:${port}`, tls: { ca }, user: 'belfry', pass: SECRET });
     try {
-      const jsm = await admin.jetstreamManager();
+      const jsm = await jetstreamManager(admin);
       await jsm.streams.add({ name: 'belfry_tls', subjects: ['belfry.tls'] });
       const channel = new NatsChannel({ policy, tlsOptions: { ca } });
       const target: BrokerTarget = {
