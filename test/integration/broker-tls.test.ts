@@ -15,7 +15,7 @@
  * And the NATS client's TLS works end to end against a nats-server with TLS and a login.
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -34,6 +34,7 @@ import { RedisChannel } from '../../src/channels/redis/index.ts';
 import { KafkaSourceReader } from '../../src/sources/kafka/reader.ts';
 import type { SourceRecord } from '../../src/store/sources.ts';
 import { blackHole, type BlackHole } from '../support/black-hole.ts';
+import { selfSignedCertificate } from '../support/certificate.ts';
 import { waitUntil } from '../support/node.ts';
 
 const SECRET = 'tls-secret-pw-93f1';
@@ -295,28 +296,8 @@ describe('nats: tls:// delivers through a nats-server with TLS and a login', () 
     dir = mkdtempSync(join(tmpdir(), 'belfry-nats-tls-'));
     // A self-signed certificate for 127.0.0.1 (the address the destination names) and localhost
     // (the name the test's own nats.js client checks when given an address).
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-keyout',
-        join(dir, 'key.pem'),
-        '-out',
-        join(dir, 'cert.pem'),
-        '-days',
-        '1',
-        '-subj',
-        '/CN=belfry-test',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1,DNS:localhost',
-      ],
-      { stdio: 'ignore' },
-    );
-    ca = readFileSync(join(dir, 'cert.pem'), 'utf8');
+    const { keyPath, certPath } = selfSignedCertificate(dir, 'IP:127.0.0.1,DNS:localhost');
+    ca = readFileSync(certPath, 'utf8');
     port = await closedPort();
     server = spawn(
       '/usr/sbin/nats-server',
@@ -330,9 +311,9 @@ describe('nats: tls:// delivers through a nats-server with TLS and a login', () 
         join(dir, 'js'),
         '--tls',
         '--tlscert',
-        join(dir, 'cert.pem'),
+        certPath,
         '--tlskey',
-        join(dir, 'key.pem'),
+        keyPath,
         '--user',
         'belfry',
         '--pass',

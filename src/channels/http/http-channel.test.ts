@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -13,6 +12,7 @@ import {
   type Receiver,
   type ReceiverResponse,
 } from '../../../test/support/receiver.ts';
+import { selfSignedCertificate } from '../../../test/support/certificate.ts';
 import type { DeliveryOutcome, HttpDueEvent } from '../channel.ts';
 import { HttpChannel, parseRetryAfterMs, RETRY_AFTER_MS_MAX } from './http-channel.ts';
 import { verifySignature } from './signing.ts';
@@ -338,24 +338,10 @@ describe('HttpChannel over TLS', () => {
     let server: tls.Server | null = null;
     const channel = new HttpChannel({ allowHosts: LOOPBACK });
     try {
-      execFileSync(
-        'openssl',
-        [
-          'req',
-          '-x509',
-          '-newkey',
-          'rsa:2048',
-          '-nodes',
-          '-keyout',
-          join(dir, 'key.pem'),
-          '-out',
-          join(dir, 'cert.pem'),
-        ].concat(['-days', '1', '-subj', '/CN=belfry-test', '-addext', 'subjectAltName=IP:127.0.0.1']),
-        { stdio: 'ignore' },
-      );
+      const { keyPath, certPath } = selfSignedCertificate(dir, 'IP:127.0.0.1');
       const tlsServer = tls.createServer({
-        key: readFileSync(join(dir, 'key.pem')),
-        cert: readFileSync(join(dir, 'cert.pem')),
+        key: readFileSync(keyPath),
+        cert: readFileSync(certPath),
         ALPNCallback: ({ protocols }) => {
           offered.push(protocols);
           return protocols.includes('http/1.1') ? 'http/1.1' : undefined;
