@@ -110,7 +110,11 @@ export const PACKAGES: PackageRule[] = [
     only: ['channels/kafka/', 'sources/kafka/'],
     why: 'a broker client stays behind its channel (and its source)',
   },
-  { packages: ['nats'], only: ['channels/nats/'], why: 'a broker client stays behind its channel' },
+  {
+    packages: ['@nats-io/transport-node', '@nats-io/jetstream'],
+    only: ['channels/nats/'],
+    why: 'a broker client stays behind its channel',
+  },
   { packages: ['amqplib'], only: ['channels/amqp/'], why: 'a broker client stays behind its channel' },
   { packages: ['ioredis'], only: ['channels/redis/'], why: 'a broker client stays behind its channel' },
   { packages: ['undici'], only: ['channels/http/'], why: 'the HTTP client stays behind the http channel' },
