@@ -167,6 +167,12 @@ describe('@belfry/client packed and installed in an empty project', { timeout: 3
     });
   });
 
+  it('belfry/client, its first name, is the same module (the server package re-exports it)', async () => {
+    const [first, pkg] = await Promise.all([import('belfry/client'), import('@belfry/client')]);
+    assert.equal(first.BelfryClient, pkg.BelfryClient);
+    assert.equal(first.verifyWebhook, pkg.verifyWebhook);
+  });
+
   it('a strict TypeScript consumer (module NodeNext) type-checks against it', async () => {
     await writeFile(join(project, 'use.ts'), CONSUMER_TS);
     const flags = ['--strict', '--noEmit', '--module', 'nodenext', '--moduleResolution', 'nodenext'];
