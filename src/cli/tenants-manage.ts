@@ -37,7 +37,11 @@ export function renderTenantList(tenants: TenantList['tenants']): string {
 function settingsTable(header: string, values: object, own: object): string {
   return renderTable(
     [header, 'VALUE', 'SET BY'],
-    Object.entries(values).map(([name, value]) => [name, cell(value), (own as Record<string, unknown>)[name] === undefined ? 'default' : 'tenant']),
+    Object.entries(values).map(([name, value]) => [
+      name,
+      cell(value),
+      (own as Record<string, unknown>)[name] === undefined ? 'default' : 'tenant',
+    ]),
   );
 }
 

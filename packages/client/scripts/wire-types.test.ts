@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import type { Static } from '@sinclair/typebox';
+import type { Static } from 'typebox';
 import type { TenantPatchInput } from '../../../src/api/schemas/tenants.ts';
 import { BATCH_BODY_BYTES_FLOOR, BATCH_EVENTS_CAP, ERROR_STATUS, type WireTypes } from '../src/wire.ts';
 import { SCHEMAS, WIRE_TS_PATH, wireTypesSource } from './wire-types.ts';

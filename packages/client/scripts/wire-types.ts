@@ -272,7 +272,7 @@ function wireTypesText(): string {
     `export const BATCH_BODY_BYTES_FLOOR = ${SMALL_BODY_BYTES_MAX};`,
   ];
   for (const [name, schema] of Object.entries(SCHEMAS)) {
-    const description = (schema as Json).description;
+    const description = (schema as unknown as Json).description;
     out.push('');
     if (typeof description === 'string') out.push(...doc(description, ''));
     out.push(`export type ${name} = ${emitter.type(schema, '', true, name)};`);
