@@ -15,7 +15,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parseDurationMs } from '../core/duration.ts';
-import { verifyWebhook, WebhookVerificationError } from '../client/webhook.ts';
+import { verifyWebhook, WebhookVerificationError } from '@belfry/client';
 
 /** Deliveries kept for `GET /`. */
 export const RECENT_MAX = 100;
