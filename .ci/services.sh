@@ -26,6 +26,12 @@ if [ ! -x /usr/bin/chromium ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium || echo "could not install chromium: the dashboard's browser test will be skipped" >&2
 fi
 
+# The README's commands, which test/e2e/readme.test.ts runs as written, use curl, jq and git.
+if ! command -v jq >/dev/null || ! command -v curl >/dev/null || ! command -v git >/dev/null; then
+  apt-get update -qq || true
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq curl git || echo "could not install jq, curl or git: the README test will fail" >&2
+fi
+
 if ! up 5432 && command -v pg_ctlcluster >/dev/null; then
   pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start || true
   wait_port 127.0.0.1 5432 60 || true

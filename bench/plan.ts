@@ -9,6 +9,7 @@ import { precision } from './scenarios/precision.ts';
 import { pull } from './scenarios/pull.ts';
 import { readsMeasure } from './scenarios/reads.ts';
 import { schedules } from './scenarios/schedules.ts';
+import { sdk } from './scenarios/sdk.ts';
 import type { Scenario } from './scenarios/scenario.ts';
 import { SYSTEM_KEYS, type SystemKey } from './systems/system.ts';
 
@@ -130,6 +131,11 @@ function schedulesSteps(p: PlanOptions): Step[] {
   );
 }
 
+/** The SDK's creates (batching on and off) against BullMQ's add(), both durable: one step, Belfry on SQLite. */
+function sdkStep(p: PlanOptions): Step {
+  return { kind: 'custom', title: 'sdk · belfry-sqlite, bullmq', run: () => sdk(p.opts) };
+}
+
 function limitsStep(): Step {
   return { kind: 'custom', title: 'limits', run: () => limits() };
 }
@@ -153,6 +159,8 @@ export function planSteps(name: string, p: PlanOptions): Step[] {
       return pullSteps(p);
     case 'schedules':
       return schedulesSteps(p);
+    case 'sdk':
+      return [sdkStep(p)];
     case 'all':
       if (p.opts.n !== undefined || p.opts.rate !== undefined)
         throw new Error(
@@ -161,6 +169,7 @@ export function planSteps(name: string, p: PlanOptions): Step[] {
       return [
         limitsStep(),
         ...sideBySide('ingest', p, systems),
+        sdkStep(p),
         ...sideBySide('fire', p, systems),
         ...sideBySide('precision', p, systems),
         ...burstSteps(p),
@@ -169,7 +178,7 @@ export function planSteps(name: string, p: PlanOptions): Step[] {
       ];
     default:
       throw new Error(
-        `unknown scenario "${name}" (ingest, fire, precision, burst, backlog, reads, limits, pull, schedules, all)`,
+        `unknown scenario "${name}" (ingest, sdk, fire, precision, burst, backlog, reads, limits, pull, schedules, all)`,
       );
   }
 }

@@ -1,12 +1,10 @@
 /**
- * Belfry's HTTP API as the CLI uses it: the SDK's calls (`call`, client/client.ts) or, for a path
- * already expanded, its transport (`request`, client/transport.ts, the one HTTP client of the
+ * Belfry's HTTP API as the CLI uses it: the SDK's calls (`call`, @belfry/client's BelfryClient) or,
+ * for a path already expanded, its transport (`request`, its Transport, the one HTTP client of the
  * code); one try per call (a command fails at once; a script retries it), its errors told the
  * CLI's way (ApiError, or "cannot reach Belfry at …").
  */
-import { BelfryClient } from '../client/client.ts';
-import type { HttpMethod } from '../client/routes.ts';
-import { BelfryApiError, Transport, type TransportOptions } from '../client/transport.ts';
+import { BelfryApiError, BelfryClient, Transport, type HttpMethod, type TransportOptions } from '@belfry/client';
 import { UsageError, type Io } from './command.ts';
 
 export const DEFAULT_URL = 'http://127.0.0.1:7070';
@@ -64,7 +62,8 @@ export class ApiClient {
       userAgent: 'belfry-cli',
     };
     this.transport = new Transport(options);
-    this.sdk = new BelfryClient(options);
+    // One command, one request: a create goes at once, alone.
+    this.sdk = new BelfryClient({ ...options, batching: false });
   }
 
   /** Builds a client from `--url`/`--key`, falling back to the environment; throws UsageError without a key. */

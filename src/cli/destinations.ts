@@ -2,7 +2,7 @@
  * `belfry destinations list|get|put|delete|rotate-secret|health`: the tenant's registered
  * destinations (/v1/destinations), through the SDK's `destinations` calls.
  */
-import type { Destination, DestinationHealth, DestinationPut } from '../client/routes.ts';
+import type { Destination, DestinationHealth, DestinationPut } from '@belfry/client';
 import { ApiClient } from './client.ts';
 import {
   COMMON_OPTIONS,

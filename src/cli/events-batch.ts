@@ -1,5 +1,5 @@
 /** `belfry events batch --file <f>`: POST /v1/events/batch, through the SDK's `events.batch`. */
-import type { EventBatchResult, EventCreate } from '../client/routes.ts';
+import type { EventBatchResult, EventCreate } from '@belfry/client';
 import { ApiClient } from './client.ts';
 import { COMMON_OPTIONS, commonUsage, parseCommandLine, printJson, UsageError, type Command } from './command.ts';
 import { parseJsonFlag } from './events-schedule.ts';

@@ -2,7 +2,7 @@
  * `belfry events edit <id>` (PATCH /v1/events/{id}) and `belfry events replay <id>`
  * (POST /v1/events/{id}/replay), through the SDK's `events` calls.
  */
-import type { EventPatch } from '../client/routes.ts';
+import type { EventPatch } from '@belfry/client';
 import { ApiClient } from './client.ts';
 import {
   COMMON_OPTIONS,

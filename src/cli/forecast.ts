@@ -1,5 +1,5 @@
 /** `belfry forecast`: GET /v1/forecast, the scheduled events due per bucket ahead, spikes flagged. */
-import type { Forecast } from '../client/routes.ts';
+import type { Forecast } from '@belfry/client';
 import { ApiClient } from './client.ts';
 import { COMMON_OPTIONS, parseCommandLine, printJson, UsageError, type Command } from './command.ts';
 import { noPositionals } from './flags.ts';

@@ -2,7 +2,7 @@
  * `belfry keys create [<tenantId>]`: POST /v1/tenants/{id}/keys with the admin key, or, without a
  * tenant id, POST /v1/keys: a new key of the calling tenant (its API key).
  */
-import type { ApiKeyCreated } from '../client/routes.ts';
+import type { ApiKeyCreated } from '@belfry/client';
 import { ApiClient } from './client.ts';
 import { COMMON_OPTIONS, parseCommandLine, printJson, UsageError, type Command } from './command.ts';
 import { EITHER_KEY_USAGE } from './flags.ts';

@@ -2,7 +2,7 @@
  * `belfry keys list|revoke|rotate`: a tenant's API keys with the admin key and a tenant id
  * (/v1/tenants/{id}/keys), or the calling tenant's own without one (/v1/keys).
  */
-import type { ApiKeyList } from '../client/routes.ts';
+import type { ApiKeyList } from '@belfry/client';
 import { ApiClient } from './client.ts';
 import { COMMON_OPTIONS, parseCommandLine, printJson, type Command } from './command.ts';
 import { durationFlag, EITHER_KEY_USAGE } from './flags.ts';

@@ -107,6 +107,8 @@ const USAGE = `Usage: belfry <command> [options]
 
 Commands:
   start                 run a Belfry node
+  dev                   try Belfry here: a node on ./belfry-dev with loopback webhooks allowed, an
+                        echo receiver, a tenant and its API key (not for production)
 
   events schedule       schedule an event
   events batch --file <f>  schedule many events from a JSON file
@@ -193,6 +195,11 @@ async function route(argv: string[], io: Io): Promise<number> {
   if (first === 'start') {
     // Loaded only here, so the API commands never pay for loading the node. It owns its flags and --help.
     await (await import('./start.ts')).runStart(argv.slice(1));
+    return 0;
+  }
+  if (first === 'dev') {
+    // As start: loaded only here; it owns its flags and --help.
+    await (await import('./dev.ts')).runDev(argv.slice(1));
     return 0;
   }
   const single = COMMANDS[first];

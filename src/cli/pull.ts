@@ -2,7 +2,7 @@
  * `belfry pull claim|ack|nack|extend`: pull delivery by hand (docs/pull.md), through the SDK's
  * `pull` calls. A program consumes with the SDK's consumer; these are for looking and fixing.
  */
-import type { ClaimedEvent, PullClaimRequest, PullNack } from '../client/routes.ts';
+import type { ClaimedEvent, PullClaimRequest, PullNack } from '@belfry/client';
 import { ApiClient } from './client.ts';
 import {
   COMMON_OPTIONS,

@@ -1,5 +1,5 @@
 /** `belfry schedules edit <id>`: PATCH /v1/schedules/{id}, through the SDK's `schedules.patch`. */
-import type { SchedulePatch } from '../client/routes.ts';
+import type { SchedulePatch } from '@belfry/client';
 import { ApiClient } from './client.ts';
 import {
   COMMON_OPTIONS,

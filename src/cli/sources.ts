@@ -2,7 +2,7 @@
  * `belfry sources list|get|put|delete`: the tenant's Kafka sources, schedule requests read from a
  * topic (/v1/sources), through the SDK's `sources` calls.
  */
-import type { Source, SourcePut } from '../client/routes.ts';
+import type { Source, SourcePut } from '@belfry/client';
 import { ApiClient } from './client.ts';
 import {
   COMMON_OPTIONS,

@@ -1,7 +1,7 @@
 /**
  * `belfry tenants list|get|edit|rotate-secret` (admin): /v1/tenants, through the SDK's `tenants` calls.
  */
-import type { TenantDetail, TenantList, TenantPatch } from '../client/routes.ts';
+import type { TenantDetail, TenantList, TenantPatch } from '@belfry/client';
 import { RETENTION_STATES } from '../core/retention.ts';
 import { LIMIT_SPECS } from '../core/tenant-limits.ts';
 import { ApiClient } from './client.ts';
@@ -34,10 +34,14 @@ export function renderTenantList(tenants: TenantList['tenants']): string {
 }
 
 /** `name  value  own|default` rows of values in effect, marking those the tenant has of its own. */
-function settingsTable(header: string, values: Record<string, unknown>, own: Record<string, unknown>): string {
+function settingsTable(header: string, values: object, own: object): string {
   return renderTable(
     [header, 'VALUE', 'SET BY'],
-    Object.entries(values).map(([name, value]) => [name, cell(value), own[name] === undefined ? 'default' : 'tenant']),
+    Object.entries(values).map(([name, value]) => [
+      name,
+      cell(value),
+      (own as Record<string, unknown>)[name] === undefined ? 'default' : 'tenant',
+    ]),
   );
 }
 
@@ -130,20 +134,22 @@ const numeric = (text: string) => (/^\d+$/.test(text) ? Number(text) : text);
 export function buildTenantPatch(flags: TenantEditFlags): TenantPatch {
   const patch: TenantPatch = {};
   if (flags.limit !== undefined) {
-    patch.limits = {};
+    const limits: Record<string, number | string | null> = {};
     for (const [name, value] of pairsFlag('--limit', flags.limit)) {
       if (!LIMIT_NAMES.includes(name))
         throw new UsageError(`--limit: no limit named ${name}; the limits are ${LIMIT_NAMES.join(', ')}`);
-      patch.limits[name] = value === RESET ? null : numeric(value);
+      limits[name] = value === RESET ? null : numeric(value);
     }
+    patch.limits = limits;
   }
   if (flags.retention !== undefined) {
-    patch.retention = {};
+    const retention: Record<string, number | string | null> = {};
     for (const [state, value] of pairsFlag('--retention', flags.retention)) {
       if (!(RETENTION_STATES as readonly string[]).includes(state))
         throw new UsageError(`--retention: not a terminal state: ${state}; give one of ${RETENTION_STATES.join(', ')}`);
-      patch.retention[state] = value === RESET ? null : durationFlag(`--retention ${state}`, value);
+      retention[state] = value === RESET ? null : durationFlag(`--retention ${state}`, value);
     }
+    patch.retention = retention;
   }
   if (flags.durability !== undefined) {
     if (flags.durability !== 'strict' && flags.durability !== 'relaxed')

@@ -15,7 +15,8 @@ export type ErrorCode =
   | 'unavailable'
   | 'internal';
 
-const STATUS: Record<ErrorCode, number> = {
+/** The HTTP status of each code (the SDK's generated wire types carry it: a batch item's error names only its code). */
+export const ERROR_STATUS: Readonly<Record<ErrorCode, number>> = {
   invalid_request: 400,
   unauthorized: 401,
   forbidden: 403,
@@ -48,7 +49,7 @@ export class BelfryError extends Error {
   ) {
     super(message);
     this.name = 'BelfryError';
-    this.status = STATUS[code];
+    this.status = ERROR_STATUS[code];
   }
 }
 

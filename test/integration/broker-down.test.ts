@@ -9,7 +9,8 @@ import assert from 'node:assert/strict';
 import amqp from 'amqplib';
 import { Redis } from 'ioredis';
 import { Kafka, logLevel } from 'kafkajs';
-import { connect } from 'nats';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 import { after, before, describe, it } from 'node:test';
 import { startMockKafka, type MockKafka } from '../support/kafka/mock-cluster.ts';
 import { startTestNode, waitUntil, type TestNode } from '../support/node.ts';
@@ -57,7 +58,7 @@ async function ownNats(): Promise<Downable> {
   const stream = 'belfry_down_test';
   const subject = 'belfry.down.test';
   const nc = await connect({ servers });
-  await (await nc.jetstreamManager()).streams.add({ name: stream, subjects: [subject] });
+  await (await jetstreamManager(nc)).streams.add({ name: stream, subjects: [subject] });
   await nc.close();
   return {
     destination: { kind: 'nats', servers: [`nats://${servers}`], subject },
@@ -66,11 +67,13 @@ async function ownNats(): Promise<Downable> {
     async readIds() {
       const c = await connect({ servers });
       try {
-        const jsm = await c.jetstreamManager();
+        const jsm = await jetstreamManager(c);
         const total = (await jsm.streams.info(stream)).state.messages;
         const ids: string[] = [];
         for (let seq = 1; seq <= total; seq++)
-          ids.push((await jsm.streams.getMessage(stream, { seq })).header!.get('belfry-event-id'));
+          ids.push(
+            (await jsm.streams.getMessage(stream, { seq }))?.header.get('belfry-event-id') ?? `(no message ${seq})`,
+          );
         return ids;
       } finally {
         await c.close();

@@ -15,13 +15,14 @@
  * And the NATS client's TLS works end to end against a nats-server with TLS and a login.
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { connect as natsConnect } from 'nats';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect as natsConnect } from '@nats-io/transport-node';
 import { AddressPolicy } from '../../src/core/address.ts';
 import type { BrokerTarget } from '../../src/core/destination.ts';
 import { brokerDueEvent, type Channel, type DeliveryOutcome, type DueEvent } from '../../src/channels/channel.ts';
@@ -33,6 +34,7 @@ import { RedisChannel } from '../../src/channels/redis/index.ts';
 import { KafkaSourceReader } from '../../src/sources/kafka/reader.ts';
 import type { SourceRecord } from '../../src/store/sources.ts';
 import { blackHole, type BlackHole } from '../support/black-hole.ts';
+import { selfSignedCertificate } from '../support/certificate.ts';
 import { waitUntil } from '../support/node.ts';
 
 const SECRET = 'tls-secret-pw-93f1';
@@ -294,28 +296,8 @@ describe('nats: tls:// delivers through a nats-server with TLS and a login', () 
     dir = mkdtempSync(join(tmpdir(), 'belfry-nats-tls-'));
     // A self-signed certificate for 127.0.0.1 (the address the destination names) and localhost
     // (the name the test's own nats.js client checks when given an address).
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'rsa:2048',
-        '-nodes',
-        '-keyout',
-        join(dir, 'key.pem'),
-        '-out',
-        join(dir, 'cert.pem'),
-        '-days',
-        '1',
-        '-subj',
-        '/CN=belfry-test',
-        '-addext',
-        'subjectAltName=IP:127.0.0.1,DNS:localhost',
-      ],
-      { stdio: 'ignore' },
-    );
-    ca = readFileSync(join(dir, 'cert.pem'), 'utf8');
+    const { keyPath, certPath } = selfSignedCertificate(dir, 'IP:127.0.0.1,DNS:localhost');
+    ca = readFileSync(certPath, 'utf8');
     port = await closedPort();
     server = spawn(
       '/usr/sbin/nats-server',
@@ -329,9 +311,9 @@ describe('nats: tls:// delivers through a nats-server with TLS and a login', () 
         join(dir, 'js'),
         '--tls',
         '--tlscert',
-        join(dir, 'cert.pem'),
+        certPath,
         '--tlskey',
-        join(dir, 'key.pem'),
+        keyPath,
         '--user',
         'belfry',
         '--pass',
@@ -361,7 +343,7 @@ describe('nats: tls:// delivers through a nats-server with TLS and a login', () 
   it('delivers over TLS (the certificate checked against 127.0.0.1), and stores the message', async () => {
     const admin = await natsConnect({ servers: `127.0.0.1:${port}`, tls: { ca }, user: 'belfry', pass: SECRET });
     try {
-      const jsm = await admin.jetstreamManager();
+      const jsm = await jetstreamManager(admin);
       await jsm.streams.add({ name: 'belfry_tls', subjects: ['belfry.tls'] });
       const channel = new NatsChannel({ policy, tlsOptions: { ca } });
       const target: BrokerTarget = {

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { Deduplicator, redisDedupStore } from 'belfry/client';
+import { Deduplicator, redisDedupStore } from '@belfry/client';
 import { waitUntil } from '../support/node.ts';
 
 const prefix = `belfry-test:dedup:${randomBytes(4).toString('hex')}:`;

@@ -6,7 +6,7 @@
  * and the drift check between the client's route table and the API's OpenAPI document.
  */
 import assert from 'node:assert/strict';
-import { createServer, request as httpRequest, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import {
@@ -19,9 +19,10 @@ import {
   type BelfryEvent,
   type BelfryClientOptions,
   type Operation,
-} from 'belfry/client';
+} from '@belfry/client';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { startAnswerDroppingProxy } from '../support/answer-dropping-proxy.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { ADMIN_KEY, startTestNode, waitUntil, type TestNode } from '../support/node.ts';
 import { PACKAGE_VERSION } from '../support/package.ts';
@@ -63,47 +64,6 @@ async function waitForState(id: string, state: BelfryEvent['state']): Promise<Be
   return last!;
 }
 
-/**
- * A loopback proxy in front of the node that lets the first `METHOD /path` request reach the node,
- * then cuts the connection instead of passing the answer back: the client cannot know it went through.
- */
-async function startAnswerDroppingProxy(
-  which: string,
-): Promise<{ url: string; bodies: string[]; close(): Promise<void> }> {
-  const bodies: string[] = [];
-  const target = new URL(node.url);
-  const proxy: Server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = Buffer.concat(chunks);
-      const matches = `${req.method} ${req.url}` === which;
-      if (matches) bodies.push(body.toString());
-      const upstream = httpRequest(
-        { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
-        (up) => {
-          const upChunks: Buffer[] = [];
-          up.on('data', (c: Buffer) => upChunks.push(c));
-          up.on('end', () => {
-            if (matches && bodies.length === 1) return req.socket.destroy();
-            res.writeHead(up.statusCode!, up.headers).end(Buffer.concat(upChunks));
-          });
-        },
-      );
-      upstream.end(body);
-    });
-  });
-  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
-    bodies,
-    close() {
-      proxy.closeAllConnections();
-      return new Promise<void>((resolve) => proxy.close(() => resolve()));
-    },
-  };
-}
-
 before(async () => {
   receiver = await startReceiver({ behavior: (req) => ({ status: req.path === '/refuse' ? 400 : 200 }) });
   node = await startTestNode();
@@ -115,7 +75,7 @@ after(async () => {
   await receiver.close();
 });
 
-describe('belfry/client against a real node', () => {
+describe('@belfry/client against a real node', () => {
   test('admin: tenants, their keys and signing secret, the cluster', async () => {
     const made = await admin.tenants.create({ name: 'sdk-admin', durability: 'strict' });
     assert.match(made.signingSecret, /^whsec_/);
@@ -421,7 +381,7 @@ describe('belfry/client against a real node', () => {
   });
 
   test('a create whose answer was lost is sent again with the same id: one event, not two', async () => {
-    const proxy = await startAnswerDroppingProxy('POST /v1/events');
+    const proxy = await startAnswerDroppingProxy(node.url, 'POST /v1/events');
     try {
       const viaProxy = new BelfryClient({ baseUrl: proxy.url, apiKey: node.tenantKey, fetch: recordingFetch });
       const outcome = await viaProxy.events.createWithOutcome({
@@ -446,7 +406,7 @@ describe('belfry/client against a real node', () => {
 
   test('a cancel whose answer was lost is sent again, and its 409 "already canceled" answers the canceled event', async () => {
     const event = await tenant.events.create({ destination: 'later', delay: '1h' });
-    const proxy = await startAnswerDroppingProxy(`DELETE /v1/events/${event.id}`);
+    const proxy = await startAnswerDroppingProxy(node.url, `DELETE /v1/events/${event.id}`);
     try {
       const viaProxy = new BelfryClient({ baseUrl: proxy.url, apiKey: node.tenantKey, fetch: recordingFetch });
       const canceled = await viaProxy.events.cancel(event.id);
@@ -462,7 +422,8 @@ describe('belfry/client against a real node', () => {
   test("the node's own 429 (Retry-After) is waited out: every create of a burst over the tenant's rate succeeds", async () => {
     const made = await admin.tenants.create({ name: 'sdk-slow' });
     await admin.tenants.patch(made.id, { limits: { scheduleRequestsPerSecond: 1 } });
-    const slow = client((await admin.tenants.createKey(made.id)).key);
+    // Batching off: a burst of single creates, each its own scheduling request.
+    const slow = client((await admin.tenants.createKey(made.id)).key, { batching: false });
     await slow.destinations.put('later', { url: `${receiver.url}/ok` });
     const before = requested.length;
     const events = await Promise.all(

@@ -5,7 +5,8 @@
 import amqp from 'amqplib';
 import { Redis } from 'ioredis';
 import { Kafka, logLevel } from 'kafkajs';
-import { connect } from 'nats';
+import { jetstream, jetstreamManager } from '@nats-io/jetstream';
+import { connect } from '@nats-io/transport-node';
 
 export const REDIS_URL = process.env.BELFRY_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const NATS_URL = process.env.BELFRY_TEST_NATS_URL ?? 'nats://127.0.0.1:4222';
@@ -76,11 +77,11 @@ export async function consumeNats(url = NATS_URL, onMessage?: OnMessage): Promis
   const name = unique('belfry_test').replace(/-/g, '_');
   const subject = `belfry.test.${name}`;
   const nc = await connect({ servers: url.replace('nats://', '') });
-  const jsm = await nc.jetstreamManager();
+  const jsm = await jetstreamManager(nc);
   await jsm.streams.add({ name, subjects: [subject] });
   const messages: Consumed[] = [];
   const take: OnMessage = onMessage ?? ((m) => void messages.push(m));
-  const consumer = await nc.jetstream().consumers.get(name);
+  const consumer = await jetstream(nc).consumers.get(name);
   const sub = await consumer.consume();
   void (async () => {
     for await (const m of sub) {

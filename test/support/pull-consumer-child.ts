@@ -5,7 +5,7 @@
  * processes. Each handler takes HANDLER_MS (± half). Env: BELFRY_URL, BELFRY_KEY, BELFRY_DEST,
  * BELFRY_VISIBILITY, HANDLER_MS. Stops gracefully on SIGTERM.
  */
-import { BelfryClient } from 'belfry/client';
+import { BelfryClient } from '@belfry/client';
 
 const env = (name: string): string => {
   const v = process.env[name];

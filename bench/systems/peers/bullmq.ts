@@ -14,12 +14,14 @@ const QUEUE = 'bench';
 const CONCURRENCY = 256;
 const JOB_OPTS = { removeOnComplete: true, removeOnFail: true };
 
-function connection(): ConnectionOptions {
-  const url = new URL(REDIS_URL);
+/** A connection to the Redis at `redisUrl` (default: the machine's shared one). */
+export function connection(redisUrl = REDIS_URL): ConnectionOptions {
+  const url = new URL(redisUrl);
   return { host: url.hostname, port: Number(url.port || 6379), maxRetriesPerRequest: null };
 }
 
-function jobOf(e: BenchEvent, now: number) {
+/** The job of a bench event: a delayed job of its data, removed once done. */
+export function jobOf(e: BenchEvent, now: number) {
   return {
     name: 'deliver',
     data: { id: e.id, fireAt: e.fireAt } satisfies JobData,

@@ -1,5 +1,5 @@
 /** Schemas of POST /v1/events/bulk and GET /v1/bulk/{id}. */
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 import { EventType, Id, Name, Nullable, TagsInput, TimeInput, TimeOutput } from './common.ts';
 import { EventJson, EventStateSchema } from './events.ts';
 

@@ -1,5 +1,5 @@
 /** Schemas of GET /v1/cluster (admin): the cluster as the answering node sees it. */
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 import { TimeOutput } from './common.ts';
 
 export const ClusterResponse = Type.Object(

@@ -2,7 +2,7 @@
  * Schema pieces shared by every resource: ids, names, times, durations, maps, the error shape.
  * Each schema both validates requests (Fastify's ajv) and documents them (/openapi.json).
  */
-import { Type, type Static, type TSchema, type TUnsafe } from '@sinclair/typebox';
+import { Type, type Static, type TSchema, type TUnsafe } from 'typebox';
 
 /** Longest id or name accepted anywhere; ApiLimits.idLengthMax may lower it. */
 export const ID_LENGTH_MAX = 200;

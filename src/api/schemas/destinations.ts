@@ -1,5 +1,5 @@
 /** Schemas of /v1/destinations. Secrets are write-only: no response carries one, except a generated one, once. */
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 import {
   DurationInput,
   HeadersInput,

@@ -1,5 +1,5 @@
 /** Schemas of /v1/events: what a client sends, and the one shape of an event the API returns. */
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 import { EVENT_STATES, type EventState, type TransitionRecord } from '../../core/event.ts';
 import { BATCH_EVENTS_CAP } from '../../core/tenant-limits.ts';
 import {

@@ -1,5 +1,5 @@
 /** Schemas of GET /v1/forecast. */
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 import { Nullable, TimeOutput } from './common.ts';
 
 export const ForecastQuery = Type.Object(

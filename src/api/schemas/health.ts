@@ -1,5 +1,5 @@
 /** Schemas of the operational routes: liveness and readiness. */
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 
 export const HealthResponse = Type.Object({
   status: Type.Literal('ok'),

@@ -2,7 +2,7 @@
  * Schemas of per-tenant limits, generated from LIMIT_SPECS so the OpenAPI document lists every
  * limit with its default, its bounds and what it protects.
  */
-import { Type, type TSchema } from '@sinclair/typebox';
+import { Type, type TSchema } from 'typebox';
 import { formatDuration } from '../../core/duration.ts';
 import { formatLimit, LIMIT_SPECS, type LimitSpec } from '../../core/tenant-limits.ts';
 import { DurationInput } from './common.ts';

@@ -1,5 +1,5 @@
 /** Schemas of pull delivery: claim from a pull destination, then ack, nack or extend each event (docs/pull.md). */
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 import { DurationInput, EventType, Nullable, StringMap, TimeOutput } from './common.ts';
 
 /** Receipts are tokens Belfry made; anything longer is not one. */

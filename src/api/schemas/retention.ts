@@ -3,7 +3,7 @@
  * after they became terminal, per terminal state. Generated from RETENTION_STATES so the
  * OpenAPI document lists every state.
  */
-import { Type } from '@sinclair/typebox';
+import { Type } from 'typebox';
 import { formatDuration } from '../../core/duration.ts';
 import { RETENTION_DEFAULTS, RETENTION_STATES } from '../../core/retention.ts';
 import { DurationInput } from './common.ts';

@@ -1,5 +1,5 @@
 /** Schemas of /v1/schedules: what a client sends, and the one shape of a schedule the API returns. */
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 import {
   DestinationRefOutput,
   DurationInput,

@@ -1,5 +1,5 @@
 /** Schemas of /v1/sources. SASL passwords are write-only: no response carries one. */
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 import { Name, Nullable, TimeOutput } from './common.ts';
 import { KafkaSasl } from './destinations.ts';
 

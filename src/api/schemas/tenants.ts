@@ -1,5 +1,5 @@
 /** Schemas of the admin routes: tenants and their API keys. Keys are shown once, at creation. */
-import { Type, type Static } from '@sinclair/typebox';
+import { Type, type Static } from 'typebox';
 import type { TenantDurability } from '../../core/tenant-settings.ts';
 import { DurationInput, Id, Nullable, TimeOutput } from './common.ts';
 import { LimitsJson, LimitsPatch } from './limits.ts';

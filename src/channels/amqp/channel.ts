@@ -15,7 +15,7 @@
  *
  * `amqps://` is TLS or nothing; credentials in an `amqp://` URL need `allowInsecureCredentials`.
  */
-import net from 'node:net';
+import net, { isIP } from 'node:net';
 import amqp from 'amqplib';
 import type { AddressPolicy } from '../../core/address.ts';
 import { SystemClock, type Clock } from '../../core/clock.ts';
@@ -110,7 +110,7 @@ export class AmqpChannel implements Channel<DueEventOf<'amqp'>> {
   private async open(key: string, target: AmqpTarget, signal: AbortSignal): Promise<Link> {
     assertCredentialsTls(clearCredentials(target), target as InsecureCredentialsOptIn);
     const url = new URL(target.url);
-    const servername = url.hostname;
+    const servername = url.hostname.replace(/^\[(.*)\]$/, '$1');
     const address = await guardedAddress(this.opts.policy, url.hostname);
     signal.throwIfAborted();
     url.hostname = address.includes(':') ? `[${address}]` : address;
@@ -119,7 +119,10 @@ export class AmqpChannel implements Channel<DueEventOf<'amqp'>> {
     // signal) or to tls.connect (amqps://, which gets a TCP socket Belfry opened and holds).
     const kill = new AbortController();
     signal.addEventListener('abort', () => kill.abort(), { once: true });
-    const socketOptions: Record<string, unknown> = { servername, timeout: this.opts.connectTimeoutMs ?? 10_000 };
+    // SNI names a host, never an address: Node 25+ refuses an IP as servername (the certificate is
+    // then checked against the address amqplib connects to, which is the one the URL named).
+    const socketOptions: Record<string, unknown> = { timeout: this.opts.connectTimeoutMs ?? 10_000 };
+    if (isIP(servername) === 0) socketOptions.servername = servername;
     if (url.protocol === 'amqps:')
       socketOptions.socket = await connectTcp(address, url.port === '' ? AMQPS_PORT : Number(url.port), kill.signal);
     else socketOptions.signal = kill.signal;

@@ -64,7 +64,12 @@ export interface GuardedConnectOptions {
 
 /** An undici `connect` function that applies the policy to every socket it opens. */
 export function guardedConnect(opts: GuardedConnectOptions): buildConnector.connector {
-  const connector = buildConnector({ timeout: opts.timeoutMs, lookup: guardedLookup(opts.policy, opts.resolve) });
+  // allowH2: false keeps the TLS handshake offering http/1.1 alone (undici 8 offers h2 by default).
+  const connector = buildConnector({
+    allowH2: false,
+    timeout: opts.timeoutMs,
+    lookup: guardedLookup(opts.policy, opts.resolve),
+  });
   return (options, callback) => {
     const host = normalizeHost(options.hostname);
     if (parseIp(host)) {

@@ -1,4 +1,9 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import tls from 'node:tls';
 import { after, before, describe, it } from 'node:test';
 import { SimClock } from '../../core/clock.ts';
 import {
@@ -7,6 +12,7 @@ import {
   type Receiver,
   type ReceiverResponse,
 } from '../../../test/support/receiver.ts';
+import { selfSignedCertificate } from '../../../test/support/certificate.ts';
 import type { DeliveryOutcome, HttpDueEvent } from '../channel.ts';
 import { HttpChannel, parseRetryAfterMs, RETRY_AFTER_MS_MAX } from './http-channel.ts';
 import { verifySignature } from './signing.ts';
@@ -321,6 +327,38 @@ describe('HttpChannel connection handling', () => {
       await channel.close();
       await bounded.close();
       await receiver.close();
+    }
+  });
+});
+
+describe('HttpChannel over TLS', () => {
+  it('offers only http/1.1 in the TLS handshake (undici 8 would offer h2 by default)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'belfry-http-alpn-'));
+    const offered: string[][] = [];
+    let server: tls.Server | null = null;
+    const channel = new HttpChannel({ allowHosts: LOOPBACK });
+    try {
+      const { keyPath, certPath } = selfSignedCertificate(dir, 'IP:127.0.0.1');
+      const tlsServer = tls.createServer({
+        key: readFileSync(keyPath),
+        cert: readFileSync(certPath),
+        ALPNCallback: ({ protocols }) => {
+          offered.push(protocols);
+          return protocols.includes('http/1.1') ? 'http/1.1' : undefined;
+        },
+      });
+      server = tlsServer;
+      tlsServer.on('secureConnection', (socket) => socket.destroy());
+      await new Promise<void>((resolve) => tlsServer.listen(0, '127.0.0.1', resolve));
+      const { port } = tlsServer.address() as AddressInfo;
+      // The certificate is self-signed, so the delivery itself fails; the handshake's offer is the point.
+      const outcome = await channel.deliver(dueEvent(`https://127.0.0.1:${port}/alpn`), noAbort());
+      assert.equal(outcome.kind, 'retry');
+      assert.deepEqual(offered, [['http/1.1']]);
+    } finally {
+      await channel.close();
+      server?.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });

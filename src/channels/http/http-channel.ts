@@ -23,7 +23,7 @@
  * `responseBodyBytesMax` is kept for the reason snippet, the rest is drained up to
  * RESPONSE_DRAIN_BYTES_MAX, beyond which the connection is dropped instead.
  */
-import { Agent, util } from 'undici';
+import { Agent } from 'undici';
 import { AddressPolicy } from '../../core/address.ts';
 import { SystemClock, type Clock } from '../../core/clock.ts';
 import type { Channel, DeliveryOutcome, HttpDueEvent } from '../channel.ts';
@@ -118,6 +118,9 @@ export class HttpChannel implements Channel<HttpDueEvent> {
       connections: opts.connectionsPerOrigin ?? CONNECTIONS_PER_ORIGIN_DEFAULT,
       pipelining: 1,
       keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
+      // HTTP/1.1 only, as before undici 8 (which offers h2 over TLS by default): a webhook is one
+      // POST per connection at a time, and `connectionsPerOrigin` counts those connections.
+      allowH2: false,
       connect: guardedConnect({
         policy: opts.policy ?? new AddressPolicy(opts.allowHosts ?? []),
         resolve: opts.resolve,
@@ -177,7 +180,7 @@ export class HttpChannel implements Channel<HttpDueEvent> {
           collector,
         );
       } catch (err) {
-        collector.onError(err as Error);
+        collector.fail(err as Error);
       }
       const exchange = await collector.done;
       if (exchange.kind === 'failure') return failed(exchange.error);
@@ -188,12 +191,7 @@ export class HttpChannel implements Channel<HttpDueEvent> {
         if (status >= 200 && status < 300) return { kind: 'delivered', status };
         snippet = `(body unread: ${failed(exchange.bodyError).reason})`;
       }
-      return classifyStatus(
-        status,
-        exchange.rawHeaders ? util.parseHeaders(exchange.rawHeaders) : {},
-        snippet,
-        this.clock.now(),
-      );
+      return classifyStatus(status, exchange.headers ?? {}, snippet, this.clock.now());
     } finally {
       cancelTimer();
       unfollow();

@@ -7,28 +7,33 @@
  * are tiny and read only for a reason snippet; at 10,000 deliveries/s that machinery (streams,
  * nextTick, abort signals) took about a tenth of the node's CPU.
  *
- *   dispatch ─▶ onConnect(abort) ─▶ onHeaders (1xx skipped) ─▶ onData* ─▶ onComplete ─▶ settled
- *                                          any step ─▶ onError ─▶ settled
+ *   dispatch ─▶ onRequestStart(controller) ─▶ onResponseStart (1xx skipped) ─▶ onResponseData*
+ *            ─▶ onResponseEnd ─▶ settled;   any step ─▶ onResponseError ─▶ settled
  *   abort(reason) (timeout, caller) ─▶ settled at once; undici aborts the request as soon as it can
+ *
+ * (undici's handler API of v8: the controller aborts; the headers come parsed.)
  *
  * The whole body is read so the socket can be reused; past `drainBytesMax` the connection is
  * dropped instead, and the answer settles with what was read.
  */
 import type { Dispatcher } from 'undici';
 
-/** What came back: a final status (with its raw headers and a snippet), or a failure. */
+/** Response headers as undici parses them (lower-case names; a repeated header as an array). */
+export type ResponseHeaders = Record<string, string | string[] | undefined>;
+
+/** What came back: a final status (with its headers and a snippet), or a failure. */
 export type Exchange =
-  | { kind: 'response'; status: number; rawHeaders: Buffer[] | null; snippet: string; bodyError: Error | null }
+  | { kind: 'response'; status: number; headers: ResponseHeaders | null; snippet: string; bodyError: Error | null }
   | { kind: 'failure'; error: Error };
 
 export class ResponseCollector implements Dispatcher.DispatchHandler {
   readonly done: Promise<Exchange>;
   private settle!: (exchange: Exchange) => void;
   private settled = false;
-  private abortRequest: ((err: Error) => void) | null = null;
+  private controller: Dispatcher.DispatchController | null = null;
   private abortReason: Error | null = null;
   private status = 0;
-  private rawHeaders: Buffer[] | null = null;
+  private headers: ResponseHeaders | null = null;
   private keepBytesMax = 0;
   private kept: Buffer[] = [];
   private keptBytes = 0;
@@ -48,28 +53,33 @@ export class ResponseCollector implements Dispatcher.DispatchHandler {
    * headers still answers with the status), and aborts the request.
    */
   abort(reason: Error): void {
-    this.onError(reason);
-    if (this.abortRequest) this.abortRequest(reason);
+    this.fail(reason);
+    if (this.controller) this.controller.abort(reason);
     else this.abortReason ??= reason;
   }
 
-  onConnect(abort: (err?: Error) => void): void {
-    if (this.abortReason) abort(this.abortReason);
-    else this.abortRequest = abort;
+  /** The request failed before undici took it (dispatch threw). */
+  fail(err: Error): void {
+    if (this.status !== 0) this.finishResponse(err);
+    else this.finish({ kind: 'failure', error: err });
   }
 
-  onHeaders(statusCode: number, rawHeaders: Buffer[]): boolean {
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    if (this.abortReason) controller.abort(this.abortReason);
+    else this.controller = controller;
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: ResponseHeaders): void {
     // 1xx (100 Continue, 103 Early Hints) are informational: the final answer follows.
-    if (statusCode < 200) return true;
+    if (statusCode < 200) return;
     this.status = statusCode;
     const ok = statusCode < 300;
     // A 2xx is judged by its status alone: its headers and body are not kept.
-    this.rawHeaders = ok ? null : rawHeaders;
+    this.headers = ok ? null : headers;
     this.keepBytesMax = ok ? 0 : this.bodyBytesMax;
-    return true;
   }
 
-  onData(chunk: Buffer): boolean {
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     this.totalBytes += chunk.length;
     if (this.keptBytes < this.keepBytesMax) {
       const part = chunk.subarray(0, this.keepBytesMax - this.keptBytes);
@@ -79,24 +89,21 @@ export class ResponseCollector implements Dispatcher.DispatchHandler {
     if (this.totalBytes > this.drainBytesMax) {
       // Too long to drain: answer with what was read, and drop this connection.
       this.finishResponse(null);
-      this.abortRequest?.(new Error(`response body longer than ${this.drainBytesMax} bytes`));
-      return false;
+      controller.abort(new Error(`response body longer than ${this.drainBytesMax} bytes`));
     }
-    return true;
   }
 
-  onComplete(): void {
+  onResponseEnd(): void {
     this.finishResponse(null);
   }
 
-  onError(err: Error): void {
-    if (this.status !== 0) this.finishResponse(err);
-    else this.finish({ kind: 'failure', error: err });
+  onResponseError(_controller: Dispatcher.DispatchController | null, err: Error): void {
+    this.fail(err);
   }
 
   private finishResponse(bodyError: Error | null): void {
     const snippet = this.keptBytes === 0 ? '' : Buffer.concat(this.kept).toString('utf8');
-    this.finish({ kind: 'response', status: this.status, rawHeaders: this.rawHeaders, snippet, bodyError });
+    this.finish({ kind: 'response', status: this.status, headers: this.headers, snippet, bodyError });
   }
 
   private finish(exchange: Exchange): void {

@@ -1,5 +1,6 @@
 /** The NATS JetStream channel against the machine's nats-server (:4222), through the Channel conformance suite. */
-import { connect, type NatsConnection } from 'nats';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { connect, type NatsConnection } from '@nats-io/transport-node';
 import { AddressPolicy } from '../../core/address.ts';
 import { channelConformance, type Sink } from '../conformance/suite.ts';
 import { NatsChannel } from './index.ts';
@@ -17,7 +18,7 @@ function fields(server: string, subject: string): Sink['fields'] {
 
 channelConformance('nats', async () => {
   const nc: NatsConnection = await connect({ servers: NATS_URL.replace('nats://', '') });
-  const jsm = await nc.jetstreamManager();
+  const jsm = await jetstreamManager(nc);
   const streams: string[] = [];
   const channel = new NatsChannel({ policy: new AddressPolicy(['127.0.0.1']) });
   return {
@@ -39,6 +40,7 @@ channelConformance('nats', async () => {
           const out = [];
           for (let seq = 1; seq <= total; seq++) {
             const m = await jsm.streams.getMessage(name, { seq });
+            if (!m) throw new Error(`stream ${name} has no message ${seq}`);
             const headers: Record<string, string> = {};
             for (const k of m.header?.keys() ?? []) headers[k] = m.header!.get(k);
             out.push({ body: Buffer.from(m.data), headers });

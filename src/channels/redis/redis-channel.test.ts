@@ -1,7 +1,11 @@
 /** The Redis Streams channel against the machine's Redis (:6379), through the Channel conformance suite. */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
 import { Redis } from 'ioredis';
 import { AddressPolicy } from '../../core/address.ts';
-import { channelConformance, type Sink } from '../conformance/suite.ts';
+import type { RedisTarget } from '../../core/destination.ts';
+import type { DueEventOf } from '../channel.ts';
+import { channelConformance, dueEvent, type Sink } from '../conformance/suite.ts';
 import { RedisChannel } from './index.ts';
 
 const REDIS_URL = process.env.BELFRY_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -62,4 +66,35 @@ channelConformance('redis', async () => {
       admin.disconnect();
     },
   };
+});
+
+describe('RedisChannel with a least-privilege user', () => {
+  it('delivers as a user allowed only XADD on its stream (ioredis 6 opens with HELLO 3, which any user may send)', async () => {
+    const admin = new Redis(REDIS_URL);
+    const user = `belfry-test-xadd-${process.pid}-${++n}`;
+    const stream = `belfry-test:${process.pid}:acl:${n}`;
+    const password = `pw-${process.pid}-${n}`;
+    const channel = new RedisChannel({ policy: new AddressPolicy(['127.0.0.1']) });
+    try {
+      await admin.call('ACL', 'SETUSER', user, 'reset', 'on', `>${password}`, `~${stream}`, '+xadd');
+      const url = new URL(REDIS_URL);
+      url.username = user;
+      url.password = password;
+      // The machine's Redis listens without TLS: the login goes in clear, said explicitly.
+      const target = { kind: 'redis', url: url.toString(), stream, maxLen: null, allowInsecureCredentials: true };
+      const event = dueEvent({
+        kind: 'redis',
+        target: target as RedisTarget,
+        poolKey: `redis-acl-${n}`,
+      }) as DueEventOf<'redis'>;
+      const outcome = await channel.deliver(event, new AbortController().signal);
+      assert.equal(outcome.kind, 'delivered', JSON.stringify(outcome));
+      assert.equal(await admin.xlen(stream), 1);
+    } finally {
+      await channel.close();
+      await admin.call('ACL', 'DELUSER', user);
+      await admin.del(stream);
+      admin.disconnect();
+    }
+  });
 });

@@ -9,7 +9,7 @@
  * its own (time-sortable, as the server would) before the first try, so a create retried after a
  * network error or a 503 finds the event it made (200) instead of making a second one.
  */
-import { newSortableId } from '../core/ids.ts';
+import { newSortableId } from './ids.ts';
 import {
   ROUTES,
   type ApiKeyCreated,
@@ -66,8 +66,15 @@ import {
 } from './routes.ts';
 import { BelfryApiError, Transport, type CallInput, type TransportOptions } from './transport.ts';
 import { Consumer, type ConsumerOptions } from './consumer.ts';
+import { CreateBatcher, type BatchingOptions } from './batcher.ts';
 
-export type BelfryClientOptions = TransportOptions;
+export interface BelfryClientOptions extends TransportOptions {
+  /**
+   * Concurrent `events.create()` calls share one `POST /v1/events/batch` (see batcher.ts): on by
+   * default (`{ maxDelayMs: 2, maxEvents: 500 }`); `false` sends each create on its own.
+   */
+  batching?: BatchingOptions | false;
+}
 
 /** Conditions of an edit, cancel or replay: `ifMatch` is the event's `version` (412 when it moved on). */
 export interface IfMatch {
@@ -100,16 +107,25 @@ async function* paged<P extends { nextCursor: string | null }, T>(
 
 /** Events: schedule, read, change, cancel, list, trace, replay. */
 export class EventsClient {
-  constructor(private readonly t: Transport) {}
+  constructor(
+    private readonly t: Transport,
+    /** Null when batching is off. */
+    private readonly batcher: CreateBatcher | null = null,
+  ) {}
 
-  /** Schedules one event (idempotent: see the file header). */
+  /**
+   * Schedules one event (idempotent: see the file header). With batching on (the default), the
+   * creates made meanwhile share one batch request; each settles as its own create would.
+   */
   async create(event: EventCreate): Promise<BelfryEvent> {
     return (await this.createWithOutcome(event)).event;
   }
 
   /** As create, and whether this call made the event (201) or found it already there (200). */
   async createWithOutcome(event: EventCreate): Promise<CreatedEvent> {
-    const body = event.id === undefined ? { ...event, id: newSortableId(Date.now()) } : event;
+    const id = event.id ?? newSortableId(Date.now());
+    const body = event.id === undefined ? { ...event, id } : event;
+    if (this.batcher) return this.batcher.create(id, body);
     const res = await this.t.call<BelfryEvent>(ROUTES.eventCreate, { body });
     return { event: res.body, created: res.status === 201 };
   }
@@ -505,7 +521,7 @@ export class BelfryClient {
 
   constructor(options: BelfryClientOptions) {
     const t = new Transport(options);
-    this.events = new EventsClient(t);
+    this.events = new EventsClient(t, options.batching === false ? null : new CreateBatcher(t, options.batching ?? {}));
     this.bulk = new BulkClient(t);
     this.schedules = new SchedulesClient(t);
     this.sources = new SourcesClient(t);

@@ -9,7 +9,7 @@
  * The HMAC and the constant-time compare are Belfry's own signer (channels/http/signing.ts,
  * which imports only node:crypto), so what Belfry signs and what this checks cannot disagree.
  */
-import { SIGNATURE_TOLERANCE_SEC_DEFAULT, verifySignature } from '../channels/http/signing.ts';
+import { SIGNATURE_TOLERANCE_SEC_DEFAULT, verifySignature } from './signing.ts';
 
 /** Headers as Node's IncomingHttpHeaders, a fetch Headers, or a plain map (names in any case). */
 export type WebhookHeaders = Headers | Record<string, string | string[] | undefined>;

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { signPayload } from '../channels/http/signing.ts';
+import { signPayload } from './signing.ts';
 import { verifyWebhook, WebhookVerificationError, type WebhookVerificationFailure } from './webhook.ts';
 
 const newSecret = () => `whsec_${randomBytes(32).toString('base64')}`;
