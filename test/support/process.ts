@@ -12,7 +12,8 @@ import { fileURLToPath } from 'node:url';
 export const BIN = builtBin();
 
 function builtBin(): string {
-  const src = fileURLToPath(new URL('../../src', import.meta.url));
+  /** The sources `npm run build` compiles: the SDK's (which the server imports) and the server's. */
+  const sources = ['../../packages/client/src', '../../src'].map((dir) => fileURLToPath(new URL(dir, import.meta.url)));
   const built = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
   let builtMs: number;
   try {
@@ -20,15 +21,18 @@ function builtBin(): string {
   } catch {
     throw new Error('dist/ is not built: run `npm run build` (npm test builds first)');
   }
-  for (const entry of readdirSync(src, { recursive: true, withFileTypes: true })) {
-    if (!entry.isFile() || entry.name.endsWith('.test.ts')) continue;
-    const file = `${entry.parentPath}/${entry.name}`;
-    if (statSync(file).mtimeMs > builtMs) {
-      throw new Error(`dist/ is older than ${file}: run \`npm run build\` (npm test builds first)`);
+  for (const dir of sources) {
+    for (const entry of readdirSync(dir, { recursive: true, withFileTypes: true })) {
+      if (!entry.isFile() || entry.name.endsWith('.test.ts')) continue;
+      const file = `${entry.parentPath}/${entry.name}`;
+      if (statSync(file).mtimeMs > builtMs) {
+        throw new Error(`dist/ is older than ${file}: run \`npm run build\` (npm test builds first)`);
+      }
     }
   }
   return fileURLToPath(new URL('../../bin/belfry.mjs', import.meta.url));
 }
+
 /** Bounds on every wait: a node that cannot start or stop fails the test instead of hanging it. */
 export const NODE_START_MS_MAX = 30_000;
 export const NODE_STOP_MS_MAX = 15_000;
