@@ -15,7 +15,15 @@ export type FixtureProtocol = {
   exit(code: number): void;
   /** Answers something the structured clone refuses. */
   uncloneable(): unknown;
+  /**
+   * Blocks the thread: sets flags[0] to 1 (and wakes who waits on it), then waits until flags[1]
+   * is set, and answers 'held'.
+   */
+  hold(flags: SharedArrayBuffer): string;
 };
+
+/** How the fixture serves: in order, at once, or in order with the calls `later(_, 'first…')` first. */
+export type FixtureOrder = 'sequential' | 'concurrent' | 'sequential-first';
 
 const batches: number[] = [];
 parentPort?.on('message', (calls: unknown[]) => batches.push(calls.length));
@@ -33,7 +41,16 @@ const server = serveRpc<FixtureProtocol>(
     batches: () => batches.slice(0, -1),
     exit: (code) => process.exit(code),
     uncloneable: () => () => 'a function',
+    hold(flags) {
+      const cells = new Int32Array(flags);
+      Atomics.store(cells, 0, 1);
+      Atomics.notify(cells, 0);
+      Atomics.wait(cells, 1, 0);
+      return 'held';
+    },
   },
-  { order: threadData<'sequential' | 'concurrent'>() },
+  threadData<FixtureOrder>() === 'sequential-first'
+    ? { order: 'sequential', first: (method, args) => method === 'later' && String(args[1]).startsWith('first') }
+    : { order: threadData<'sequential' | 'concurrent'>() },
 );
 void server;

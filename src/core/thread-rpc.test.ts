@@ -1,18 +1,18 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { BelfryError } from './errors.ts';
-import type { FixtureProtocol } from './thread-rpc.fixture.ts';
+import type { FixtureOrder, FixtureProtocol } from './thread-rpc.fixture.ts';
 import { RpcClient, startWorker, type RpcClientOptions } from './thread-rpc.ts';
 
 const FIXTURE = new URL('./thread-rpc.fixture.ts', import.meta.url);
 
-function open(order: 'sequential' | 'concurrent', options: RpcClientOptions = {}): RpcClient<FixtureProtocol> {
+function open(order: FixtureOrder, options: RpcClientOptions = {}): RpcClient<FixtureProtocol> {
   return new RpcClient<FixtureProtocol>(startWorker(FIXTURE, order), options);
 }
 
 describe('thread-rpc', () => {
   const clients: RpcClient<FixtureProtocol>[] = [];
-  const client = (order: 'sequential' | 'concurrent', options?: RpcClientOptions) => {
+  const client = (order: FixtureOrder, options?: RpcClientOptions) => {
     const c = open(order, options);
     clients.push(c);
     return c;
@@ -43,6 +43,27 @@ describe('thread-rpc', () => {
       c.call('later', 0, 'fast').then((v) => order.push(v)),
     ]);
     assert.deepEqual(order, ['slow', 'fast']);
+  });
+
+  it('runs a call named first as soon as the running one ends, before the calls queued ahead of it', async () => {
+    const c = client('sequential-first');
+    const flags = new Int32Array(new SharedArrayBuffer(8));
+    const order: string[] = [];
+    const held = c.call('hold', flags.buffer as SharedArrayBuffer).then((v) => order.push(v));
+    // Once the call has gone out, wait (blocking this thread, at most 10 s) for the thread to be
+    // inside `hold`: everything sent from here waits in its lines.
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.notEqual(Atomics.wait(flags, 0, 0, 10_000), 'timed-out');
+    const answers = [c.call('later', 0, 'queued-1').then((v) => order.push(v))];
+    await new Promise((resolve) => setImmediate(resolve));
+    // A message of its own: two queued calls and, last, one that goes first.
+    for (const value of ['queued-2', 'queued-3', 'first'])
+      answers.push(c.call('later', 0, value).then((v) => order.push(v)));
+    await new Promise((resolve) => setImmediate(resolve));
+    Atomics.store(flags, 1, 1);
+    Atomics.notify(flags, 1);
+    await Promise.all([held, ...answers]);
+    assert.deepEqual(order, ['held', 'first', 'queued-1', 'queued-2', 'queued-3']);
   });
 
   it('runs concurrent calls at once: a quick one is answered before a slow one', async () => {

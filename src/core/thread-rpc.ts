@@ -13,7 +13,10 @@
  * later one. Worker side: each message's calls dispatched by method name, in order one after
  * another (`order: 'sequential'`: each call runs after the one before has settled, batches too)
  * or all at once (`'concurrent'`); replies of a sequential batch go back in one message, those of
- * concurrent calls in one message per `replyFlushMs`.
+ * concurrent calls in one message per `replyFlushMs`. A sequential server may name calls that go
+ * `first`: such a call runs as soon as the call running ends, before the calls queued ahead of it
+ * (the SQLite store thread's small claims, so an event of a quiet queue does not wait behind a
+ * flood's large claims and recordings), and its reply goes back at once.
  *
  * A worker is named by its TypeScript module's URL. Compiled (dist/, as `belfry` runs), `startWorker`
  * starts the module's JavaScript directly; from the sources (tests, through tsx) it starts
@@ -22,6 +25,7 @@
  */
 import {
   parentPort as workerParentPort,
+  receiveMessageOnPort,
   Worker,
   workerData,
   type MessagePort,
@@ -244,6 +248,12 @@ export class RpcClient<P extends Protocol> {
 export interface ServeOptions {
   /** 'sequential': each call after the one before has settled (batches in the order received); 'concurrent': all at once. */
   order: 'sequential' | 'concurrent';
+  /**
+   * Sequential calls only: the calls that run before those queued ahead of them (as soon as the
+   * call running ends), given their method and arguments. Keep it to cheap calls: the others wait
+   * for every one of them that arrives meanwhile.
+   */
+  first?: (method: string, args: readonly unknown[]) => boolean;
   /** Concurrent calls only: replies settled within this long travel in one message (default: those of one turn of the loop). */
   replyFlushMs?: number;
   /** The port to serve (default the worker's parentPort). */
@@ -282,23 +292,74 @@ export function serveRpc<P extends Protocol>(handlers: Handlers<P>, options: Ser
     if (!handler) throw new Error(`no method "${call.method}" on this thread`);
     return handler(...call.args);
   };
+  const runToReply = async (call: WireCall): Promise<WireReply> => {
+    try {
+      return { id: call.id, result: await run(call) };
+    } catch (err) {
+      return { id: call.id, error: errorToWire(err) };
+    }
+  };
 
   if (options.order === 'sequential') {
-    let chain: Promise<void> = Promise.resolve();
-    const runBatch = async (calls: WireCall[]): Promise<void> => {
-      const replies: WireReply[] = [];
-      for (const call of calls) {
+    const first = options.first;
+    if (!first) {
+      let chain: Promise<void> = Promise.resolve();
+      const runBatch = async (calls: WireCall[]): Promise<void> => {
+        const replies: WireReply[] = [];
+        for (const call of calls) replies.push(await runToReply(call));
+        post(replies);
+      };
+      port.on('message', (calls: WireCall[]) => {
+        chain = chain.then(() => runBatch(calls));
+      });
+    } else {
+      // Calls wait in two lines: those that go first, and the rest in the order received. Before
+      // each call the port's messages that arrived meanwhile are taken in (receiveMessageOnPort),
+      // so a call to go first that came in while a long one ran is the next to run.
+      const firstLine: WireCall[] = [];
+      const line: { call: WireCall; lastOfBatch: boolean }[] = [];
+      let running = false;
+      const goesFirst = (call: WireCall): boolean => {
         try {
-          replies.push({ id: call.id, result: await run(call) });
-        } catch (err) {
-          replies.push({ id: call.id, error: errorToWire(err) });
+          return first(call.method, call.args);
+        } catch {
+          return false;
         }
-      }
-      post(replies);
-    };
-    port.on('message', (calls: WireCall[]) => {
-      chain = chain.then(() => runBatch(calls));
-    });
+      };
+      const take = (calls: WireCall[]) => {
+        const rest: WireCall[] = [];
+        for (const call of calls) (goesFirst(call) ? firstLine : rest).push(call);
+        rest.forEach((call, i) => line.push({ call, lastOfBatch: i === rest.length - 1 }));
+      };
+      const pump = async (): Promise<void> => {
+        running = true;
+        let replies: WireReply[] = [];
+        for (;;) {
+          for (let m = receiveMessageOnPort(port); m; m = receiveMessageOnPort(port)) take(m.message as WireCall[]);
+          const urgent = firstLine.shift();
+          if (urgent) {
+            replies.push(await runToReply(urgent));
+            post(replies);
+            replies = [];
+            continue;
+          }
+          const next = line.shift();
+          if (!next) break;
+          replies.push(await runToReply(next.call));
+          // The replies of a batch go back together, as without `first`.
+          if (next.lastOfBatch) {
+            post(replies);
+            replies = [];
+          }
+        }
+        post(replies);
+        running = false;
+      };
+      port.on('message', (calls: WireCall[]) => {
+        take(calls);
+        if (!running) void pump();
+      });
+    }
   } else {
     const flushMs = options.replyFlushMs ?? 0;
     const flush = () => {

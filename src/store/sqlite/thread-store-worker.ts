@@ -1,7 +1,8 @@
 /**
  * The SQLite store's own thread (see thread-store.ts): `open` opens the store (lock, migrations);
- * then every call runs on it, in the order sent, the replies of one batch of calls in one message
- * (core/thread-rpc.ts, sequential). The protocol is StoreThreadProtocol (thread-wire.ts). An
+ * then every call runs on it, in the order sent (but for small claims, which go first: see
+ * FIRST_CLAIM_EVENTS_MAX), the replies of one batch of calls in one message (core/thread-rpc.ts,
+ * sequential). The protocol is StoreThreadProtocol (thread-wire.ts). An
  * error crosses with its SQLite code name in `code` (driver.ts withSqliteCode), whichever driver
  * raised it.
  */
@@ -59,4 +60,17 @@ const handlers = Object.fromEntries(
   Object.entries({ ...forwarded, ...own }).map(([method, fn]) => [method, coded(fn as (...args: never[]) => unknown)]),
 ) as unknown as Handlers<StoreThreadProtocol>;
 
-serveRpc<StoreThreadProtocol>(handlers, { order: 'sequential' });
+/**
+ * A claim of this many events or fewer runs before the calls queued ahead of it. Such a claim is
+ * a quiet queue's (the claimer gives queues with no claim in flight a small claim of their own):
+ * it takes a millisecond or two, where a flood's claims of hundreds of events and the recordings of
+ * its outcomes take tens each on a loaded machine, and would otherwise delay it by all of them
+ * (the isolation invariant, docs/architecture.md).
+ */
+const FIRST_CLAIM_EVENTS_MAX = 32;
+
+serveRpc<StoreThreadProtocol>(handlers, {
+  order: 'sequential',
+  first: (method, args) =>
+    method === 'eventClaim' && ((args[0] as { refs?: unknown[] }).refs?.length ?? Infinity) <= FIRST_CLAIM_EVENTS_MAX,
+});
