@@ -174,7 +174,11 @@ export class PullService {
       }
     });
     if (settles.length > 0) {
-      const afters = await deps.store.eventPullSettleMany({ settles });
+      // One alone takes the single-event statement (PostgreSQL plans it as a primary-key update).
+      const afters =
+        settles.length === 1
+          ? [await deps.store.eventPullSettle(settles[0])]
+          : await deps.store.eventPullSettleMany({ settles });
       const applied: EventRecord[] = [];
       afters.forEach((after, k) => {
         const i = at[k];
