@@ -1,6 +1,7 @@
 /**
- * pull (Belfry only): pull delivery's claim → ack throughput with 1 and with 4 consumers, and how
- * long an expired claim takes to come back.
+ * pull: pull delivery's claim → ack throughput with 1 and with 4 consumers, with acks in the next
+ * claim, and by the SDK's consumer beside BullMQ's Worker; and how long an expired claim takes to
+ * come back.
  *
  * - throughput: N events (default 20,000) due at once on a pull destination; C consumers (in this
  *   process, each its own keep-alive connections) each loop "claim up to 100 (wait 1s) → ack each
@@ -10,11 +11,17 @@
  *   one request per 100 events instead of 101.
  * - SDK consumer: `@belfry/client`'s consumer, concurrency 100, a handler that does nothing; it
  *   acks in batches (in its next claim, or a settle request).
+ * - BullMQ beside it: N jobs waiting (addBulk), a Worker of concurrency 100 in this process with a
+ *   processor that does nothing, jobs removed on completion: completions/s from the worker's start
+ *   to the last completion. Redis is the machine's, without persistence (BullMQ's best case).
  * - comeback: 200 events claimed with a 1 s visibility timeout and never acked; one consumer
  *   claims again (wait 1s) until each is back. Reported: ms from each claim's lease end to its
  *   second claim (the expirer's pass, up to 0.5 s, plus the retry backoff, here 50-100 ms).
  */
+import { randomBytes } from 'node:crypto';
 import { BelfryClient } from '@belfry/client';
+import { Queue, Worker } from 'bullmq';
+import { connection } from '../systems/peers/bullmq.ts';
 import { createClient, runConcurrently, type BenchClient } from '../lib/http.ts';
 import { createBelfryStore, startBenchNode, type StoreKind } from '../lib/node.ts';
 import type { ScenarioOptions, ScenarioResult } from '../lib/report.ts';
@@ -162,6 +169,44 @@ async function sdkConsumer(url: string, key: string, n: number): Promise<{ perSe
   return { perSecond: perSecond(n, ms), ms };
 }
 
+/** BullMQ's Worker (concurrency 100, a processor that does nothing) on `n` waiting jobs: completions/s. */
+async function bullmqWorker(n: number): Promise<{ perSecond: number; ms: number }> {
+  const prefix = `bench-pull-${randomBytes(4).toString('hex')}`;
+  const queue = new Queue('pull', { connection: connection(), prefix });
+  await queue.waitUntilReady();
+  try {
+    const opts = { removeOnComplete: true, removeOnFail: true };
+    for (let i = 0; i < n; i += 1_000)
+      await queue.addBulk(
+        Array.from({ length: Math.min(1_000, n - i) }, (_, k) => ({ name: 'job', data: { i: i + k }, opts })),
+      );
+    let completed = 0;
+    let done!: () => void;
+    const all = new Promise<void>((resolve) => (done = resolve));
+    const started = performance.now();
+    const worker = new Worker('pull', async () => {}, {
+      connection: connection(),
+      prefix,
+      concurrency: 100,
+      removeOnComplete: { count: 0 },
+      removeOnFail: { count: 0 },
+    });
+    worker.on('completed', () => {
+      if (++completed === n) done();
+    });
+    const timer = setTimeout(done, DEADLINE_MS);
+    await all;
+    const ms = performance.now() - started;
+    clearTimeout(timer);
+    await worker.close();
+    if (completed < n) throw new Error(`BullMQ: only ${completed} of ${n} completed before the deadline`);
+    return { perSecond: perSecond(n, ms), ms };
+  } finally {
+    await queue.obliterate({ force: true });
+    await queue.close();
+  }
+}
+
 /** Claims COMEBACK_EVENTS with a 1 s visibility, leaves them, and times each one's second claim from its lease end. */
 async function comeback(c: BenchClient): Promise<number[]> {
   await schedule(c, 'back-', COMEBACK_EVENTS);
@@ -211,6 +256,7 @@ export async function pull(kind: StoreKind, opts: ScenarioOptions): Promise<Scen
     const sdk = await sdkConsumer(node.url, node.key, n);
     const cpu7 = node.cpuSeconds();
     const back = distribution(await comeback(setup));
+    const bull = await bullmqWorker(n);
     return {
       label: `pull ${n.toLocaleString('en-US')} · Belfry · ${kind === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`,
       scenario: 'pull',
@@ -225,11 +271,13 @@ export async function pull(kind: StoreKind, opts: ScenarioOptions): Promise<Scen
         { name: 'node CPU µs per event, acks in the next claim', value: ((cpu5 - cpu4) * 1e6) / n, unit: 'µs' },
         { name: 'SDK consumer (concurrency 100) events/s', value: sdk.perSecond, unit: '/s' },
         { name: 'node CPU µs per event, SDK consumer', value: ((cpu7 - cpu6) * 1e6) / n, unit: 'µs' },
+        { name: 'BullMQ Worker (concurrency 100) jobs/s, Redis without persistence', value: bull.perSecond, unit: '/s' },
+        { name: 'SDK consumer ÷ BullMQ Worker', value: sdk.perSecond / bull.perSecond, unit: '×' },
         { name: 'expired claim back p50', value: back.p50, unit: 'ms' },
         { name: 'expired claim back max', value: back.max, unit: 'ms' },
         { name: 'expired claims back', value: back.count, unit: '' },
       ],
-      details: { one, four, fourBatched, sdk, comebackMs: back },
+      details: { one, four, fourBatched, sdk, bullmq: bull, comebackMs: back },
     };
   } finally {
     await setup.close();
