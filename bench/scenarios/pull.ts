@@ -1,15 +1,27 @@
 /**
- * pull (Belfry only): pull delivery's claim → ack throughput with 1 and with 4 consumers, and how
- * long an expired claim takes to come back.
+ * pull: pull delivery's claim → ack throughput with 1 and with 4 consumers, with acks in the next
+ * claim, and by the SDK's consumer beside BullMQ's Worker; and how long an expired claim takes to
+ * come back.
  *
  * - throughput: N events (default 20,000) due at once on a pull destination; C consumers (in this
  *   process, each its own keep-alive connections) each loop "claim up to 100 (wait 1s) → ack each
  *   (16 in flight)" until all N are acked. Reported: acked events/s from the first claim to the
  *   last ack, and claim calls made.
+ * - batched: the same with 4 consumers that ack a claim's events in their next claim (its `ack`),
+ *   one request per 100 events instead of 101.
+ * - SDK consumer: `@belfry/client`'s consumer, concurrency 100, a handler that does nothing; it
+ *   acks in batches (in its next claim, or a settle request).
+ * - BullMQ beside it: N jobs waiting (addBulk), a Worker of concurrency 100 in this process with a
+ *   processor that does nothing, jobs removed on completion: completions/s from the worker's start
+ *   to the last completion. Redis is the machine's, without persistence (BullMQ's best case).
  * - comeback: 200 events claimed with a 1 s visibility timeout and never acked; one consumer
  *   claims again (wait 1s) until each is back. Reported: ms from each claim's lease end to its
  *   second claim (the expirer's pass, up to 0.5 s, plus the retry backoff, here 50-100 ms).
  */
+import { randomBytes } from 'node:crypto';
+import { BelfryClient } from '@belfry/client';
+import { Queue, Worker } from 'bullmq';
+import { connection } from '../systems/peers/bullmq.ts';
 import { createClient, runConcurrently, type BenchClient } from '../lib/http.ts';
 import { createBelfryStore, startBenchNode, type StoreKind } from '../lib/node.ts';
 import type { ScenarioOptions, ScenarioResult } from '../lib/report.ts';
@@ -57,6 +69,8 @@ async function throughput(
   let claims = 0;
   const deadline = Date.now() + DEADLINE_MS;
   const started = performance.now();
+  // The end is the last ack, not the end of a claim still waiting (up to 1 s) for events that will not come.
+  let lastAckMs = NaN;
   try {
     await Promise.all(
       clients.map(async (c) => {
@@ -66,7 +80,7 @@ async function throughput(
           await runConcurrently(events.length, ACKS_IN_FLIGHT, async (i) => {
             const res = await c.call('POST', `/v1/events/${events[i].id}/ack`, { receipt: events[i].receipt });
             if (res.status !== 200) throw new Error(`ack: ${res.status} ${JSON.stringify(res.body)}`);
-            acked++;
+            if (++acked === n) lastAckMs = performance.now();
           });
         }
       }),
@@ -74,9 +88,123 @@ async function throughput(
   } finally {
     await Promise.all(clients.map((c) => c.close()));
   }
-  const ms = performance.now() - started;
+  const ms = lastAckMs - started;
   if (acked < n) throw new Error(`only ${acked} of ${n} acked before the deadline`);
   return { perSecond: perSecond(acked, ms), claims, ms };
+}
+
+/** C consumers that ack each claim's events in their next claim, until `n` are acked. */
+async function batched(
+  url: string,
+  key: string,
+  consumers: number,
+  n: number,
+): Promise<{ perSecond: number; claims: number; ms: number }> {
+  const clients = Array.from({ length: consumers }, () => createClient(url, key, 2));
+  let acked = 0;
+  let claimed = 0;
+  let claims = 0;
+  const deadline = Date.now() + DEADLINE_MS;
+  const started = performance.now();
+  let lastAckMs = NaN;
+  const settled = (res: { status: number; body: any }, count: number) => {
+    if (res.status !== 200) throw new Error(`claim/settle: ${res.status} ${JSON.stringify(res.body)}`);
+    const results = (res.body.settled ?? res.body.results ?? []) as { status: string }[];
+    if (results.length !== count || results.some((r) => r.status !== 'settled'))
+      throw new Error(`an ack failed: ${JSON.stringify(results)}`);
+    acked += count;
+    if (acked === n) lastAckMs = performance.now();
+  };
+  try {
+    await Promise.all(
+      clients.map(async (c) => {
+        let held: Claimed[] = [];
+        while (acked < n && Date.now() < deadline) {
+          const ack = held.map((e) => ({ id: e.id, receipt: e.receipt }));
+          held = [];
+          if (claimed >= n) {
+            // Everything is claimed: the last acks go alone.
+            if (ack.length > 0) settled(await c.call('POST', '/v1/events/settle', { ack }), ack.length);
+            break;
+          }
+          const res = await c.call('POST', '/v1/destinations/jobs/claim', {
+            max: CLAIM_MAX,
+            visibilityTimeout: '60s',
+            wait: '1s',
+            ...(ack.length > 0 ? { ack } : {}),
+          });
+          settled(res, ack.length);
+          claims++;
+          held = res.body.events as Claimed[];
+          claimed += held.length;
+        }
+      }),
+    );
+  } finally {
+    await Promise.all(clients.map((c) => c.close()));
+  }
+  const ms = lastAckMs - started;
+  if (acked < n) throw new Error(`only ${acked} of ${n} acked before the deadline`);
+  return { perSecond: perSecond(acked, ms), claims, ms };
+}
+
+/** The SDK's consumer (concurrency 100, a handler that does nothing) until `n` events are handled and acked. */
+async function sdkConsumer(url: string, key: string, n: number): Promise<{ perSecond: number; ms: number }> {
+  const belfry = new BelfryClient({ baseUrl: url, apiKey: key });
+  const consumer = belfry.consumer('jobs', { concurrency: 100, visibilityTimeout: '60s', wait: '1s' });
+  let handled = 0;
+  let done!: () => void;
+  const all = new Promise<void>((resolve) => (done = resolve));
+  consumer.on('*', () => {
+    if (++handled === n) done();
+  });
+  const started = performance.now();
+  await consumer.start();
+  const timer = setTimeout(done, DEADLINE_MS);
+  await all;
+  clearTimeout(timer);
+  await consumer.stop(); // sends the last acks
+  const ms = performance.now() - started;
+  if (handled < n) throw new Error(`only ${handled} of ${n} handled before the deadline`);
+  return { perSecond: perSecond(n, ms), ms };
+}
+
+/** BullMQ's Worker (concurrency 100, a processor that does nothing) on `n` waiting jobs: completions/s. */
+async function bullmqWorker(n: number): Promise<{ perSecond: number; ms: number }> {
+  const prefix = `bench-pull-${randomBytes(4).toString('hex')}`;
+  const queue = new Queue('pull', { connection: connection(), prefix });
+  await queue.waitUntilReady();
+  try {
+    const opts = { removeOnComplete: true, removeOnFail: true };
+    for (let i = 0; i < n; i += 1_000)
+      await queue.addBulk(
+        Array.from({ length: Math.min(1_000, n - i) }, (_, k) => ({ name: 'job', data: { i: i + k }, opts })),
+      );
+    let completed = 0;
+    let done!: () => void;
+    const all = new Promise<void>((resolve) => (done = resolve));
+    const started = performance.now();
+    const worker = new Worker('pull', async () => {}, {
+      connection: connection(),
+      prefix,
+      concurrency: 100,
+      removeOnComplete: { count: 0 },
+      removeOnFail: { count: 0 },
+    });
+    worker.on('completed', () => {
+      if (++completed === n) done();
+    });
+    const timer = setTimeout(done, DEADLINE_MS);
+    await all;
+    const ms = performance.now() - started;
+    clearTimeout(timer);
+    await worker.close();
+    if (completed < n) throw new Error(`BullMQ: only ${completed} of ${n} completed before the deadline`);
+    return { perSecond: perSecond(n, ms), ms };
+  } finally {
+    await queue.obliterate({ force: true });
+    await queue.close();
+  }
 }
 
 /** Claims COMEBACK_EVENTS with a 1 s visibility, leaves them, and times each one's second claim from its lease end. */
@@ -119,7 +247,16 @@ export async function pull(kind: StoreKind, opts: ScenarioOptions): Promise<Scen
     const cpu2 = node.cpuSeconds();
     const four = await throughput(node.url, node.key, 4, n);
     const cpu3 = node.cpuSeconds();
+    await schedule(setup, 'batched-', n);
+    const cpu4 = node.cpuSeconds();
+    const fourBatched = await batched(node.url, node.key, 4, n);
+    const cpu5 = node.cpuSeconds();
+    await schedule(setup, 'sdk-', n);
+    const cpu6 = node.cpuSeconds();
+    const sdk = await sdkConsumer(node.url, node.key, n);
+    const cpu7 = node.cpuSeconds();
     const back = distribution(await comeback(setup));
+    const bull = await bullmqWorker(n);
     return {
       label: `pull ${n.toLocaleString('en-US')} · Belfry · ${kind === 'sqlite' ? 'SQLite' : 'PostgreSQL'}`,
       scenario: 'pull',
@@ -130,11 +267,17 @@ export async function pull(kind: StoreKind, opts: ScenarioOptions): Promise<Scen
         { name: 'claim→ack events/s, 4 consumers', value: four.perSecond, unit: '/s' },
         { name: 'node CPU µs per event, 1 consumer', value: ((cpu1 - cpu0) * 1e6) / n, unit: 'µs' },
         { name: 'node CPU µs per event, 4 consumers', value: ((cpu3 - cpu2) * 1e6) / n, unit: 'µs' },
+        { name: 'claim→ack events/s, 4 consumers, acks in the next claim', value: fourBatched.perSecond, unit: '/s' },
+        { name: 'node CPU µs per event, acks in the next claim', value: ((cpu5 - cpu4) * 1e6) / n, unit: 'µs' },
+        { name: 'SDK consumer (concurrency 100) events/s', value: sdk.perSecond, unit: '/s' },
+        { name: 'node CPU µs per event, SDK consumer', value: ((cpu7 - cpu6) * 1e6) / n, unit: 'µs' },
+        { name: 'BullMQ Worker (concurrency 100) jobs/s, Redis without persistence', value: bull.perSecond, unit: '/s' },
+        { name: 'SDK consumer ÷ BullMQ Worker', value: sdk.perSecond / bull.perSecond, unit: '×' },
         { name: 'expired claim back p50', value: back.p50, unit: 'ms' },
         { name: 'expired claim back max', value: back.max, unit: 'ms' },
         { name: 'expired claims back', value: back.count, unit: '' },
       ],
-      details: { one, four, comebackMs: back },
+      details: { one, four, fourBatched, sdk, bullmq: bull, comebackMs: back },
     };
   } finally {
     await setup.close();

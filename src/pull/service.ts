@@ -21,13 +21,16 @@ import { BelfryError } from '../core/errors.ts';
 import type { EventRecord } from '../core/event.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { queueOf } from '../core/queue.ts';
-import type { Store } from '../store/store.ts';
+import type { EventPullSettleParams, Store } from '../store/store.ts';
 import { decidePull, pullPolicy, type PullEnd } from './settle.ts';
 import type { PullWaiters } from './waiters.ts';
 import type { EventSink } from '../core/event-sink.ts';
 
 export interface PullServiceDeps {
-  store: Pick<Store, 'eventGet' | 'eventPullClaim' | 'eventPullNextDue' | 'eventPullSettle' | 'eventPullExtend'>;
+  store: Pick<
+    Store,
+    'eventGet' | 'eventPullClaim' | 'eventPullNextDue' | 'eventPullSettle' | 'eventPullSettleMany' | 'eventPullExtend'
+  >;
   /** Where destinations are read (a cache of the store's). */
   destinations: Pick<Store, 'destinationGet'>;
   clock: Clock;
@@ -51,6 +54,16 @@ export interface PullClaimRequest {
   /** Aborts when the client went away: nothing more is claimed for it. */
   gone: AbortSignal;
 }
+
+/** One claim end of a batch (PullService.settleMany). */
+export interface PullSettleItem {
+  id: string;
+  receipt: string;
+  end: Exclude<PullEnd, { action: 'expire' }>;
+}
+
+/** What became of one item of a batch: the event after it, or the error that left it unchanged. */
+export type PullSettleResult = { id: string; event: EventRecord } | { id: string; error: BelfryError };
 
 function receiptConflict(id: string): BelfryError {
   return new BelfryError(
@@ -119,24 +132,84 @@ export class PullService {
 
   /** Ends a claim (ack or nack) as its retry policy says; a conflict unless `receipt` holds it. */
   async settle(tenantId: string, id: string, receipt: string, end: PullEnd): Promise<EventRecord> {
+    const [result] = await this.settleMany(tenantId, [{ id, receipt, end: end as PullSettleItem['end'] }]);
+    if ('error' in result) throw result.error;
+    return result.event;
+  }
+
+  /**
+   * Ends many claims (acks and nacks) in one store write, each as `settle` would; the results in
+   * the order given. An ack needs nothing read first (the receipt alone says whether it holds); a
+   * nack reads its event and destination, as its retry policy decides what follows. The caller
+   * names each event once.
+   */
+  async settleMany(tenantId: string, items: PullSettleItem[]): Promise<PullSettleResult[]> {
     const { deps } = this;
-    const event = await deps.store.eventGet({ tenantId, id });
-    if (!event || event.state !== 'executing') throw receiptConflict(id);
+    const now = deps.clock.now();
+    const results: (PullSettleResult | null)[] = items.map(() => null);
+    const settles: EventPullSettleParams[] = [];
+    const at: number[] = [];
+    const nacks = await Promise.all(
+      items.map((item) => (item.end.action === 'nack' ? this.nackParams(tenantId, item, now) : null)),
+    );
+    items.forEach((item, i) => {
+      if (item.end.action === 'ack') {
+        settles.push({
+          tenantId,
+          id: item.id,
+          receipt: item.receipt,
+          attempts: null,
+          action: 'ack',
+          to: 'succeeded',
+          now,
+        });
+        at.push(i);
+        return;
+      }
+      const params = nacks[i];
+      if (params === null) results[i] = { id: item.id, error: receiptConflict(item.id) };
+      else {
+        settles.push(params!);
+        at.push(i);
+      }
+    });
+    if (settles.length > 0) {
+      // One alone takes the single-event statement (PostgreSQL plans it as a primary-key update).
+      const afters =
+        settles.length === 1
+          ? [await deps.store.eventPullSettle(settles[0])]
+          : await deps.store.eventPullSettleMany({ settles });
+      const applied: EventRecord[] = [];
+      afters.forEach((after, k) => {
+        const i = at[k];
+        if (!after) {
+          results[i] = { id: items[i].id, error: receiptConflict(items[i].id) };
+          return;
+        }
+        deps.metrics.pullEnded.inc({ action: items[i].end.action, state: after.state });
+        applied.push(after);
+        results[i] = { id: items[i].id, event: after };
+      });
+      if (applied.length > 0) deps.events.pullSettled(applied);
+    }
+    return results as PullSettleResult[];
+  }
+
+  /** A nack's settle, decided by the event's retry policy; null when the event is not claimed. */
+  private async nackParams(tenantId: string, item: PullSettleItem, now: number): Promise<EventPullSettleParams | null> {
+    const { deps } = this;
+    const event = await deps.store.eventGet({ tenantId, id: item.id });
+    if (!event || event.state !== 'executing') return null;
     const name = 'name' in event.destination ? event.destination.name : null;
     const destination = name === null ? null : await deps.destinations.destinationGet({ tenantId, name });
-    const params = decidePull({
+    return decidePull({
       event,
-      receipt,
-      end,
+      receipt: item.receipt,
+      end: item.end,
       policy: pullPolicy(event, destination?.config ?? null),
-      now: deps.clock.now(),
+      now,
       random: Math.random,
     });
-    const after = await deps.store.eventPullSettle(params);
-    if (!after) throw receiptConflict(id);
-    deps.metrics.pullEnded.inc({ action: end.action, state: after.state });
-    deps.events.pullSettled([after]);
-    return after;
   }
 
   /** Moves the claim's end to `visibleMs` from now (never earlier); a conflict unless `receipt` holds it. */

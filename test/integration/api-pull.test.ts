@@ -128,6 +128,119 @@ for (const [backend, make] of TEST_BACKENDS) {
       assert.deepEqual(await trace('n1'), ['created', 'claim', 'nack', 'claim', 'nack']);
     });
 
+    test('settles many claims in one request (acks then nacks, results in order); a claim carries acks of earlier ones', async () => {
+      for (const id of ['s1', 's2', 's3', 's4']) await schedule(id);
+      const claimed = (await claim({ max: 10 })).json().events as { id: string; receipt: string }[];
+      const by = (id: string) => claimed.find((e) => e.id === id)!;
+      assert.deepEqual(claimed.map((e) => e.id).sort(), ['s1', 's2', 's3', 's4']);
+      const res = await req('POST', '/v1/events/settle', {
+        ack: [
+          { id: 's1', receipt: by('s1').receipt },
+          { id: 's2', receipt: 'not-the-receipt' },
+        ],
+        nack: [{ id: 's3', receipt: by('s3').receipt, retryAfter: '5s', reason: 'later' }],
+      });
+      assert.equal(res.statusCode, 200, res.body);
+      const results = res.json().results;
+      assert.deepEqual(
+        results.map((r: { id: string; status: string; state?: string; error?: { code: string } }) => [
+          r.id,
+          r.status,
+          r.state ?? r.error?.code,
+        ]),
+        [
+          ['s1', 'settled', 'succeeded'],
+          ['s2', 'error', 'conflict'],
+          ['s3', 'settled', 'awaiting_retry'],
+        ],
+      );
+      assert.equal((await state('s1')).state, 'succeeded');
+      assert.equal((await state('s2')).state, 'executing', 'a receipt that does not hold changes nothing');
+      const s3 = await state('s3');
+      assert.equal(s3.lastError, 'later');
+      assert.equal(Date.parse(s3.dueAt), t.clock.now() + 5_000);
+      assert.deepEqual(await trace('s1'), ['created', 'claim', 'ack']);
+      assert.deepEqual(await trace('s3'), ['created', 'claim', 'nack']);
+
+      // A claim with `ack`: the acks apply first, then it claims; `settled` says what became of each.
+      await schedule('s5');
+      const next = await claim({
+        ack: [
+          { id: 's2', receipt: by('s2').receipt },
+          { id: 's4', receipt: by('s4').receipt },
+          { id: 's1', receipt: by('s1').receipt },
+        ],
+      });
+      assert.equal(next.statusCode, 200, next.body);
+      assert.deepEqual(
+        next.json().settled.map((r: { id: string; status: string }) => [r.id, r.status]),
+        [
+          ['s2', 'settled'],
+          ['s4', 'settled'],
+          ['s1', 'error'],
+        ],
+      );
+      assert.deepEqual(
+        next.json().events.map((e: { id: string }) => e.id),
+        ['s5'],
+      );
+      assert.equal((await state('s4')).state, 'succeeded');
+      const noAcks = await claim({});
+      assert.equal(noAcks.json().settled, undefined, 'a claim without ack has no settled');
+      const metrics = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+      assert.match(metrics, /belfry_pull_ended_total\{action="nack",state="awaiting_retry"\} [1-9]/);
+      const [s5] = next.json().events;
+      assert.equal(
+        (await req('POST', '/v1/events/settle', { ack: [{ id: 's5', receipt: s5.receipt }] })).statusCode,
+        200,
+      );
+    });
+
+    test('refuses a bad settle request with a 400 naming the field, and changes nothing', async () => {
+      await schedule('sb');
+      const [c] = (await claim({ max: 1 })).json().events;
+      assert.equal(c.id, 'sb');
+      const cases: [Record<string, unknown>, RegExp][] = [
+        [{}, /ack/],
+        [{ ack: [], nack: [] }, /ack/],
+        [{ ack: [{ id: 'sb' }] }, /receipt/],
+        [{ ack: [{ id: 'sb', receipt: c.receipt, extra: 1 }] }, /extra|additional/],
+        [{ ack: [{ id: 'has space', receipt: c.receipt }] }, /id/],
+        [{ nack: [{ id: 'sb', receipt: c.receipt, retryAfter: 'later' }] }, /nack\[0\]\.retryAfter/],
+        [{ nack: [{ id: 'sb', receipt: c.receipt, retryAfter: '1s', discard: true }] }, /retryAfter/],
+        [{ ack: [{ id: 'sb', receipt: c.receipt }], nack: [{ id: 'sb', receipt: c.receipt }] }, /named twice/],
+        [{ ack: Array.from({ length: 1_001 }, (_, i) => ({ id: `x${i}`, receipt: 'r' })) }, /ack/],
+        [
+          {
+            ack: Array.from({ length: 600 }, (_, i) => ({ id: `x${i}`, receipt: 'r' })),
+            nack: Array.from({ length: 401 }, (_, i) => ({ id: `y${i}`, receipt: 'r' })),
+          },
+          /at most 1000/,
+        ],
+        [{ other: [] }, /other|additional/],
+      ];
+      for (const [body, field] of cases) {
+        const res = await req('POST', '/v1/events/settle', body);
+        assert.equal(res.statusCode, 400, `${JSON.stringify(body).slice(0, 200)}: ${res.body}`);
+        assert.match(JSON.stringify(res.json().error), field, JSON.stringify(body).slice(0, 200));
+      }
+      for (const body of [
+        {
+          ack: [
+            { id: 'sb', receipt: c.receipt },
+            { id: 'sb', receipt: c.receipt },
+          ],
+        },
+        { ack: [{ id: 'sb' }] },
+      ]) {
+        const res = await claim(body);
+        assert.equal(res.statusCode, 400, res.body);
+      }
+      assert.equal((await claim({ ack: [{ id: 'sb', receipt: c.receipt }] }, 'nope')).statusCode, 404);
+      assert.equal((await state('sb')).state, 'executing', 'nothing settled by a refused request');
+      assert.equal((await req('POST', `/v1/events/sb/ack`, { receipt: c.receipt })).statusCode, 200);
+    });
+
     test('extend moves the visibility timeout; an expired claim is a failed attempt by the retry policy, then archived', async () => {
       await schedule('x1');
       const [c1] = (await claim({ visibilityTimeout: '2s' })).json().events;
@@ -270,7 +383,7 @@ for (const [backend, make] of TEST_BACKENDS) {
       assert.equal(waiters.parkedCount, 0);
     });
 
-    test('isolates tenants: another tenant cannot claim, ack, nack or extend', async () => {
+    test('isolates tenants: another tenant cannot claim, ack, nack, settle or extend', async () => {
       await schedule('iso');
       assert.equal((await claim({}, 'jobs', t.tenantKeyB)).statusCode, 404, 'B has no destination "jobs"');
       assert.equal((await req('PUT', '/v1/destinations/jobs', { kind: 'pull' }, t.tenantKeyB)).statusCode, 201);
@@ -285,6 +398,22 @@ for (const [backend, make] of TEST_BACKENDS) {
         );
         assert.equal(res.statusCode, 409, `${action}: ${res.body}`);
       }
+      const settle = await req(
+        'POST',
+        '/v1/events/settle',
+        { ack: [{ id: 'iso', receipt: c.receipt }], nack: [{ id: 'other', receipt: c.receipt }] },
+        t.tenantKeyB,
+      );
+      assert.deepEqual(
+        settle.json().results.map((r: { status: string; error?: { code: string } }) => [r.status, r.error?.code]),
+        [
+          ['error', 'conflict'],
+          ['error', 'conflict'],
+        ],
+        "B's settle of A's event",
+      );
+      const riding = await claim({ ack: [{ id: 'iso', receipt: c.receipt }] }, 'jobs', t.tenantKeyB);
+      assert.equal(riding.json().settled[0].error.code, 'conflict', "B's claim carrying an ack of A's event");
       const mine = await state('iso');
       assert.equal(mine.state, 'executing');
       assert.equal(mine.version, 2);

@@ -14,6 +14,7 @@ import {
   BelfryClient,
   Deduplicator,
   deliveryId,
+  NackError,
   ROUTES,
   verifyWebhook,
   type BelfryEvent,
@@ -546,6 +547,54 @@ describe('@belfry/client against a real node', () => {
     assert.equal(slow.attempts, 1, 'never expired while its handler ran');
     assert.deepEqual(seen.sort(), ['c-flaky', 'c-ok', 'c-slow']);
     assert.equal(consumer.running, 0);
+  });
+
+  test('pull: the consumer acks and nacks in batches (in its next claim, or one settle request), never one request per event', async () => {
+    await tenant.destinations.put('pull-batched', {
+      kind: 'pull',
+      retry: { minBackoff: '100ms', maxBackoff: '100ms', maxAttempts: 5 },
+    });
+    const N = 200;
+    const handled = new Map<string, number>();
+    const errors: unknown[] = [];
+    const from = requested.length;
+    const consumer = tenant.consumer('pull-batched', {
+      concurrency: 50,
+      visibilityTimeout: '30s',
+      wait: '1s',
+      onError: (err) => errors.push(err),
+    });
+    consumer.on('*', async (event) => {
+      const tries = (handled.get(event.id) ?? 0) + 1;
+      handled.set(event.id, tries);
+      // Every tenth event fails its first try: nacked, then claimed again and acked.
+      if (Number(event.id.slice(3)) % 10 === 0 && tries === 1) throw new NackError('not yet', { retryAfter: 0 });
+    });
+    await consumer.start();
+    await tenant.events.batch(
+      Array.from({ length: N }, (_, i) => ({ id: `pb-${i}`, destination: 'pull-batched', delay: 0 })),
+    );
+    await waitUntil(
+      'every event handled',
+      () => handled.size === N && [...handled].every(([id, n]) => n === (Number(id.slice(3)) % 10 === 0 ? 2 : 1)),
+      30_000,
+    );
+    await consumer.stop();
+    for (let i = 0; i < N; i += 1) {
+      const e = await tenant.events.get(`pb-${i}`);
+      assert.equal(e.state, 'succeeded', `pb-${i}`);
+      assert.equal(e.attempts, i % 10 === 0 ? 2 : 1, `pb-${i}'s attempts`);
+    }
+    const calls = requested.slice(from);
+    const perEvent = calls.filter((r) => /^POST \/v1\/events\/pb-\d+\/(ack|nack)$/.test(r));
+    const settles = calls.filter((r) => r === 'POST /v1/events/settle').length;
+    const claims = calls.filter((r) => r === 'POST /v1/destinations/pull-batched/claim').length;
+    assert.deepEqual(perEvent, [], 'no ack or nack request of its own');
+    assert.ok(
+      settles + claims < N / 2,
+      `${settles} settle requests and ${claims} claims for ${N + N / 10} acks and nacks`,
+    );
+    assert.equal(errors.filter((e) => !(e instanceof NackError)).length, 0, `errors: ${errors.join('; ')}`);
   });
 
   test('every route of the client was called by the tests above', () => {

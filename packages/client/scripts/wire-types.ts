@@ -89,6 +89,9 @@ export const SCHEMAS = {
   PullClaimResponse: pull.PullClaimResponse,
   PullAckBody: pull.PullAckBody,
   PullNackBody: pull.PullNackBody,
+  PullSettledJson: pull.PullSettledJson,
+  PullSettleBody: pull.PullSettleBody,
+  PullSettleResponse: pull.PullSettleResponse,
   PullExtendBody: pull.PullExtendBody,
   PullExtendResponse: pull.PullExtendResponse,
   // tenants, keys, limits

@@ -27,6 +27,9 @@ import {
   type PullExtend,
   type PullExtended,
   type PullNack,
+  type PullSettle,
+  type PullSettled,
+  type PullSettleResult,
   type Destination,
   type DestinationHealth,
   type DestinationPut,
@@ -498,6 +501,15 @@ export class PullClient {
   /** The event failed: retried (after `retryAfter`, or its backoff) or, with `discard`, discarded. */
   async nack(id: string, request: PullNack): Promise<BelfryEvent> {
     return (await this.t.call<BelfryEvent>(ROUTES.pullNack, { params: { id }, body: request })).body;
+  }
+
+  /**
+   * Many acks and nacks in one request (at most 1,000, each event once): a result per item, the
+   * acks then the nacks; an item whose receipt no longer holds its claim comes back with an error
+   * (`conflict`) and nothing changed for it.
+   */
+  async settle(request: PullSettle): Promise<PullSettled[]> {
+    return (await this.t.call<PullSettleResult>(ROUTES.pullSettle, { body: request })).body.results;
   }
 
   /** Keeps the claim `visibilityTimeout` longer from now. */

@@ -11,21 +11,53 @@
  *        ├─ while it runs: extend when half the visibility timeout is left
  *        ├─ resolves ──▶ ack
  *        └─ throws   ──▶ nack (retried after the destination's backoff, or `retryAfter` of the error)
+ *   Acks and nacks are sent in batches: the acks waiting when the next claim goes out ride in it
+ *   (its `ack`); what is left after SETTLE_DELAY_MS goes in one POST /v1/events/settle. A handler's
+ *   slot is free again once its ack or nack is queued.
  *   An extend answered 409 means the claim was lost (it expired): the handler's `signal` aborts
  *   and its result is not reported. A consumer that dies leaves its claims to expire: they come
  *   back after their visibility timeout, as failed attempts (at least once).
  *
  * Bounds: at most `concurrency` handlers at once (1 to 100); one claim request in flight; a
- * failed claim waits (doubling up to CLAIM_ERROR_BACKOFF_MS_MAX) before the next.
+ * failed claim waits (doubling up to CLAIM_ERROR_BACKOFF_MS_MAX) before the next; at most
+ * SETTLES_IN_FLIGHT_MAX settle requests at once, each of at most SETTLE_ITEMS_MAX acks and nacks,
+ * and at most SETTLES_WAITING_MAX waiting (a handler that finds it full waits for room). An ack or
+ * nack whose request failed is sent again (at least once; a repeat that finds the claim already
+ * ended is not reported).
  */
 import { BelfryApiError, type Transport } from './transport.ts';
-import { ROUTES, type ClaimedEvent, type PullClaimResult, type PullExtended } from './routes.ts';
+import {
+  ROUTES,
+  type ClaimedEvent,
+  type PullClaimResult,
+  type PullExtended,
+  type PullSettled,
+  type PullSettleResult,
+} from './routes.ts';
 
 export const CONSUMER_CONCURRENCY_DEFAULT = 10;
 export const CONSUMER_CONCURRENCY_MAX = 100;
 const CLAIM_MAX = 100;
 const CLAIM_ERROR_BACKOFF_MS_MIN = 250;
 const CLAIM_ERROR_BACKOFF_MS_MAX = 10_000;
+/** How long a finished handler's ack or nack waits for a claim to ride in before it is sent alone. */
+export const SETTLE_DELAY_MS = 2;
+/** Acks and nacks in one request (the API's bound). */
+const SETTLE_ITEMS_MAX = 1_000;
+const SETTLES_IN_FLIGHT_MAX = 4;
+/** Acks and nacks queued and not yet sent, at most: beyond it a finishing handler waits for room. */
+const SETTLES_WAITING_MAX = 2_000;
+const SETTLE_ERROR_BACKOFF_MS_MAX = 10_000;
+
+/** A finished handler's ack or nack, waiting to be sent. */
+interface Settle {
+  event: ClaimedEvent;
+  receipt: string;
+  /** Absent for an ack. */
+  nack?: { reason: string; discard?: true; retryAfter?: string | number };
+  /** Sent before, in a request that failed: a conflict now may mean the first one applied. */
+  again: boolean;
+}
 
 /** What a handler gets beside the event. */
 export interface HandlerContext {
@@ -85,6 +117,13 @@ export class Consumer {
   private slotFreed: (() => void) | null = null;
   private readonly concurrency: number;
   private readonly visibilityMs: number;
+  /** Acks and nacks not yet sent. */
+  private waiting: Settle[] = [];
+  private settleTimer: ReturnType<typeof setTimeout> | null = null;
+  private settlesInFlight = 0;
+  private settleErrorBackoffMs = 0;
+  /** Resolves handlers waiting for room in `waiting`, and stop() waiting for the last acks. */
+  private settleProgress: (() => void)[] = [];
 
   constructor(
     private readonly t: Transport,
@@ -129,6 +168,11 @@ export class Consumer {
     this.slotFreed?.();
     await this.loop;
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+    // The last acks and nacks go out now, each tried until it is answered or fails for good.
+    while (this.waiting.length > 0 || this.settlesInFlight > 0) {
+      this.flushSettles();
+      await new Promise<void>((resolve) => this.settleProgress.push(resolve));
+    }
     this.phase = 'stopped';
   }
 
@@ -148,10 +192,13 @@ export class Consumer {
         continue;
       }
       let events: ClaimedEvent[];
+      // The acks waiting now ride in this claim (a claim carries acks, not nacks).
+      const riding = this.takeWaiting((s) => s.nack === undefined);
       try {
         const res = await this.t.call<PullClaimResult>(ROUTES.pullClaim, {
           params: { name: this.destination },
           body: {
+            ...(riding.length > 0 ? { ack: riding.map((s) => ({ id: s.event.id, receipt: s.receipt })) } : {}),
             max: Math.min(free, CLAIM_MAX),
             visibilityTimeout: this.visibilityMs,
             wait: this.opts.wait ?? '20s',
@@ -160,8 +207,11 @@ export class Consumer {
           signal: this.stopping.signal,
         });
         events = res.body.events;
+        if (riding.length > 0) this.settled(riding, res.body.settled ?? []);
         errorBackoffMs = CLAIM_ERROR_BACKOFF_MS_MIN;
       } catch (err) {
+        // Its acks go again (in the next claim or a settle request): whether they applied is unknown.
+        if (riding.length > 0) this.requeue(riding);
         if (this.phase !== 'running') return;
         this.opts.onError?.(err);
         await abortableSleep(errorBackoffMs, this.stopping.signal);
@@ -195,28 +245,122 @@ export class Consumer {
       keeper.stop();
     }
     if (lost.signal.aborted) return;
+    while (this.waiting.length >= SETTLES_WAITING_MAX)
+      await new Promise<void>((resolve) => this.settleProgress.push(resolve));
+    if (failure === null) {
+      this.queueSettle({ event, receipt: keeper.receipt, again: false });
+      return;
+    }
+    this.opts.onError?.(failure, event);
+    const nack = failure instanceof NackError ? failure.opts : {};
+    const retryAfter = nack.discard ? undefined : (nack.retryAfter ?? retryAfterOf(failure));
+    const reason = String((failure as Error).message ?? failure).slice(0, 1000);
+    this.queueSettle({
+      event,
+      receipt: keeper.receipt,
+      nack: { reason, ...(nack.discard ? { discard: true } : {}), ...(retryAfter === undefined ? {} : { retryAfter }) },
+      again: false,
+    });
+  }
+
+  private queueSettle(s: Settle): void {
+    this.waiting.push(s);
+    this.settleTimer ??= setTimeout(() => {
+      this.settleTimer = null;
+      this.flushSettles();
+    }, SETTLE_DELAY_MS + this.settleErrorBackoffMs);
+  }
+
+  /** Takes the waiting acks and nacks that `pick` chooses, at most SETTLE_ITEMS_MAX, each event once. */
+  private takeWaiting(pick: (s: Settle) => boolean): Settle[] {
+    const taken: Settle[] = [];
+    const kept: Settle[] = [];
+    const ids = new Set<string>();
+    for (const s of this.waiting) {
+      if (taken.length < SETTLE_ITEMS_MAX && pick(s) && !ids.has(s.event.id)) {
+        taken.push(s);
+        ids.add(s.event.id);
+      } else kept.push(s);
+    }
+    this.waiting = kept;
+    if (taken.length > 0) this.progressed();
+    return taken;
+  }
+
+  /** Sends what waits, in requests of at most SETTLE_ITEMS_MAX, at most SETTLES_IN_FLIGHT_MAX at once. */
+  private flushSettles(): void {
+    while (this.waiting.length > 0 && this.settlesInFlight < SETTLES_IN_FLIGHT_MAX) {
+      const batch = this.takeWaiting(() => true);
+      this.settlesInFlight++;
+      void this.sendSettles(batch).finally(() => {
+        this.settlesInFlight--;
+        this.progressed();
+        if (this.waiting.length > 0 && this.settleTimer === null) this.flushSettles();
+      });
+    }
+  }
+
+  private async sendSettles(batch: Settle[]): Promise<void> {
+    const ack = batch.filter((s) => s.nack === undefined);
+    const nack = batch.filter((s) => s.nack !== undefined);
     try {
-      if (failure === null) {
-        await this.t.call(ROUTES.pullAck, { params: { id: event.id }, body: { receipt: keeper.receipt } });
-        return;
-      }
-      this.opts.onError?.(failure, event);
-      const nack = failure instanceof NackError ? failure.opts : {};
-      const retryAfter = nack.discard ? undefined : (nack.retryAfter ?? retryAfterOf(failure));
-      const reason = String((failure as Error).message ?? failure).slice(0, 1000);
-      await this.t.call(ROUTES.pullNack, {
-        params: { id: event.id },
+      const res = await this.t.call<PullSettleResult>(ROUTES.pullSettle, {
         body: {
-          receipt: keeper.receipt,
-          reason,
-          ...(nack.discard ? { discard: true } : {}),
-          ...(retryAfter === undefined ? {} : { retryAfter }),
+          ...(ack.length > 0 ? { ack: ack.map((s) => ({ id: s.event.id, receipt: s.receipt })) } : {}),
+          ...(nack.length > 0 ? { nack: nack.map((s) => ({ id: s.event.id, receipt: s.receipt, ...s.nack })) } : {}),
         },
       });
+      this.settleErrorBackoffMs = 0;
+      this.settled([...ack, ...nack], res.body.results);
     } catch (err) {
-      // A 409 here: the claim expired meanwhile; the event comes back by its retry policy.
-      this.opts.onError?.(err, event);
+      if (err instanceof BelfryApiError && err.status >= 400 && err.status < 500 && err.status !== 429) {
+        // Refused as a whole (it will be again): reported, not retried.
+        for (const s of batch) this.opts.onError?.(err, s.event);
+        return;
+      }
+      this.opts.onError?.(err);
+      this.settleErrorBackoffMs = Math.min(Math.max(2 * this.settleErrorBackoffMs, 100), SETTLE_ERROR_BACKOFF_MS_MAX);
+      this.requeue(batch);
     }
+  }
+
+  /** Reports the items the API did not settle; a conflict of one sent again is not reported (its first try may have applied). */
+  private settled(batch: Settle[], results: PullSettled[]): void {
+    batch.forEach((s, i) => {
+      const r = results[i];
+      if (!r || r.status === 'settled') return;
+      if (s.again && r.error?.code === 'conflict') return;
+      // A conflict: the claim expired meanwhile; the event comes back by its retry policy.
+      this.opts.onError?.(
+        new BelfryApiError({
+          status: r.error?.code === 'conflict' ? 409 : 400,
+          code: r.error?.code ?? 'unknown',
+          message: r.error?.message ?? `event "${s.event.id}" was not settled`,
+          details: (r.error?.details ?? []) as never,
+        }),
+        s.event,
+      );
+    });
+  }
+
+  /**
+   * Acks and nacks whose request failed: sent again. Once stopping, one more try only: stop()
+   * must end, and an event not acked comes back after its visibility timeout (at least once).
+   */
+  private requeue(batch: Settle[]): void {
+    for (const s of batch) {
+      if (this.phase !== 'running' && s.again) {
+        this.opts.onError?.(new Error(`event "${s.event.id}" was not acked or nacked before stop`), s.event);
+        continue;
+      }
+      this.queueSettle({ ...s, again: true });
+    }
+  }
+
+  private progressed(): void {
+    const waiters = this.settleProgress;
+    this.settleProgress = [];
+    for (const w of waiters) w();
   }
 
   /**

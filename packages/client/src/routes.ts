@@ -94,6 +94,7 @@ export const ROUTES = {
   pullClaim: route('POST', '/v1/destinations/{name}/claim'),
   pullAck: route('POST', '/v1/events/{id}/ack'),
   pullNack: route('POST', '/v1/events/{id}/nack'),
+  pullSettle: route('POST', '/v1/events/settle'),
   pullExtend: route('POST', '/v1/events/{id}/extend'),
 } as const satisfies Record<string, Route>;
 
@@ -141,6 +142,10 @@ export type PullClaimResult = W.PullClaimResponse;
 export type ClaimedEvent = W.ClaimedEventJson;
 export type PullAck = W.PullAckBody;
 export type PullNack = W.PullNackBody;
+/** Many acks and nacks at once (`PullClient.settle`). */
+export type PullSettle = W.PullSettleBody;
+export type PullSettled = W.PullSettledJson;
+export type PullSettleResult = W.PullSettleResponse;
 export type PullExtend = W.PullExtendBody;
 export type PullExtended = W.PullExtendResponse;
 

@@ -825,6 +825,13 @@ export type SourceListResponse = {
 };
 
 export type PullClaimBody = {
+  /** acks of earlier claims, applied before this claim looks for events (its answer then carries `settled`) */
+  ack?: {
+    /** 1-200 characters of [A-Za-z0-9._:@~=+-] */
+    id: string;
+    /** the receipt of the claim, from the claim response */
+    receipt: string;
+  }[];
   /** events to claim at most (default 10) */
   max?: number;
   /** duration such as "250ms", "30s", "5m", "4h", "7d", or milliseconds */
@@ -855,6 +862,8 @@ export type ClaimedEventJson = {
 
 export type PullClaimResponse = {
   events: ClaimedEventJson[];
+  /** the claim's `ack`, in the order given */
+  settled?: PullSettledJson[];
 };
 
 export type PullAckBody = {
@@ -871,6 +880,46 @@ export type PullNackBody = {
   discard?: boolean;
   /** recorded as the event's last error */
   reason?: string;
+};
+
+export type PullSettledJson = {
+  id: string;
+  status: 'settled' | 'error';
+  /** with status 'settled': the event's state after it */
+  state?: 'succeeded' | 'awaiting_retry' | 'archived' | 'discarded';
+  error?: {
+    code: string;
+    message: string;
+    details: {
+      [key: string]: unknown;
+    }[];
+  };
+};
+
+export type PullSettleBody = {
+  ack?: {
+    /** 1-200 characters of [A-Za-z0-9._:@~=+-] */
+    id: string;
+    /** the receipt of the claim, from the claim response */
+    receipt: string;
+  }[];
+  nack?: {
+    /** 1-200 characters of [A-Za-z0-9._:@~=+-] */
+    id: string;
+    /** the receipt of the claim, from the claim response */
+    receipt: string;
+    /** duration such as "250ms", "30s", "5m", "4h", "7d", or milliseconds */
+    retryAfter?: string | number;
+    /** true: the event is discarded, never retried */
+    discard?: boolean;
+    /** recorded as the event's last error */
+    reason?: string;
+  }[];
+};
+
+export type PullSettleResponse = {
+  /** the acks, then the nacks, each in the order given */
+  results: PullSettledJson[];
 };
 
 export type PullExtendBody = {
@@ -1142,6 +1191,9 @@ export interface WireTypes {
   PullClaimResponse: PullClaimResponse;
   PullAckBody: PullAckBody;
   PullNackBody: PullNackBody;
+  PullSettledJson: PullSettledJson;
+  PullSettleBody: PullSettleBody;
+  PullSettleResponse: PullSettleResponse;
   PullExtendBody: PullExtendBody;
   PullExtendResponse: PullExtendResponse;
   LimitsJson: LimitsJson;

@@ -2,7 +2,8 @@
  * The pull routes (docs/pull.md): claim, ack, nack, extend. Each parses and checks its request,
  * calls the PullService (pull/service.ts) and answers with what it returns.
  *
- *   POST /v1/destinations/{name}/claim ──▶ PullService.claim
+ *   POST /v1/destinations/{name}/claim ──▶ PullService.settleMany (its `ack`), then PullService.claim
+ *   POST /v1/events/settle             ──▶ PullService.settleMany (many acks and nacks, one store write)
  *   POST /v1/events/{id}/ack           ──▶ PullService.settle (ack)
  *   POST /v1/events/{id}/nack          ──▶ PullService.settle (nack)
  *   POST /v1/events/{id}/extend        ──▶ PullService.extend
@@ -10,7 +11,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { invalid } from '../../core/errors.ts';
 import type { EventRecord } from '../../core/event.ts';
-import type { PullEnd, PullService } from '../../pull/index.ts';
+import type { PullEnd, PullService, PullSettleItem, PullSettleResult } from '../../pull/index.ts';
 import { parseDurationField } from '../event-input.ts';
 import { isoTime, toEventJson } from '../event-json.ts';
 import { BEARER_SECURITY, errorResponses } from '../schemas/common.ts';
@@ -23,11 +24,16 @@ import {
   PullExtendBody,
   PullExtendResponse,
   PullNackBody,
+  PullSettleBody,
+  PullSettleResponse,
   type PullAckInput,
   type PullClaimInput,
   type PullClaimOutput,
   type PullExtendInput,
   type PullNackInput,
+  type PullSettleInput,
+  type PullSettleOutput,
+  PULL_SETTLE_ITEMS_MAX,
 } from '../schemas/pull.ts';
 
 export const CLAIM_MAX_DEFAULT = 10;
@@ -66,6 +72,51 @@ function claimedJson(e: EventRecord, receipt: string) {
   };
 }
 
+/** A nack's end from its fields; `field` names them in errors (`nack[3].retryAfter`). */
+function nackEnd(
+  field: string,
+  body: { retryAfter?: string | number; discard?: boolean; reason?: string },
+): Extract<PullEnd, { action: 'nack' }> {
+  const retryAfterMs =
+    body.retryAfter === undefined ? undefined : parseDurationField(`${field}retryAfter`, body.retryAfter);
+  if (retryAfterMs !== undefined && retryAfterMs > RETRY_AFTER_MS_MAX)
+    throw invalid(`${field}retryAfter`, 'must be at most 7d');
+  if (retryAfterMs !== undefined && body.discard === true)
+    throw invalid(`${field}retryAfter`, 'a discarded event is not retried: give retryAfter or discard, not both');
+  return { action: 'nack', discard: body.discard === true, retryAfterMs, reason: body.reason };
+}
+
+/** The items of a settle request, checked: at most PULL_SETTLE_ITEMS_MAX, each event once. */
+function settleItems(
+  acks: PullSettleInput['ack'] = [],
+  nacks: PullSettleInput['nack'] = [],
+  field = '',
+): PullSettleItem[] {
+  if (acks.length + nacks.length > PULL_SETTLE_ITEMS_MAX)
+    throw invalid(field || 'ack', `at most ${PULL_SETTLE_ITEMS_MAX} acks and nacks in one request`);
+  const items: PullSettleItem[] = [
+    ...acks.map((a) => ({ id: a.id, receipt: a.receipt, end: { action: 'ack' as const } })),
+    ...nacks.map((n, i) => ({ id: n.id, receipt: n.receipt, end: nackEnd(`nack[${i}].`, n) })),
+  ];
+  const seen = new Set<string>();
+  items.forEach((item, i) => {
+    if (seen.has(item.id)) {
+      const where = i < acks.length ? `${field || 'ack'}[${i}]` : `nack[${i - acks.length}]`;
+      throw invalid(`${where}.id`, `event "${item.id}" is named twice: ack or nack each event once`);
+    }
+    seen.add(item.id);
+  });
+  return items;
+}
+
+function settledJson(results: PullSettleResult[]): PullSettleOutput['results'] {
+  return results.map((r) =>
+    'error' in r
+      ? { id: r.id, status: 'error', error: { code: r.error.code, message: r.error.message, details: r.error.details } }
+      : { id: r.id, status: 'settled', state: r.event.state as 'succeeded' },
+  );
+}
+
 /** Aborts when the client goes away, so a parked claim stops (and claims nothing nobody would receive). */
 function clientGone(reply: FastifyReply): AbortSignal {
   const ac = new AbortController();
@@ -98,6 +149,10 @@ export function pullRoutes(app: FastifyInstance, pull: PullService): void {
       const visibleMs = visibilityMs('visibilityTimeout', body.visibilityTimeout);
       const waitMs = body.wait === undefined ? 0 : parseDurationField('wait', body.wait);
       if (waitMs > CLAIM_WAIT_MS_MAX) throw invalid('wait', `must be at most ${CLAIM_WAIT_MS_MAX / 1_000}s`);
+      const acks = body.ack && body.ack.length > 0 ? settleItems(body.ack, [], 'ack') : null;
+      // The destination first, so a claim that cannot be made settles nothing either.
+      if (acks) await pull.destination(request.tenantId, request.params.name);
+      const settled = acks ? settledJson(await pull.settleMany(request.tenantId, acks)) : undefined;
       const { events, receipt } = await pull.claim({
         tenantId: request.tenantId,
         name: request.params.name,
@@ -107,7 +162,28 @@ export function pullRoutes(app: FastifyInstance, pull: PullService): void {
         waitMs,
         gone: clientGone(reply),
       });
-      return { events: events.map((e) => claimedJson(e, receipt)) };
+      const claimed = events.map((e) => claimedJson(e, receipt));
+      return settled ? { events: claimed, settled } : { events: claimed };
+    },
+  );
+
+  app.post<{ Body: PullSettleInput }>(
+    '/v1/events/settle',
+    {
+      schema: {
+        tags,
+        summary: 'Ack and nack many claimed events at once',
+        description: `Up to ${PULL_SETTLE_ITEMS_MAX} acks and nacks in all, each event once (400 otherwise), each as its own ack or nack would be, in one write. 200 with a result per item (the acks, then the nacks): \`settled\` with the event's state after it, or \`error\` (a \`conflict\` when its receipt no longer holds the claim: nothing changed for that one).`,
+        security: BEARER_SECURITY,
+        body: PullSettleBody,
+        response: { 200: PullSettleResponse, ...errorResponses(400, 401, 403, 415) },
+      },
+    },
+    async (request): Promise<PullSettleOutput> => {
+      const { ack, nack } = request.body;
+      if ((ack?.length ?? 0) + (nack?.length ?? 0) === 0) throw invalid('ack', 'give at least one ack or nack');
+      const items = settleItems(ack, nack);
+      return { results: settledJson(await pull.settleMany(request.tenantId, items)) };
     },
   );
 
@@ -147,14 +223,7 @@ export function pullRoutes(app: FastifyInstance, pull: PullService): void {
     },
     async (request) => {
       const body = request.body;
-      const retryAfterMs =
-        body.retryAfter === undefined ? undefined : parseDurationField('retryAfter', body.retryAfter);
-      if (retryAfterMs !== undefined && retryAfterMs > RETRY_AFTER_MS_MAX)
-        throw invalid('retryAfter', 'must be at most 7d');
-      if (retryAfterMs !== undefined && body.discard === true)
-        throw invalid('retryAfter', 'a discarded event is not retried: give retryAfter or discard, not both');
-      const end: PullEnd = { action: 'nack', discard: body.discard === true, retryAfterMs, reason: body.reason };
-      return toEventJson(await pull.settle(request.tenantId, request.params.id, body.receipt, end));
+      return toEventJson(await pull.settle(request.tenantId, request.params.id, body.receipt, nackEnd('', body)));
     },
   );
 

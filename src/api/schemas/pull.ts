@@ -1,6 +1,6 @@
 /** Schemas of pull delivery: claim from a pull destination, then ack, nack or extend each event (docs/pull.md). */
 import { Type, type Static } from 'typebox';
-import { DurationInput, EventType, Nullable, StringMap, TimeOutput } from './common.ts';
+import { DurationInput, EventType, Id, Nullable, StringMap, TimeOutput } from './common.ts';
 
 /** Receipts are tokens Belfry made; anything longer is not one. */
 const Receipt = Type.String({
@@ -9,8 +9,29 @@ const Receipt = Type.String({
   description: 'the receipt of the claim, from the claim response',
 });
 
+/** Acks and nacks one settle request (or one claim's `ack`) carries at most. */
+export const PULL_SETTLE_ITEMS_MAX = 1_000;
+
+const AckItem = Type.Object({ id: Id, receipt: Receipt }, { additionalProperties: false });
+
+const NackFields = {
+  receipt: Receipt,
+  retryAfter: Type.Optional(DurationInput),
+  discard: Type.Optional(Type.Boolean({ description: 'true: the event is discarded, never retried' })),
+  reason: Type.Optional(Type.String({ maxLength: 1000, description: "recorded as the event's last error" })),
+};
+
+const NackItem = Type.Object({ id: Id, ...NackFields }, { additionalProperties: false });
+
 export const PullClaimBody = Type.Object(
   {
+    ack: Type.Optional(
+      Type.Array(AckItem, {
+        maxItems: PULL_SETTLE_ITEMS_MAX,
+        description:
+          'acks of earlier claims, applied before this claim looks for events (its answer then carries `settled`)',
+      }),
+    ),
     max: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'events to claim at most (default 10)' })),
     visibilityTimeout: Type.Optional(DurationInput),
     wait: Type.Optional(DurationInput),
@@ -38,22 +59,51 @@ export const ClaimedEventJson = Type.Object({
   visibleUntil: TimeOutput,
 });
 
-export const PullClaimResponse = Type.Object({ events: Type.Array(ClaimedEventJson) });
+/** What became of one ack or nack of a batch. One object shape with optional parts, as batch results are. */
+export const PullSettledJson = Type.Object({
+  id: Type.String(),
+  status: Type.Unsafe<'settled' | 'error'>({ type: 'string', enum: ['settled', 'error'] }),
+  state: Type.Optional(
+    Type.Unsafe<'succeeded' | 'awaiting_retry' | 'archived' | 'discarded'>({
+      type: 'string',
+      enum: ['succeeded', 'awaiting_retry', 'archived', 'discarded'],
+      description: "with status 'settled': the event's state after it",
+    }),
+  ),
+  error: Type.Optional(
+    Type.Object({
+      code: Type.String(),
+      message: Type.String(),
+      details: Type.Array(Type.Object({}, { additionalProperties: true })),
+    }),
+  ),
+});
+
+export const PullClaimResponse = Type.Object({
+  events: Type.Array(ClaimedEventJson),
+  settled: Type.Optional(Type.Array(PullSettledJson, { description: "the claim's `ack`, in the order given" })),
+});
 export type PullClaimOutput = Static<typeof PullClaimResponse>;
 
 export const PullAckBody = Type.Object({ receipt: Receipt }, { additionalProperties: false });
 export type PullAckInput = Static<typeof PullAckBody>;
 
-export const PullNackBody = Type.Object(
+export const PullNackBody = Type.Object(NackFields, { additionalProperties: false });
+export type PullNackInput = Static<typeof PullNackBody>;
+
+export const PullSettleBody = Type.Object(
   {
-    receipt: Receipt,
-    retryAfter: Type.Optional(DurationInput),
-    discard: Type.Optional(Type.Boolean({ description: 'true: the event is discarded, never retried' })),
-    reason: Type.Optional(Type.String({ maxLength: 1000, description: "recorded as the event's last error" })),
+    ack: Type.Optional(Type.Array(AckItem, { maxItems: PULL_SETTLE_ITEMS_MAX })),
+    nack: Type.Optional(Type.Array(NackItem, { maxItems: PULL_SETTLE_ITEMS_MAX })),
   },
   { additionalProperties: false },
 );
-export type PullNackInput = Static<typeof PullNackBody>;
+export type PullSettleInput = Static<typeof PullSettleBody>;
+
+export const PullSettleResponse = Type.Object({
+  results: Type.Array(PullSettledJson, { description: 'the acks, then the nacks, each in the order given' }),
+});
+export type PullSettleOutput = Static<typeof PullSettleResponse>;
 
 export const PullExtendBody = Type.Object(
   { receipt: Receipt, visibilityTimeout: DurationInput },

@@ -197,6 +197,70 @@ export function pullCases(ctx: SuiteContext): void {
     );
   });
 
+  it('settles many claims in one call, each by its own receipt; those that do not hold change nothing', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    await pullDestination(store, tenantId);
+    await insertAll(
+      store,
+      ['a', 'b', 'c', 'd'].map((id) => newEvent(tenantId, id, { destination: { name: 'jobs' } })),
+    );
+    const now = T0 + 20 * SEC;
+    const claimed = await store.eventPullClaim(claimParams(tenantId, { receipt: 'r1' }));
+    assert.deepEqual(ids(claimed).sort(), ['a', 'b', 'c', 'd']);
+    const base = { tenantId, receipt: 'r1', attempts: 1, now: now + 1 };
+    const settled = await store.eventPullSettleMany({
+      settles: [
+        { ...base, id: 'c', receipt: 'stale', action: 'ack', to: 'succeeded' },
+        { ...base, id: 'a', action: 'ack', to: 'succeeded' },
+        { ...base, id: 'b', action: 'nack', to: 'awaiting_retry', retryAt: now + 9 * SEC, error: 'busy' },
+        { ...base, id: 'd', action: 'nack', to: 'discarded', error: 'not mine' },
+        { ...base, id: 'missing', action: 'ack', to: 'succeeded' },
+      ],
+    });
+    assert.deepEqual(
+      settled.map((e) => e && [e.id, e.state]),
+      [null, ['a', 'succeeded'], ['b', 'awaiting_retry'], ['d', 'discarded'], null],
+      'the answers in the order given; null where the receipt does not hold',
+    );
+    assert.equal(settled[2]?.dueAt, now + 9 * SEC);
+    assert.equal(settled[2]?.lastError, 'busy');
+    assert.equal((await mustGet(store, tenantId, 'c')).state, 'executing', 'a stale receipt changes nothing');
+    for (const [id, last] of [
+      ['a', 'ack'],
+      ['b', 'nack'],
+      ['d', 'nack'],
+    ] as const) {
+      const stored = await mustGet(store, tenantId, id);
+      assert.equal(stored.leaseOwner, null);
+      const trace = await store.transitionList({ tenantId, eventId: id, limit: 20 });
+      assert.deepEqual(
+        trace.map((t) => t.detail?.pull ?? t.kind),
+        ['created', 'claim', last],
+        `${id}'s trace`,
+      );
+      assert.equal(trace.at(-1)?.at, now + 1);
+      assert.equal(trace.at(-1)?.toState, stored.state);
+    }
+    // Settled again: nothing holds any more.
+    assert.deepEqual(
+      await store.eventPullSettleMany({ settles: [{ ...base, id: 'a', action: 'ack', to: 'succeeded' }] }),
+      [null],
+    );
+    await assert.rejects(
+      store.eventPullSettleMany({
+        settles: [
+          { ...base, id: 'c', action: 'ack', to: 'succeeded' },
+          { ...base, id: 'c', action: 'ack', to: 'succeeded' },
+        ],
+      }),
+      RangeError,
+      'one event named twice',
+    );
+    await assert.rejects(store.eventPullSettleMany({ settles: [] }), RangeError);
+    assert.equal((await mustGet(store, tenantId, 'c')).state, 'executing', 'a refused batch changes nothing');
+  });
+
   it('extends a claim (never shortens it), and lists a claim as expired only once its visibility timeout ended', async () => {
     const store = ctx.store();
     const tenantId = await newTenant(store);

@@ -6,10 +6,12 @@ import { FORECAST_BUCKETS_MAX } from '../../core/forecast.ts';
 import {
   EVENT_LIST_DUE_SKIP_MAX,
   PULL_CLAIM_MAX,
+  PULL_SETTLE_MAX,
   type EventDeleteTerminalParams,
   type EventForecastParams,
   type EventListDueParams,
   type EventPullClaimParams,
+  type EventPullSettleParams,
 } from '../store.ts';
 
 /** Bound on one page of eventList / eventListDue / transitionList / eventRescue. */
@@ -67,4 +69,16 @@ export function checkPullClaim(p: EventPullClaimParams): void {
     throw new RangeError(`eventPullClaim: types must hold 1 to ${PULL_TYPES_MAX} types, or be null`);
   if (typeof p.receipt !== 'string' || p.receipt.length === 0)
     throw new RangeError('eventPullClaim: receipt must be a non-empty string');
+}
+
+/** A batch of pull claim ends: 1 to PULL_SETTLE_MAX, never one event twice. */
+export function checkPullSettleMany(settles: EventPullSettleParams[]): void {
+  if (!Array.isArray(settles) || settles.length < 1 || settles.length > PULL_SETTLE_MAX)
+    throw new RangeError(`eventPullSettleMany: 1 to ${PULL_SETTLE_MAX} settles, got ${settles?.length}`);
+  const seen = new Set<string>();
+  for (const s of settles) {
+    const key = `${s.tenantId}\u0000${s.id}`;
+    if (seen.has(key)) throw new RangeError(`eventPullSettleMany: event "${s.id}" is named twice`);
+    seen.add(key);
+  }
 }

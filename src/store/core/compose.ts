@@ -30,7 +30,14 @@ export const STORE_PART_METHODS = {
     'eventDeleteTerminal',
     'transitionList',
   ],
-  pull: ['eventPullClaim', 'eventPullSettle', 'eventPullExtend', 'eventPullExpired', 'eventPullNextDue'],
+  pull: [
+    'eventPullClaim',
+    'eventPullSettle',
+    'eventPullSettleMany',
+    'eventPullExtend',
+    'eventPullExpired',
+    'eventPullNextDue',
+  ],
   schedules: [
     'scheduleCreate',
     'scheduleGet',

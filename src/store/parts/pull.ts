@@ -12,6 +12,9 @@ export const PULL_LEASE_OWNER = 'pull';
 /** Events one pull claim hands out at most. */
 export const PULL_CLAIM_MAX = 100;
 
+/** Claim ends (acks and nacks) one eventPullSettleMany call applies at most. */
+export const PULL_SETTLE_MAX = 1_000;
+
 /** Index entries one pull claim reads per type at most: `max` × this factor, at least PULL_EXAMINE_MIN. */
 export const PULL_EXAMINE_FACTOR = 4;
 
@@ -76,6 +79,12 @@ export interface PullStore {
    * executing under `receipt` (at `attempts`).
    */
   eventPullSettle(params: EventPullSettleParams): Promise<EventRecord | null>;
+  /**
+   * Ends many claims at once, each exactly as eventPullSettle would (its own condition, its own
+   * transition), in one transaction: the answers in the order given, null for each that changed
+   * nothing. 1 to PULL_SETTLE_MAX of them, never one event twice (a RangeError otherwise).
+   */
+  eventPullSettleMany(params: { settles: EventPullSettleParams[] }): Promise<(EventRecord | null)[]>;
   /** Extends a claim's visibility timeout; null (nothing changed) unless it is held under `receipt`. One transition. */
   eventPullExtend(params: EventPullExtendParams): Promise<EventRecord | null>;
   /**

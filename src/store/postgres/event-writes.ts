@@ -413,6 +413,33 @@ export async function pullClaim(pool: pg.Pool, p: S.EventPullClaimParams): Promi
   return res.rows.map(eventFromRow);
 }
 
+/** Many acks, nacks or expiries (Store.eventPullSettleMany): one statement; null where one changed nothing. */
+export async function pullSettleMany(
+  db: Queryable,
+  settles: S.EventPullSettleParams[],
+): Promise<(EventRecord | null)[]> {
+  for (const p of settles) checkAttemptTarget(p.to);
+  const retryAts = settles.map((p) => (p.to === 'awaiting_retry' ? (p.retryAt ?? p.now) : null));
+  const rows = (
+    await run<EventRow & { ord: string }>(db, 'pullSettleMany', [
+      settles.map((p) => p.tenantId),
+      settles.map((p) => p.id),
+      settles.map((p) => p.receipt),
+      settles.map((p) => p.attempts),
+      settles.map((p) => p.to),
+      retryAts,
+      settles.map((p) => p.error ?? null),
+      settles.map((p) => p.now),
+      settles.map((p, i) =>
+        JSON.stringify(retryAts[i] === null ? { pull: p.action } : { pull: p.action, retryAt: retryAts[i] }),
+      ),
+    ])
+  ).rows;
+  const out: (EventRecord | null)[] = settles.map(() => null);
+  for (const row of rows) out[Number(row.ord) - 1] = eventFromRow(row);
+  return out;
+}
+
 /** Ack, nack or expiry of a pull claim (Store.eventPullSettle): one statement. */
 export async function pullSettle(db: Queryable, p: S.EventPullSettleParams): Promise<EventRecord | null> {
   checkAttemptTarget(p.to);

@@ -4,7 +4,7 @@
  */
 import type { EventRecord } from '../../core/event.ts';
 import type * as S from '../store.ts';
-import { checkLimit, checkPullClaim } from '../core/bounds.ts';
+import { checkLimit, checkPullClaim, checkPullSettleMany } from '../core/bounds.ts';
 import { eventFromRow, type EventRow } from '../core/rows.ts';
 import { run } from './db.ts';
 import * as writes from './event-writes.ts';
@@ -23,6 +23,12 @@ export class PostgresPull extends PostgresPart implements PullStore {
 
   async eventPullSettle(params: S.EventPullSettleParams): Promise<EventRecord | null> {
     return writes.pullSettle(this.pool, params);
+  }
+
+  /** One statement for the whole batch (relaxed as eventPullSettle is). */
+  async eventPullSettleMany(params: { settles: S.EventPullSettleParams[] }): Promise<(EventRecord | null)[]> {
+    checkPullSettleMany(params.settles);
+    return writes.pullSettleMany(this.pool, params.settles);
   }
 
   async eventPullExtend(params: S.EventPullExtendParams): Promise<EventRecord | null> {

@@ -625,6 +625,35 @@ export const SQL = {
       SELECT tenant_id, id, version, $8, 'state', 'executing', $5::text, attempts, NULL, $7::text, NULL, NULL, $9 FROM changed
     )
     SELECT * FROM changed`,
+  // ($1 tenantIds, $2 ids, $3 receipts, $4 attempts int[] (null elements: any), $5 toStates,
+  //  $6 retryAts bigint[] (null elements unless awaiting_retry), $7 errors, $8 nows bigint[],
+  //  $9 details (json text)) → (EventRow + ord)[] of the settles that applied: pullSettle for many
+  //  events in one statement. The batch never names one event twice (checkPullSettleMany). Each
+  //  is one primary-key probe (LATERAL ... FOR UPDATE, as in eventRecordAttempts); the UPDATE then
+  //  changes exactly the rows it locked (by ctid).
+  pullSettleMany: `WITH target AS (
+      SELECT l.row_id, s.to_state, s.retry_at, s.error, s.now, s.detail, s.ord
+      FROM unnest($1::text[], $2::text[], $3::text[], $4::int[], $5::text[], $6::bigint[], $7::text[], $8::bigint[],
+                  $9::text[]) WITH ORDINALITY AS s(tenant_id, id, receipt, attempts, to_state, retry_at, error, now,
+                                                   detail, ord)
+      CROSS JOIN LATERAL (
+        SELECT e.ctid AS row_id FROM events e
+        WHERE e.tenant_id = s.tenant_id AND e.id = s.id AND ${stateIn('e', ATTEMPTING)} AND e.pull
+          AND e.receipt = s.receipt AND (s.attempts IS NULL OR e.attempts = s.attempts)
+        FOR UPDATE
+      ) l
+    ), changed AS (
+      UPDATE events e SET state = t.to_state, due_at = coalesce(t.retry_at, e.due_at), last_error = t.error,
+          updated_at = t.now, version = e.version + 1, lease_owner = NULL, lease_until = NULL, receipt = NULL
+      FROM target t
+      WHERE e.ctid = t.row_id
+      RETURNING ${EVENT_COLUMNS_E}, t.now AS settled_at, t.error AS settle_error, t.detail AS settle_detail, t.ord
+    ), traced AS (
+      INSERT INTO transitions (${TRANSITION_COLUMNS})
+      SELECT tenant_id, id, version, settled_at, 'state', 'executing', state, attempts, NULL, settle_error, NULL, NULL,
+        settle_detail FROM changed
+    )
+    SELECT * FROM changed ORDER BY ord`,
   // ($1 tenantId, $2 id, $3 receipt, $4 leaseUntil, $5 now) → EventRow after the extend (the lease
   //  never shortened), or no row unless executing under receipt $3; appends a transition.
   pullExtend: `WITH changed AS (

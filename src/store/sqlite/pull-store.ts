@@ -4,7 +4,7 @@
  */
 import type { EventRecord } from '../../core/event.ts';
 import type * as S from '../store.ts';
-import { checkLimit, checkPullClaim } from '../core/bounds.ts';
+import { checkLimit, checkPullClaim, checkPullSettleMany } from '../core/bounds.ts';
 import { eventFromRow } from '../core/rows.ts';
 import * as writes from './event-writes.ts';
 import { SqlitePart } from './database.ts';
@@ -19,6 +19,12 @@ export class SqlitePull extends SqlitePart implements PullStore {
   /** Relaxed, as a push outcome is: an ack a power loss undoes makes the event come back (at least once). */
   async eventPullSettle(params: S.EventPullSettleParams): Promise<EventRecord | null> {
     return this.writeRelaxed(() => writes.pullSettle(this.q, params));
+  }
+
+  /** One relaxed transaction for the whole batch. */
+  async eventPullSettleMany(params: { settles: S.EventPullSettleParams[] }): Promise<(EventRecord | null)[]> {
+    checkPullSettleMany(params.settles);
+    return this.writeRelaxed(() => params.settles.map((p) => writes.pullSettle(this.q, p)));
   }
 
   async eventPullExtend(params: S.EventPullExtendParams): Promise<EventRecord | null> {
