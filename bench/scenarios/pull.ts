@@ -271,7 +271,11 @@ export async function pull(kind: StoreKind, opts: ScenarioOptions): Promise<Scen
         { name: 'node CPU µs per event, acks in the next claim', value: ((cpu5 - cpu4) * 1e6) / n, unit: 'µs' },
         { name: 'SDK consumer (concurrency 100) events/s', value: sdk.perSecond, unit: '/s' },
         { name: 'node CPU µs per event, SDK consumer', value: ((cpu7 - cpu6) * 1e6) / n, unit: 'µs' },
-        { name: 'BullMQ Worker (concurrency 100) jobs/s, Redis without persistence', value: bull.perSecond, unit: '/s' },
+        {
+          name: 'BullMQ Worker (concurrency 100) jobs/s, Redis without persistence',
+          value: bull.perSecond,
+          unit: '/s',
+        },
         { name: 'SDK consumer ÷ BullMQ Worker', value: sdk.perSecond / bull.perSecond, unit: '×' },
         { name: 'expired claim back p50', value: back.p50, unit: 'ms' },
         { name: 'expired claim back max', value: back.max, unit: 'ms' },
