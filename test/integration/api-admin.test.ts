@@ -339,6 +339,7 @@ describe('GET /openapi.json', () => {
       ['get', '/v1/destinations/{name}'],
       ['get', '/v1/destinations/{name}/health'],
       ['post', '/v1/destinations/{name}/claim'],
+      ['post', '/v1/events/settle'],
       ['post', '/v1/events/{id}/ack'],
       ['post', '/v1/events/{id}/nack'],
       ['post', '/v1/events/{id}/extend'],

@@ -228,6 +228,14 @@ const WALK: Record<string, (a: typeof A) => Probe> = {
     nowherePath: `/v1/events/${NOWHERE.event}/nack`,
     body: () => ({ receipt: 'r-guess', discard: true }),
   }),
+  'POST /v1/events/settle': () => ({
+    path: '/v1/events/settle',
+    nowherePath: '/v1/events/settle',
+    body: (ids) => ({
+      ack: [{ id: ids.event, receipt: 'r-guess' }],
+      nack: [{ id: `${ids.event}-n`, receipt: 'r-guess' }],
+    }),
+  }),
   'POST /v1/events/{id}/extend': (a) => ({
     path: `/v1/events/${a.scheduled}/extend`,
     nowherePath: `/v1/events/${NOWHERE.event}/extend`,
