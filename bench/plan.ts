@@ -20,7 +20,7 @@ export type Step =
 export interface PlanOptions {
   /** Belfry's store; both when absent. */
   store?: 'sqlite' | 'postgres';
-  /** "belfry", "bullmq", "pg-boss", "graphile-worker"; all when absent. */
+  /** "belfry", "bullmq", "bullmq-postgres", "pg-boss", "graphile-worker"; all when absent. */
   systems?: string[];
   opts: ScenarioOptions;
 }
@@ -30,10 +30,10 @@ const BROKER_PRECISION_RATE = 5_000;
 const SIDE_BY_SIDE: Record<string, Scenario> = { ingest, fire, precision };
 
 function chooseSystems(p: PlanOptions): SystemKey[] {
-  const wanted = p.systems ?? ['belfry', 'bullmq', 'pg-boss', 'graphile-worker'];
+  const wanted = p.systems ?? ['belfry', 'bullmq', 'bullmq-postgres', 'pg-boss', 'graphile-worker'];
   for (const w of wanted) {
     if (w !== 'belfry' && !SYSTEM_KEYS.includes(w as SystemKey))
-      throw new Error(`--systems: unknown "${w}" (belfry, bullmq, pg-boss, graphile-worker)`);
+      throw new Error(`--systems: unknown "${w}" (belfry, bullmq, bullmq-postgres, pg-boss, graphile-worker)`);
   }
   return SYSTEM_KEYS.filter((key) => {
     if (key.startsWith('belfry-'))

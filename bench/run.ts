@@ -2,7 +2,7 @@
  * The benchmark command (see bench/README.md):
  *
  *   npm run bench -- <ingest|sdk|fire|precision|burst|backlog|reads|limits|pull|schedules|all> [--store sqlite|postgres]
- *                    [--systems belfry,bullmq,pg-boss,graphile-worker] [--n N] [--rate R] [--duration 60s]
+ *                    [--systems belfry,bullmq,bullmq-postgres,pg-boss,graphile-worker] [--n N] [--rate R] [--duration 60s]
  *                    [--channel http|kafka|nats|amqp|redis]  (fire, precision: Belfry to a broker, with a live consumer)
  *   npm run bench -- report bench/results/<file>.json      (the summary and charts of a finished run)
  *
@@ -26,7 +26,7 @@ import { planSteps, type Step } from './plan.ts';
 import { startSystem } from './systems/index.ts';
 import type { System } from './systems/system.ts';
 
-const USAGE = `usage: npm run bench -- report <results.json> | <ingest|sdk|fire|precision|burst|backlog|reads|limits|pull|schedules|all> [--store sqlite|postgres] [--systems belfry,bullmq,pg-boss,graphile-worker] [--n N] [--rate R] [--duration 60s] [--channel http|kafka|nats|amqp|redis (fire, precision)]`;
+const USAGE = `usage: npm run bench -- report <results.json> | <ingest|sdk|fire|precision|burst|backlog|reads|limits|pull|schedules|all> [--store sqlite|postgres] [--systems belfry,bullmq,bullmq-postgres,pg-boss,graphile-worker] [--n N] [--rate R] [--duration 60s] [--channel http|kafka|nats|amqp|redis (fire, precision)]`;
 
 function positiveInt(name: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;

@@ -11,6 +11,7 @@ const COLUMNS: { key: string; label: string; db: 'sqlite' | 'postgres' | 'redis'
   { key: 'belfry-sqlite', label: 'Belfry · SQLite', db: 'sqlite' },
   { key: 'belfry-postgres', label: 'Belfry · PostgreSQL', db: 'postgres' },
   { key: 'bullmq', label: 'BullMQ · Redis', db: 'redis' },
+  { key: 'bullmq-postgres', label: 'BullMQ · PostgreSQL', db: 'postgres' },
   { key: 'pg-boss', label: 'pg-boss · PostgreSQL', db: 'postgres' },
   { key: 'graphile-worker', label: 'graphile-worker · PostgreSQL', db: 'postgres' },
 ];

@@ -1,5 +1,5 @@
 /**
- * A peer (BullMQ, pg-boss, graphile-worker) as a System. The bench process is the peer's client
+ * A peer (BullMQ on Redis or PostgreSQL, pg-boss, graphile-worker) as a System. The bench process is the peer's client
  * (its library schedules jobs straight into Redis or PostgreSQL, as an application would); the
  * peer's worker runs in a child process of its own (peer-worker-child.ts), as Belfry's node does,
  * and POSTs each job's data to the receiver.
@@ -46,6 +46,8 @@ export async function loadPeer(key: PeerKey): Promise<Peer> {
   switch (key) {
     case 'bullmq':
       return (await import('./peers/bullmq.ts')).bullmq;
+    case 'bullmq-postgres':
+      return (await import('./peers/bullmq-postgres.ts')).bullmqPostgres;
     case 'pg-boss':
       return (await import('./peers/pg-boss.ts')).pgBoss;
     case 'graphile-worker':

@@ -16,12 +16,19 @@ export interface BenchEvent {
   fireAt: number;
 }
 
-export type SystemKey = 'belfry-sqlite' | 'belfry-postgres' | 'bullmq' | 'pg-boss' | 'graphile-worker';
+export type SystemKey =
+  | 'belfry-sqlite'
+  | 'belfry-postgres'
+  | 'bullmq'
+  | 'bullmq-postgres'
+  | 'pg-boss'
+  | 'graphile-worker';
 
 export const SYSTEM_KEYS: readonly SystemKey[] = [
   'belfry-sqlite',
   'belfry-postgres',
   'bullmq',
+  'bullmq-postgres',
   'pg-boss',
   'graphile-worker',
 ];
@@ -34,6 +41,7 @@ export const DATABASE_SERVER: Readonly<Record<SystemKey, 'postgres' | 'redis-ser
   'belfry-sqlite': null,
   'belfry-postgres': 'postgres',
   bullmq: 'redis-server',
+  'bullmq-postgres': 'postgres',
   'pg-boss': 'postgres',
   'graphile-worker': 'postgres',
 };

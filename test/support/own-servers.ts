@@ -118,7 +118,7 @@ function ownServer(spec: ServerSpec): Promise<OwnServer> {
 }
 
 /** A redis-server of the test's own, its stream data kept in an append-only file across restarts. */
-export function startOwnRedis(): Promise<OwnServer> {
+export function startOwnRedis(appendfsync: 'always' | 'everysec' = 'always'): Promise<OwnServer> {
   return ownServer({
     command: 'redis-server',
     args: (port, dir) => [
@@ -133,7 +133,7 @@ export function startOwnRedis(): Promise<OwnServer> {
       '--appendonly',
       'yes',
       '--appendfsync',
-      'always',
+      appendfsync,
     ],
   });
 }

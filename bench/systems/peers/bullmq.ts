@@ -1,5 +1,5 @@
 /**
- * BullMQ delayed jobs on the local Redis. `addBulk` / `add` with `delay = fireAt - now`; a Worker
+ * BullMQ 6 delayed jobs on the local Redis. `addBulk` / `add` with `delay = fireAt - now`; a Worker
  * with concurrency 256 (the docs' local concurrency factor for I/O-bound jobs; Belfry's
  * destination gets the same 256), completed and failed jobs removed at once (the docs' advice for
  * production). Redis here runs without persistence (no AOF, no RDB), so an acknowledged add is in
@@ -10,8 +10,8 @@ import { REDIS_URL } from '../../lib/pg.ts';
 import type { BenchEvent } from '../system.ts';
 import type { JobData, Peer } from '../peer.ts';
 
-const QUEUE = 'bench';
-const CONCURRENCY = 256;
+export const QUEUE = 'bench';
+export const CONCURRENCY = 256;
 const JOB_OPTS = { removeOnComplete: true, removeOnFail: true };
 
 /** A connection to the Redis at `redisUrl` (default: the machine's shared one). */

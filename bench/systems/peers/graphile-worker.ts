@@ -1,5 +1,5 @@
 /**
- * graphile-worker 0.17 on the local PostgreSQL, in a fresh schema. `addJobs` (one call for the
+ * graphile-worker 0.18 on the local PostgreSQL, in a fresh schema. `addJobs` (one call for the
  * batch) / `addJob` with `runAt = fireAt`; `run()` with the settings of the docs' performance
  * page (concurrentJobs 24, maxPoolSize 25, localQueue of 500, completeJobBatchDelay and
  * failJobBatchDelay 0). New jobs due now reach the worker by LISTEN/NOTIFY, but jobs due in the
