@@ -7,7 +7,7 @@
 import { createPostgresBackend, withBackend } from 'bullmq';
 import { dropSchema, PG_URL } from '../../lib/pg.ts';
 import type { JobData, Peer } from '../peer.ts';
-import { CONCURRENCY, jobOf, QUEUE } from './bullmq.ts';
+import { CONCURRENCY, QUEUE, schedulingOn, WORKER_OPTS } from './bullmq.ts';
 
 const { Queue, Worker } = withBackend(createPostgresBackend);
 
@@ -24,14 +24,7 @@ export const bullmqPostgres: Peer = {
     const queue = new Queue(QUEUE, { connection: connection(schema) });
     await queue.waitUntilReady();
     return {
-      async scheduleBatch(events) {
-        const now = Date.now();
-        await queue.addBulk(events.map((e) => jobOf(e, now)));
-      },
-      async scheduleOne(e) {
-        const job = jobOf(e, Date.now());
-        await queue.add(job.name, job.data, job.opts);
-      },
+      ...schedulingOn(queue),
       async close() {
         await queue.close();
         await dropSchema(schema);
@@ -41,9 +34,7 @@ export const bullmqPostgres: Peer = {
   async startWorker(schema, deliver) {
     const worker = new Worker<JobData>(QUEUE, (job) => deliver(job.data), {
       connection: connection(schema),
-      concurrency: CONCURRENCY,
-      removeOnComplete: { count: 0 },
-      removeOnFail: { count: 0 },
+      ...WORKER_OPTS,
     });
     worker.on('error', (err) => console.error('bullmq (postgres) worker:', err.message));
     await worker.waitUntilReady();

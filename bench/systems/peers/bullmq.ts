@@ -8,7 +8,7 @@
 import { Queue, Worker, type ConnectionOptions } from 'bullmq';
 import { REDIS_URL } from '../../lib/pg.ts';
 import type { BenchEvent } from '../system.ts';
-import type { JobData, Peer } from '../peer.ts';
+import type { JobData, Peer, PeerDriver } from '../peer.ts';
 
 export const QUEUE = 'bench';
 export const CONCURRENCY = 256;
@@ -29,6 +29,29 @@ export function jobOf(e: BenchEvent, now: number) {
   };
 }
 
+/** What both backends' queues offer the driver. */
+interface AddingQueue {
+  addBulk(jobs: ReturnType<typeof jobOf>[]): Promise<unknown>;
+  add(name: string, data: JobData, opts: ReturnType<typeof jobOf>['opts']): Promise<unknown>;
+}
+
+/** The driver's scheduling calls on a queue of either backend (Redis here, PostgreSQL in bullmq-postgres.ts). */
+export function schedulingOn(queue: AddingQueue): Pick<PeerDriver, 'scheduleBatch' | 'scheduleOne'> {
+  return {
+    async scheduleBatch(events) {
+      const now = Date.now();
+      await queue.addBulk(events.map((e) => jobOf(e, now)));
+    },
+    async scheduleOne(e) {
+      const job = jobOf(e, Date.now());
+      await queue.add(job.name, job.data, job.opts);
+    },
+  };
+}
+
+/** The Worker's options but the connection, the same on either backend. */
+export const WORKER_OPTS = { concurrency: CONCURRENCY, removeOnComplete: { count: 0 }, removeOnFail: { count: 0 } };
+
 export const bullmq: Peer = {
   info: {
     key: 'bullmq',
@@ -39,14 +62,7 @@ export const bullmq: Peer = {
     const queue = new Queue(QUEUE, { connection: connection(), prefix: namespace });
     await queue.waitUntilReady();
     return {
-      async scheduleBatch(events) {
-        const now = Date.now();
-        await queue.addBulk(events.map((e) => jobOf(e, now)));
-      },
-      async scheduleOne(e) {
-        const job = jobOf(e, Date.now());
-        await queue.add(job.name, job.data, job.opts);
-      },
+      ...schedulingOn(queue),
       async close() {
         await queue.obliterate({ force: true });
         await queue.close();
@@ -57,9 +73,7 @@ export const bullmq: Peer = {
     const worker = new Worker<JobData>(QUEUE, (job) => deliver(job.data), {
       connection: connection(),
       prefix: namespace,
-      concurrency: CONCURRENCY,
-      removeOnComplete: { count: 0 },
-      removeOnFail: { count: 0 },
+      ...WORKER_OPTS,
     });
     worker.on('error', (err) => console.error('bullmq worker:', err.message));
     await worker.waitUntilReady();
