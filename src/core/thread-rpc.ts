@@ -301,65 +301,55 @@ export function serveRpc<P extends Protocol>(handlers: Handlers<P>, options: Ser
   };
 
   if (options.order === 'sequential') {
-    const first = options.first;
-    if (!first) {
-      let chain: Promise<void> = Promise.resolve();
-      const runBatch = async (calls: WireCall[]): Promise<void> => {
-        const replies: WireReply[] = [];
-        for (const call of calls) replies.push(await runToReply(call));
-        post(replies);
-      };
-      port.on('message', (calls: WireCall[]) => {
-        chain = chain.then(() => runBatch(calls));
-      });
-    } else {
-      // Calls wait in two lines: those that go first, and the rest in the order received. Before
-      // each call the port's messages that arrived meanwhile are taken in (receiveMessageOnPort),
-      // so a call to go first that came in while a long one ran is the next to run.
-      const firstLine: WireCall[] = [];
-      const line: { call: WireCall; lastOfBatch: boolean }[] = [];
-      let running = false;
-      const goesFirst = (call: WireCall): boolean => {
-        try {
-          return first(call.method, call.args);
-        } catch {
-          return false;
-        }
-      };
-      const take = (calls: WireCall[]) => {
-        const rest: WireCall[] = [];
-        for (const call of calls) (goesFirst(call) ? firstLine : rest).push(call);
-        rest.forEach((call, i) => line.push({ call, lastOfBatch: i === rest.length - 1 }));
-      };
-      const pump = async (): Promise<void> => {
-        running = true;
-        let replies: WireReply[] = [];
-        for (;;) {
+    // Calls wait in two lines: those that go `first`, and the rest in the order received. With a
+    // `first` rule, before each call the port's messages that arrived meanwhile are taken in
+    // (receiveMessageOnPort), so a call to go first that came in while a long one ran is the next
+    // to run; without one, messages come in as the port delivers them, between calls.
+    const { first } = options;
+    const firstLine: WireCall[] = [];
+    const line: { call: WireCall; lastOfBatch: boolean }[] = [];
+    let running = false;
+    const goesFirst = (call: WireCall): boolean => {
+      try {
+        return first !== undefined && first(call.method, call.args);
+      } catch {
+        return false;
+      }
+    };
+    const take = (calls: WireCall[]) => {
+      const rest: WireCall[] = [];
+      for (const call of calls) (goesFirst(call) ? firstLine : rest).push(call);
+      rest.forEach((call, i) => line.push({ call, lastOfBatch: i === rest.length - 1 }));
+    };
+    const pump = async (): Promise<void> => {
+      running = true;
+      let replies: WireReply[] = [];
+      for (;;) {
+        if (first)
           for (let m = receiveMessageOnPort(port); m; m = receiveMessageOnPort(port)) take(m.message as WireCall[]);
-          const urgent = firstLine.shift();
-          if (urgent) {
-            replies.push(await runToReply(urgent));
-            post(replies);
-            replies = [];
-            continue;
-          }
-          const next = line.shift();
-          if (!next) break;
-          replies.push(await runToReply(next.call));
-          // The replies of a batch go back together, as without `first`.
-          if (next.lastOfBatch) {
-            post(replies);
-            replies = [];
-          }
+        const urgent = firstLine.shift();
+        if (urgent) {
+          replies.push(await runToReply(urgent));
+          post(replies);
+          replies = [];
+          continue;
         }
-        post(replies);
-        running = false;
-      };
-      port.on('message', (calls: WireCall[]) => {
-        take(calls);
-        if (!running) void pump();
-      });
-    }
+        const next = line.shift();
+        if (!next) break;
+        replies.push(await runToReply(next.call));
+        // The replies of a batch go back together.
+        if (next.lastOfBatch) {
+          post(replies);
+          replies = [];
+        }
+      }
+      post(replies);
+      running = false;
+    };
+    port.on('message', (calls: WireCall[]) => {
+      take(calls);
+      if (!running) void pump();
+    });
   } else {
     const flushMs = options.replyFlushMs ?? 0;
     const flush = () => {
