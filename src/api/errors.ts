@@ -288,3 +288,8 @@ export function clientErrorHandler(err: Error & { code?: string }, socket: Socke
   }
   socket.destroy();
 }
+
+/** An error as one item of a batch answer (ItemError): its code, message and details. */
+export function itemError(err: BelfryError): { code: string; message: string; details: ErrorDetail[] } {
+  return { code: err.code, message: err.message, details: err.details };
+}

@@ -288,12 +288,7 @@ class SlicedParser {
 /** Sets a member built outside the native parser, refusing what Fastify's parser (secure-json-parse) refuses. */
 function setMember(object: Record<string, unknown>, key: string, value: unknown): void {
   if (key === '__proto__') throw bad('Object contains forbidden prototype property');
-  if (
-    key === 'constructor' &&
-    typeof value === 'object' &&
-    value !== null &&
-    Object.prototype.hasOwnProperty.call(value, 'prototype')
-  ) {
+  if (key === 'constructor' && typeof value === 'object' && value !== null && Object.hasOwn(value, 'prototype')) {
     throw bad('Object contains forbidden prototype property');
   }
   object[key] = value;

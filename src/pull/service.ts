@@ -53,6 +53,8 @@ export interface PullClaimRequest {
   waitMs: number;
   /** Aborts when the client went away: nothing more is claimed for it. */
   gone: AbortSignal;
+  /** Acks of earlier claims, settled (settleMany) once the destination is known, before looking for events. */
+  acks?: PullSettleItem[];
 }
 
 /** One claim end of a batch (PullService.settleMany). */
@@ -95,11 +97,18 @@ export class PullService {
     return d.config;
   }
 
-  /** Claims up to `max` due events (waiting up to `waitMs` for some); every one under the same receipt. */
-  async claim(req: PullClaimRequest): Promise<{ events: EventRecord[]; receipt: string }> {
+  /**
+   * Claims up to `max` due events (waiting up to `waitMs` for some); every one under the same
+   * receipt. The request's acks are settled first (`settled`, in their order), once the
+   * destination is known: a claim that cannot be made settles nothing either.
+   */
+  async claim(
+    req: PullClaimRequest,
+  ): Promise<{ events: EventRecord[]; receipt: string; settled?: PullSettleResult[] }> {
     const { deps } = this;
-    const { tenantId, name, types, max, visibleMs, waitMs, gone } = req;
+    const { tenantId, name, types, max, visibleMs, waitMs, gone, acks } = req;
     await this.destination(tenantId, name);
+    const settled = acks && acks.length > 0 ? await this.settleMany(tenantId, acks) : undefined;
     const queue = queueOf({ name });
     // Parked for the whole long poll (not only while asleep), so a write between two looks wakes it.
     const watch = waitMs > 0 ? deps.waiters.enter(tenantId, queue) : null;
@@ -108,7 +117,7 @@ export class PullService {
       const deadlineMs = deps.clock.monotonicMs() + waitMs;
       for (;;) {
         // A client that went away gets nothing claimed for it (its events would wait out the timeout).
-        if (gone.aborted) return { events: [], receipt: '' };
+        if (gone.aborted) return { events: [], receipt: '', settled };
         const now = deps.clock.now();
         const receipt = randomBytes(16).toString('base64url');
         const leaseUntil = this.leaseNow() + visibleMs;
@@ -116,7 +125,7 @@ export class PullService {
         const leftMs = deadlineMs - deps.clock.monotonicMs();
         if (events.length > 0 || watch === null || leftMs <= 0 || gone.aborted || deps.waiters.isClosed) {
           deps.metrics.pullClaimed.inc(events.length);
-          return { events, receipt };
+          return { events, receipt, settled };
         }
         // Sleep until the queue's next event is due (when it is not already: then what is due is
         // another type's or a group's later event), a wake-up, or the fallback poll.

@@ -10,7 +10,7 @@ import type { EventRecord } from '../../core/event.ts';
 import { LIST_EXAMINED_ROWS_MAX } from '../../store/event-list-plan.ts';
 import type { NewEvent } from '../../store/store.ts';
 import type { AppDeps } from '../deps.ts';
-import { validationError, type AjvErrorLike } from '../errors.ts';
+import { itemError, validationError, type AjvErrorLike } from '../errors.ts';
 import { destinationLookup, type EventInputContext } from '../event-input.ts';
 import { etag, toEventJson } from '../event-json.ts';
 import { overLimit } from '../../core/tenant-limits.ts';
@@ -112,7 +112,7 @@ export function prefersMinimalReturn(prefer: string | string[] | undefined): boo
 }
 
 function errorResult(err: BelfryError): BatchResult {
-  return { status: 'error', error: { code: err.code, message: err.message, details: err.details } };
+  return { status: 'error', error: itemError(err) };
 }
 
 /**

@@ -2,7 +2,7 @@
  * The pull routes (docs/pull.md): claim, ack, nack, extend. Each parses and checks its request,
  * calls the PullService (pull/service.ts) and answers with what it returns.
  *
- *   POST /v1/destinations/{name}/claim ──▶ PullService.settleMany (its `ack`), then PullService.claim
+ *   POST /v1/destinations/{name}/claim ──▶ PullService.claim (which settles its `ack` first)
  *   POST /v1/events/settle             ──▶ PullService.settleMany (many acks and nacks, one store write)
  *   POST /v1/events/{id}/ack           ──▶ PullService.settle (ack)
  *   POST /v1/events/{id}/nack          ──▶ PullService.settle (nack)
@@ -10,6 +10,7 @@
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { invalid } from '../../core/errors.ts';
+import { itemError } from '../errors.ts';
 import type { EventRecord } from '../../core/event.ts';
 import type { PullEnd, PullService, PullSettleItem, PullSettleResult } from '../../pull/index.ts';
 import { parseDurationField } from '../event-input.ts';
@@ -86,14 +87,10 @@ function nackEnd(
   return { action: 'nack', discard: body.discard === true, retryAfterMs, reason: body.reason };
 }
 
-/** The items of a settle request, checked: at most PULL_SETTLE_ITEMS_MAX, each event once. */
-function settleItems(
-  acks: PullSettleInput['ack'] = [],
-  nacks: PullSettleInput['nack'] = [],
-  field = '',
-): PullSettleItem[] {
+/** The items of a settle request (or of a claim's `ack`), checked: at most PULL_SETTLE_ITEMS_MAX, each event once. */
+function settleItems(acks: PullSettleInput['ack'] = [], nacks: PullSettleInput['nack'] = []): PullSettleItem[] {
   if (acks.length + nacks.length > PULL_SETTLE_ITEMS_MAX)
-    throw invalid(field || 'ack', `at most ${PULL_SETTLE_ITEMS_MAX} acks and nacks in one request`);
+    throw invalid('ack', `at most ${PULL_SETTLE_ITEMS_MAX} acks and nacks in one request`);
   const items: PullSettleItem[] = [
     ...acks.map((a) => ({ id: a.id, receipt: a.receipt, end: { action: 'ack' as const } })),
     ...nacks.map((n, i) => ({ id: n.id, receipt: n.receipt, end: nackEnd(`nack[${i}].`, n) })),
@@ -101,7 +98,7 @@ function settleItems(
   const seen = new Set<string>();
   items.forEach((item, i) => {
     if (seen.has(item.id)) {
-      const where = i < acks.length ? `${field || 'ack'}[${i}]` : `nack[${i - acks.length}]`;
+      const where = i < acks.length ? `ack[${i}]` : `nack[${i - acks.length}]`;
       throw invalid(`${where}.id`, `event "${item.id}" is named twice: ack or nack each event once`);
     }
     seen.add(item.id);
@@ -112,7 +109,7 @@ function settleItems(
 function settledJson(results: PullSettleResult[]): PullSettleOutput['results'] {
   return results.map((r) =>
     'error' in r
-      ? { id: r.id, status: 'error', error: { code: r.error.code, message: r.error.message, details: r.error.details } }
+      ? { id: r.id, status: 'error', error: itemError(r.error) }
       : { id: r.id, status: 'settled', state: r.event.state as 'succeeded' },
   );
 }
@@ -149,11 +146,7 @@ export function pullRoutes(app: FastifyInstance, pull: PullService): void {
       const visibleMs = visibilityMs('visibilityTimeout', body.visibilityTimeout);
       const waitMs = body.wait === undefined ? 0 : parseDurationField('wait', body.wait);
       if (waitMs > CLAIM_WAIT_MS_MAX) throw invalid('wait', `must be at most ${CLAIM_WAIT_MS_MAX / 1_000}s`);
-      const acks = body.ack && body.ack.length > 0 ? settleItems(body.ack, [], 'ack') : null;
-      // The destination first, so a claim that cannot be made settles nothing either.
-      if (acks) await pull.destination(request.tenantId, request.params.name);
-      const settled = acks ? settledJson(await pull.settleMany(request.tenantId, acks)) : undefined;
-      const { events, receipt } = await pull.claim({
+      const { events, receipt, settled } = await pull.claim({
         tenantId: request.tenantId,
         name: request.params.name,
         types: body.types ?? null,
@@ -161,9 +154,10 @@ export function pullRoutes(app: FastifyInstance, pull: PullService): void {
         visibleMs,
         waitMs,
         gone: clientGone(reply),
+        acks: body.ack && body.ack.length > 0 ? settleItems(body.ack) : undefined,
       });
       const claimed = events.map((e) => claimedJson(e, receipt));
-      return settled ? { events: claimed, settled } : { events: claimed };
+      return settled ? { events: claimed, settled: settledJson(settled) } : { events: claimed };
     },
   );
 

@@ -167,3 +167,10 @@ export const IfMatchHeaders = Type.Object(
 );
 
 export const BEARER_SECURITY = [{ bearer: [] as string[] }];
+
+/** The error of one item of a batch answer (a batch create's, a settle's): the error body's fields. */
+export const ItemError = Type.Object({
+  code: Type.String(),
+  message: Type.String(),
+  details: Type.Array(Type.Object({}, { additionalProperties: true })),
+});

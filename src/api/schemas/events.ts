@@ -9,6 +9,7 @@ import {
   HeadersInput,
   HeadersOutput,
   Id,
+  ItemError,
   Name,
   Nullable,
   RetryInput,
@@ -131,12 +132,6 @@ export type EventJsonOutput = Static<typeof EventJson>;
 export const EventListResponse = Type.Object({
   events: Type.Array(EventJson),
   nextCursor: Nullable(Type.String()),
-});
-
-const ItemError = Type.Object({
-  code: Type.String(),
-  message: Type.String(),
-  details: Type.Array(Type.Object({}, { additionalProperties: true })),
 });
 
 /**

@@ -1,6 +1,6 @@
 /** Schemas of pull delivery: claim from a pull destination, then ack, nack or extend each event (docs/pull.md). */
 import { Type, type Static } from 'typebox';
-import { DurationInput, EventType, Id, Nullable, StringMap, TimeOutput } from './common.ts';
+import { DurationInput, EventType, Id, ItemError, Nullable, StringMap, TimeOutput } from './common.ts';
 
 /** Receipts are tokens Belfry made; anything longer is not one. */
 const Receipt = Type.String({
@@ -70,13 +70,7 @@ export const PullSettledJson = Type.Object({
       description: "with status 'settled': the event's state after it",
     }),
   ),
-  error: Type.Optional(
-    Type.Object({
-      code: Type.String(),
-      message: Type.String(),
-      details: Type.Array(Type.Object({}, { additionalProperties: true })),
-    }),
-  ),
+  error: Type.Optional(ItemError),
 });
 
 export const PullClaimResponse = Type.Object({
