@@ -9,7 +9,7 @@ import { describe, it } from 'node:test';
 import type { Static } from 'typebox';
 import type { TenantPatchInput } from '../../../src/api/schemas/tenants.ts';
 import { BATCH_BODY_BYTES_FLOOR, BATCH_EVENTS_CAP, ERROR_STATUS, type WireTypes } from '../src/wire.ts';
-import { SCHEMAS, WIRE_TS_PATH, wireTypesSource } from './wire-types.ts';
+import { type SCHEMAS, WIRE_TS_PATH, wireTypesSource } from './wire-types.ts';
 
 /** True when X and Y are the same type (not merely assignable both ways: optional keys count). */
 type Same<X, Y> = (<T>() => T extends X ? 1 : 2) extends <T>() => T extends Y ? 1 : 2 ? true : false;

@@ -273,6 +273,9 @@ function wireTypesText(): string {
     '',
     '/** The smallest body limit of `POST /v1/events/batch` for any tenant (a node may set a lower bodyBytesMax). */',
     `export const BATCH_BODY_BYTES_FLOOR = ${SMALL_BODY_BYTES_MAX};`,
+    '',
+    "/** The most acks and nacks `POST /v1/events/settle` (or a claim's `ack`) takes. */",
+    `export const PULL_SETTLE_ITEMS_MAX = ${pull.PULL_SETTLE_ITEMS_MAX};`,
   ];
   for (const [name, schema] of Object.entries(SCHEMAS)) {
     const description = (schema as unknown as Json).description;

@@ -20,7 +20,7 @@
  *
  * Bounds: at most `concurrency` handlers at once (1 to 100); one claim request in flight; a
  * failed claim waits (doubling up to CLAIM_ERROR_BACKOFF_MS_MAX) before the next; at most
- * SETTLES_IN_FLIGHT_MAX settle requests at once, each of at most SETTLE_ITEMS_MAX acks and nacks,
+ * SETTLES_IN_FLIGHT_MAX settle requests at once, each of at most PULL_SETTLE_ITEMS_MAX acks and nacks,
  * and at most SETTLES_WAITING_MAX waiting (a handler that finds it full waits for room). An ack or
  * nack whose request failed is sent again (at least once; a repeat that finds the claim already
  * ended is not reported).
@@ -34,6 +34,7 @@ import {
   type PullSettled,
   type PullSettleResult,
 } from './routes.ts';
+import { ERROR_STATUS, PULL_SETTLE_ITEMS_MAX } from './wire.ts';
 
 export const CONSUMER_CONCURRENCY_DEFAULT = 10;
 export const CONSUMER_CONCURRENCY_MAX = 100;
@@ -42,8 +43,6 @@ const CLAIM_ERROR_BACKOFF_MS_MIN = 250;
 const CLAIM_ERROR_BACKOFF_MS_MAX = 10_000;
 /** How long a finished handler's ack or nack waits for a claim to ride in before it is sent alone. */
 export const SETTLE_DELAY_MS = 2;
-/** Acks and nacks in one request (the API's bound). */
-const SETTLE_ITEMS_MAX = 1_000;
 const SETTLES_IN_FLIGHT_MAX = 4;
 /** Acks and nacks queued and not yet sent, at most: beyond it a finishing handler waits for room. */
 const SETTLES_WAITING_MAX = 2_000;
@@ -271,13 +270,13 @@ export class Consumer {
     }, SETTLE_DELAY_MS + this.settleErrorBackoffMs);
   }
 
-  /** Takes the waiting acks and nacks that `pick` chooses, at most SETTLE_ITEMS_MAX, each event once. */
+  /** Takes the waiting acks and nacks that `pick` chooses, at most PULL_SETTLE_ITEMS_MAX, each event once. */
   private takeWaiting(pick: (s: Settle) => boolean): Settle[] {
     const taken: Settle[] = [];
     const kept: Settle[] = [];
     const ids = new Set<string>();
     for (const s of this.waiting) {
-      if (taken.length < SETTLE_ITEMS_MAX && pick(s) && !ids.has(s.event.id)) {
+      if (taken.length < PULL_SETTLE_ITEMS_MAX && pick(s) && !ids.has(s.event.id)) {
         taken.push(s);
         ids.add(s.event.id);
       } else kept.push(s);
@@ -287,7 +286,7 @@ export class Consumer {
     return taken;
   }
 
-  /** Sends what waits, in requests of at most SETTLE_ITEMS_MAX, at most SETTLES_IN_FLIGHT_MAX at once. */
+  /** Sends what waits, in requests of at most PULL_SETTLE_ITEMS_MAX, at most SETTLES_IN_FLIGHT_MAX at once. */
   private flushSettles(): void {
     while (this.waiting.length > 0 && this.settlesInFlight < SETTLES_IN_FLIGHT_MAX) {
       const batch = this.takeWaiting(() => true);
@@ -333,7 +332,7 @@ export class Consumer {
       // A conflict: the claim expired meanwhile; the event comes back by its retry policy.
       this.opts.onError?.(
         new BelfryApiError({
-          status: r.error?.code === 'conflict' ? 409 : 400,
+          status: ERROR_STATUS[r.error?.code ?? ''] ?? 400,
           code: r.error?.code ?? 'unknown',
           message: r.error?.message ?? `event "${s.event.id}" was not settled`,
           details: (r.error?.details ?? []) as never,

@@ -23,6 +23,9 @@ export const BATCH_EVENTS_CAP = 10000;
 /** The smallest body limit of `POST /v1/events/batch` for any tenant (a node may set a lower bodyBytesMax). */
 export const BATCH_BODY_BYTES_FLOOR = 1048576;
 
+/** The most acks and nacks `POST /v1/events/settle` (or a claim's `ack`) takes. */
+export const PULL_SETTLE_ITEMS_MAX = 1000;
+
 export type RetryInput = {
   maxAttempts?: number;
   /** duration such as "250ms", "30s", "5m", "4h", "7d", or milliseconds */
