@@ -413,13 +413,19 @@ export async function pullClaim(pool: pg.Pool, p: S.EventPullClaimParams): Promi
   return res.rows.map(eventFromRow);
 }
 
+/** A settle's values beyond its params: when it is due again (awaiting_retry only) and its transition's detail. */
+function settleValues(p: S.EventPullSettleParams): { retryAt: number | null; detail: string } {
+  checkAttemptTarget(p.to);
+  const retryAt = p.to === 'awaiting_retry' ? (p.retryAt ?? p.now) : null;
+  return { retryAt, detail: JSON.stringify(retryAt === null ? { pull: p.action } : { pull: p.action, retryAt }) };
+}
+
 /** Many acks, nacks or expiries (Store.eventPullSettleMany): one statement; null where one changed nothing. */
 export async function pullSettleMany(
   db: Queryable,
   settles: S.EventPullSettleParams[],
 ): Promise<(EventRecord | null)[]> {
-  for (const p of settles) checkAttemptTarget(p.to);
-  const retryAts = settles.map((p) => (p.to === 'awaiting_retry' ? (p.retryAt ?? p.now) : null));
+  const values = settles.map(settleValues);
   const rows = (
     await run<EventRow & { ord: string }>(db, 'pullSettleMany', [
       settles.map((p) => p.tenantId),
@@ -427,12 +433,10 @@ export async function pullSettleMany(
       settles.map((p) => p.receipt),
       settles.map((p) => p.attempts),
       settles.map((p) => p.to),
-      retryAts,
+      values.map((v) => v.retryAt),
       settles.map((p) => p.error ?? null),
       settles.map((p) => p.now),
-      settles.map((p, i) =>
-        JSON.stringify(retryAts[i] === null ? { pull: p.action } : { pull: p.action, retryAt: retryAts[i] }),
-      ),
+      values.map((v) => v.detail),
     ])
   ).rows;
   const out: (EventRecord | null)[] = settles.map(() => null);
@@ -442,9 +446,7 @@ export async function pullSettleMany(
 
 /** Ack, nack or expiry of a pull claim (Store.eventPullSettle): one statement. */
 export async function pullSettle(db: Queryable, p: S.EventPullSettleParams): Promise<EventRecord | null> {
-  checkAttemptTarget(p.to);
-  const retryAt = p.to === 'awaiting_retry' ? (p.retryAt ?? p.now) : null;
-  const detail = JSON.stringify(retryAt === null ? { pull: p.action } : { pull: p.action, retryAt });
+  const { retryAt, detail } = settleValues(p);
   const row = (
     await run<EventRow>(db, 'pullSettle', [
       p.tenantId,
