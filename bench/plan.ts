@@ -4,9 +4,11 @@ import { BacklogRun } from './scenarios/backlog.ts';
 import { burst } from './scenarios/burst.ts';
 import { fire } from './scenarios/fire.ts';
 import { ingest } from './scenarios/ingest.ts';
+import { PACED_MAX_CONCURRENCY, PACED_RATES, paced, pacedPull, type PacedPullSystem } from './scenarios/paced.ts';
 import { limits } from './scenarios/limits.ts';
 import { precision } from './scenarios/precision.ts';
 import { pull } from './scenarios/pull.ts';
+import { queues } from './scenarios/queues.ts';
 import { readsMeasure } from './scenarios/reads.ts';
 import { schedules } from './scenarios/schedules.ts';
 import { sdk } from './scenarios/sdk.ts';
@@ -14,7 +16,15 @@ import type { Scenario } from './scenarios/scenario.ts';
 import { SYSTEM_KEYS, type SystemKey } from './systems/system.ts';
 
 export type Step =
-  | { kind: 'system'; title: string; scenario: Scenario; system: SystemKey; opts: ScenarioOptions }
+  | {
+      kind: 'system';
+      title: string;
+      scenario: Scenario;
+      system: SystemKey;
+      opts: ScenarioOptions;
+      /** The destination's (a peer worker's) deliveries in flight at most; each system's default when absent. */
+      maxConcurrency?: number;
+    }
   | { kind: 'custom'; title: string; run: (batchRates: Map<string, number>) => Promise<ScenarioResult[]> };
 
 export interface PlanOptions {
@@ -121,6 +131,43 @@ function pullSteps(p: PlanOptions): Step[] {
   );
 }
 
+/** Per rate: the webhook stream to every system, then the pull stream to Belfry's stores and BullMQ's Worker. */
+function pacedSteps(p: PlanOptions, systems: SystemKey[]): Step[] {
+  const rates = p.opts.rate ? [p.opts.rate] : PACED_RATES;
+  const pullSystems: PacedPullSystem[] = systems.filter(
+    (k): k is PacedPullSystem => k === 'belfry-sqlite' || k === 'belfry-postgres' || k === 'bullmq',
+  );
+  return rates.flatMap((rate) => [
+    ...systems.map(
+      (system): Step => ({
+        kind: 'system',
+        title: `paced @ ${rate}/s · ${system}`,
+        scenario: paced,
+        system,
+        opts: { ...p.opts, rate },
+        maxConcurrency: PACED_MAX_CONCURRENCY,
+      }),
+    ),
+    ...pullSystems.map(
+      (system): Step => ({
+        kind: 'custom',
+        title: `paced pull @ ${rate}/s · ${system}`,
+        run: async () => [await pacedPull(system, { ...p.opts, rate })],
+      }),
+    ),
+  ]);
+}
+
+function queuesSteps(p: PlanOptions): Step[] {
+  return belfryStores(p).map(
+    (store): Step => ({
+      kind: 'custom',
+      title: `queues · belfry-${store}`,
+      run: async () => [await queues(store, p.opts)],
+    }),
+  );
+}
+
 function schedulesSteps(p: PlanOptions): Step[] {
   return belfryStores(p).map(
     (store): Step => ({
@@ -159,6 +206,10 @@ export function planSteps(name: string, p: PlanOptions): Step[] {
       return pullSteps(p);
     case 'schedules':
       return schedulesSteps(p);
+    case 'paced':
+      return pacedSteps(p, systems);
+    case 'queues':
+      return queuesSteps(p);
     case 'sdk':
       return [sdkStep(p)];
     case 'all':
@@ -175,10 +226,13 @@ export function planSteps(name: string, p: PlanOptions): Step[] {
         ...burstSteps(p),
         ...schedulesSteps(p),
         ...backlogSteps(p),
+        ...pullSteps(p),
+        ...queuesSteps(p),
+        ...pacedSteps(p, systems),
       ];
     default:
       throw new Error(
-        `unknown scenario "${name}" (ingest, sdk, fire, precision, burst, backlog, reads, limits, pull, schedules, all)`,
+        `unknown scenario "${name}" (ingest, sdk, fire, precision, burst, backlog, reads, limits, pull, schedules, paced, queues, all)`,
       );
   }
 }

@@ -1,7 +1,7 @@
 /**
  * The benchmark command (see bench/README.md):
  *
- *   npm run bench -- <ingest|sdk|fire|precision|burst|backlog|reads|limits|pull|schedules|all> [--store sqlite|postgres]
+ *   npm run bench -- <ingest|sdk|fire|precision|burst|backlog|reads|limits|pull|schedules|paced|queues|all> [--store sqlite|postgres]
  *                    [--systems belfry,bullmq,bullmq-postgres,pg-boss,graphile-worker] [--n N] [--rate R] [--duration 60s]
  *                    [--channel http|kafka|nats|amqp|redis]  (fire, precision: Belfry to a broker, with a live consumer)
  *   npm run bench -- report bench/results/<file>.json      (the summary and charts of a finished run)
@@ -26,7 +26,7 @@ import { planSteps, type Step } from './plan.ts';
 import { startSystem } from './systems/index.ts';
 import type { System } from './systems/system.ts';
 
-const USAGE = `usage: npm run bench -- report <results.json> | <ingest|sdk|fire|precision|burst|backlog|reads|limits|pull|schedules|all> [--store sqlite|postgres] [--systems belfry,bullmq,bullmq-postgres,pg-boss,graphile-worker] [--n N] [--rate R] [--duration 60s] [--channel http|kafka|nats|amqp|redis (fire, precision)]`;
+const USAGE = `usage: npm run bench -- report <results.json> | <ingest|sdk|fire|precision|burst|backlog|reads|limits|pull|schedules|paced|queues|all> [--store sqlite|postgres] [--systems belfry,bullmq,bullmq-postgres,pg-boss,graphile-worker] [--n N] [--rate R] [--duration 60s] [--channel http|kafka|nats|amqp|redis (fire, precision)]`;
 
 function positiveInt(name: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
@@ -113,6 +113,7 @@ async function runStep(step: Step): Promise<ScenarioResult[]> {
         receiverUrl: rx?.url ?? null,
         destination: rx?.destination ?? null,
         connections: 64,
+        maxConcurrency: step.maxConcurrency,
       });
       const result = await step.scenario.run({
         system,

@@ -14,7 +14,7 @@ import { createClient, type BenchClient } from './http.ts';
 import { peakRssBytes, processCpuSeconds } from './machine.ts';
 import { belfryPgUrl, dropSchema, freshSchemaName } from './pg.ts';
 
-const ADMIN_KEY = 'bench-admin-key-0123456789abcdef';
+export const ADMIN_KEY = 'bench-admin-key-0123456789abcdef';
 /**
  * Tenant limits lifted for the bench: it measures the node, not the default per-tenant quotas
  * (25,000 scheduling requests/s would cap ingest; 20,000,000 pending would cap nothing here).
@@ -64,6 +64,10 @@ export interface BenchNode {
   /** Creates (or replaces) a destination; `url` must be a loopback address. */
   /** A webhook at `target` (a URL), or the destination body `target` (a broker). */
   putDestination(name: string, target: string | Record<string, unknown>, maxConcurrency: number): Promise<void>;
+  /** A client as client(), authenticated as the tenant of `key` (another tenant of this node). */
+  clientFor(key: string, connections: number): BenchClient;
+  /** As putDestination, for the tenant of `key`: a webhook at `url`. */
+  putDestinationFor(key: string, name: string, url: string, maxConcurrency: number): Promise<void>;
   /** CPU seconds the node process has used so far; NaN where /proc is missing. */
   cpuSeconds(): number;
   /** The node's peak RSS so far (bytes). */
@@ -105,7 +109,8 @@ function logIssues(lines: string[]): LogIssue[] {
   return [...byMsg.values()];
 }
 
-async function makeTenant(url: string): Promise<{ id: string; key: string }> {
+/** A tenant of its own on the node at `url`, with an API key (through the admin API). */
+export async function makeTenant(url: string): Promise<{ id: string; key: string }> {
   const admin = createClient(url, ADMIN_KEY, 1);
   try {
     const tenant = await admin.call('POST', '/v1/tenants', { name: 'bench' });
@@ -116,6 +121,17 @@ async function makeTenant(url: string): Promise<{ id: string; key: string }> {
   } finally {
     await admin.close();
   }
+}
+
+async function putDestination(
+  client: BenchClient,
+  name: string,
+  body: Record<string, unknown>,
+  maxConcurrency: number,
+): Promise<void> {
+  const res = await client.call('PUT', `/v1/destinations/${name}`, { ...body, maxConcurrency, timeout: '10s' });
+  if (res.status !== 200 && res.status !== 201)
+    throw new Error(`PUT destination: ${res.status} ${JSON.stringify(res.body)}`);
 }
 
 /** Starts a node on `store`; the first start on a store makes its tenant. */
@@ -147,10 +163,16 @@ export async function startBenchNode(store: BelfryStore): Promise<BenchNode> {
       key,
       client: (connections) => createClient(proc.url, key, connections),
       async putDestination(name, target, maxConcurrency) {
-        const body = typeof target === 'string' ? { url: target } : target;
-        const res = await setup.call('PUT', `/v1/destinations/${name}`, { ...body, maxConcurrency, timeout: '10s' });
-        if (res.status !== 200 && res.status !== 201)
-          throw new Error(`PUT destination: ${res.status} ${JSON.stringify(res.body)}`);
+        await putDestination(setup, name, typeof target === 'string' ? { url: target } : target, maxConcurrency);
+      },
+      clientFor: (other, connections) => createClient(proc.url, other, connections),
+      async putDestinationFor(other, name, url, maxConcurrency) {
+        const client = createClient(proc.url, other, 1);
+        try {
+          await putDestination(client, name, { url }, maxConcurrency);
+        } finally {
+          await client.close();
+        }
       },
       cpuSeconds: () => processCpuSeconds(proc.child.pid),
       peakRssBytes: () => peakRssBytes(proc.child.pid),

@@ -8,8 +8,14 @@
  * consumer of a fresh topic / subject / queue / stream on this machine's broker (Kafka: a mock
  * cluster it starts) instead, keyed by `belfry-event-id`, and its ready message names the
  * destination body that sends there.
+ *
+ * `receiver-child.ts pull <config JSON>` (PullConsumerConfig): a pull consumer takes its place,
+ * Belfry's SDK consumer on a node's pull destination or BullMQ's Worker on a queue, each with the
+ * given concurrency and a handler that records the event's arrival and returns (so it is acked).
  */
 import { Agent, request as httpRequest } from 'node:http';
+import { BelfryClient } from '@belfry/client';
+import { Worker } from 'bullmq';
 import {
   consumeAmqp,
   consumeKafka,
@@ -39,6 +45,11 @@ export interface ReceiverStats {
   /** ...and its receivedAt - fireAt (ms), at the same index. */
   latenessMs: number[];
 }
+
+/** What a `pull` receiver consumes. */
+export type PullConsumerConfig =
+  | { system: 'belfry'; url: string; apiKey: string; destination: string; concurrency: number }
+  | { system: 'bullmq'; redisUrl: string; prefix: string; queue: string; concurrency: number };
 
 export type ChildRequest = { seq: number; type: 'count' | 'stats' | 'close' };
 export type ChildMessage =
@@ -94,7 +105,7 @@ function parseJson(body: Buffer): unknown {
   }
 }
 
-const channel = (process.argv[2] ?? 'http') as BenchChannel;
+const channel = (process.argv[2] ?? 'http') as BenchChannel | 'pull';
 let url = '';
 let destination: Record<string, unknown> | null = null;
 let close: () => Promise<void>;
@@ -126,7 +137,40 @@ async function warmUp(target: string): Promise<void> {
   agent.destroy();
 }
 
-if (channel === 'http') {
+/** Starts the pull consumer of `config`; returns its stop. */
+async function consumePull(config: PullConsumerConfig): Promise<() => Promise<void>> {
+  if (config.system === 'belfry') {
+    const belfry = new BelfryClient({ baseUrl: config.url, apiKey: config.apiKey });
+    const consumer = belfry.consumer(config.destination, {
+      concurrency: config.concurrency,
+      visibilityTimeout: '60s',
+      wait: '1s',
+      onError: (err) => console.error('bench pull consumer:', err),
+    });
+    consumer.on('*', (event) => record(event.id, Date.now(), event.payload));
+    await consumer.start();
+    return () => consumer.stop();
+  }
+  const url = new URL(config.redisUrl);
+  const worker = new Worker<{ id: string; fireAt: number }>(
+    config.queue,
+    async (job) => record(job.data.id, Date.now(), job.data),
+    {
+      connection: { host: url.hostname, port: Number(url.port || 6379), maxRetriesPerRequest: null },
+      prefix: config.prefix,
+      concurrency: config.concurrency,
+      removeOnComplete: { count: 0 },
+      removeOnFail: { count: 0 },
+    },
+  );
+  worker.on('error', (err) => console.error('bench BullMQ worker:', err.message));
+  await worker.waitUntilReady();
+  return () => worker.close();
+}
+
+if (channel === 'pull') {
+  close = await consumePull(JSON.parse(process.argv[3]) as PullConsumerConfig);
+} else if (channel === 'http') {
   const rx = await startReceiver({
     behavior: (req) => {
       // The support receiver keeps every request; the bench needs only the numbers above, so it

@@ -2,7 +2,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { firstMessage, forkTs } from './fork-ts.ts';
 import type { BenchChannel } from './bench-channel.ts';
-import type { ChildMessage, ChildRequest, ReceiverStats } from './receiver-child.ts';
+import type { ChildMessage, ChildRequest, PullConsumerConfig, ReceiverStats } from './receiver-child.ts';
 import { sleep } from './stats.ts';
 
 const CHILD = new URL('./receiver-child.ts', import.meta.url);
@@ -15,6 +15,8 @@ export interface ReceiverProcess {
   url: string;
   /** For a broker channel: the destination body that delivers to the consumer. */
   destination: Record<string, unknown> | null;
+  /** The receiver's process id (its CPU is a pull consumer's). */
+  pid: number | undefined;
   /** Counts only (no lateness samples): cheap enough to poll. */
   count(): Promise<ReceiverStats>;
   stats(): Promise<ReceiverStats>;
@@ -23,9 +25,16 @@ export interface ReceiverProcess {
   close(): Promise<void>;
 }
 
-export async function startReceiverProcess(channel: BenchChannel = 'http'): Promise<ReceiverProcess> {
+/**
+ * The receiver of `channel` (http: a webhook URL; a broker: a live consumer), or, with a
+ * PullConsumerConfig, a pull consumer (Belfry's SDK consumer, BullMQ's Worker) in its process.
+ */
+export async function startReceiverProcess(
+  channel: BenchChannel | PullConsumerConfig = 'http',
+): Promise<ReceiverProcess> {
+  const args = typeof channel === 'string' ? [channel] : ['pull', JSON.stringify(channel)];
   // 'advanced' (structured clone): a million lateness samples cross as arrays, not JSON text.
-  const child = forkTs(CHILD, [channel], { serialization: 'advanced' });
+  const child = forkTs(CHILD, args, { serialization: 'advanced' });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const { url, destination } = await receiverReady(child).catch((err: unknown) => {
     child.kill('SIGKILL');
@@ -55,6 +64,7 @@ export async function startReceiverProcess(channel: BenchChannel = 'http'): Prom
   return {
     url,
     destination,
+    pid: child.pid,
     count,
     stats: () => ask('stats'),
     async waitForDistinct(n, deadline) {

@@ -83,6 +83,39 @@ function precisionRows(rate: number): Row[] {
   ];
 }
 
+/** The rows of a paced stream (`paced@R` to webhooks, `paced-pull@R` to pull consumers) at `rate`. */
+function pacedRows(scenario: 'paced' | 'paced-pull', rate: number): Row[] {
+  const at = `paced${scenario === 'paced-pull' ? ' pull' : ''} @ ${rate.toLocaleString('en-US')}/s`;
+  const key = `${scenario}@${rate}`;
+  return [
+    { scenario: key, metric: 'kept up', label: () => `${at}: kept up (1 = yes)` },
+    {
+      scenario: key,
+      metric: 'delivered events/s',
+      label: () => `${at}: delivered events/s`,
+      unit: '/s',
+      better: 'higher',
+    },
+    { scenario: key, metric: 'lateness p50', label: () => `${at}: lateness p50`, unit: 'ms', better: 'lower' },
+    { scenario: key, metric: 'lateness p99', label: () => `${at}: lateness p99`, unit: 'ms', better: 'lower' },
+    {
+      scenario: key,
+      metric: 'CPU µs per event',
+      label: () => `${at}: CPU µs per event, node/worker + database`,
+      unit: 'µs',
+      better: 'lower',
+    },
+  ];
+}
+
+/** The rates of the results' `<prefix>@R` scenarios, ascending. */
+function ratesOf(results: ScenarioResult[], prefix: string): number[] {
+  const re = new RegExp(`^${prefix}@(\\d+)$`);
+  return [...new Set(results.map((r) => re.exec(r.scenario)?.[1]).filter((m): m is string => m !== undefined))]
+    .map(Number)
+    .sort((a, b) => a - b);
+}
+
 /** The rows, precision ones for each rate the results hold (to webhooks: `precision@5000→kafka` is in the per-step table only). */
 function rows(results: ScenarioResult[]): Row[] {
   const rates = [
@@ -93,7 +126,13 @@ function rows(results: ScenarioResult[]): Row[] {
     ),
   ].sort((a, b) => a - b);
   const at = ROWS.findIndex((r) => r.scenario === 'burst');
-  return [...ROWS.slice(0, at), ...rates.flatMap(precisionRows), ...ROWS.slice(at)];
+  return [
+    ...ROWS.slice(0, at),
+    ...rates.flatMap(precisionRows),
+    ...ROWS.slice(at),
+    ...ratesOf(results, 'paced').flatMap((rate) => pacedRows('paced', rate)),
+    ...ratesOf(results, 'paced-pull').flatMap((rate) => pacedRows('paced-pull', rate)),
+  ];
 }
 
 const ROWS: Row[] = [
@@ -228,6 +267,21 @@ const ROWS: Row[] = [
   },
   { scenario: 'backlog', metric: 'precision undelivered', label: (r) => `backlog: undelivered @ ${n(r, 'rate')}/s` },
   { scenario: 'backlog', metric: 'node peak RSS', label: () => 'backlog: node peak RSS', unit: 'MiB' },
+  { scenario: 'pull', metric: 'SDK consumer (concurrency 100) events/s', label: () => 'pull: SDK consumer events/s' },
+  {
+    scenario: 'pull',
+    metric: 'BullMQ Worker (concurrency 100) jobs/s, Redis without persistence',
+    label: () => 'pull: BullMQ Worker jobs/s beside it (Redis without persistence)',
+  },
+  { scenario: 'pull', metric: 'SDK consumer ÷ BullMQ Worker', label: () => 'pull: SDK consumer ÷ BullMQ Worker' },
+  { scenario: 'queues', metric: 'one queue: deliveries/s', label: () => 'queues: one queue, deliveries/s' },
+  {
+    scenario: 'queues',
+    metric: '10,000 queues: deliveries/s',
+    label: () => 'queues: 10,000 queues of 1,000 tenants, deliveries/s',
+  },
+  { scenario: 'queues', metric: 'many ÷ one', label: () => 'queues: many ÷ one' },
+  { scenario: 'queues', metric: 'heap per idle queue', label: () => 'queues: heap per idle queue', unit: 'bytes' },
 ];
 
 /** One peer's value of a figure, and why its step does not count (undelivered events, failed calls), if so. */

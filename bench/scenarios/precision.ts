@@ -11,14 +11,12 @@
  * lateness runs from the due time to the consumer's receipt, the broker's acknowledgement of the
  * publish included.
  */
-import { cpuMetrics, CpuWindow } from '../lib/machine.ts';
-import type { ReceiverStats } from '../lib/receiver-child.ts';
+import { runDueStream, LEAD_MS, TICK_MS } from '../lib/due-stream.ts';
+import { cpuMetrics } from '../lib/machine.ts';
 import type { ScenarioResult } from '../lib/report.ts';
-import type { BatchTally } from '../lib/schedule.ts';
-import { chartSeries, distribution, sleep } from '../lib/stats.ts';
-import { BATCH_SIZE, benchEvents, DATABASE_SERVER } from '../systems/system.ts';
+import { chartSeries, distribution } from '../lib/stats.ts';
+import { DATABASE_SERVER } from '../systems/system.ts';
 import { resultLabel, type Scenario, type ScenarioContext } from './scenario.ts';
-import { waitForDeliveries } from './wait.ts';
 
 const RATE_DEFAULT = 1_000;
 const DURATION_MS_DEFAULT = 60_000;
@@ -28,74 +26,24 @@ const DURATION_MS_DEFAULT = 60_000;
  * still reported ("warm-up lateness max").
  */
 const WARMUP_MS = 3_000;
-const TICK_MS = 100;
 /** The first stretch of firing whose p99 is reported on its own. */
 const FIRST_MS = 500;
-/** How long before its due time each event is scheduled (plus up to one tick). */
-const LEAD_MS = 5_000;
-/** Bound on the wait for deliveries after the last due time. */
-const DRAIN_MS_MAX = 30_000;
-const STALL_MS = 15_000;
-
-/** The receiver's lateness samples split by due time into warm-up and measured. */
-function split(
-  stats: ReceiverStats,
-  measuredFromAt: number,
-): { warmup: number[]; measured: number[]; measuredFireAt: number[] } {
-  const warmup: number[] = [];
-  const measured: number[] = [];
-  const measuredFireAt: number[] = [];
-  stats.fireAtMs.forEach((fireAt, i) => {
-    if (fireAt < measuredFromAt) warmup.push(stats.latenessMs[i]);
-    else {
-      measured.push(stats.latenessMs[i]);
-      measuredFireAt.push(fireAt);
-    }
-  });
-  return { warmup, measured, measuredFireAt };
-}
 
 async function run({ system, rx, opts }: ScenarioContext): Promise<ScenarioResult> {
   const broker = opts.channel !== undefined && opts.channel !== 'http';
   const rate = opts.rate ?? RATE_DEFAULT;
   const durationMs = opts.durationMs ?? DURATION_MS_DEFAULT;
-  const spanMs = WARMUP_MS + durationMs;
-  const total = Math.floor((rate * spanMs) / 1000);
-  const startAt = Date.now() + TICK_MS;
-  const firstDueAt = startAt + LEAD_MS;
-  const measuredFromAt = firstDueAt + WARMUP_MS;
-  const dueAt = (j: number) => firstDueAt + Math.floor((j * 1000) / rate);
-  const tally: BatchTally = { acknowledged: 0, failed: 0 };
-  const calls: Promise<void>[] = [];
-  let tickLateMsMax = 0;
-  let cpu: CpuWindow | null = null;
-  for (let k = 0; k * TICK_MS < spanMs; k++) {
-    const tickAt = startAt + k * TICK_MS;
-    await sleep(Math.max(0, tickAt - Date.now()));
-    tickLateMsMax = Math.max(tickLateMsMax, Date.now() - tickAt);
-    if (cpu === null && Date.now() >= measuredFromAt)
-      cpu = new CpuWindow(() => system.cpuSeconds(), DATABASE_SERVER[system.info.key]);
-    // Events j with j * 1000 / rate in [k * TICK_MS, (k + 1) * TICK_MS): due in this tick's window.
-    const from = Math.ceil((k * TICK_MS * rate) / 1000);
-    const to = Math.min(total, Math.ceil(((k + 1) * TICK_MS * rate) / 1000));
-    for (let b = from; b < to; b += BATCH_SIZE)
-      calls.push(
-        system.scheduleBatch(benchEvents(opts.idPrefix ?? 'p', b, Math.min(to, b + BATCH_SIZE), dueAt), tally),
-      );
-  }
-  await Promise.all(calls);
-  if (cpu === null) {
-    await sleep(Math.max(0, measuredFromAt - Date.now()));
-    cpu = new CpuWindow(() => system.cpuSeconds(), DATABASE_SERVER[system.info.key]);
-  }
-  const waited = await waitForDeliveries(rx!, tally.acknowledged, dueAt(total - 1) + DRAIN_MS_MAX, STALL_MS);
-  const stats = await rx!.stats();
+  const stream = await runDueStream(system, rx!, {
+    rate,
+    warmupMs: WARMUP_MS,
+    durationMs,
+    idPrefix: opts.idPrefix ?? 'p',
+    databaseServer: DATABASE_SERVER[system.info.key],
+  });
+  const { stats, tally, firstDueAt, measuredFromAt } = stream;
   const { fireAtMs: _f, latenessMs: _l, ...counts } = stats;
-  const samples = split(stats, measuredFromAt);
-  // Per event due in the measured window; the window also holds the scheduling of most of them.
-  const cpuSpent = cpu.spent(samples.measured.length, (stats.lastAt ?? Date.now()) - measuredFromAt);
-  const lateness = distribution(samples.measured);
-  const warmup = distribution(samples.warmup);
+  const lateness = distribution(stream.measured);
+  const warmup = distribution(stream.warmup);
   // The warm-up by 500 ms of due times: where a fresh node's lateness goes.
   const windows: number[][] = Array.from({ length: Math.ceil(WARMUP_MS / FIRST_MS) }, () => []);
   stats.fireAtMs.forEach((fireAt, i) => {
@@ -134,20 +82,20 @@ async function run({ system, rx, opts }: ScenarioContext): Promise<ScenarioResul
       { name: 'early', value: counts.early, unit: '', target: '0' },
       { name: 'undelivered', value: tally.acknowledged - counts.distinct, unit: '' },
       { name: 'duplicates', value: counts.duplicates, unit: '' },
-      ...cpuMetrics(cpuSpent, '', true),
+      ...cpuMetrics(stream.cpu, '', true),
     ],
     details: {
-      total,
+      total: stream.total,
       scheduled: tally,
-      tickLateMsMax,
+      tickLateMsMax: stream.tickLateMsMax,
       receiver: counts,
       latenessMs: lateness,
       warmupLatenessMs: warmup,
       warmupWindows,
-      waitEnded: waited,
-      cpu: cpuSpent,
+      waitEnded: stream.waited,
+      cpu: stream.cpu,
     },
-    chart: chartSeries(samples.measuredFireAt, samples.measured, measuredFromAt),
+    chart: chartSeries(stream.measuredFireAt, stream.measured, measuredFromAt),
   };
 }
 

@@ -58,15 +58,25 @@ export async function startBelfry(kind: StoreKind, opts: SystemOptions): Promise
   let node: BenchNode | undefined;
   try {
     node = await startBenchNode(store);
-    await node.putDestination('rx', opts.destination ?? opts.receiverUrl ?? NOWHERE_URL, BELFRY_MAX_CONCURRENCY);
+    await node.putDestination(
+      'rx',
+      opts.destination ?? opts.receiverUrl ?? NOWHERE_URL,
+      opts.maxConcurrency ?? BELFRY_MAX_CONCURRENCY,
+    );
   } catch (err) {
     await node?.stop();
     await store.dispose();
     throw err;
   }
   const running = node;
-  return belfryOnNode(running, 'rx', opts.connections, async () => {
+  const system = belfryOnNode(running, 'rx', opts.connections, async () => {
     await running.stop();
     await store.dispose();
   });
+  if (opts.maxConcurrency !== undefined)
+    system.info.settings = system.info.settings.replace(
+      `maxConcurrency ${BELFRY_MAX_CONCURRENCY}`,
+      `maxConcurrency ${opts.maxConcurrency}`,
+    );
+  return system;
 }

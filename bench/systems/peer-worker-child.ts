@@ -11,13 +11,31 @@ import { loadPeer, type JobData, type PeerKey, type WorkerChildMessage } from '.
 const RECEIVER_CONNECTIONS = 256;
 const REQUEST_MS_MAX = 10_000;
 
-const [key, namespace, receiverUrl] = process.argv.slice(2) as [PeerKey, string, string];
+const [key, namespace, receiverUrl, concurrencyArg] = process.argv.slice(2) as [PeerKey, string, string, string];
+/** Jobs in flight at most (empty: the peer's own setting alone bounds them). */
+const concurrency = concurrencyArg ? Number(concurrencyArg) : undefined;
 const pool = new Pool(receiverUrl, {
   connections: RECEIVER_CONNECTIONS,
   pipelining: 1,
   headersTimeout: REQUEST_MS_MAX,
   bodyTimeout: REQUEST_MS_MAX,
 });
+
+let inFlight = 0;
+const waiting: (() => void)[] = [];
+
+/** POSTs the job, at most `concurrency` at once (a job waits for a slot). */
+async function deliverBounded(data: JobData): Promise<void> {
+  if (concurrency === undefined) return deliver(data);
+  while (inFlight >= concurrency) await new Promise<void>((resolve) => waiting.push(resolve));
+  inFlight++;
+  try {
+    await deliver(data);
+  } finally {
+    inFlight--;
+    waiting.shift()?.();
+  }
+}
 
 async function deliver(data: JobData): Promise<void> {
   const res = await pool.request({
@@ -32,7 +50,7 @@ async function deliver(data: JobData): Promise<void> {
 
 try {
   const peer = await loadPeer(key);
-  const worker = await peer.startWorker(namespace, deliver);
+  const worker = await peer.startWorker(namespace, deliverBounded, concurrency);
   let closing = false;
   const close = async () => {
     if (closing) return;

@@ -35,8 +35,12 @@ export interface Peer {
   info: SystemInfo;
   /** Creates the namespace (queue, schema) and connects a client. */
   openDriver(namespace: string): Promise<PeerDriver>;
-  /** In the worker child: starts a worker that calls `deliver` for each job due. */
-  startWorker(namespace: string, deliver: (data: JobData) => Promise<void>): Promise<PeerWorker>;
+  /**
+   * In the worker child: starts a worker that calls `deliver` for each job due; `concurrency`, when
+   * given, is its jobs in flight at most where the peer has such a setting (the child also holds
+   * its POSTs to that many at once).
+   */
+  startWorker(namespace: string, deliver: (data: JobData) => Promise<void>, concurrency?: number): Promise<PeerWorker>;
 }
 
 export type PeerKey = Exclude<SystemKey, 'belfry-sqlite' | 'belfry-postgres'>;
@@ -61,8 +65,13 @@ const STOP_MS_MAX = 15_000;
 
 export type WorkerChildMessage = { type: 'ready' } | { type: 'error'; message: string };
 
-function startWorkerChild(key: PeerKey, namespace: string, receiverUrl: string): Promise<ChildProcess> {
-  const child = forkTs(CHILD, [key, namespace, receiverUrl]);
+function startWorkerChild(
+  key: PeerKey,
+  namespace: string,
+  receiverUrl: string,
+  concurrency: number | undefined,
+): Promise<ChildProcess> {
+  const child = forkTs(CHILD, [key, namespace, receiverUrl, String(concurrency ?? '')]);
   return new Promise((resolve, reject) => {
     const fail = (err: Error) => {
       clearTimeout(timer);
@@ -98,13 +107,17 @@ export async function startPeer(key: PeerKey, opts: SystemOptions): Promise<Syst
   const driver = await peer.openDriver(namespace);
   let child: ChildProcess | null = null;
   try {
-    if (opts.receiverUrl !== null) child = await startWorkerChild(key, namespace, opts.receiverUrl);
+    if (opts.receiverUrl !== null)
+      child = await startWorkerChild(key, namespace, opts.receiverUrl, opts.maxConcurrency);
   } catch (err) {
     await driver.close();
     throw err;
   }
   return {
-    info: peer.info,
+    info:
+      opts.maxConcurrency === undefined
+        ? peer.info
+        : { ...peer.info, settings: `${peer.info.settings}; at most ${opts.maxConcurrency} jobs in flight` },
     async scheduleBatch(events, tally) {
       try {
         await driver.scheduleBatch(events);

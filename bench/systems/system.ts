@@ -61,6 +61,11 @@ export interface SystemOptions {
   destination?: Record<string, unknown> | null;
   /** Client connections (Belfry: keep-alive HTTP connections to the node). */
   connections: number;
+  /**
+   * Deliveries in flight at most (Belfry: the destination's maxConcurrency; a peer: its worker's
+   * concurrency, and at most this many POSTs at once); each system's own default when absent.
+   */
+  maxConcurrency?: number;
 }
 
 export interface System {

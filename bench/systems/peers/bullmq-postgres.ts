@@ -31,10 +31,11 @@ export const bullmqPostgres: Peer = {
       },
     };
   },
-  async startWorker(schema, deliver) {
+  async startWorker(schema, deliver, concurrency) {
     const worker = new Worker<JobData>(QUEUE, (job) => deliver(job.data), {
       connection: connection(schema),
       ...WORKER_OPTS,
+      concurrency: concurrency ?? CONCURRENCY,
     });
     worker.on('error', (err) => console.error('bullmq (postgres) worker:', err.message));
     await worker.waitUntilReady();

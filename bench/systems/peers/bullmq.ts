@@ -69,11 +69,12 @@ export const bullmq: Peer = {
       },
     };
   },
-  async startWorker(namespace, deliver) {
+  async startWorker(namespace, deliver, concurrency) {
     const worker = new Worker<JobData>(QUEUE, (job) => deliver(job.data), {
       connection: connection(),
       prefix: namespace,
       ...WORKER_OPTS,
+      concurrency: concurrency ?? CONCURRENCY,
     });
     worker.on('error', (err) => console.error('bullmq worker:', err.message));
     await worker.waitUntilReady();

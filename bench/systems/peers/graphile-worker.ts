@@ -48,11 +48,11 @@ export const graphileWorker: Peer = {
       },
     };
   },
-  async startWorker(schema, deliver) {
+  async startWorker(schema, deliver, concurrency) {
     const runner: Runner = await run({
       connectionString: PG_URL,
       schema,
-      concurrency: CONCURRENCY,
+      concurrency: concurrency ?? CONCURRENCY,
       maxPoolSize: MAX_POOL_SIZE,
       pollInterval: POLL_INTERVAL_MS,
       noHandleSignals: true,
