@@ -115,18 +115,22 @@ function stopCluster(): void {
     spawnSync('bash', [join(scripts, 'cluster.sh'), 'stop', dir], { stdio: 'ignore', timeout: 60_000 });
 }
 
+/** Stops the cluster and removes this process's temp dir. */
+function cleanUp(): void {
+  stopCluster();
+  if (parentDir) rmSync(parentDir, { recursive: true, force: true });
+  parentDir = undefined;
+}
+
 let stopInstalled = false;
 function installStopAtExit(): void {
   if (stopInstalled) return;
   stopInstalled = true;
-  process.once('exit', () => {
-    stopCluster();
-    if (parentDir) rmSync(parentDir, { recursive: true, force: true });
-  });
-  // A signal's default action would end the process without 'exit': stop first, then die of it.
+  process.once('exit', cleanUp);
+  // A signal's default action would end the process without 'exit': clean up first, then die of it.
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
-      stopCluster();
+      cleanUp();
       process.kill(process.pid, signal);
     });
   }
