@@ -32,6 +32,24 @@ if ! command -v jq >/dev/null || ! command -v curl >/dev/null || ! command -v gi
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq curl git || echo "could not install jq, curl or git: the README test will fail" >&2
 fi
 
+# Citus, into the system's PostgreSQL, for the tests that start a throw-away Citus cluster
+# (test/support/citus.ts): the shared scripts' install.sh, from $BELFRY_CITUS_SCRIPTS, else
+# ../shared/citus beside the repository, else /work/shared/citus. It does nothing when Citus is
+# installed already; its output goes to a log.
+root=$(cd "$(dirname "$0")/.." && pwd)
+for citus_dir in "${BELFRY_CITUS_SCRIPTS:-}" "$root/../shared/citus" /work/shared/citus; do
+  if [ -n "$citus_dir" ] && [ -f "$citus_dir/install.sh" ]; then
+    citus_log="${TMPDIR:-/tmp}/belfry-citus-install.log"
+    if bash "$citus_dir/install.sh" >"$citus_log" 2>&1; then
+      tail -n1 "$citus_log"
+    else
+      echo "could not install Citus with $citus_dir/install.sh (log: $citus_log): the Citus tests will be skipped (they fail with BELFRY_REQUIRE_CITUS=1)" >&2
+      tail -n5 "$citus_log" >&2
+    fi
+    break
+  fi
+done
+
 if ! up 5432 && command -v pg_ctlcluster >/dev/null; then
   pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -n1)" main start || true
   wait_port 127.0.0.1 5432 60 || true

@@ -1,0 +1,186 @@
+/**
+ * A throw-away Citus cluster for tests: one coordinator and CITUS_WORKERS workers, each a
+ * PostgreSQL instance of this machine's on consecutive free loopback ports, made by the shared
+ * scripts' `cluster.sh start` in a temp dir of this process. startCitus() starts it once per test
+ * process and answers the coordinator's URL; it is stopped (`cluster.sh stop`, which removes its
+ * data) when the process exits, or on SIGINT / SIGTERM. The machine's shared PostgreSQL is never
+ * touched.
+ *
+ * The scripts' directory: env BELFRY_CITUS_SCRIPTS, else `../shared/citus` beside the repository,
+ * else /work/shared/citus (the first that holds cluster.sh). Citus itself is installed into the
+ * system's PostgreSQL by that directory's install.sh (.ci/services.sh runs it).
+ *
+ * A test that needs Citus passes citusSkip() as its `skip` option: the reason Citus is missing
+ * here, so the test is skipped with it; with env BELFRY_REQUIRE_CITUS=1 it is never skipped, and
+ * startCitus() fails with that reason instead.
+ */
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const CITUS_WORKERS = 2;
+/** Three initdb runs and server starts: a few seconds on an idle machine, far more on a loaded one. */
+const START_MS_MAX = 180_000;
+/** Tries with another base port when one was taken between the probe and the server's start. */
+const START_TRIES = 3;
+/** Below Linux's ephemeral range (32768+), where outgoing connections take their ports. */
+const PORT_MIN = 20_000;
+const PORT_SPAN = 12_000;
+
+const REPO_ROOT = resolve(fileURLToPath(new URL('../../', import.meta.url)));
+
+/** The directory holding cluster.sh and install.sh, or undefined when none of the places has one. */
+export function citusScriptsDir(): string | undefined {
+  const candidates = [
+    process.env.BELFRY_CITUS_SCRIPTS,
+    resolve(REPO_ROOT, '..', 'shared', 'citus'),
+    '/work/shared/citus',
+  ].filter((d): d is string => !!d);
+  return candidates.find((d) => existsSync(join(d, 'cluster.sh')));
+}
+
+/** Why no Citus cluster can be started on this machine, or undefined when one can. */
+export function citusMissing(): string | undefined {
+  const scripts = citusScriptsDir();
+  if (!scripts)
+    return 'Citus scripts not found (cluster.sh in $BELFRY_CITUS_SCRIPTS, ../shared/citus beside the repository, or /work/shared/citus)';
+  let libdir: string;
+  try {
+    libdir = execFileSync('pg_config', ['--pkglibdir'], { encoding: 'utf8' }).trim();
+  } catch {
+    return 'pg_config not found: no PostgreSQL server development files to run Citus with';
+  }
+  if (!existsSync(join(libdir, 'citus.so')))
+    return `Citus is not installed in this PostgreSQL (${libdir}/citus.so missing): run ${join(scripts, 'install.sh')}`;
+  return undefined;
+}
+
+/**
+ * For node:test's `skip` option: the reason Citus is missing (the test is skipped with it), or
+ * false when it is there or when env BELFRY_REQUIRE_CITUS=1 (then the test runs and startCitus
+ * fails with the reason).
+ */
+export function citusSkip(): string | false {
+  if (process.env.BELFRY_REQUIRE_CITUS === '1') return false;
+  return citusMissing() ?? false;
+}
+
+/** The data dir (cluster.sh's DIR) of the cluster this process started, while it runs. */
+let runningDir: string | undefined;
+let parentDir: string | undefined;
+let started: Promise<string> | undefined;
+
+/**
+ * The coordinator's URL (`postgres://postgres@127.0.0.1:PORT/postgres`, trust authentication) of
+ * this process's Citus cluster, started at the first call. Throws with the reason when Citus is
+ * missing here (citusMissing) or the cluster did not start (with the tail of the servers' logs).
+ */
+export function startCitus(): Promise<string> {
+  started ??= start();
+  return started;
+}
+
+async function start(): Promise<string> {
+  const missing = citusMissing();
+  if (missing) throw new Error(`cannot start a Citus cluster: ${missing}`);
+  const script = join(citusScriptsDir()!, 'cluster.sh');
+  // cluster.sh makes DIR's parent world-readable (chmod 755) for the postgres user: a dir of ours.
+  parentDir = mkdtempSync(join(tmpdir(), 'belfry-citus-'));
+  installStopAtExit();
+  let lastError: Error | undefined;
+  for (let i = 0; i < START_TRIES; i++) {
+    const port = await freePortRun(CITUS_WORKERS + 1);
+    const dir = join(parentDir, `c${port}`);
+    runningDir = dir;
+    const out = await runScript(script, ['start', dir, String(port), String(CITUS_WORKERS)], START_MS_MAX);
+    const url = out.stdout.trim().split('\n').pop() ?? '';
+    if (out.code === 0 && url.startsWith('postgres://')) return url;
+    lastError = new Error(
+      `cluster.sh start ${dir} ${port} failed (exit ${out.code ?? out.signal}): ${out.stderr.trim()}\n${logTails(dir)}`,
+    );
+    stopCluster();
+  }
+  throw lastError;
+}
+
+/** Stops this process's cluster (its servers, then its data); nothing when none runs. Synchronous: runs at exit. */
+function stopCluster(): void {
+  const dir = runningDir;
+  runningDir = undefined;
+  const scripts = citusScriptsDir();
+  if (dir && scripts)
+    spawnSync('bash', [join(scripts, 'cluster.sh'), 'stop', dir], { stdio: 'ignore', timeout: 60_000 });
+}
+
+/** Stops the cluster and removes this process's temp dir. */
+function cleanUp(): void {
+  stopCluster();
+  if (parentDir) rmSync(parentDir, { recursive: true, force: true });
+  parentDir = undefined;
+}
+
+let stopInstalled = false;
+function installStopAtExit(): void {
+  if (stopInstalled) return;
+  stopInstalled = true;
+  process.once('exit', cleanUp);
+  // A signal's default action would end the process without 'exit': clean up first, then die of it.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      cleanUp();
+      process.kill(process.pid, signal);
+    });
+  }
+}
+
+interface ScriptResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+function runScript(script: string, args: string[], timeoutMs: number): Promise<ScriptResult> {
+  return new Promise((resolveRun) => {
+    const child = spawn('bash', [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], timeout: timeoutMs });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', (err) => resolveRun({ code: null, signal: null, stdout, stderr: `${stderr}${err.message}` }));
+    child.on('close', (code, signal) => resolveRun({ code, signal, stdout, stderr }));
+  });
+}
+
+/** The last lines of each server's log in `dir` (cluster.sh writes DIR/nPORT.log), for an error. */
+function logTails(dir: string): string {
+  if (!existsSync(dir)) return '';
+  return readdirSync(dir)
+    .filter((f) => f.endsWith('.log'))
+    .map((f) => {
+      const lines = readFileSync(join(dir, f), 'utf8').trimEnd().split('\n');
+      return `--- ${f}\n${lines.slice(-10).join('\n')}`;
+    })
+    .join('\n');
+}
+
+/** The first of `count` consecutive loopback ports that are all free now, from a random base. */
+async function freePortRun(count: number): Promise<number> {
+  for (;;) {
+    const base = PORT_MIN + Math.floor(Math.random() * (PORT_SPAN - count));
+    let free = true;
+    for (let p = base; p < base + count && free; p++) free = await portFree(p);
+    if (free) return base;
+  }
+}
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolveFree) => {
+    const server = net.createServer();
+    server.once('error', () => resolveFree(false));
+    server.listen({ host: '127.0.0.1', port, exclusive: true }, () => server.close(() => resolveFree(true)));
+  });
+}
