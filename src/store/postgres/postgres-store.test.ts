@@ -17,7 +17,7 @@ import type { EventRecord } from '../../core/event.ts';
 import { runStoreConformance } from '../conformance/store-conformance.ts';
 import { checkCreatedTransitionReadFromRow } from '../conformance/created-transition.ts';
 import { checkScheduleSpecFieldsFilled } from '../conformance/schedule-spec-fields.ts';
-import { insertAll, newEvent, T0, SEC } from '../conformance/fixtures.ts';
+import { insertAll, mustClaim, mustRecord, newEvent, outcome, T0, SEC } from '../conformance/fixtures.ts';
 import type { NewEvent } from '../store.ts';
 import { createPool } from './db.ts';
 import { loadMigrations, migrate } from './migrate.ts';
@@ -138,6 +138,33 @@ if (unreachable !== null) {
           transitionRows: async () =>
             (await admin.query(`SELECT count(*)::int AS n FROM "${schema}".transitions`)).rows[0].n,
         });
+      });
+    });
+
+    it("writes each transition with its event's shard (the distribution column of both on Citus)", async () => {
+      await withStore(async (store, schema) => {
+        const tenantId = 'shards';
+        await store.tenantCreate({ id: tenantId, name: tenantId, settings: {}, createdAt: T0 });
+        const [a, b] = await insertAll(store, [
+          newEvent(tenantId, 'a', { shard: 3 }),
+          newEvent(tenantId, 'b', { shard: 7 }),
+        ]);
+        const running = await mustClaim(store, a, T0 + 10 * SEC);
+        await mustRecord(store, outcome(running, 'succeeded', { status: 204 }), T0 + 11 * SEC);
+        const canceled = await store.eventCancel({ tenantId, id: b.id, now: T0 + 12 * SEC });
+        assert.equal(canceled.kind, 'ok');
+        const rows = await admin.query<{ event_id: string; shard: number | null; event_shard: number }>(
+          `SELECT t.event_id, t.shard, e.shard AS event_shard FROM "${schema}".transitions t
+             JOIN "${schema}".events e ON e.tenant_id = t.tenant_id AND e.id = t.event_id ORDER BY t.event_id, t.seq`,
+        );
+        assert.deepEqual(
+          rows.rows.map((r) => [r.event_id, r.shard, r.event_shard]),
+          [
+            ['a', 3, 3],
+            ['a', 3, 3],
+            ['b', 7, 7],
+          ],
+        );
       });
     });
 

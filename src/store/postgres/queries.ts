@@ -116,8 +116,8 @@ const PULL_CLAIM_REST = `claimable AS (
       WHERE e.ctid = c.row_id
       RETURNING ${EVENT_COLUMNS_E}, c.from_state
     ), traced AS (
-      INSERT INTO transitions (tenant_id, event_id, seq, at, kind, from_state, to_state, attempt, lateness_ms, detail)
-      SELECT tenant_id, id, version, $3, 'state', from_state, 'executing', attempts, $3 - due_at, $8 FROM claimed
+      INSERT INTO transitions (shard, tenant_id, event_id, seq, at, kind, from_state, to_state, attempt, lateness_ms, detail)
+      SELECT shard, tenant_id, id, version, $3, 'state', from_state, 'executing', attempts, $3 - due_at, $8 FROM claimed
     )
     SELECT * FROM claimed ORDER BY due_at, id`;
 
@@ -410,8 +410,8 @@ export const SQL = {
       WHERE e.ctid = c.row_id
       RETURNING ${EVENT_COLUMNS_E}, c.from_state, c.ord
     ), traced AS (
-      INSERT INTO transitions (tenant_id, event_id, seq, at, kind, from_state, to_state, attempt, lateness_ms, detail)
-      SELECT tenant_id, id, version, $6, 'state', from_state, 'executing', attempts, $6 - due_at, $7 FROM claimed
+      INSERT INTO transitions (shard, tenant_id, event_id, seq, at, kind, from_state, to_state, attempt, lateness_ms, detail)
+      SELECT shard, tenant_id, id, version, $6, 'state', from_state, 'executing', attempts, $6 - due_at, $7 FROM claimed
     )
     SELECT * FROM claimed ORDER BY ord`,
 
@@ -439,10 +439,10 @@ export const SQL = {
           last_error = t.error, updated_at = $10, version = e.version + 1, lease_owner = NULL, lease_until = NULL
       FROM target t
       WHERE e.ctid = t.row_id
-      RETURNING e.tenant_id, e.id, e.version, e.attempts, t.to_state, t.retry_at, t.status, t.error, t.duration_ms, t.ord
+      RETURNING e.tenant_id, e.id, e.shard, e.version, e.attempts, t.to_state, t.retry_at, t.status, t.error, t.duration_ms, t.ord
     ), traced AS (
-      INSERT INTO transitions (${TRANSITION_COLUMNS})
-      SELECT tenant_id, id, version, $10, 'state', 'executing', to_state, attempts, status, error, duration_ms, NULL,
+      INSERT INTO transitions (shard, ${TRANSITION_COLUMNS})
+      SELECT shard, tenant_id, id, version, $10, 'state', 'executing', to_state, attempts, status, error, duration_ms, NULL,
         CASE WHEN retry_at IS NULL THEN NULL ELSE '{"retryAt":' || retry_at || '}' END
       FROM done
     )
@@ -516,8 +516,8 @@ export const SQL = {
       RETURNING e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.queue, e.attempts, c.expired,
         c.lease_owner AS old_owner, c.lease_until AS old_lease_until
     ), traced AS (
-      INSERT INTO transitions (${TRANSITION_COLUMNS})
-      SELECT tenant_id, id, version, $4, 'state', 'executing', 'awaiting_retry', attempts, NULL, NULL, NULL, NULL,
+      INSERT INTO transitions (shard, ${TRANSITION_COLUMNS})
+      SELECT shard, tenant_id, id, version, $4, 'state', 'executing', 'awaiting_retry', attempts, NULL, NULL, NULL, NULL,
         json_build_object('reason', CASE WHEN expired THEN 'lease expired' ELSE 'owner gone' END,
                           'owner', old_owner)::text
       FROM rescued
@@ -546,8 +546,8 @@ export const SQL = {
       RETURNING e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.queue, e.attempts,
         c.lease_owner AS old_owner, c.lease_until AS old_lease_until
     ), traced AS (
-      INSERT INTO transitions (${TRANSITION_COLUMNS})
-      SELECT tenant_id, id, version, $4, 'state', 'executing', 'awaiting_retry', attempts, NULL, NULL, NULL, NULL,
+      INSERT INTO transitions (shard, ${TRANSITION_COLUMNS})
+      SELECT shard, tenant_id, id, version, $4, 'state', 'executing', 'awaiting_retry', attempts, NULL, NULL, NULL, NULL,
         json_build_object('reason', 'owner dead', 'owner', old_owner)::text
       FROM rescued
     )
@@ -562,8 +562,8 @@ export const SQL = {
       WHERE tenant_id = $2 AND id = $3 AND version = $4 AND ${stateIn('events', CANCELABLE)}
       RETURNING ${EVENT_COLUMNS}
     ), traced AS (
-      INSERT INTO transitions (${TRANSITION_COLUMNS})
-      SELECT tenant_id, id, version, $1, 'state', $5::text, 'canceled', attempts, NULL, NULL, NULL, NULL, $6::text FROM changed
+      INSERT INTO transitions (shard, ${TRANSITION_COLUMNS})
+      SELECT shard, tenant_id, id, version, $1, 'state', $5::text, 'canceled', attempts, NULL, NULL, NULL, NULL, $6::text FROM changed
     )
     SELECT * FROM changed`,
   // ($1 now, $2 tenantId, $3 id, $4 version, $5 fromState, $6 detail json) → EventRow after the
@@ -576,8 +576,8 @@ export const SQL = {
       WHERE tenant_id = $2 AND id = $3 AND version = $4 AND state IN ${REPLAYABLE}
       RETURNING ${EVENT_COLUMNS}
     ), traced AS (
-      INSERT INTO transitions (${TRANSITION_COLUMNS})
-      SELECT tenant_id, id, version, $1, 'replayed', $5::text, 'scheduled', 0, NULL, NULL, NULL, NULL, $6 FROM changed
+      INSERT INTO transitions (shard, ${TRANSITION_COLUMNS})
+      SELECT shard, tenant_id, id, version, $1, 'replayed', $5::text, 'scheduled', 0, NULL, NULL, NULL, NULL, $6 FROM changed
     )
     SELECT * FROM changed`,
   // ($1 fireAt, $2 dueAt, $3 payload, $4 headers json, $5 destination json, $6 expireAt, $7 requestHash,
@@ -590,8 +590,8 @@ export const SQL = {
       WHERE tenant_id = $9 AND id = $10 AND version = $11 AND ${stateIn('events', EDITABLE)}
       RETURNING ${EVENT_COLUMNS}
     ), traced AS (
-      INSERT INTO transitions (${TRANSITION_COLUMNS})
-      SELECT tenant_id, id, version, $8, 'updated', 'scheduled', 'scheduled', attempts, NULL, NULL, NULL, NULL, $12
+      INSERT INTO transitions (shard, ${TRANSITION_COLUMNS})
+      SELECT shard, tenant_id, id, version, $8, 'updated', 'scheduled', 'scheduled', attempts, NULL, NULL, NULL, NULL, $12
       FROM changed
     )
     SELECT * FROM changed`,
@@ -621,8 +621,8 @@ export const SQL = {
         AND ($4::int IS NULL OR attempts = $4::int)
       RETURNING ${EVENT_COLUMNS}
     ), traced AS (
-      INSERT INTO transitions (${TRANSITION_COLUMNS})
-      SELECT tenant_id, id, version, $8, 'state', 'executing', $5::text, attempts, NULL, $7::text, NULL, NULL, $9 FROM changed
+      INSERT INTO transitions (shard, ${TRANSITION_COLUMNS})
+      SELECT shard, tenant_id, id, version, $8, 'state', 'executing', $5::text, attempts, NULL, $7::text, NULL, NULL, $9 FROM changed
     )
     SELECT * FROM changed`,
   // ($1 tenantIds, $2 ids, $3 receipts, $4 attempts int[] (null elements: any), $5 toStates,
@@ -649,8 +649,8 @@ export const SQL = {
       WHERE e.ctid = t.row_id
       RETURNING ${EVENT_COLUMNS_E}, t.now AS settled_at, t.error AS settle_error, t.detail AS settle_detail, t.ord
     ), traced AS (
-      INSERT INTO transitions (${TRANSITION_COLUMNS})
-      SELECT tenant_id, id, version, settled_at, 'state', 'executing', state, attempts, NULL, settle_error, NULL, NULL,
+      INSERT INTO transitions (shard, ${TRANSITION_COLUMNS})
+      SELECT shard, tenant_id, id, version, settled_at, 'state', 'executing', state, attempts, NULL, settle_error, NULL, NULL,
         settle_detail FROM changed
     )
     SELECT * FROM changed ORDER BY ord`,
@@ -661,8 +661,8 @@ export const SQL = {
       WHERE tenant_id = $1 AND id = $2 AND ${stateIn('events', ATTEMPTING)} AND pull AND receipt = $3
       RETURNING ${EVENT_COLUMNS}
     ), traced AS (
-      INSERT INTO transitions (${TRANSITION_COLUMNS})
-      SELECT tenant_id, id, version, $5, 'state', 'executing', 'executing', attempts, NULL, NULL, NULL, NULL,
+      INSERT INTO transitions (shard, ${TRANSITION_COLUMNS})
+      SELECT shard, tenant_id, id, version, $5, 'state', 'executing', 'executing', attempts, NULL, NULL, NULL, NULL,
         json_build_object('pull', 'extend', 'visibleUntil', lease_until)::text FROM changed
     )
     SELECT * FROM changed`,

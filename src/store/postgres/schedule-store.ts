@@ -88,8 +88,8 @@ const SQL = {
         AND shard = $3 AND grp IS NOT DISTINCT FROM $4::text
       RETURNING ${EVENT_COLUMNS}
     ), traced AS (
-      INSERT INTO transitions (${TRANSITION_COLUMNS})
-      SELECT tenant_id, id, version, $16, 'state', 'canceled', 'scheduled', 0, NULL, NULL, NULL, NULL, '{"schedule":"made again"}' FROM changed
+      INSERT INTO transitions (shard, ${TRANSITION_COLUMNS})
+      SELECT shard, tenant_id, id, version, $16, 'state', 'canceled', 'scheduled', 0, NULL, NULL, NULL, NULL, '{"schedule":"made again"}' FROM changed
     )
     SELECT * FROM changed`,
   // ($1 tenantId, $2 id, $3 version, $4 fromNextAt, $5 nextAt, $6 firedAdd, $7 missedAdd,
