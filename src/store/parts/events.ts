@@ -181,7 +181,14 @@ export interface EventClaimParams {
    * The events to claim, each at the version read. `group`, when given, is the event's group (null:
    * none), as read with the version; a backend may claim refs known to be ungrouped more cheaply.
    */
-  refs: { tenantId: string; id: string; version: number; group?: string | null }[];
+  refs: {
+    tenantId: string;
+    id: string;
+    version: number;
+    group?: string | null;
+    /** The event's shard, when known: a store that routes by shard (Citus) then need not look it up. */
+    shard?: number;
+  }[];
   now: number;
   owner: string;
   leaseUntil: number;
@@ -204,6 +211,8 @@ export interface AttemptOutcome {
   status?: number;
   error?: string;
   durationMs: number;
+  /** The event's shard, when known: a store that routes by shard (Citus) then need not look it up. */
+  shard?: number;
 }
 
 export interface EventRecordAttemptsParams {

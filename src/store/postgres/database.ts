@@ -31,8 +31,8 @@ export class PostgresDatabase {
     readonly readPool: pg.Pool = pool,
   ) {}
 
-  async migrate(): Promise<void> {
-    await migrate(this.pool, this.schema);
+  async migrate(opts: { citus?: boolean } = {}): Promise<void> {
+    await migrate(this.pool, this.schema, opts);
   }
 
   async ping(): Promise<void> {

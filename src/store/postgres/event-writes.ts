@@ -37,9 +37,32 @@ const MUTATE_ATTEMPTS_MAX = 5;
  * Inserts the batch in one statement; the first occurrence of a repeated id wins. The events not
  * inserted (stored before, or repeated in the batch) are read back in one more statement.
  */
+/**
+ * How a layout of the tables inserts events and reads stored ones: one statement each on plain
+ * PostgreSQL; on Citus (citus/events.ts) the locator first, in the caller's transaction.
+ */
+export interface InsertOps {
+  /** Inserts the rows whose key is new (the statement's values as eventInsertMany takes them); answers those inserted. */
+  insert(
+    db: Queryable,
+    values: unknown[],
+    events: S.NewEvent[],
+  ): Promise<{ tenant_id: string; id: string; seq: number }[]>;
+  /** The stored rows of these events (any order; those that do not exist are left out). */
+  readStored(db: Queryable, events: S.NewEvent[]): Promise<EventRow[]>;
+}
+
+const PLAIN_INSERT: InsertOps = {
+  insert: async (db, values) =>
+    (await run<{ tenant_id: string; id: string; seq: number }>(db, 'eventInsertMany', values)).rows,
+  readStored: async (db, events) =>
+    (await run<EventRow>(db, 'eventGetMany', [events.map((e) => e.tenantId), events.map((e) => e.id)])).rows,
+};
+
 export async function insertMany(
   db: Queryable,
   { events, now }: S.EventInsertManyParams,
+  ops: InsertOps = PLAIN_INSERT,
 ): Promise<S.EventInsertResult[]> {
   const n = events.length;
   const cols = {
@@ -75,25 +98,29 @@ export async function insertMany(
     cols.queues[i] = queueOf(e.destination);
     cols.types[i] = e.type ?? null;
   }
-  const inserted = await run<{ tenant_id: string; id: string; seq: number }>(db, 'eventInsertMany', [
-    cols.tenantIds,
-    cols.ids,
-    cols.shards,
-    cols.fireAts,
-    cols.destinations,
-    cols.payloads,
-    cols.headers,
-    cols.groups,
-    cols.retries,
-    cols.expireAts,
-    cols.tags,
-    cols.hashes,
-    now,
-    cols.queues,
-    cols.types,
-  ]);
+  const inserted = await ops.insert(
+    db,
+    [
+      cols.tenantIds,
+      cols.ids,
+      cols.shards,
+      cols.fireAts,
+      cols.destinations,
+      cols.payloads,
+      cols.headers,
+      cols.groups,
+      cols.retries,
+      cols.expireAts,
+      cols.tags,
+      cols.hashes,
+      now,
+      cols.queues,
+      cols.types,
+    ],
+    events,
+  );
   const seqByKey = new Map<string, number>();
-  for (const row of inserted.rows) seqByKey.set(keyOf(row.tenant_id, row.id), row.seq);
+  for (const row of inserted) seqByKey.set(keyOf(row.tenant_id, row.id), row.seq);
 
   const results: S.EventInsertResult[] = new Array(n);
   const missing: number[] = [];
@@ -107,7 +134,7 @@ export async function insertMany(
     seqByKey.delete(key); // a later repeat of this id in the batch is `existing` or `conflict`
     results[i] = { kind: 'created', event: createdRecord(events[i], seq, now) };
   }
-  if (missing.length > 0) await settleExisting(db, events, missing, results);
+  if (missing.length > 0) await settleExisting(db, events, missing, results, ops);
   return results;
 }
 
@@ -117,12 +144,13 @@ async function settleExisting(
   events: S.NewEvent[],
   missing: number[],
   results: S.EventInsertResult[],
+  ops: InsertOps,
 ): Promise<void> {
-  const stored = await run<EventRow>(db, 'eventGetMany', [
-    missing.map((i) => events[i].tenantId),
-    missing.map((i) => events[i].id),
-  ]);
-  const byKey = new Map(stored.rows.map((r): [string, EventRow] => [keyOf(r.tenant_id, r.id), r]));
+  const stored = await ops.readStored(
+    db,
+    missing.map((i) => events[i]),
+  );
+  const byKey = new Map(stored.map((r): [string, EventRow] => [keyOf(r.tenant_id, r.id), r]));
   for (const i of missing) {
     const e = events[i];
     const row = byKey.get(keyOf(e.tenantId, e.id));

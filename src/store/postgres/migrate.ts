@@ -7,6 +7,7 @@
  */
 import type pg from 'pg';
 import { loadMigrationsFrom, type Migration } from '../core/migrations.ts';
+import { distribute, eventsDistributed } from './citus/distribute.ts';
 import { inTransaction } from './db.ts';
 import { schemaCreateSql, SQL, TX } from './queries.ts';
 
@@ -17,8 +18,12 @@ export function loadMigrations(): Migration[] {
   return loadMigrationsFrom(MIGRATIONS_DIR, 'postgres');
 }
 
-/** Creates the schema if needed and applies the migrations not yet recorded; returns the versions it applied. */
-export async function migrate(pool: pg.Pool, schema: string): Promise<number[]> {
+/**
+ * Creates the schema if needed and applies the migrations not yet recorded; returns the versions
+ * it applied. With `citus`, a schema not yet distributed is then distributed (citus/distribute.ts),
+ * in the same transaction.
+ */
+export async function migrate(pool: pg.Pool, schema: string, opts: { citus?: boolean } = {}): Promise<number[]> {
   const migrations = loadMigrations();
   return inTransaction(pool, TX.begin, async (client) => {
     await client.query(TX.noStatementTimeout);
@@ -33,6 +38,7 @@ export async function migrate(pool: pg.Pool, schema: string): Promise<number[]> 
       await client.query(SQL.migrationRecord, [mig.version, mig.name]);
       applied.push(mig.version);
     }
+    if (opts.citus && !(await eventsDistributed(client, schema))) await distribute(client, schema);
     return applied;
   });
 }

@@ -32,6 +32,8 @@ import { PostgresAccounts } from './account-store.ts';
 import { PostgresBulk } from './bulk-store.ts';
 import { PostgresCluster } from './cluster-store.ts';
 import { PostgresEvents } from './event-store.ts';
+import { CitusEvents } from './citus/events.ts';
+import { eventsDistributed } from './citus/distribute.ts';
 import { PostgresPull } from './pull-store.ts';
 import { PostgresSchedules } from './schedule-store.ts';
 import { PostgresSources } from './source-store.ts';
@@ -67,6 +69,12 @@ export interface PostgresStoreOptions {
   poolSize?: number;
   /** Errors of idle pooled connections (the server restarted, the network dropped); ignored by default. */
   onPoolError?: (err: Error) => void;
+  /**
+   * Distribute a new schema on Citus (the database must be a Citus coordinator with the citus
+   * extension): events and what grows with them by shard, the rest as reference tables
+   * (citus/distribute.ts). A schema distributed before is used as such whatever this says.
+   */
+  citus?: boolean;
 }
 
 /** Opens a pool on `url`, then creates or upgrades the schema. */
@@ -85,14 +93,15 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     onError,
     statementTimeoutMs: POSTGRES_READ_STATEMENT_TIMEOUT_MS,
   });
-  const store = postgresStore(new PostgresDatabase(pool, schema, claimPool, readPool), opts.url);
+  const database = new PostgresDatabase(pool, schema, claimPool, readPool);
+  const citus = opts.citus ?? false;
   try {
-    await store.migrate();
+    await database.migrate({ citus });
+    return postgresStore(database, opts.url, citus, await eventsDistributed(pool, schema));
   } catch (err) {
-    await store.close();
+    await database.close();
     throw err;
   }
-  return store;
 }
 
 /** The PostgreSQL store: every part of Store, and what this backend has besides. */
@@ -105,13 +114,17 @@ export interface PostgresStore extends Store {
   /** Long reads' pool (POSTGRES_READ_POOL_SIZE); for tests. */
   readonly readPool: pg.Pool;
   readonly dueWakeups: PostgresDueWakeups;
+  /** Whether the schema is distributed on Citus (citus/distribute.ts), and the Citus statements serve it. */
+  readonly distributed: boolean;
 }
 
 /**
  * The store on `database`: each part a class of its own on the same pools, composed
- * (core/compose.ts). `url` is the server's, for the wake-up listener's own connection.
+ * (core/compose.ts). `url` is the server's, for the wake-up listener's own connection; `citus`,
+ * whether migrate() distributes a new schema on Citus; `distributed`, whether the schema is (the
+ * Citus parts then serve it).
  */
-function postgresStore(database: PostgresDatabase, url: string): PostgresStore {
+function postgresStore(database: PostgresDatabase, url: string, citus: boolean, distributed: boolean): PostgresStore {
   const capabilities: StoreCapabilities = { multiNode: true };
   const own = {
     capabilities,
@@ -119,13 +132,14 @@ function postgresStore(database: PostgresDatabase, url: string): PostgresStore {
     schema: database.schema,
     claimPool: database.claimPool,
     readPool: database.readPool,
+    distributed,
     dueWakeups: new PostgresDueWakeups(database.pool, url, database.schema),
-    migrate: () => database.migrate(),
+    migrate: () => database.migrate({ citus }),
     ping: () => database.ping(),
     close: () => database.close(),
   };
   return composeStore(own, {
-    events: new PostgresEvents(database),
+    events: distributed ? new CitusEvents(database) : new PostgresEvents(database),
     pull: new PostgresPull(database),
     schedules: new PostgresSchedules(database.pool),
     sources: new PostgresSources(database.pool),

@@ -147,7 +147,7 @@ function groupLocks(members: string): string {
 }
 
 /** The per-shard due scan of eventListDue: the first $6 fireable rows of shard `s.shard` after the cursor. */
-const DUE_IN_SHARD = `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.queue FROM events e
+export const DUE_IN_SHARD = `SELECT e.tenant_id, e.id, e.version, e.due_at, e.shard, e.grp, e.queue FROM events e
     WHERE e.shard = s.shard AND e.state IN ${FIREABLE} AND NOT e.pull AND e.due_at <= $1
       AND (e.due_at, e.tenant_id, e.id) > ($2, $3, $4)
       AND (e.grp IS NULL OR ${IS_GROUP_HEAD})

@@ -1,0 +1,597 @@
+/**
+ * The event methods of the PostgreSQL store on Citus (distribute.ts). What differs from plain
+ * PostgreSQL (../event-store.ts), and why:
+ *
+ * - Every state change runs on one shard: a batch (claims, outcomes) is split by shard, each part
+ *   one transaction of the pinned statement (queries.ts here) and its transitions, inserted by a
+ *   second statement on the same shard (transitionsInsert). The transaction commits on one worker.
+ * - An event found by (tenant, id) is located first (event_locator: the shard the id alone names
+ *   holds the event's own shard), then read or changed on its shard.
+ * - An insert writes the locator rows first, in the same transaction as the events: the locator's
+ *   key (shard of the id, tenant, id) is what keeps an id unique within its tenant here, since
+ *   every unique key of events carries the event's shard.
+ * - A due list reads each shard on its own and merges the pages here.
+ *
+ * Methods not overridden run the plain statements, which Citus runs across shards (counts, lists,
+ * forecasts, retention) or which touch reference tables only.
+ */
+import { CANCELABLE_STATES, EDITABLE_STATES, type EventRecord, REPLAYABLE_STATES } from '../../../core/event.ts';
+import type { EventState, TransitionRecord } from '../../../core/event.ts';
+import { SHARD_COUNT_DEFAULT, shardOf } from '../../../core/shard.ts';
+import { SQL_STATE_LISTS } from '../../core/state-lists.ts';
+import { checkLimit, checkListDue } from '../../core/bounds.ts';
+import { operationDetail } from '../../core/bulk-rows.ts';
+import { cancelDetail, checkAttemptTarget, eventEdit, keyOf, mutateRefusal } from '../../core/event-writes.ts';
+import {
+  dueRefFromRow,
+  eventFromRow,
+  transitionFromRow,
+  type DueRefRow,
+  type EventRow,
+  type TransitionRow,
+} from '../../core/rows.ts';
+import type * as S from '../../store.ts';
+import { inTransaction, rethrowUnavailable, type Queryable } from '../db.ts';
+import { PostgresEvents } from '../event-store.ts';
+import { insertMany, type InsertOps } from '../event-writes.ts';
+import { TX } from '../queries.ts';
+import { CITUS_SQL, type CitusQueryName } from './queries.ts';
+import type pg from 'pg';
+
+/** A mutation re-reads and retries when the row changed between its read and its write; bounded (as event-writes.ts). */
+const MUTATE_ATTEMPTS_MAX = 5;
+/** Shards worked on at once by one batch (each holds a connection of the pool for its transaction). */
+const SHARDS_IN_FLIGHT = 4;
+
+/** Runs Citus statement `name` (a named prepared statement, as db.ts run()). */
+export function runCitus<R extends pg.QueryResultRow = pg.QueryResultRow>(
+  db: Queryable,
+  name: CitusQueryName,
+  values: unknown[],
+): Promise<pg.QueryResult<R>> {
+  return db.query<R>({ name: `belfry_citus_${name}`, text: CITUS_SQL[name], values }).catch(rethrowUnavailable);
+}
+
+/**
+ * The locator's shard of (tenant, id): the shard the id alone names, whatever the store's shard
+ * count (an event without a group lives there too when the count is the default).
+ */
+export function locatorShard(tenantId: string, id: string): number {
+  return shardOf(tenantId, id, SHARD_COUNT_DEFAULT);
+}
+
+/** A transition as transitionsInsert writes it. */
+export interface TransitionInsert {
+  shard: number;
+  tenantId: string;
+  eventId: string;
+  seq: number;
+  at: number;
+  kind: string;
+  fromState: string | null;
+  toState: string;
+  attempt: number;
+  status?: number | null;
+  error?: string | null;
+  durationMs?: number | null;
+  latenessMs?: number | null;
+  detail?: string | null;
+}
+
+/** The types of transitionsInsert's columns, in order (a NULL parameter has no type of its own). */
+const TRANSITION_TYPES = [
+  'int',
+  'text',
+  'text',
+  'int',
+  'bigint',
+  'text',
+  'text',
+  'text',
+  'int',
+  'int',
+  'text',
+  'bigint',
+  'bigint',
+  'text',
+];
+
+/** Appends `rows` (all of one shard) in one multi-row INSERT, which Citus sends to that shard alone. */
+export async function transitionsInsert(db: Queryable, rows: TransitionInsert[]): Promise<void> {
+  if (rows.length === 0) return;
+  const values: unknown[] = [];
+  const tuples = rows.map((t) => {
+    const at = values.length;
+    values.push(
+      t.shard,
+      t.tenantId,
+      t.eventId,
+      t.seq,
+      t.at,
+      t.kind,
+      t.fromState,
+      t.toState,
+      t.attempt,
+      t.status ?? null,
+      t.error ?? null,
+      t.durationMs ?? null,
+      t.latenessMs ?? null,
+      t.detail ?? null,
+    );
+    return `(${TRANSITION_TYPES.map((type, k) => `$${at + k + 1}::${type}`).join(', ')})`;
+  });
+  await db
+    .query(
+      `INSERT INTO transitions (shard, tenant_id, event_id, seq, at, kind, from_state, to_state, attempt, status, error,
+         duration_ms, lateness_ms, detail) VALUES ${tuples.join(', ')}`,
+      values,
+    )
+    .catch(rethrowUnavailable);
+}
+
+/** The indexes of `shards` by shard, those that are null (no such event) left out. */
+function groupByShard(shards: readonly (number | null)[]): Map<number, number[]> {
+  const out = new Map<number, number[]>();
+  shards.forEach((shard, i) => {
+    if (shard === null) return;
+    const list = out.get(shard);
+    if (list) list.push(i);
+    else out.set(shard, [i]);
+  });
+  return out;
+}
+
+/** Runs `work` for every entry of `groups`, at most SHARDS_IN_FLIGHT at once. */
+async function eachShard<R>(
+  groups: Map<number, number[]>,
+  work: (shard: number, indexes: number[]) => Promise<R>,
+): Promise<R[]> {
+  const entries = [...groups];
+  const out: R[] = new Array(entries.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < entries.length) {
+      const k = next++;
+      out[k] = await work(entries[k][0], entries[k][1]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(SHARDS_IN_FLIGHT, entries.length) }, worker));
+  return out;
+}
+
+/** The shard of event (tenant, id), or null when no such event exists. */
+export async function locate(db: Queryable, tenantId: string, id: string): Promise<number | null> {
+  const res = await runCitus<{ event_shard: number }>(db, 'locatorGet', [locatorShard(tenantId, id), tenantId, id]);
+  return res.rows[0]?.event_shard ?? null;
+}
+
+/** The shards of the events `keys` that exist, by keyOf(tenant, id). */
+export async function locateMany(
+  db: Queryable,
+  keys: readonly { tenantId: string; id: string }[],
+): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  if (keys.length === 0) return out;
+  const res = await runCitus<{ tenant_id: string; id: string; event_shard: number }>(db, 'locatorGetMany', [
+    [...new Set(keys.map((k) => locatorShard(k.tenantId, k.id)))],
+    [...new Set(keys.map((k) => k.tenantId))],
+    [...new Set(keys.map((k) => k.id))],
+  ]);
+  const wanted = new Set(keys.map((k) => keyOf(k.tenantId, k.id)));
+  for (const r of res.rows) {
+    const key = keyOf(r.tenant_id, r.id);
+    if (wanted.has(key)) out.set(key, r.event_shard);
+  }
+  return out;
+}
+
+/** The stored rows of the events `keys` that exist (any order): located, then read shard by shard. */
+export async function readMany(db: Queryable, keys: readonly { tenantId: string; id: string }[]): Promise<EventRow[]> {
+  const located = await locateMany(db, keys);
+  const found = keys.filter((k) => located.has(keyOf(k.tenantId, k.id)));
+  const wanted = new Set(found.map((k) => keyOf(k.tenantId, k.id)));
+  const groups = groupByShard(found.map((k) => located.get(keyOf(k.tenantId, k.id))!));
+  const pages = await eachShard(groups, async (shard, indexes) => {
+    const res = await runCitus<EventRow>(db, 'eventGetMany', [
+      shard,
+      [...new Set(indexes.map((i) => found[i].tenantId))],
+      [...new Set(indexes.map((i) => found[i].id))],
+    ]);
+    return res.rows.filter((r) => wanted.has(keyOf(r.tenant_id, r.id)));
+  });
+  return pages.flat();
+}
+
+/** Inserts on Citus: the locator rows of the batch's first occurrences, then the events whose locator row is new. */
+export const CITUS_INSERT: InsertOps = {
+  async insert(db, values, events) {
+    const first = new Map<string, number>();
+    events.forEach((e, i) => {
+      const key = keyOf(e.tenantId, e.id);
+      if (!first.has(key)) first.set(key, i);
+    });
+    const firsts = [...first.values()];
+    const located = await runCitus<{ tenant_id: string; id: string }>(db, 'locatorInsert', [
+      firsts.map((i) => locatorShard(events[i].tenantId, events[i].id)),
+      firsts.map((i) => events[i].tenantId),
+      firsts.map((i) => events[i].id),
+      firsts.map((i) => events[i].shard),
+    ]);
+    if (located.rows.length === 0) return [];
+    const fresh = new Set(located.rows.map((r) => keyOf(r.tenant_id, r.id)));
+    const take = firsts.filter((i) => fresh.has(keyOf(events[i].tenantId, events[i].id)));
+    // The statement's values are parallel arrays (one element per event) and `now` ($13): keep the taken elements.
+    const picked = values.map((v, k) => (k === 12 ? v : take.map((i) => (v as unknown[])[i])));
+    return (await runCitus<{ tenant_id: string; id: string; seq: number }>(db, 'eventInsertMany', picked)).rows;
+  },
+  readStored: (db, events) => readMany(db, events),
+};
+
+type ClaimedRow = EventRow & { from_state: EventState; ord: number };
+type RecordedRow = {
+  tenant_id: string;
+  id: string;
+  shard: number;
+  version: number;
+  attempts: number;
+  to_state: string;
+  retry_at: number | null;
+  status: number | null;
+  error: string | null;
+  duration_ms: number | null;
+  ord: number;
+};
+
+export class CitusEvents extends PostgresEvents {
+  override async eventInsertMany(params: S.EventInsertManyParams): Promise<S.EventInsertResult[]> {
+    if (params.events.length === 0) return [];
+    const relaxed = await this.durability.allRelaxed(
+      this.pool,
+      params.events.map((e) => e.tenantId),
+    );
+    return inTransaction(this.pool, relaxed ? TX.beginRelaxed : TX.begin, (client) =>
+      insertMany(client, params, CITUS_INSERT),
+    );
+  }
+
+  override async eventGet(params: { tenantId: string; id: string }): Promise<EventRecord | null> {
+    const shard = await locate(this.pool, params.tenantId, params.id);
+    if (shard === null) return null;
+    const row = (await runCitus<EventRow>(this.pool, 'eventGet', [params.tenantId, params.id, shard])).rows[0];
+    return row ? eventFromRow(row) : null;
+  }
+
+  /** Each shard's refs in one transaction of its own: the group locks (on that shard's worker), the claim, its transitions. */
+  override async eventClaim(p: S.EventClaimParams): Promise<EventRecord[]> {
+    if (p.refs.length === 0) return [];
+    const groups = groupByShard(await this.refShards(p.refs));
+    const detail = JSON.stringify({ owner: p.owner });
+    const parts = await eachShard(groups, (shard, refIndexes) => {
+      const refs = refIndexes.map((i) => p.refs[i]);
+      return inTransaction(this.claimPool, TX.begin, async (client) => {
+        if (refs.some((r) => r.group !== null))
+          await runCitus(client, 'eventGroupLock', [refs.map((r) => r.tenantId), refs.map((r) => r.id), shard]);
+        const rows = (
+          await runCitus<ClaimedRow>(client, 'eventClaim', [
+            refs.map((r) => r.tenantId),
+            refs.map((r) => r.id),
+            refs.map((r) => r.version),
+            p.owner,
+            p.leaseUntil,
+            p.now,
+            detail,
+            p.fenceByShardOwner === true,
+            shard,
+          ])
+        ).rows;
+        await transitionsInsert(
+          client,
+          rows.map((r) => ({
+            shard,
+            tenantId: r.tenant_id,
+            eventId: r.id,
+            seq: r.version,
+            at: p.now,
+            kind: 'state',
+            fromState: r.from_state,
+            toState: 'executing',
+            attempt: r.attempts,
+            latenessMs: p.now - r.due_at,
+            detail,
+          })),
+        );
+        return rows.map((r) => ({ at: refIndexes[Number(r.ord) - 1], event: eventFromRow(r) }));
+      });
+    });
+    return parts
+      .flat()
+      .sort((a, b) => a.at - b.at)
+      .map((x) => x.event);
+  }
+
+  override async eventRecordAttempts({ outcomes, now }: S.EventRecordAttemptsParams): Promise<boolean[]> {
+    if (outcomes.length === 0) return [];
+    for (const o of outcomes) checkAttemptTarget(o.to);
+    const applied = new Array<boolean>(outcomes.length).fill(false);
+    const groups = groupByShard(await this.refShards(outcomes));
+    await eachShard(groups, (shard, indexes) => {
+      return inTransaction(this.pool, TX.begin, async (client) => {
+        // As on plain PostgreSQL: of several outcomes for one event the first that matches
+        // applies; each round sends at most one outcome per event.
+        const done = new Set<string>();
+        let pending = indexes;
+        while (pending.length > 0) {
+          const seen = new Set<string>();
+          const round: number[] = [];
+          const later: number[] = [];
+          for (const i of pending) {
+            const key = keyOf(outcomes[i].tenantId, outcomes[i].id);
+            if (done.has(key)) continue;
+            if (seen.has(key)) later.push(i);
+            else {
+              seen.add(key);
+              round.push(i);
+            }
+          }
+          await this.recordRound(client, outcomes, round, now, shard, applied);
+          for (const i of round) if (applied[i]) done.add(keyOf(outcomes[i].tenantId, outcomes[i].id));
+          pending = later;
+        }
+      });
+    });
+    return applied;
+  }
+
+  private async recordRound(
+    client: Queryable,
+    outcomes: S.AttemptOutcome[],
+    indexes: number[],
+    now: number,
+    shard: number,
+    applied: boolean[],
+  ): Promise<void> {
+    if (indexes.length === 0) return;
+    const pick = <T>(f: (o: S.AttemptOutcome) => T) => indexes.map((i) => f(outcomes[i]));
+    const rows = (
+      await runCitus<RecordedRow>(client, 'eventRecordAttempts', [
+        pick((o) => o.tenantId),
+        pick((o) => o.id),
+        pick((o) => o.version),
+        pick((o) => o.owner),
+        pick((o) => o.to),
+        pick((o) => (o.to === 'awaiting_retry' ? (o.retryAt ?? now) : null)),
+        pick((o) => o.status ?? null),
+        pick((o) => o.error ?? null),
+        pick((o) => o.durationMs),
+        now,
+        shard,
+      ])
+    ).rows;
+    await transitionsInsert(
+      client,
+      rows.map((r) => ({
+        shard,
+        tenantId: r.tenant_id,
+        eventId: r.id,
+        seq: r.version,
+        at: now,
+        kind: 'state',
+        fromState: 'executing',
+        toState: r.to_state,
+        attempt: r.attempts,
+        status: r.status,
+        error: r.error,
+        durationMs: r.duration_ms,
+        detail: r.retry_at === null ? null : `{"retryAt":${r.retry_at}}`,
+      })),
+    );
+    for (const r of rows) applied[indexes[Number(r.ord) - 1]] = true;
+  }
+
+  /** The shard of each ref: its own when it carries one, else located (null: no such event). */
+  private async refShards(
+    refs: readonly { tenantId: string; id: string; shard?: number }[],
+  ): Promise<(number | null)[]> {
+    const unknown = refs.filter((r) => r.shard === undefined);
+    const located = await locateMany(this.pool, unknown);
+    return refs.map((r) => r.shard ?? located.get(keyOf(r.tenantId, r.id)) ?? null);
+  }
+
+  override eventCancel(p: S.EventMutateParams): Promise<S.EventMutateResult> {
+    return this.mutate(
+      p,
+      CANCELABLE_STATES,
+      async (client, shard, cur) => {
+        const detail = cancelDetail(p);
+        const detailText = detail === null ? null : JSON.stringify(detail);
+        const row = (
+          await runCitus<EventRow>(client, 'eventCancel', [
+            p.now,
+            p.tenantId,
+            p.id,
+            cur.version,
+            cur.state,
+            detailText,
+            p.reason ?? null,
+            shard,
+          ])
+        ).rows[0];
+        return (
+          row && { row, transition: { kind: 'state', fromState: cur.state, toState: 'canceled', detail: detailText } }
+        );
+      },
+      false,
+    );
+  }
+
+  override eventReplay(p: S.EventMutateParams): Promise<S.EventMutateResult> {
+    return this.mutate(p, REPLAYABLE_STATES, async (client, shard, cur) => {
+      const detail = JSON.stringify(operationDetail({ attemptsBefore: cur.attempts }, p.operation));
+      const row = (
+        await runCitus<EventRow>(client, 'eventReplay', [
+          p.now,
+          p.tenantId,
+          p.id,
+          cur.version,
+          cur.state,
+          detail,
+          shard,
+        ])
+      ).rows[0];
+      return (
+        row && { row, transition: { kind: 'replayed', fromState: cur.state, toState: 'scheduled', detail, attempt: 0 } }
+      );
+    });
+  }
+
+  override eventUpdate(p: S.EventMutateParams & { patch: S.EventPatch }): Promise<S.EventMutateResult> {
+    return this.mutate(p, EDITABLE_STATES, async (client, shard, cur) => {
+      const e = eventEdit(cur, p.patch);
+      if (!e) return { row: cur, transition: null };
+      const detail = JSON.stringify(operationDetail(e.detail, p.operation));
+      const row = (
+        await runCitus<EventRow>(client, 'eventEdit', [
+          e.fireAt,
+          e.dueAt,
+          e.payload,
+          e.headers,
+          e.destination,
+          e.expireAt,
+          e.requestHash,
+          p.now,
+          p.tenantId,
+          p.id,
+          cur.version,
+          detail,
+          e.queue,
+          e.type,
+          shard,
+        ])
+      ).rows[0];
+      return row && { row, transition: { kind: 'updated', fromState: 'scheduled', toState: 'scheduled', detail } };
+    });
+  }
+
+  /**
+   * The frame of cancel, replay and update (as event-writes.ts mutate): located once, then read,
+   * refused or changed at the version read, re-read when another writer moved the row on. Each
+   * change and its transition are one transaction on the event's shard.
+   */
+  private async mutate(
+    p: S.EventMutateParams,
+    allowed: readonly EventState[],
+    change: (
+      client: Queryable,
+      shard: number,
+      cur: EventRow,
+    ) => Promise<
+      | {
+          row: EventRow;
+          transition: {
+            kind: string;
+            fromState: string;
+            toState: string;
+            detail: string | null;
+            attempt?: number;
+          } | null;
+        }
+      | undefined
+    >,
+    boundedByChanges = true,
+  ): Promise<S.EventMutateResult> {
+    const shard = await locate(this.pool, p.tenantId, p.id);
+    if (shard === null) return { kind: 'not_found' };
+    for (let attempt = 0; attempt < MUTATE_ATTEMPTS_MAX; attempt++) {
+      const current = (await runCitus<EventRow>(this.pool, 'eventGet', [p.tenantId, p.id, shard])).rows[0];
+      if (!current) return { kind: 'not_found' };
+      const refusal = mutateRefusal(current, p, allowed, boundedByChanges);
+      if (refusal) return refusal;
+      const changed = await inTransaction(this.pool, TX.begin, async (client) => {
+        const done = await change(client, shard, current);
+        if (done?.transition)
+          await transitionsInsert(client, [
+            {
+              shard,
+              tenantId: p.tenantId,
+              eventId: p.id,
+              seq: done.row.version,
+              at: p.now,
+              attempt: done.transition.attempt ?? done.row.attempts,
+              ...done.transition,
+            },
+          ]);
+        return done?.row;
+      });
+      if (changed) return { kind: 'ok', event: eventFromRow(changed) };
+    }
+    throw new Error(
+      `postgres: event ${p.tenantId}/${p.id} kept changing; gave up after ${MUTATE_ATTEMPTS_MAX} attempts`,
+    );
+  }
+
+  override async transitionList(params: S.TransitionListParams): Promise<TransitionRecord[]> {
+    checkLimit(params.limit, 'transitionList');
+    const shard = await locate(this.pool, params.tenantId, params.eventId);
+    if (shard === null) return [];
+    const res = await runCitus<TransitionRow>(this.pool, 'transitionList', [
+      params.tenantId,
+      params.eventId,
+      params.afterSeq ?? 0,
+      params.limit,
+      shard,
+    ]);
+    return res.rows.map(transitionFromRow);
+  }
+
+  /**
+   * Each shard's page on its own (one pinned scan), merged here: the first `limit` rows overall
+   * after the cursor. Without a shard list, the shards that hold a fireable row (one query over
+   * every shard). Skip and queue reads are not served yet on Citus (docs/citus.md).
+   */
+  override async eventListDue(params: S.EventListDueParams): Promise<S.DueRef[]> {
+    checkListDue(params);
+    if (params.queue || params.skip?.length) return super.eventListDue(params);
+    const shards =
+      params.shards === null
+        ? (
+            await this.pool.query<{ shard: number }>(
+              `SELECT DISTINCT shard FROM events WHERE state IN ${SQL_STATE_LISTS.FIREABLE} AND NOT pull`,
+            )
+          ).rows.map((r) => r.shard)
+        : [...new Set(params.shards)];
+    if (shards.length === 0) return [];
+    const after = params.after ?? { dueAt: Number.MIN_SAFE_INTEGER, tenantId: '', id: '' };
+    const pages = await eachShard(
+      new Map(shards.map((s) => [s, []])),
+      async (shard) =>
+        (
+          await runCitus<DueRefRow>(this.pool, 'eventListDueShard', [
+            params.untilMs,
+            after.dueAt,
+            after.tenantId,
+            after.id,
+            null,
+            params.limit,
+            shard,
+          ])
+        ).rows,
+    );
+    return pages
+      .flat()
+      .map(dueRefFromRow)
+      .sort((a, b) =>
+        a.dueAt !== b.dueAt
+          ? a.dueAt - b.dueAt
+          : a.tenantId !== b.tenantId
+            ? a.tenantId < b.tenantId
+              ? -1
+              : 1
+            : a.id < b.id
+              ? -1
+              : a.id > b.id
+                ? 1
+                : 0,
+      )
+      .slice(0, params.limit);
+  }
+}

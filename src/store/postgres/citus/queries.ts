@@ -1,0 +1,103 @@
+/**
+ * The statements of the PostgreSQL store on Citus (distribute.ts), made from those of queries.ts so
+ * that each has one source. Citus runs a statement on one shard (a router query: all of
+ * PostgreSQL's semantics, SKIP LOCKED and ctid included) only when every reference to a
+ * distributed table in it compares `shard` with one constant or parameter, CTEs included; and a
+ * data-modifying CTE that inserts into another table (the `traced` transitions of a state change)
+ * makes any statement a multi-step one, or refuses it. So each state change here is:
+ *
+ *   pinned(...)    every events / transitions reference also says `shard = $n` (one Belfry shard),
+ *   untraced(...)  without its `traced` CTE: the transitions follow in a second statement of the
+ *                  same transaction (transitionsInsert), on the same shard, so the transaction
+ *                  commits on one worker.
+ *
+ * Both rewrite the statement text and throw at load when they find nothing to rewrite, so a
+ * change to a statement of queries.ts that breaks the rewrite fails every test, not a Citus run.
+ */
+import { DUE_IN_SHARD, EVENT_COLUMNS, SQL, TRANSITION_COLUMNS } from '../queries.ts';
+
+/** `sql` with every events / transitions reference of queries.ts' spellings also compared with shard `$n`. */
+export function pinned(sql: string, n: number): string {
+  const p = `$${n}::int`;
+  const out = sql
+    .replaceAll('WHERE e.tenant_id', `WHERE e.shard = ${p} AND e.tenant_id`)
+    .replaceAll('WHERE o.tenant_id', `WHERE o.shard = ${p} AND o.tenant_id`)
+    .replace(/WHERE e\.ctid = (\w+)\.row_id/g, (_m, a) => `WHERE e.shard = ${p} AND e.ctid = ${a}.row_id`)
+    .replace(/WHERE tenant_id = \$(\d+)/g, (_m, k) => `WHERE shard = ${p} AND tenant_id = $${k}`)
+    .replaceAll('WHERE events.tenant_id', `WHERE events.shard = ${p} AND events.tenant_id`)
+    .replaceAll('JOIN events e ON e.tenant_id', `JOIN events e ON e.shard = ${p} AND e.tenant_id`);
+  if (out === sql) throw new Error(`citus: nothing to pin in: ${sql.slice(0, 80)}`);
+  return out;
+}
+
+/**
+ * `sql` without its `traced AS (INSERT INTO transitions ...)` CTE. The parameters only it used
+ * keep their places (the caller's values stay as for the plain statement) in a CTE nothing reads,
+ * which gives each its type (text, or the type it was cast to).
+ */
+export function untraced(sql: string): string {
+  const traced = /\), traced AS \(\n\s*INSERT INTO transitions[\s\S]*?\n {4}\)\n/.exec(sql);
+  if (!traced) throw new Error(`citus: no traced CTE in: ${sql.slice(0, 80)}`);
+  const rest = sql.slice(0, traced.index) + sql.slice(traced.index + traced[0].length);
+  const orphans = new Map<string, string>();
+  for (const m of traced[0].matchAll(/\$(\d+)(?:::(\w+))?/g))
+    if (!new RegExp(`\\$${m[1]}(?!\\d)`).test(rest)) orphans.set(m[1], m[2] ?? orphans.get(m[1]) ?? 'text');
+  const keep = [...orphans].map(([n, type]) => `$${n}::${type} AS p${n}`).join(', ');
+  return `${sql.slice(0, traced.index)})${keep ? `, unused AS (SELECT ${keep})` : ''}\n${sql.slice(traced.index + traced[0].length)}`;
+}
+
+/** The columns of a transition row as transitionsInsert writes them, in order. */
+export const TRANSITION_INSERT_COLUMNS = `shard, ${TRANSITION_COLUMNS}`.split(',').map((c) => c.trim());
+
+export const CITUS_SQL = {
+  // ($1 tenantId, $2 id, $3 shard) → EventRow | no row.
+  eventGet: pinned(SQL.eventGet, 3),
+  // ($1 shard, $2 tenantIds, $3 ids) → EventRow[]: the events of that shard whose tenant is one of
+  // $2 and id one of $3 (a superset of the pairs asked; the caller keeps the pairs).
+  eventGetMany: `SELECT ${EVENT_COLUMNS} FROM events WHERE shard = $1::int AND tenant_id = ANY($2::text[]) AND id = ANY($3::text[])`,
+  // As SQL.eventInsertMany, whose conflict target is the primary key here (shard, tenant_id, id).
+  eventInsertMany: (() => {
+    const out = SQL.eventInsertMany.replace('ON CONFLICT (tenant_id, id) DO NOTHING', 'ON CONFLICT DO NOTHING');
+    if (out === SQL.eventInsertMany) throw new Error('citus: eventInsertMany has no conflict target to replace');
+    return out;
+  })(),
+  // ($1 shards int[] (the locator's: shardOf(tenant, id)), $2 tenantIds, $3 ids, $4 eventShards)
+  // → { tenant_id, id }[] of the pairs not located before (the first of repeats wins).
+  locatorInsert: `INSERT INTO event_locator (shard, tenant_id, id, event_shard)
+    SELECT * FROM unnest($1::int[], $2::text[], $3::text[], $4::int[])
+    ON CONFLICT DO NOTHING RETURNING tenant_id, id`,
+  // ($1 shard, $2 tenantId, $3 id) → { event_shard } | no row.
+  locatorGet: `SELECT event_shard FROM event_locator WHERE shard = $1::int AND tenant_id = $2 AND id = $3`,
+  // ($1 shards int[], $2 tenantIds, $3 ids) → { tenant_id, id, event_shard }[] (a superset, as eventGetMany).
+  locatorGetMany: `SELECT tenant_id, id, event_shard FROM event_locator
+    WHERE shard = ANY($1::int[]) AND tenant_id = ANY($2::text[]) AND id = ANY($3::text[])`,
+  // As SQL.eventClaim, on shard $9, without its transitions.
+  eventClaim: untraced(pinned(SQL.eventClaim, 9)),
+  // As SQL.eventGroupLock, on shard $3: the locks are taken on the shard's worker, as every claim of
+  // a group on Citus takes them.
+  eventGroupLock: pinned(SQL.eventGroupLock, 3),
+  // As SQL.eventGroupFirst, on shard $3.
+  eventGroupFirst: pinned(SQL.eventGroupFirst, 3),
+  // As SQL.eventRecordAttempts, on shard $11, without its transitions.
+  // (its rows whole: their transitions follow).
+  eventRecordAttempts: (() => {
+    const out = untraced(pinned(SQL.eventRecordAttempts, 11)).replace('SELECT ord FROM done', 'SELECT * FROM done');
+    if (!out.endsWith('SELECT * FROM done')) throw new Error('citus: eventRecordAttempts answers no rows');
+    return out;
+  })(),
+  // As SQL.eventCancel / eventReplay on shard $8, SQL.eventEdit on shard $15, without their transitions.
+  eventCancel: untraced(pinned(SQL.eventCancel, 8)),
+  eventReplay: untraced(pinned(SQL.eventReplay, 7)),
+  eventEdit: untraced(pinned(SQL.eventEdit, 15)),
+  // As SQL.transitionList, on shard $5.
+  transitionList: pinned(SQL.transitionList, 5),
+  // ($1 untilMs, $2 afterDueAt, $3 afterTenantId, $4 afterId, $6 limit, $7 shard) → DueRefRow[]:
+  // the first $6 fireable rows of shard $7 after the cursor, group heads only, in due order ($5 unused).
+  eventListDueShard: (() => {
+    const out = pinned(DUE_IN_SHARD, 7).replace('e.shard = s.shard', 'e.shard = $7::int');
+    if (out.includes('s.shard')) throw new Error('citus: the due scan is not pinned');
+    return out;
+  })(),
+} as const;
+
+export type CitusQueryName = keyof typeof CITUS_SQL;
