@@ -9,7 +9,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
 import { STORAGE_FULL_RETRY_AFTER_S, toApiError } from '../../api/errors.ts';
 import { storeFailureKind } from '../failure-kind.ts';
 import { StoreFullError } from '../store.ts';

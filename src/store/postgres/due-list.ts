@@ -22,7 +22,7 @@ import { dueRefFromRow, type DueRefRow } from '../core/rows.ts';
 /** Rounds of small per-shard reads before the exact last round. */
 const DUE_ROUNDS_MAX = 4;
 /** With skip, a shard's scan examines at most this many times its share of the page's rows. */
-const SKIP_SCAN_FACTOR = 8;
+export const SKIP_SCAN_FACTOR = 8;
 /** Extra rows per shard beyond the even share, against the variance of an even hash. */
 const PER_SHARD_SLACK = 8;
 

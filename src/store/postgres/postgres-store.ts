@@ -33,6 +33,8 @@ import { PostgresBulk } from './bulk-store.ts';
 import { PostgresCluster } from './cluster-store.ts';
 import { PostgresEvents } from './event-store.ts';
 import { CitusEvents } from './citus/events.ts';
+import { CitusCluster } from './citus/cluster.ts';
+import { CitusBulk } from './citus/bulk.ts';
 import { eventsDistributed } from './citus/distribute.ts';
 import { PostgresPull } from './pull-store.ts';
 import { PostgresSchedules } from './schedule-store.ts';
@@ -141,10 +143,10 @@ function postgresStore(database: PostgresDatabase, url: string, citus: boolean, 
   return composeStore(own, {
     events: distributed ? new CitusEvents(database) : new PostgresEvents(database),
     pull: new PostgresPull(database),
-    schedules: new PostgresSchedules(database.pool),
+    schedules: new PostgresSchedules(database.pool, distributed),
     sources: new PostgresSources(database.pool),
-    bulk: new PostgresBulk(database),
+    bulk: distributed ? new CitusBulk(database) : new PostgresBulk(database),
     accounts: new PostgresAccounts(database),
-    cluster: new PostgresCluster(database),
+    cluster: distributed ? new CitusCluster(database) : new PostgresCluster(database),
   });
 }

@@ -746,15 +746,18 @@ export const SQL = {
   // $1 (same epoch); expiry = database clock + leaseMs. The row lock of the upsert serialises
   // concurrent elections: the loser sees the winner's committed row and gets no row.
   // (excluded.expires_at - $2 is this statement's clock reading.)
+  // (VALUES, not INSERT ... SELECT: Citus 13.2 refuses the latter's parameters on a reference table.)
   leaderElect: `INSERT INTO leader_lease AS l (id, node_id, epoch, expires_at)
-    SELECT 1, $1, 1, t.now_ms + $2::bigint FROM (SELECT ${NOW_MS} AS now_ms) t
+    VALUES (1, $1, 1, ${NOW_MS} + $2::bigint)
     ON CONFLICT (id) DO UPDATE SET
       epoch = CASE WHEN l.expires_at > excluded.expires_at - $2::bigint THEN l.epoch ELSE l.epoch + 1 END,
       node_id = excluded.node_id, expires_at = excluded.expires_at
     WHERE l.expires_at <= excluded.expires_at - $2::bigint OR l.node_id = $1
     RETURNING node_id, epoch, expires_at`,
   // ($1 nodeId, $2 epoch) → nothing. When $1 holds the lease at $2, it expires now.
-  leaderResign: `UPDATE leader_lease SET expires_at = least(expires_at, ${NOW_MS})
+  // (The statement's start by the database clock, not clock_timestamp(): Citus refuses a volatile
+  // function in an UPDATE of a reference table.)
+  leaderResign: `UPDATE leader_lease SET expires_at = least(expires_at, floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint)
     WHERE id = 1 AND node_id = $1 AND epoch = $2`,
   // ($1 leaderId, $2 epoch) → { ok } when ($1, $2) is the unexpired lease, else no row. Takes a
   // share lock on the lease row, so no election can change it before the transaction ends.

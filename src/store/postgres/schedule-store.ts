@@ -27,6 +27,8 @@ import { inTransaction, rethrowUnavailable, type Queryable } from './db.ts';
 import * as writes from './event-writes.ts';
 import type { NewEvent } from '../store.ts';
 import { EVENT_COLUMNS, IS_PULL_DESTINATION, TRANSITION_COLUMNS, TX } from './queries.ts';
+import { CITUS_INSERT, transitionsInsert } from './citus/events.ts';
+import { untraced } from './citus/queries.ts';
 
 /** The reasons of cancels that a schedule may undo (Sch.OCCURRENCE_CANCEL_REASONS), as SQL literals. */
 const REVIVABLE = Object.values(Sch.OCCURRENCE_CANCEL_REASONS)
@@ -103,6 +105,9 @@ const SQL = {
   occurrenceList: `SELECT ${EVENT_COLUMNS} FROM events WHERE tenant_id = $1 AND id >= $2 AND id < $3 ORDER BY id DESC LIMIT $4`,
 };
 
+/** occurrenceRevive on Citus: already on the event's shard ($3); its transition follows apart (citus/queries.ts). */
+const CITUS_OCCURRENCE_REVIVE = untraced(SQL.occurrenceRevive);
+
 function q<R extends pg.QueryResultRow>(
   db: Queryable,
   name: keyof typeof SQL,
@@ -130,7 +135,11 @@ function columns(s: Sch.ScheduleRecord): unknown[] {
 }
 
 export class PostgresSchedules implements Sch.ScheduleStore {
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(
+    private readonly pool: pg.Pool,
+    /** Whether the schema is distributed on Citus: occurrences then go through its insert and revive. */
+    private readonly distributed = false,
+  ) {}
 
   async scheduleCreate({
     schedule: s,
@@ -240,7 +249,7 @@ export class PostgresSchedules implements Sch.ScheduleStore {
   }
 
   async scheduleAdvance(p: Sch.ScheduleAdvanceParams): Promise<Sch.ScheduleAdvanceResult> {
-    return inTransaction(this.pool, TX.begin, (client) => advanceIn(client, p));
+    return inTransaction(this.pool, TX.begin, (client) => advanceIn(client, p, this.distributed));
   }
 
   async scheduleAdvanceMany(p: { advances: Sch.ScheduleAdvanceParams[] }): Promise<Sch.ScheduleAdvanceResult[]> {
@@ -256,7 +265,7 @@ export class PostgresSchedules implements Sch.ScheduleStore {
       });
     return inTransaction(this.pool, TX.begin, async (client) => {
       const out = new Array<Sch.ScheduleAdvanceResult>(p.advances.length);
-      for (const i of order) out[i] = await advanceIn(client, p.advances[i]);
+      for (const i of order) out[i] = await advanceIn(client, p.advances[i], this.distributed);
       return out;
     });
   }
@@ -270,8 +279,8 @@ export class PostgresSchedules implements Sch.ScheduleStore {
 }
 
 /** Makes occurrence `e` again in place when its id is taken by an occurrence its schedule canceled (see ScheduleStore.scheduleAdvance). */
-async function revive(db: Queryable, e: NewEvent, now: number): Promise<EventRow | undefined> {
-  const res = await q<EventRow>(db, 'occurrenceRevive', [
+async function revive(db: Queryable, e: NewEvent, now: number, distributed: boolean): Promise<EventRow | undefined> {
+  const values = [
     e.tenantId,
     e.id,
     e.shard,
@@ -288,12 +297,36 @@ async function revive(db: Queryable, e: NewEvent, now: number): Promise<EventRow
     queueOf(e.destination),
     e.type ?? null,
     now,
-  ]);
-  return res.rows[0];
+  ];
+  if (!distributed) return (await q<EventRow>(db, 'occurrenceRevive', values)).rows[0];
+  // On Citus: the same change on the event's shard, its transition a second statement there.
+  const row = (
+    await db.query<EventRow>({ name: 'belfry_citus_occurrenceRevive', text: CITUS_OCCURRENCE_REVIVE, values })
+  ).rows[0];
+  if (row)
+    await transitionsInsert(db, [
+      {
+        shard: row.shard,
+        tenantId: row.tenant_id,
+        eventId: row.id,
+        seq: row.version,
+        at: now,
+        kind: 'state',
+        fromState: 'canceled',
+        toState: 'scheduled',
+        attempt: 0,
+        detail: '{"schedule":"made again"}',
+      },
+    ]);
+  return row;
 }
 
 /** One advance inside the caller's transaction: the compare-and-swap, then the occurrences (made, or made again in place). */
-async function advanceIn(client: Queryable, p: Sch.ScheduleAdvanceParams): Promise<Sch.ScheduleAdvanceResult> {
+async function advanceIn(
+  client: Queryable,
+  p: Sch.ScheduleAdvanceParams,
+  distributed: boolean,
+): Promise<Sch.ScheduleAdvanceResult> {
   const swapped = await q(client, 'scheduleAdvance', [
     p.tenantId,
     p.id,
@@ -307,10 +340,13 @@ async function advanceIn(client: Queryable, p: Sch.ScheduleAdvanceParams): Promi
     p.lastMissed ? JSON.stringify(p.lastMissed) : null,
   ]);
   if (swapped.rowCount !== 1) return { applied: false };
-  const results = p.events.length > 0 ? await writes.insertMany(client, { events: p.events, now: p.now }) : [];
+  const results =
+    p.events.length > 0
+      ? await writes.insertMany(client, { events: p.events, now: p.now }, distributed ? CITUS_INSERT : undefined)
+      : [];
   for (let i = 0; i < results.length; i++) {
     if (results[i].kind === 'created') continue;
-    const row = await revive(client, p.events[i], p.now);
+    const row = await revive(client, p.events[i], p.now, distributed);
     if (row) results[i] = { kind: 'created', event: eventFromRow(row) };
   }
   return { applied: true, results };

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import pg from 'pg';
+import type pg from 'pg';
 import type { DueRef } from '../store.ts';
 import { waitUntil as until } from '../../../test/support/node.ts';
 import { TEST_PG_URL as PG_URL } from '../../../test/support/pg.ts';

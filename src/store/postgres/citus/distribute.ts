@@ -5,12 +5,14 @@
  * statement that reads one beside an event stays on that event's shard.
  *
  * - distributed by `shard`, co-located: events (primary key (shard, tenant_id, id)), transitions
- *   ((shard, tenant_id, event_id, seq)), schedules ((shard, tenant_id, id)), and event_locator.
+ *   ((shard, tenant_id, event_id, seq)) and event_locator.
  * - event_locator: (tenant, id) → the event's shard, keyed by shardOf(tenant, id), the shard the
  *   id alone names. An event's shard comes from its group when it has one, so (tenant, id) alone
  *   does not tell it; and with the shard in every unique key, nothing else keeps an id unique
  *   within its tenant. Written in the same transaction as the event.
- * - reference tables: every other table.
+ * - reference tables: every other table. Schedules among them: they grow with the users' recurring
+ *   jobs, not with events, are found by (tenant, id), and an advance's compare-and-swap then
+ *   touches one shard (the reference table's) before the occurrences go to theirs.
  *
  * The conversion runs once, in the migration's transaction, after the numbered migrations, on a
  * schema whose events table is empty (a store that holds events is not converted: see
@@ -23,6 +25,7 @@ import type pg from 'pg';
 export const CITUS_REFERENCE_TABLES = [
   'schema_migrations',
   'tenants',
+  'schedules',
   'api_keys',
   'destinations',
   'sources',
@@ -36,7 +39,7 @@ export const CITUS_REFERENCE_TABLES = [
 ] as const;
 
 /** The tables distributed by `shard`, co-located with events (the first). */
-export const CITUS_DISTRIBUTED_TABLES = ['events', 'transitions', 'schedules', 'event_locator'] as const;
+export const CITUS_DISTRIBUTED_TABLES = ['events', 'transitions', 'event_locator'] as const;
 
 /** True when the database has the citus extension. */
 export async function citusInstalled(db: pg.ClientBase | pg.Pool): Promise<boolean> {
@@ -78,8 +81,6 @@ export async function distribute(client: pg.ClientBase, schema: string): Promise
     'ALTER TABLE transitions ALTER COLUMN shard SET NOT NULL',
     'ALTER TABLE transitions DROP CONSTRAINT transitions_pkey',
     'ALTER TABLE transitions ADD PRIMARY KEY (shard, tenant_id, event_id, seq)',
-    'ALTER TABLE schedules DROP CONSTRAINT schedules_pkey',
-    'ALTER TABLE schedules ADD PRIMARY KEY (shard, tenant_id, id)',
     `CREATE TABLE event_locator (
        shard       integer NOT NULL,
        tenant_id   text COLLATE "C" NOT NULL,

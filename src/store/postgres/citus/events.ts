@@ -19,7 +19,7 @@ import { CANCELABLE_STATES, EDITABLE_STATES, type EventRecord, REPLAYABLE_STATES
 import type { EventState, TransitionRecord } from '../../../core/event.ts';
 import { SHARD_COUNT_DEFAULT, shardOf } from '../../../core/shard.ts';
 import { SQL_STATE_LISTS } from '../../core/state-lists.ts';
-import { checkLimit, checkListDue } from '../../core/bounds.ts';
+import { checkDeleteTerminal, checkLimit, checkListDue } from '../../core/bounds.ts';
 import { operationDetail } from '../../core/bulk-rows.ts';
 import { cancelDetail, checkAttemptTarget, eventEdit, keyOf, mutateRefusal } from '../../core/event-writes.ts';
 import {
@@ -34,6 +34,7 @@ import type * as S from '../../store.ts';
 import { inTransaction, rethrowUnavailable, type Queryable } from '../db.ts';
 import { PostgresEvents } from '../event-store.ts';
 import { insertMany, type InsertOps } from '../event-writes.ts';
+import { perShardLimit, SKIP_SCAN_FACTOR } from '../due-list.ts';
 import { TX } from '../queries.ts';
 import { CITUS_SQL, type CitusQueryName } from './queries.ts';
 import type pg from 'pg';
@@ -227,6 +228,172 @@ export const CITUS_INSERT: InsertOps = {
   readStored: (db, events) => readMany(db, events),
 };
 
+/** Due order: (dueAt, tenantId, id). */
+function byDue(a: S.DueRef, b: S.DueRef): number {
+  if (a.dueAt !== b.dueAt) return a.dueAt - b.dueAt;
+  if (a.tenantId !== b.tenantId) return a.tenantId < b.tenantId ? -1 : 1;
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+/** A row rescued by eventRescue / eventRescueDead on Citus, with the reason its transition names. */
+export type RescuedRow = DueRefRow & {
+  attempts: number;
+  expired?: boolean;
+  old_owner: string | null;
+  old_lease_until: number;
+  reason: string;
+};
+
+/**
+ * Runs `rescueIn` on each shard with an executing event, one transaction per shard, with the
+ * rescued rows' transitions, until `limit` rows are rescued; answers them in old-lease order.
+ */
+export async function rescueByShard(
+  pool: pg.Pool,
+  limit: number,
+  now: number,
+  rescueIn: (client: Queryable, shard: number, limit: number) => Promise<RescuedRow[]>,
+): Promise<S.DueRef[]> {
+  const shards = (await runCitus<{ shard: number }>(pool, 'shardsExecuting', [])).rows.map((r) => r.shard);
+  const out: RescuedRow[] = [];
+  for (const shard of shards) {
+    if (out.length >= limit) break;
+    const rows = await inTransaction(pool, TX.begin, async (client) => {
+      const rescued = await rescueIn(client, shard, limit - out.length);
+      await transitionsInsert(
+        client,
+        rescued.map((r) => ({
+          shard,
+          tenantId: r.tenant_id,
+          eventId: r.id,
+          seq: r.version,
+          at: now,
+          kind: 'state',
+          fromState: 'executing',
+          toState: 'awaiting_retry',
+          attempt: r.attempts,
+          detail: JSON.stringify({ reason: r.reason, owner: r.old_owner }),
+        })),
+      );
+      return rescued;
+    });
+    out.push(...rows);
+  }
+  out.sort((a, b) =>
+    a.old_lease_until !== b.old_lease_until
+      ? a.old_lease_until - b.old_lease_until
+      : a.tenant_id !== b.tenant_id
+        ? a.tenant_id < b.tenant_id
+          ? -1
+          : 1
+        : a.id < b.id
+          ? -1
+          : 1,
+  );
+  return out.map(dueRefFromRow);
+}
+
+/** A conditional change of one event: the row after it (no change: undefined) and its transition (none: null). */
+export type Change =
+  | {
+      row: EventRow;
+      transition: { kind: string; fromState: string; toState: string; detail: string | null; attempt?: number } | null;
+    }
+  | undefined;
+
+/** Appends `change`'s transition (in the caller's transaction, on the event's shard); answers its row. */
+export async function traced(
+  client: Queryable,
+  shard: number,
+  p: { tenantId: string; id: string; now: number },
+  change: Change,
+): Promise<EventRow | undefined> {
+  if (change?.transition)
+    await transitionsInsert(client, [
+      {
+        shard,
+        tenantId: p.tenantId,
+        eventId: p.id,
+        seq: change.row.version,
+        at: p.now,
+        attempt: change.transition.attempt ?? change.row.attempts,
+        ...change.transition,
+      },
+    ]);
+  return change?.row;
+}
+
+/** The conditional writes of cancel, replay and update at the version of `cur`, on `shard` (as event-writes.ts). */
+export async function cancelAt(
+  client: Queryable,
+  shard: number,
+  p: S.EventMutateParams,
+  cur: EventRow,
+): Promise<Change> {
+  const detail = cancelDetail(p);
+  const detailText = detail === null ? null : JSON.stringify(detail);
+  const row = (
+    await runCitus<EventRow>(client, 'eventCancel', [
+      p.now,
+      p.tenantId,
+      p.id,
+      cur.version,
+      cur.state,
+      detailText,
+      p.reason ?? null,
+      shard,
+    ])
+  ).rows[0];
+  return row && { row, transition: { kind: 'state', fromState: cur.state, toState: 'canceled', detail: detailText } };
+}
+
+export async function replayAt(
+  client: Queryable,
+  shard: number,
+  p: S.EventMutateParams,
+  cur: EventRow,
+): Promise<Change> {
+  const detail = JSON.stringify(operationDetail({ attemptsBefore: cur.attempts }, p.operation));
+  const row = (
+    await runCitus<EventRow>(client, 'eventReplay', [p.now, p.tenantId, p.id, cur.version, cur.state, detail, shard])
+  ).rows[0];
+  return (
+    row && { row, transition: { kind: 'replayed', fromState: cur.state, toState: 'scheduled', detail, attempt: 0 } }
+  );
+}
+
+/** A patch that changes nothing answers `cur` itself, with no transition. */
+export async function updateAt(
+  client: Queryable,
+  shard: number,
+  p: S.EventMutateParams & { patch: S.EventPatch },
+  cur: EventRow,
+): Promise<Change> {
+  const e = eventEdit(cur, p.patch);
+  if (!e) return { row: cur, transition: null };
+  const detail = JSON.stringify(operationDetail(e.detail, p.operation));
+  const row = (
+    await runCitus<EventRow>(client, 'eventEdit', [
+      e.fireAt,
+      e.dueAt,
+      e.payload,
+      e.headers,
+      e.destination,
+      e.expireAt,
+      e.requestHash,
+      p.now,
+      p.tenantId,
+      p.id,
+      cur.version,
+      detail,
+      e.queue,
+      e.type,
+      shard,
+    ])
+  ).rows[0];
+  return row && { row, transition: { kind: 'updated', fromState: 'scheduled', toState: 'scheduled', detail } };
+}
+
 type ClaimedRow = EventRow & { from_state: EventState; ord: number };
 type RecordedRow = {
   tenant_id: string;
@@ -398,78 +565,15 @@ export class CitusEvents extends PostgresEvents {
   }
 
   override eventCancel(p: S.EventMutateParams): Promise<S.EventMutateResult> {
-    return this.mutate(
-      p,
-      CANCELABLE_STATES,
-      async (client, shard, cur) => {
-        const detail = cancelDetail(p);
-        const detailText = detail === null ? null : JSON.stringify(detail);
-        const row = (
-          await runCitus<EventRow>(client, 'eventCancel', [
-            p.now,
-            p.tenantId,
-            p.id,
-            cur.version,
-            cur.state,
-            detailText,
-            p.reason ?? null,
-            shard,
-          ])
-        ).rows[0];
-        return (
-          row && { row, transition: { kind: 'state', fromState: cur.state, toState: 'canceled', detail: detailText } }
-        );
-      },
-      false,
-    );
+    return this.mutate(p, CANCELABLE_STATES, (client, shard, cur) => cancelAt(client, shard, p, cur), false);
   }
 
   override eventReplay(p: S.EventMutateParams): Promise<S.EventMutateResult> {
-    return this.mutate(p, REPLAYABLE_STATES, async (client, shard, cur) => {
-      const detail = JSON.stringify(operationDetail({ attemptsBefore: cur.attempts }, p.operation));
-      const row = (
-        await runCitus<EventRow>(client, 'eventReplay', [
-          p.now,
-          p.tenantId,
-          p.id,
-          cur.version,
-          cur.state,
-          detail,
-          shard,
-        ])
-      ).rows[0];
-      return (
-        row && { row, transition: { kind: 'replayed', fromState: cur.state, toState: 'scheduled', detail, attempt: 0 } }
-      );
-    });
+    return this.mutate(p, REPLAYABLE_STATES, (client, shard, cur) => replayAt(client, shard, p, cur));
   }
 
   override eventUpdate(p: S.EventMutateParams & { patch: S.EventPatch }): Promise<S.EventMutateResult> {
-    return this.mutate(p, EDITABLE_STATES, async (client, shard, cur) => {
-      const e = eventEdit(cur, p.patch);
-      if (!e) return { row: cur, transition: null };
-      const detail = JSON.stringify(operationDetail(e.detail, p.operation));
-      const row = (
-        await runCitus<EventRow>(client, 'eventEdit', [
-          e.fireAt,
-          e.dueAt,
-          e.payload,
-          e.headers,
-          e.destination,
-          e.expireAt,
-          e.requestHash,
-          p.now,
-          p.tenantId,
-          p.id,
-          cur.version,
-          detail,
-          e.queue,
-          e.type,
-          shard,
-        ])
-      ).rows[0];
-      return row && { row, transition: { kind: 'updated', fromState: 'scheduled', toState: 'scheduled', detail } };
-    });
+    return this.mutate(p, EDITABLE_STATES, (client, shard, cur) => updateAt(client, shard, p, cur));
   }
 
   /**
@@ -480,23 +584,7 @@ export class CitusEvents extends PostgresEvents {
   private async mutate(
     p: S.EventMutateParams,
     allowed: readonly EventState[],
-    change: (
-      client: Queryable,
-      shard: number,
-      cur: EventRow,
-    ) => Promise<
-      | {
-          row: EventRow;
-          transition: {
-            kind: string;
-            fromState: string;
-            toState: string;
-            detail: string | null;
-            attempt?: number;
-          } | null;
-        }
-      | undefined
-    >,
+    change: (client: Queryable, shard: number, cur: EventRow) => Promise<Change>,
     boundedByChanges = true,
   ): Promise<S.EventMutateResult> {
     const shard = await locate(this.pool, p.tenantId, p.id);
@@ -506,27 +594,72 @@ export class CitusEvents extends PostgresEvents {
       if (!current) return { kind: 'not_found' };
       const refusal = mutateRefusal(current, p, allowed, boundedByChanges);
       if (refusal) return refusal;
-      const changed = await inTransaction(this.pool, TX.begin, async (client) => {
-        const done = await change(client, shard, current);
-        if (done?.transition)
-          await transitionsInsert(client, [
-            {
-              shard,
-              tenantId: p.tenantId,
-              eventId: p.id,
-              seq: done.row.version,
-              at: p.now,
-              attempt: done.transition.attempt ?? done.row.attempts,
-              ...done.transition,
-            },
-          ]);
-        return done?.row;
-      });
+      const changed = await inTransaction(this.pool, TX.begin, async (client) =>
+        traced(client, shard, p, await change(client, shard, current)),
+      );
       if (changed) return { kind: 'ok', event: eventFromRow(changed) };
     }
     throw new Error(
       `postgres: event ${p.tenantId}/${p.id} kept changing; gave up after ${MUTATE_ATTEMPTS_MAX} attempts`,
     );
+  }
+
+  /**
+   * Shard by shard, over the shards with an executing event, each one transaction (the rescue and
+   * its transitions), until `limit` events are rescued; the answer is in old-lease order.
+   */
+  override async eventRescue(p: S.EventRescueParams): Promise<S.DueRef[]> {
+    checkLimit(p.limit, 'eventRescue');
+    return rescueByShard(this.pool, p.limit, p.now, async (client, shard, limit) =>
+      (
+        await runCitus<RescuedRow>(client, 'eventRescue', [
+          p.leaseExpiredBefore,
+          p.notOwnedBy ?? null,
+          limit,
+          p.now,
+          p.heldBy ?? null,
+          shard,
+        ])
+      ).rows.map((r) => ({ ...r, reason: r.expired ? 'lease expired' : 'owner gone' })),
+    );
+  }
+
+  /**
+   * The $limit oldest candidates are found over every shard (a read, no lock), then each of their
+   * shards deletes its own (the same statement as plain PostgreSQL, on that shard) with the
+   * locator rows of what it deleted.
+   */
+  override async eventDeleteTerminal(params: S.EventDeleteTerminalParams): Promise<S.EventDeleteTerminalResult> {
+    checkDeleteTerminal(params);
+    const candidates = await runCitus<{ shard: number }>(this.pool, 'deleteTerminalShards', [
+      params.tenantId,
+      params.state,
+      params.finishedBefore,
+      params.limit,
+    ]);
+    const perShard = new Map<number, number>();
+    for (const r of candidates.rows) perShard.set(r.shard, (perShard.get(r.shard) ?? 0) + 1);
+    let events = 0;
+    let transitions = 0;
+    for (const [shard, limit] of perShard) {
+      await inTransaction(this.pool, TX.begin, async (client) => {
+        const res = await runCitus<{ events: number; transitions: number; ids: string[] }>(
+          client,
+          'eventDeleteTerminal',
+          [params.tenantId, params.state, params.finishedBefore, limit, shard],
+        );
+        const { ids } = res.rows[0];
+        events += res.rows[0].events;
+        transitions += res.rows[0].transitions;
+        if (ids.length > 0)
+          await runCitus(client, 'locatorDelete', [
+            [...new Set(ids.map((id) => locatorShard(params.tenantId, id)))],
+            params.tenantId,
+            ids,
+          ]);
+      });
+    }
+    return { events, transitions };
   }
 
   override async transitionList(params: S.TransitionListParams): Promise<TransitionRecord[]> {
@@ -550,7 +683,7 @@ export class CitusEvents extends PostgresEvents {
    */
   override async eventListDue(params: S.EventListDueParams): Promise<S.DueRef[]> {
     checkListDue(params);
-    if (params.queue || params.skip?.length) return super.eventListDue(params);
+    if (params.queue) return this.listDueQueue(params, params.queue);
     const shards =
       params.shards === null
         ? (
@@ -561,37 +694,83 @@ export class CitusEvents extends PostgresEvents {
         : [...new Set(params.shards)];
     if (shards.length === 0) return [];
     const after = params.after ?? { dueAt: Number.MIN_SAFE_INTEGER, tenantId: '', id: '' };
-    const pages = await eachShard(
-      new Map(shards.map((s) => [s, []])),
-      async (shard) =>
-        (
-          await runCitus<DueRefRow>(this.pool, 'eventListDueShard', [
-            params.untilMs,
-            after.dueAt,
-            after.tenantId,
-            after.id,
-            null,
-            params.limit,
-            shard,
-          ])
-        ).rows,
+    const skip = params.skip ?? [];
+    // With skip, as plain PostgreSQL's dueSkip: each shard examines at most SKIP_SCAN_FACTOR times
+    // its share of the page, and is known up to its k-th row not skipped or its last row examined.
+    const k = perShardLimit(params.limit, shards.length);
+    const examine = skip.length > 0 ? k * SKIP_SCAN_FACTOR : params.limit;
+    const pages = await eachShard(new Map(shards.map((s) => [s, []])), async (shard) =>
+      (
+        await runCitus<DueRefRow>(this.pool, 'eventListDueShard', [
+          params.untilMs,
+          after.dueAt,
+          after.tenantId,
+          after.id,
+          examine,
+          shard,
+        ])
+      ).rows.map(dueRefFromRow),
+    );
+    if (skip.length === 0) return pages.flat().sort(byDue).slice(0, params.limit);
+    const skipped = (r: S.DueRef) =>
+      skip.some(
+        (m) =>
+          m.tenantId === r.tenantId &&
+          m.queue === r.queue &&
+          (r.dueAt > m.from.dueAt || (r.dueAt === m.from.dueAt && r.id >= m.from.id)),
+      );
+    let bound: S.DueRef | null = null;
+    const kept: S.DueRef[] = [];
+    for (const rows of pages) {
+      let keptHere = 0;
+      for (let n = 0; n < rows.length; n++) {
+        const r = rows[n];
+        const skip = skipped(r);
+        if (!skip) {
+          keptHere++;
+          kept.push(r);
+        }
+        if ((!skip && keptHere === k) || n + 1 === examine) {
+          if (bound === null || byDue(r, bound) < 0) bound = r;
+          break;
+        }
+      }
+    }
+    const b = bound;
+    const page = kept
+      .filter((r) => b === null || byDue(r, b) <= 0)
+      .sort(byDue)
+      .slice(0, params.limit);
+    if (b !== null && page.length < params.limit && !page.some((r) => byDue(r, b) === 0)) page.push(b);
+    return page;
+  }
+
+  /** One queue's rows (params.queue): each shard that holds one read on its own, merged by (dueAt, id). */
+  private async listDueQueue(
+    params: S.EventListDueParams,
+    queue: NonNullable<S.EventListDueParams['queue']>,
+  ): Promise<S.DueRef[]> {
+    const held = (
+      await runCitus<{ shard: number }>(this.pool, 'queueShards', [queue.tenantId, queue.queue, params.untilMs])
+    ).rows.map((r) => r.shard);
+    const shards = params.shards === null ? held : held.filter((s) => params.shards!.includes(s));
+    const pages = await eachShard(new Map(shards.map((s) => [s, []])), async (shard) =>
+      (
+        await runCitus<DueRefRow>(this.pool, 'eventListDueQueue', [
+          queue.tenantId,
+          queue.queue,
+          params.untilMs,
+          queue.from?.dueAt ?? Number.MIN_SAFE_INTEGER,
+          queue.from?.id ?? '',
+          params.limit,
+          null,
+          shard,
+        ])
+      ).rows.map(dueRefFromRow),
     );
     return pages
       .flat()
-      .map(dueRefFromRow)
-      .sort((a, b) =>
-        a.dueAt !== b.dueAt
-          ? a.dueAt - b.dueAt
-          : a.tenantId !== b.tenantId
-            ? a.tenantId < b.tenantId
-              ? -1
-              : 1
-            : a.id < b.id
-              ? -1
-              : a.id > b.id
-                ? 1
-                : 0,
-      )
+      .sort((a, b) => (a.dueAt !== b.dueAt ? a.dueAt - b.dueAt : a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
       .slice(0, params.limit);
   }
 }

@@ -14,6 +14,7 @@
  * Both rewrite the statement text and throw at load when they find nothing to rewrite, so a
  * change to a statement of queries.ts that breaks the rewrite fails every test, not a Citus run.
  */
+import { SQL_STATE_LISTS } from '../../core/state-lists.ts';
 import { DUE_IN_SHARD, EVENT_COLUMNS, SQL, TRANSITION_COLUMNS } from '../queries.ts';
 
 /** `sql` with every events / transitions reference of queries.ts' spellings also compared with shard `$n`. */
@@ -91,13 +92,67 @@ export const CITUS_SQL = {
   eventEdit: untraced(pinned(SQL.eventEdit, 15)),
   // As SQL.transitionList, on shard $5.
   transitionList: pinned(SQL.transitionList, 5),
-  // ($1 untilMs, $2 afterDueAt, $3 afterTenantId, $4 afterId, $6 limit, $7 shard) → DueRefRow[]:
-  // the first $6 fireable rows of shard $7 after the cursor, group heads only, in due order ($5 unused).
+  // ($1 untilMs, $2 afterDueAt, $3 afterTenantId, $4 afterId, $5 limit, $6 shard) → DueRefRow[]:
+  // the first $5 fireable rows of shard $6 after the cursor, group heads only, in due order.
   eventListDueShard: (() => {
-    const out = pinned(DUE_IN_SHARD, 7).replace('e.shard = s.shard', 'e.shard = $7::int');
+    const out = pinned(DUE_IN_SHARD.replace('LIMIT $6', 'LIMIT $5'), 6).replace(
+      'e.shard = s.shard',
+      'e.shard = $6::int',
+    );
     if (out.includes('s.shard')) throw new Error('citus: the due scan is not pinned');
     return out;
   })(),
+  // As SQL.eventListDueQueue, on shard $8.
+  eventListDueQueue: pinned(SQL.eventListDueQueue, 8),
+  // ($1 tenantId, $2 queue, $3 untilMs) → { shard }[]: the shards holding a fireable row of that
+  // queue due by $3 (a read of every shard's events_queue_due range of the queue).
+  queueShards: `SELECT DISTINCT shard FROM events
+    WHERE tenant_id = $1 AND queue = $2 AND state IN ${SQL_STATE_LISTS.FIREABLE} AND NOT pull AND due_at <= $3`,
+  // As SQL.eventRescue / eventRescueDead, on shard $6 / $5, without their transitions, answering
+  // the rows whole (the transitions follow; the caller merges the shards by old lease).
+  eventRescue: sweep(SQL.eventRescue, 6, 'FROM events e CROSS JOIN bound b\n      WHERE e.state'),
+  eventRescueDead: sweep(
+    SQL.eventRescueDead,
+    5,
+    'SELECT e.ctid AS row_id, e.lease_owner, e.lease_until FROM events e\n      WHERE e.state',
+  ),
+  // () → { shard }[]: the shards holding an executing event, not pull (a read of every shard's
+  // events_executing: the deliveries in flight).
+  shardsExecuting: `SELECT DISTINCT shard FROM events WHERE state = 'executing' AND NOT pull`,
+  // ($1 tenantId, $2 state, $3 finishedBefore, $4 limit) → { shard }[]: the shard of each of the
+  // $4 oldest candidates of eventDeleteTerminal (a read of every shard's events_terminal range).
+  deleteTerminalShards: `SELECT shard FROM events
+    WHERE tenant_id = $1 AND state = $2::text AND state IN ${SQL_STATE_LISTS.TERMINAL} AND updated_at < $3::bigint
+    ORDER BY updated_at LIMIT $4`,
+  // As SQL.eventDeleteTerminal, on shard $5, also answering the ids deleted (for their locator rows).
+  eventDeleteTerminal: (() => {
+    const out = pinned(SQL.eventDeleteTerminal, 5)
+      .replace('WHERE t.tenant_id = $1', 'WHERE t.shard = $5::int AND t.tenant_id = $1')
+      .replace(
+        '(SELECT count(*) FROM trace)::int AS transitions',
+        '(SELECT count(*) FROM trace)::int AS transitions, ARRAY(SELECT id FROM gone) AS ids',
+      );
+    if (!out.includes('t.shard = $5') || !out.includes('AS ids'))
+      throw new Error('citus: eventDeleteTerminal not rewritten');
+    return out;
+  })(),
+  // ($1 shards int[] (the locator's), $2 tenantId, $3 ids) → nothing: the locator rows of deleted events.
+  locatorDelete: `DELETE FROM event_locator WHERE shard = ANY($1::int[]) AND tenant_id = $2 AND id = ANY($3::text[])`,
 } as const;
+
+/** A sweep statement (rescue) on one shard $n: pinned where `at` starts its scan, untraced, its rescued rows whole. */
+function sweep(sql: string, n: number, at: string): string {
+  if (!sql.includes(at)) throw new Error(`citus: no scan to pin in: ${sql.slice(0, 80)}`);
+  const out = untraced(
+    sql
+      .replace(at, at.replace('WHERE e.state', `WHERE e.shard = $${n}::int AND e.state`))
+      .replace(/WHERE e\.ctid = (\w+)\.row_id/, (_m, a) => `WHERE e.shard = $${n}::int AND e.ctid = ${a}.row_id`),
+  ).replace(
+    /SELECT tenant_id, id, version, due_at, shard, grp, queue FROM rescued ORDER BY/,
+    'SELECT * FROM rescued ORDER BY',
+  );
+  if (!out.includes('SELECT * FROM rescued')) throw new Error('citus: a rescue answers no whole rows');
+  return out;
+}
 
 export type CitusQueryName = keyof typeof CITUS_SQL;
