@@ -40,7 +40,7 @@ export type { MakeStore, StoreHarness, SuiteContext } from './fixtures.ts';
 
 type Section = (ctx: SuiteContext) => void;
 
-export const SECTIONS: [string, Section][] = [
+const SECTIONS: [string, Section][] = [
   ['basics', basicsCases],
   ['tenants, api keys, destinations', tenantKeyDestinationCases],
   ['tenant settings, pending counts, key grace, secret expiry', quotaCases],
@@ -73,16 +73,9 @@ export const SECTIONS: [string, Section][] = [
  * Registers the whole suite for one backend. `time` is the cluster methods' time: a backend that
  * judges leases and heartbeats by the caller's `now` passes simulatedClusterTime().
  */
-export function runStoreConformance(
-  name: string,
-  makeStore: MakeStore,
-  time: ClusterTime = storeClusterTime,
-  /** Only these sections (by title), for a backend that passes part of the suite so far. */
-  only?: readonly string[],
-): void {
+export function runStoreConformance(name: string, makeStore: MakeStore, time: ClusterTime = storeClusterTime): void {
   describe(`Store conformance: ${name}`, () => {
     for (const [title, section] of SECTIONS) {
-      if (only && !only.includes(title)) continue;
       describe(title, () => {
         let harness: StoreHarness | undefined;
         before(async () => {

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import pg from 'pg';
 import { citusSkip, startCitus } from '../../../test/support/citus.ts';
-import { runStoreConformance, SECTIONS } from '../conformance/store-conformance.ts';
+import { runStoreConformance } from '../conformance/store-conformance.ts';
 import { CITUS_DISTRIBUTED_TABLES, CITUS_REFERENCE_TABLES } from './citus/distribute.ts';
 import { openPostgresStore } from './postgres-store.ts';
 
@@ -30,15 +30,6 @@ async function openFresh(schema: string) {
   return openPostgresStore({ url, schema, poolSize: 4, citus: true });
 }
 
-/**
- * The sections of the conformance suite the Citus layout passes so far (the rest, and why, in
- * docs/citus.md); BELFRY_CITUS_SECTIONS=all runs every section.
- */
-const SECTIONS_PASSING =
-  process.env.BELFRY_CITUS_SECTIONS === 'all'
-    ? undefined
-    : SECTIONS.map(([title]) => title).filter((title) => title !== 'pull delivery');
-
 if (skip) {
   describe('Store conformance: postgres on Citus', () => {
     it('needs Citus', (t) => {
@@ -46,23 +37,18 @@ if (skip) {
     });
   });
 } else {
-  runStoreConformance(
-    'postgres on Citus',
-    async () => {
-      const schema = freshSchema();
-      const store = await openFresh(schema);
-      return {
-        store,
-        cleanup: async () => {
-          await store.close();
-          await admin!.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-        },
-        reopen: () => openFresh(schema),
-      };
-    },
-    undefined,
-    SECTIONS_PASSING,
-  );
+  runStoreConformance('postgres on Citus', async () => {
+    const schema = freshSchema();
+    const store = await openFresh(schema);
+    return {
+      store,
+      cleanup: async () => {
+        await store.close();
+        await admin!.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      },
+      reopen: () => openFresh(schema),
+    };
+  });
 
   describe('PostgresStore on Citus', () => {
     it('distributes events, transitions and the locator by shard, co-located, and copies the rest to every worker', async () => {

@@ -442,7 +442,7 @@ export async function pullClaim(pool: pg.Pool, p: S.EventPullClaimParams): Promi
 }
 
 /** A settle's values beyond its params: when it is due again (awaiting_retry only) and its transition's detail. */
-function settleValues(p: S.EventPullSettleParams): { retryAt: number | null; detail: string } {
+export function settleValues(p: S.EventPullSettleParams): { retryAt: number | null; detail: string } {
   checkAttemptTarget(p.to);
   const retryAt = p.to === 'awaiting_retry' ? (p.retryAt ?? p.now) : null;
   return { retryAt, detail: JSON.stringify(retryAt === null ? { pull: p.action } : { pull: p.action, retryAt }) };

@@ -35,6 +35,7 @@ import { PostgresEvents } from './event-store.ts';
 import { CitusEvents } from './citus/events.ts';
 import { CitusCluster } from './citus/cluster.ts';
 import { CitusBulk } from './citus/bulk.ts';
+import { CitusPull } from './citus/pull.ts';
 import { eventsDistributed } from './citus/distribute.ts';
 import { PostgresPull } from './pull-store.ts';
 import { PostgresSchedules } from './schedule-store.ts';
@@ -142,7 +143,7 @@ function postgresStore(database: PostgresDatabase, url: string, citus: boolean, 
   };
   return composeStore(own, {
     events: distributed ? new CitusEvents(database) : new PostgresEvents(database),
-    pull: new PostgresPull(database),
+    pull: distributed ? new CitusPull(database) : new PostgresPull(database),
     schedules: new PostgresSchedules(database.pool, distributed),
     sources: new PostgresSources(database.pool),
     bulk: distributed ? new CitusBulk(database) : new PostgresBulk(database),

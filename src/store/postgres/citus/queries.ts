@@ -108,6 +108,21 @@ export const CITUS_SQL = {
   // queue due by $3 (a read of every shard's events_queue_due range of the queue).
   queueShards: `SELECT DISTINCT shard FROM events
     WHERE tenant_id = $1 AND queue = $2 AND state IN ${SQL_STATE_LISTS.FIREABLE} AND NOT pull AND due_at <= $3`,
+  // Pull delivery. ($1 tenantId, $2 queue, $3 now, $4 examine, $5 types text[] | null) → { shard,
+  // due_at, id }[]: the first $4 fireable pull rows of the queue due by $3 (of those types), in due
+  // order: a read of every shard's part of the queue, which tells the claim where to go.
+  pullCandidates: `SELECT shard, due_at, id FROM events
+    WHERE tenant_id = $1 AND queue = $2 AND state IN ${SQL_STATE_LISTS.FIREABLE} AND pull AND due_at <= $3
+      AND ($5::text[] IS NULL OR type = ANY($5::text[]))
+    ORDER BY due_at, id LIMIT $4`,
+  // As SQL.pullClaimAny and pullGroupLockAny, on shard $9 / $5; with types $10 / $6 (null: any): the
+  // page one scan filtered by type (a LATERAL per type over unnest() is not a query Citus takes).
+  pullClaim: untraced(pinned(typed(SQL.pullClaimAny, 10), 9)),
+  pullGroupLock: pinned(typed(SQL.pullGroupLockAny, 6), 5),
+  // As SQL.pullSettle on shard $10, pullSettleMany on shard $10, pullExtend on shard $6, without their transitions.
+  pullSettle: untraced(pinned(SQL.pullSettle, 10)),
+  pullSettleMany: untraced(pinned(SQL.pullSettleMany, 10)),
+  pullExtend: untraced(pinned(SQL.pullExtend, 6)),
   // As SQL.eventRescue / eventRescueDead, on shard $6 / $5, without their transitions, answering
   // the rows whole (the transitions follow; the caller merges the shards by old lease).
   eventRescue: sweep(SQL.eventRescue, 6, 'FROM events e CROSS JOIN bound b\n      WHERE e.state'),
@@ -139,6 +154,13 @@ export const CITUS_SQL = {
   // ($1 shards int[] (the locator's), $2 tenantId, $3 ids) → nothing: the locator rows of deleted events.
   locatorDelete: `DELETE FROM event_locator WHERE shard = ANY($1::int[]) AND tenant_id = $2 AND id = ANY($3::text[])`,
 } as const;
+
+/** A pull page (`WHERE tenant_id = $1 AND queue = $2` of PULL_PAGE_ANY) also filtered by the types in $n, when not null. */
+function typed(sql: string, n: number): string {
+  const at = 'WHERE tenant_id = $1 AND queue = $2 AND';
+  if (!sql.includes(at)) throw new Error(`citus: no pull page in: ${sql.slice(0, 80)}`);
+  return sql.replace(at, `${at} ($${n}::text[] IS NULL OR type = ANY($${n}::text[])) AND`);
+}
 
 /** A sweep statement (rescue) on one shard $n: pinned where `at` starts its scan, untraced, its rescued rows whole. */
 function sweep(sql: string, n: number, at: string): string {
