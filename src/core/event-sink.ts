@@ -18,7 +18,7 @@ export interface EventSink {
   /** Pull events a consumer settled (ack, nack, expiry), as committed. */
   pullSettled(events: EventRecord[]): void;
   /** A group's pushed member reached a terminal state: its next member may go. */
-  groupSettled(tenantId: string, group: string): void;
+  groupSettled(tenantId: string, group: string, shard?: number): void;
 }
 
 /** An EventSink that hands every call to each listener, in the order they were added. */
@@ -45,7 +45,7 @@ export class EventBus implements EventSink {
     for (const l of this.listeners) l.pullSettled?.(events);
   }
 
-  groupSettled(tenantId: string, group: string): void {
-    for (const l of this.listeners) l.groupSettled?.(tenantId, group);
+  groupSettled(tenantId: string, group: string, shard?: number): void {
+    for (const l of this.listeners) l.groupSettled?.(tenantId, group, shard);
   }
 }

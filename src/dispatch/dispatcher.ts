@@ -354,7 +354,7 @@ export class Dispatcher {
       if (outcome.to === 'awaiting_retry') {
         retries.push({ ...dueRefOf(e), version: e.version + 1, dueAt: outcome.retryAt! });
       } else if (e.group !== null) {
-        this.deps.events.groupSettled(e.tenantId, e.group);
+        this.deps.events.groupSettled(e.tenantId, e.group, e.shard);
       }
       if (outcome.to === 'archived') {
         const { tenantId, id, queue, attempts } = e;

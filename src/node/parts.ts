@@ -159,8 +159,8 @@ export function firingParts(base: NodeBase, channel: ChannelRegistry, quotas: Te
       ...opts.scheduler,
     },
   );
-  const kick = (tenantId: string, group: string) =>
-    scheduler.kickGroup(tenantId, group).catch((err) => logger.error({ err, group }, 'group kick failed'));
+  const kick = (tenantId: string, group: string, shard?: number) =>
+    scheduler.kickGroup(tenantId, group, shard).catch((err) => logger.error({ err, group }, 'group kick failed'));
   events.listen({
     changed: (e) => scheduler.notifyEvents(e),
     due: (refs) => scheduler.notifyDue(refs),
@@ -168,7 +168,7 @@ export function firingParts(base: NodeBase, channel: ChannelRegistry, quotas: Te
     // A settled grouped pull event lets its group's next event go, pushed or pulled.
     pullSettled: (settled) => {
       for (const e of settled)
-        if (e.group !== null && GROUP_RELEASING_PULL_STATES.includes(e.state)) kick(e.tenantId, e.group);
+        if (e.group !== null && GROUP_RELEASING_PULL_STATES.includes(e.state)) kick(e.tenantId, e.group, e.shard);
     },
   });
   const materialiser = new Materialiser(

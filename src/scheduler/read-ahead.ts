@@ -202,18 +202,20 @@ export class ReadAhead {
     if (!this.deps.isRunning()) return;
     const horizon = this.deps.clock.now() + this.opts.lookaheadMs;
     // Each group once: a bulk cancel of 500 members of one group is one head read, not 500.
-    const kicks = new Map<string, { tenantId: string; group: string }>();
+    const kicks = new Map<string, { tenantId: string; group: string; shard: number }>();
     for (const e of events) {
       if (FIREABLE_STATES.includes(e.state) && e.dueAt <= horizon && this.ownsShard(e.shard)) {
         this.deps.admission.upsert(dueRefOf(e));
       } else {
         this.deps.admission.forget(e.tenantId, e.id);
         if (e.group !== null && isTerminal(e.state) && this.ownsShard(e.shard))
-          kicks.set(`${e.tenantId}\u0000${e.group}`, { tenantId: e.tenantId, group: e.group });
+          kicks.set(`${e.tenantId}\u0000${e.group}`, { tenantId: e.tenantId, group: e.group, shard: e.shard });
       }
     }
-    for (const { tenantId, group } of kicks.values()) {
-      this.kickGroup(tenantId, group).catch((err) => this.deps.logger.error({ err, group }, 'group kick failed'));
+    for (const { tenantId, group, shard } of kicks.values()) {
+      this.kickGroup(tenantId, group, shard).catch((err) =>
+        this.deps.logger.error({ err, group }, 'group kick failed'),
+      );
     }
     this.deps.onAdmitted();
   }
@@ -226,9 +228,9 @@ export class ReadAhead {
     this.deps.onAdmitted();
   }
 
-  /** A group's event became terminal: its next event, if fireable, may go now. */
-  async kickGroup(tenantId: string, group: string): Promise<void> {
-    const head = await this.deps.store.eventGroupHead({ tenantId, group });
+  /** A group's event (of `shard`, when known) became terminal: its next event, if fireable, may go now. */
+  async kickGroup(tenantId: string, group: string, shard?: number): Promise<void> {
+    const head = await this.deps.store.eventGroupHead({ tenantId, group, shard });
     if (head) this.notifyDue([head]);
   }
 

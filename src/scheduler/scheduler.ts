@@ -213,8 +213,8 @@ export class Scheduler {
   }
 
   /** A group's event became terminal: its next event, if fireable, may go now. */
-  kickGroup(tenantId: string, group: string): Promise<void> {
-    return this.readAhead.kickGroup(tenantId, group);
+  kickGroup(tenantId: string, group: string, shard?: number): Promise<void> {
+    return this.readAhead.kickGroup(tenantId, group, shard);
   }
 
   /**

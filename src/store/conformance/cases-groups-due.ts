@@ -40,6 +40,7 @@ export function groupCases(ctx: SuiteContext): void {
       newEvent(tenantId, 'early', { ...g, fireAt: T0 + 10 * SEC }),
     ]);
     const head = await store.eventGroupHead({ tenantId, group: 'g1' });
+    assert.deepEqual(await store.eventGroupHead({ tenantId, group: 'g1', shard }), head, 'the same head by its shard');
     assert.deepEqual(head, {
       tenantId,
       id: 'early',
@@ -54,11 +55,13 @@ export function groupCases(ctx: SuiteContext): void {
     assert.equal(await claimOne(store, late, T0 + 30 * SEC), null, 'claim refuses a non-head');
     const running = await mustClaim(store, early, T0 + 30 * SEC);
     assert.equal(await store.eventGroupHead({ tenantId, group: 'g1' }), null, 'head executing: nothing may fire');
+    assert.equal(await store.eventGroupHead({ tenantId, group: 'g1', shard }), null);
     assert.deepEqual(await dueIds(store, shard), []);
     assert.equal(await claimOne(store, late, T0 + 30 * SEC), null);
 
     await mustRecord(store, outcome(running, 'succeeded', { status: 200 }), T0 + 31 * SEC);
     assert.equal((await store.eventGroupHead({ tenantId, group: 'g1' }))?.id, 'late');
+    assert.equal((await store.eventGroupHead({ tenantId, group: 'g1', shard }))?.id, 'late');
     assert.deepEqual(await dueIds(store, shard), ['late']);
     await mustClaim(store, late, T0 + 32 * SEC);
   });

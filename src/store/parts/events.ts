@@ -238,6 +238,8 @@ export interface EventRescueParams {
 export interface EventGroupHeadParams {
   tenantId: string;
   group: string;
+  /** The group's shard, when known (a member's): a store that routes by shard (Citus) then reads that shard alone. */
+  shard?: number;
 }
 
 export interface EventDeleteTerminalParams {

@@ -604,6 +604,21 @@ export class CitusEvents extends PostgresEvents {
     );
   }
 
+  /** On the group's shard when the caller names it (a member's), else over every shard (the plain statement). */
+  override async eventGroupHead(params: S.EventGroupHeadParams): Promise<S.DueRef | null> {
+    if (params.shard === undefined) return super.eventGroupHead(params);
+    const row = (
+      await runCitus<DueRefRow & { state: EventState; pull: boolean }>(this.pool, 'eventGroupFirst', [
+        params.tenantId,
+        params.group,
+        params.shard,
+      ])
+    ).rows[0];
+    // A pull head is claimed by consumers, never fired by the scheduler.
+    if (!row || row.state === 'executing' || row.pull) return null;
+    return dueRefFromRow(row);
+  }
+
   /**
    * Shard by shard, over the shards with an executing event, each one transaction (the rescue and
    * its transitions), until `limit` events are rescued; the answer is in old-lease order.
