@@ -12,6 +12,8 @@ import pg from 'pg';
 import { citusSkip, startCitus } from '../../../test/support/citus.ts';
 import { runStoreConformance } from '../conformance/store-conformance.ts';
 import { CITUS_DISTRIBUTED_TABLES, CITUS_REFERENCE_TABLES } from './citus/distribute.ts';
+import { CITUS_SQL, type CitusQueryName } from './citus/queries.ts';
+import { CITUS_OCCURRENCE_REVIVE } from './schedule-store.ts';
 import { openPostgresStore } from './postgres-store.ts';
 
 const skip = citusSkip();
@@ -81,6 +83,119 @@ if (skip) {
         // Opening it again changes nothing.
         await (await openFresh(schema)).close();
       } finally {
+        await store.close();
+        await admin!.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      }
+    });
+  });
+}
+
+/**
+ * Every Citus statement is either hot, and then runs on one shard (its plan's Task Count is 1 for
+ * every step), or spans shards on purpose, named here with what bounds it.
+ */
+const SPANS_SHARDS: Partial<Record<CitusQueryName, string>> = {
+  eventInsertMany: "an insert batch: the batch's events, at most the tenant's batchEventsMax (1,000)",
+  locatorInsert: 'the locator rows of an insert batch, as eventInsertMany',
+  locatorGetMany: 'the events a batch or a bulk step names (at most 1,000), one index probe per shard',
+  locatorDelete: "a retention pass's deleted ids (its limit)",
+  shardsExecuting: 'the executing rows of every shard (events_executing): the deliveries in flight',
+  deleteTerminalShards: "the retention pass's limit of oldest candidates, one index range per shard",
+  queueShards: "one queue's fireable rows due by now (events_queue_due), per shard",
+  pullCandidates: "a pull claim's examine bound (max × 4, at least 100) of one queue, per shard",
+};
+
+if (!skip) {
+  describe('PostgresStore on Citus: one shard per hot statement', () => {
+    it('plans every hot statement as a router query (one task), and names every statement that spans shards', async () => {
+      const schema = freshSchema();
+      const store = await openFresh(schema);
+      const db = new pg.Client({ connectionString: url, options: `-c search_path=${schema}` });
+      await db.connect();
+      try {
+        const t = 'tenant';
+        const id = 'evt';
+        const shard = 7;
+        const now = Date.UTC(2026, 0, 1);
+        const hot: Partial<Record<CitusQueryName, unknown[]>> = {
+          eventGet: [t, id, shard],
+          eventGetMany: [shard, [t], [id]],
+          locatorGet: [3, t, id],
+          eventClaim: [[t], [id], [1], 'node-a', now + 1, now, '{}', true, shard],
+          eventGroupLock: [[t], [id], shard],
+          eventGroupFirst: [t, 'g', shard],
+          eventRecordAttempts: [[t], [id], [2], ['node-a'], ['succeeded'], [null], [200], [null], [5], now, shard],
+          eventCancel: [now, t, id, 1, 'scheduled', null, null, shard],
+          eventReplay: [now, t, id, 1, 'archived', '{}', shard],
+          eventEdit: [now, now, '{}', '{}', '{"name":"d"}', null, 'h', now, t, id, 1, '{}', 'name:d', null, shard],
+          transitionList: [t, id, 0, 100, shard],
+          eventListDueShard: [now, 0, '', '', 100, shard],
+          eventListDueQueue: [t, 'name:d', now, 0, '', 100, null, shard],
+          eventRescue: [now, null, 100, now, null, shard],
+          eventRescueDead: [['node-a'], 1000, 100, now, shard],
+          eventDeleteTerminal: [t, 'succeeded', now, 100, shard],
+          pullClaim: [t, 'name:q', now, 100, 10, now + 1, 'r', '{}', shard, null],
+          pullGroupLock: [t, 'name:q', now, 100, shard, null],
+          pullSettleMany: [[t], [id], ['r'], [null], ['succeeded'], [null], [null], [now], ['{}'], shard],
+          pullExtend: [t, id, 'r', now, now, shard],
+        };
+        const names = Object.keys(CITUS_SQL) as CitusQueryName[];
+        assert.deepEqual(
+          names.filter((n) => !(n in hot) && !(n in SPANS_SHARDS)),
+          [],
+          'every statement is hot or named as spanning shards',
+        );
+        const tasks = async (sql: string, values: unknown[]) => {
+          const plan = (await db.query(`EXPLAIN ${sql}`, values)).rows.map((r) => r['QUERY PLAN'] as string);
+          return [...plan.join('\n').matchAll(/Task Count: (\d+)/g)].map((m) => Number(m[1]));
+        };
+        for (const [name, values] of Object.entries(hot)) {
+          const counts = await tasks(CITUS_SQL[name as CitusQueryName], values!);
+          assert.ok(
+            counts.length > 0 && counts.every((n) => n === 1),
+            `${name}: task counts ${JSON.stringify(counts)}`,
+          );
+        }
+        // The statements made outside CITUS_SQL: a state change's transitions, a schedule's occurrence made again.
+        assert.deepEqual(
+          await tasks(
+            `INSERT INTO transitions (shard, tenant_id, event_id, seq, at, kind, from_state, to_state, attempt, status, error,
+               duration_ms, lateness_ms, detail) VALUES ($1::int, $2::text, $3::text, 2, 0, 'state', 'scheduled', 'executing', 1,
+               NULL, NULL, NULL, 0, NULL), ($1::int, $2::text, $4::text, 2, 0, 'state', 'scheduled', 'executing', 1, NULL, NULL,
+               NULL, 0, NULL)`,
+            [shard, t, id, 'other'],
+          ),
+          [1],
+        );
+        assert.deepEqual(
+          await tasks(CITUS_OCCURRENCE_REVIVE, [
+            t,
+            id,
+            shard,
+            null,
+            now,
+            '{"name":"d"}',
+            'd',
+            '{}',
+            '{}',
+            null,
+            null,
+            '{}',
+            'h',
+            'name:d',
+            null,
+            now,
+          ]),
+          [1],
+        );
+        // A spanning statement really spans (so the check above can tell the two apart).
+        const spread = await tasks(CITUS_SQL.pullCandidates, [t, 'name:q', now, 100, null]);
+        assert.ok(
+          spread.some((n) => n > 1),
+          `pullCandidates: ${JSON.stringify(spread)}`,
+        );
+      } finally {
+        await db.end();
         await store.close();
         await admin!.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
       }

@@ -106,7 +106,7 @@ const SQL = {
 };
 
 /** occurrenceRevive on Citus: already on the event's shard ($3); its transition follows apart (citus/queries.ts). */
-const CITUS_OCCURRENCE_REVIVE = untraced(SQL.occurrenceRevive);
+export const CITUS_OCCURRENCE_REVIVE = untraced(SQL.occurrenceRevive);
 
 function q<R extends pg.QueryResultRow>(
   db: Queryable,

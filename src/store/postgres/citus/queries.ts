@@ -119,8 +119,7 @@ export const CITUS_SQL = {
   // page one scan filtered by type (a LATERAL per type over unnest() is not a query Citus takes).
   pullClaim: untraced(pinned(typed(SQL.pullClaimAny, 10), 9)),
   pullGroupLock: pinned(typed(SQL.pullGroupLockAny, 6), 5),
-  // As SQL.pullSettle on shard $10, pullSettleMany on shard $10, pullExtend on shard $6, without their transitions.
-  pullSettle: untraced(pinned(SQL.pullSettle, 10)),
+  // As SQL.pullSettleMany on shard $10 (a single settle too), pullExtend on shard $6, without their transitions.
   pullSettleMany: untraced(pinned(SQL.pullSettleMany, 10)),
   pullExtend: untraced(pinned(SQL.pullExtend, 6)),
   // As SQL.eventRescue / eventRescueDead, on shard $6 / $5, without their transitions, answering
