@@ -88,10 +88,16 @@ export async function openStore(config: NodeConfig, logger: Logger, storage: Sto
   }
   const url = new URL(config.store);
   const schema = url.searchParams.get('schema') ?? undefined;
+  // ?citus=true: a new schema is distributed on Citus (docs/citus.md); one distributed before is used as such.
+  const citus = url.searchParams.get('citus');
+  if (citus !== null && citus !== 'true' && citus !== 'false')
+    throw new ConfigError(`--store: citus=${citus} in the PostgreSQL URL must be true or false`);
   url.searchParams.delete('schema');
+  url.searchParams.delete('citus');
   return openPostgresStore({
     url: url.toString(),
     schema,
+    citus: citus === 'true',
     onPoolError: (err) => logger.warn({ err: err.message }, 'a pooled PostgreSQL connection failed'),
   });
 }
