@@ -5,6 +5,10 @@
  *   t=15 s SIGKILL the leader · t=30 s SIGKILL another node · t=35 s start a new node
  *   t=45 s restart PostgreSQL
  *
+ * On the machine's PostgreSQL; and, by hand (BELFRY_FT_CITUS=1), on a store distributed on a
+ * throw-away Citus cluster (test/support/citus.ts; the database restarted is then its
+ * coordinator; 32 shards).
+ *
  * Afterwards: every event delivered at least once, none before its due time, duplicates at most
  * 0.1 %, shards reassigned within 5 s of each kill (measured from the stored shard map), and every
  * event's first delivery at most 5 s late, the events a killed node had in flight included
@@ -13,7 +17,7 @@
  * BELFRY_FT_DUMP=<file> writes every request the receiver got ([id, receivedAt, fireAt]) and the
  * kills, to study lateness and duplicates around a kill.
  */
-import { after, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -26,6 +30,7 @@ import { callApi as api } from '../support/http.ts';
 import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { killNodeProcess, startNodeProcess, stopNodeProcess, type NodeProcess } from '../support/process.ts';
 import { percentile, waitUntil } from '../support/node.ts';
+import { citusSkip, restartCitusCoordinator, startCitus } from '../support/citus.ts';
 
 const EVENTS = Number(process.env.BELFRY_FT_EVENTS ?? 30_000);
 const SPAN_MS = Number(process.env.BELFRY_FT_SPAN_MS ?? 60_000);
@@ -36,9 +41,6 @@ const PG_URL = 'postgres://postgres@127.0.0.1:5432/postgres';
 const REASSIGN_MS_MAX = 5_000;
 const LATENESS_MS_MAX = 5_000;
 const DUPLICATES_MAX = EVENTS * 0.001;
-
-const schema = `belfry_ft_${randomBytes(4).toString('hex')}`;
-const storeUrl = `${PG_URL}?schema=${schema}`;
 
 /** Restarts PostgreSQL without blocking this process: the receiver keeps answering meanwhile. */
 async function restartPostgres(): Promise<void> {
@@ -76,283 +78,329 @@ function at(atMs: number): Promise<void> {
   return new Promise((r) => setTimeout(r, Math.max(0, atMs - Date.now())));
 }
 
-describe('cluster failure test', () => {
-  const dataDirs: string[] = [];
-  const kills: { id: string; at: number }[] = [];
-  const nodes = new Map<string, NodeProcess>();
-  let rx: Receiver;
-  // A pool, not a client: it reconnects after the PostgreSQL restart.
-  const db = new pg.Pool({ connectionString: PG_URL, max: 2 });
-  db.on('error', () => {});
+/** Where a run's store lives: its server's URL (started on demand), the store URL's extra parameters, and how to restart it. */
+interface Database {
+  name: string;
+  url: () => Promise<string>;
+  storeParams: string;
+  restart: () => Promise<void>;
+  skip: string | false;
+  /** The store's shard count (docs/citus.md: 32 on Citus, one Belfry shard per Citus shard's worth). */
+  shardCount: number;
+}
 
-  async function startNode(id: string): Promise<NodeProcess> {
-    const dir = mkdtempSync(join(tmpdir(), 'belfry-ft-'));
-    dataDirs.push(dir);
-    const node = await startNodeProcess([
-      '--store',
-      storeUrl,
-      '--node-id',
-      id,
-      '--admin-key',
-      ADMIN_KEY,
-      '--allow-hosts',
-      '127.0.0.1',
-      '--data',
-      dir,
-      '--log-level',
-      'info',
-    ]);
-    nodes.set(id, node);
-    return node;
-  }
+const DATABASES: Database[] = [
+  {
+    name: 'PostgreSQL',
+    url: async () => PG_URL,
+    storeParams: '',
+    restart: restartPostgres,
+    skip: false,
+    shardCount: 256,
+  },
+  {
+    name: 'Citus (a coordinator and 2 workers)',
+    url: startCitus,
+    storeParams: '&citus=true',
+    restart: restartCitusCoordinator,
+    // By hand for now (BELFRY_FT_CITUS=1): on Citus it delivers every event, none early, but misses
+    // this test's bounds on duplicates, reassignment and lateness (docs/citus.md, Failures).
+    skip:
+      process.env.BELFRY_FT_CITUS === '1' ? citusSkip() : 'runs by hand: BELFRY_FT_CITUS=1 (docs/citus.md, Failures)',
+    shardCount: 32,
+  },
+];
 
-  /** Shard owners from the stored map (survives a node being gone). */
-  async function shardOwners(): Promise<Map<string, number>> {
-    for (;;) {
-      try {
-        const { rows } = await db.query(
-          `SELECT node_id, count(*)::int AS n FROM ${schema}.shard_assignments GROUP BY node_id`,
-        );
-        return new Map(rows.map((r) => [r.node_id as string, r.n as number]));
-      } catch {
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
-  }
+for (const database of DATABASES) failureTest(database);
 
-  /** Events a node left executing that were made due again, with why (`owner dead`, `lease expired`) and whose they were. */
-  async function rescuedEvents(): Promise<Map<string, { reason: string; owner: string }>> {
-    const { rows } = await db.query(
-      `SELECT event_id, detail::json->>'reason' AS reason, detail::json->>'owner' AS owner FROM ${schema}.transitions
-        WHERE from_state = 'executing' AND to_state = 'awaiting_retry' AND detail::json->>'reason' IS NOT NULL`,
-    );
-    return new Map(rows.map((r) => [r.event_id as string, { reason: r.reason as string, owner: String(r.owner) }]));
-  }
-
-  async function leaderId(): Promise<string> {
-    const { rows } = await db.query(`SELECT node_id FROM ${schema}.leader_lease WHERE id = 1`);
-    return rows[0].node_id;
-  }
-
-  /** Kills a node and measures how long until none of the 256 shards is mapped to it. */
-  async function killAndMeasure(id: string): Promise<number> {
-    const killedAt = Date.now();
-    kills.push({ id, at: killedAt });
-    await killNodeProcess(nodes.get(id)!);
-    nodes.delete(id);
-    await waitUntil(
-      `shards of ${id} reassigned`,
-      async () => {
-        const owners = await shardOwners();
-        const total = [...owners.values()].reduce((a, b) => a + b, 0);
-        return !owners.has(id) && total === 256;
-      },
-      30_000,
-      50,
-    );
-    return Date.now() - killedAt;
-  }
-
-  after(async () => {
-    for (const node of nodes.values()) await killNodeProcess(node).catch(() => {});
-    await rx?.close();
-    await db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {});
-    await db.end().catch(() => {});
-    for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
-  });
-
-  it(`3 nodes, ${EVENTS} events over ${SPAN_MS / 1000} s, two kills, a join and a PostgreSQL restart`, {
-    timeout: SPAN_MS + 240_000,
-  }, async () => {
-    rx = await startReceiver({ behavior: () => ({ status: 200 }) });
-    await Promise.all([startNode('n1'), startNode('n2'), startNode('n3')]);
-    const first = nodes.get('n1')!;
-    await waitUntil('shards spread over 3 nodes', async () => (await shardOwners()).size === 3, 20_000, 100);
-
-    const tenant = await api(first.url, ADMIN_KEY, 'POST', '/v1/tenants', { name: 'failure-test' });
-    assert.equal(tenant.status, 201, JSON.stringify(tenant.body));
-    const key = (await api(first.url, ADMIN_KEY, 'POST', `/v1/tenants/${tenant.body.id}/keys`, {})).body.key;
-    const dest = await api(first.url, key, 'PUT', '/v1/destinations/rx', {
-      url: rx.url,
-      timeout: '5s',
-      maxConcurrency: 100,
-      retry: { maxAttempts: 100, minBackoff: '200ms', maxBackoff: '2s' },
+function failureTest(database: Database): void {
+  describe(`cluster failure test on ${database.name}`, { skip: database.skip }, () => {
+    const schema = `belfry_ft_${randomBytes(4).toString('hex')}`;
+    let storeUrl = '';
+    const dataDirs: string[] = [];
+    const kills: { id: string; at: number }[] = [];
+    const nodes = new Map<string, NodeProcess>();
+    let rx: Receiver;
+    // A pool, not a client: it reconnects after the PostgreSQL restart.
+    let db: pg.Pool;
+    before(async () => {
+      const url = await database.url();
+      storeUrl = `${url}?schema=${schema}${database.storeParams}`;
+      db = new pg.Pool({ connectionString: url, max: 2 });
+      db.on('error', () => {});
     });
-    assert.equal(dest.status, 201, JSON.stringify(dest.body));
 
-    const t0 = Date.now() + LEAD_MS;
-    const urls = [...nodes.values()].map((n) => n.url);
-    for (let i = 0; i < EVENTS; i += 1_000) {
-      const events = [];
-      for (let j = i; j < Math.min(EVENTS, i + 1_000); j++) {
-        const fireAt = t0 + Math.floor((j * SPAN_MS) / EVENTS);
-        events.push({ id: `ft-${j}`, fireAt, destination: 'rx', payload: { fireAt } });
-      }
-      const res = await api(urls[(i / 1_000) % urls.length], key, 'POST', '/v1/events/batch', { events });
-      assert.equal(res.status, 200);
-      assert.ok(res.body.results.every((r: { status: string }) => r.status === 'created'));
+    async function startNode(id: string): Promise<NodeProcess> {
+      const dir = mkdtempSync(join(tmpdir(), 'belfry-ft-'));
+      dataDirs.push(dir);
+      const node = await startNodeProcess([
+        '--store',
+        storeUrl,
+        '--node-id',
+        id,
+        '--admin-key',
+        ADMIN_KEY,
+        '--allow-hosts',
+        '127.0.0.1',
+        '--data',
+        dir,
+        '--shard-count',
+        String(database.shardCount),
+        '--log-level',
+        'info',
+      ]);
+      nodes.set(id, node);
+      return node;
     }
-    assert.ok(Date.now() < t0, 'scheduling took longer than the lead time');
 
-    await at(t0 + 15_000);
-    const leader = await leaderId();
-    const reassign1 = await killAndMeasure(leader);
-    await at(t0 + 30_000);
-    const victim2 = [...nodes.keys()][0];
-    const reassign2 = await killAndMeasure(victim2);
-    await at(t0 + 35_000);
-    await startNode('n4');
-    await at(t0 + 45_000);
-    const pgRestartAt = Date.now();
-    await restartPostgres();
-    const pgBackAt = Date.now();
-    // Firing resumes: a delivery of an event due after PostgreSQL came back.
-    let scanned = 0;
-    await rx.waitFor((reqs) => {
-      for (; scanned < reqs.length; scanned++)
-        if (reqs[scanned].receivedAt > pgBackAt && (reqs[scanned].json as { fireAt: number }).fireAt > pgBackAt)
-          return true;
-      return false;
-    }, 30_000);
-    const resumedAt = rx.requests.find(
-      (r) => r.receivedAt > pgBackAt && (r.json as { fireAt: number }).fireAt > pgBackAt,
-    )!.receivedAt;
-
-    const ids = new Set<string>();
-    let seen = 0;
-    await rx.waitFor(
-      (reqs) => {
-        for (; seen < reqs.length; seen++) ids.add(String(reqs[seen].headers['webhook-id']));
-        return ids.size >= EVENTS;
-      },
-      SPAN_MS + 120_000 - (Date.now() - t0),
-    );
-
-    const counts = new Map<string, number>();
-    for (const r of rx.requests)
-      counts.set(String(r.headers['webhook-id']), (counts.get(String(r.headers['webhook-id'])) ?? 0) + 1);
-    const duplicates = rx.count - counts.size;
-    const early = rx.requests.filter((r) => r.receivedAt < (r.json as { fireAt: number }).fireAt);
-    const lateness = rx.requests.map((r) => r.receivedAt - (r.json as { fireAt: number }).fireAt);
-    // Per event: how late its first delivery came (a duplicate is not lateness).
-    const firstLateness = new Map<string, number>();
-    const firstReceivedAt = new Map<string, number>();
-    for (const r of rx.requests) {
-      const id = String(r.headers['webhook-id']);
-      if (!firstLateness.has(id)) {
-        firstLateness.set(id, r.receivedAt - (r.json as { fireAt: number }).fireAt);
-        firstReceivedAt.set(id, r.receivedAt);
+    /** Shard owners from the stored map (survives a node being gone). */
+    async function shardOwners(): Promise<Map<string, number>> {
+      for (;;) {
+        try {
+          const { rows } = await db.query(
+            `SELECT node_id, count(*)::int AS n FROM ${schema}.shard_assignments GROUP BY node_id`,
+          );
+          return new Map(rows.map((r) => [r.node_id as string, r.n as number]));
+        } catch {
+          await new Promise((r) => setTimeout(r, 100));
+        }
       }
     }
-    const perEvent = [...firstLateness.values()];
-    // Where in the scenario lateness came from: the worst first delivery per phase (the leader
-    // killed at 15 s, another node at 30 s, a node started at 35 s, PostgreSQL restarted at 45 s).
-    const phaseOf = (j: number) =>
-      ['0-15s', '15-30s', '30-45s', '45-60s'][Math.min(3, Math.floor((j * SPAN_MS) / EVENTS / 15_000))];
-    const byPhase = new Map<string, number[]>();
-    for (const [id, ms] of firstLateness) {
-      const phase = phaseOf(Number(id.slice('ft-'.length)));
-      if (!byPhase.has(phase)) byPhase.set(phase, []);
-      byPhase.get(phase)!.push(ms);
+
+    /** Events a node left executing that were made due again, with why (`owner dead`, `lease expired`) and whose they were. */
+    async function rescuedEvents(): Promise<Map<string, { reason: string; owner: string }>> {
+      const { rows } = await db.query(
+        `SELECT event_id, detail::json->>'reason' AS reason, detail::json->>'owner' AS owner FROM ${schema}.transitions
+        WHERE from_state = 'executing' AND to_state = 'awaiting_retry' AND detail::json->>'reason' IS NOT NULL`,
+      );
+      return new Map(rows.map((r) => [r.event_id as string, { reason: r.reason as string, owner: String(r.owner) }]));
     }
-    const phases = Object.fromEntries(
-      [...byPhase].sort().map(([phase, ms]) => [phase, { p50: percentile(ms, 50), max: Math.max(...ms) }]),
-    );
-    const lateEvents = [...firstLateness].filter(([, ms]) => ms > LATENESS_MS_MAX);
-    const rescued = await rescuedEvents();
-    const rescuedLateness = [...rescued.keys()].map((id) => firstLateness.get(id) ?? Infinity);
-    const reasons: Record<string, number> = {};
-    for (const { reason } of rescued.values()) reasons[reason] = (reasons[reason] ?? 0) + 1;
-    // Per killed node: its events rescued, how many of them its receiver had already got (the
-    // duplicates: delivered, outcome not yet committed at the kill), and how long before the kill
-    // the earliest of those was received (the window of unrecorded outcomes).
-    const killedAt = new Map(kills.map((k) => [k.id, k.at]));
-    const byOwner: Record<string, { events: number; duplicates: number; windowMs: number | null }> = {};
-    for (const [id, { owner }] of rescued) {
-      const o = (byOwner[owner] ??= { events: 0, duplicates: 0, windowMs: null });
-      o.events++;
-      const deliveredAt = firstReceivedAt.get(id);
-      const killAt = killedAt.get(owner);
-      if (
-        (counts.get(id) ?? 0) > 1 &&
-        deliveredAt !== undefined &&
-        killAt !== undefined &&
-        deliveredAt <= killAt + 50
-      ) {
-        o.duplicates++;
-        o.windowMs = Math.max(o.windowMs ?? 0, killAt - deliveredAt);
+
+    async function leaderId(): Promise<string> {
+      const { rows } = await db.query(`SELECT node_id FROM ${schema}.leader_lease WHERE id = 1`);
+      return rows[0].node_id;
+    }
+
+    /** Kills a node and measures how long until none of the shards is mapped to it. */
+    async function killAndMeasure(id: string): Promise<number> {
+      const killedAt = Date.now();
+      kills.push({ id, at: killedAt });
+      await killNodeProcess(nodes.get(id)!);
+      nodes.delete(id);
+      await waitUntil(
+        `shards of ${id} reassigned`,
+        async () => {
+          const owners = await shardOwners();
+          const total = [...owners.values()].reduce((a, b) => a + b, 0);
+          return !owners.has(id) && total === database.shardCount;
+        },
+        30_000,
+        50,
+      );
+      return Date.now() - killedAt;
+    }
+
+    after(async () => {
+      for (const node of nodes.values()) await killNodeProcess(node).catch(() => {});
+      await rx?.close();
+      await db?.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => {});
+      await db?.end().catch(() => {});
+      for (const dir of dataDirs) rmSync(dir, { recursive: true, force: true });
+    });
+
+    it(`3 nodes, ${EVENTS} events over ${SPAN_MS / 1000} s, two kills, a join and a PostgreSQL restart`, {
+      timeout: SPAN_MS + 240_000,
+    }, async () => {
+      rx = await startReceiver({ behavior: () => ({ status: 200 }) });
+      await Promise.all([startNode('n1'), startNode('n2'), startNode('n3')]);
+      const first = nodes.get('n1')!;
+      await waitUntil('shards spread over 3 nodes', async () => (await shardOwners()).size === 3, 20_000, 100);
+
+      const tenant = await api(first.url, ADMIN_KEY, 'POST', '/v1/tenants', { name: 'failure-test' });
+      assert.equal(tenant.status, 201, JSON.stringify(tenant.body));
+      const key = (await api(first.url, ADMIN_KEY, 'POST', `/v1/tenants/${tenant.body.id}/keys`, {})).body.key;
+      const dest = await api(first.url, key, 'PUT', '/v1/destinations/rx', {
+        url: rx.url,
+        timeout: '5s',
+        maxConcurrency: 100,
+        retry: { maxAttempts: 100, minBackoff: '200ms', maxBackoff: '2s' },
+      });
+      assert.equal(dest.status, 201, JSON.stringify(dest.body));
+
+      const t0 = Date.now() + LEAD_MS;
+      const urls = [...nodes.values()].map((n) => n.url);
+      for (let i = 0; i < EVENTS; i += 1_000) {
+        const events = [];
+        for (let j = i; j < Math.min(EVENTS, i + 1_000); j++) {
+          const fireAt = t0 + Math.floor((j * SPAN_MS) / EVENTS);
+          events.push({ id: `ft-${j}`, fireAt, destination: 'rx', payload: { fireAt } });
+        }
+        const res = await api(urls[(i / 1_000) % urls.length], key, 'POST', '/v1/events/batch', { events });
+        assert.equal(res.status, 200);
+        assert.ok(res.body.results.every((r: { status: string }) => r.status === 'created'));
       }
-    }
-    const figures = {
-      events: EVENTS,
-      delivered: counts.size,
-      requests: rx.count,
-      duplicates,
-      duplicatePct: Number(((100 * duplicates) / EVENTS).toFixed(3)),
-      early: early.length,
-      earliestMs: Math.min(...lateness),
-      reassignAfterLeaderKillMs: reassign1,
-      reassignAfterSecondKillMs: reassign2,
-      pgRestartMs: pgBackAt - pgRestartAt,
-      firingResumedAfterPgMs: resumedAt - pgBackAt,
-      shardMovesAfterPgRestart: [...nodes.values()].reduce(
-        (n, node) => n + logLines(node, 'shards reassigned', pgRestartAt),
-        0,
-      ),
-      latenessMs: { p50: percentile(lateness, 50), p99: percentile(lateness, 99), max: Math.max(...lateness) },
-      eventLatenessMs: {
-        p50: percentile(perEvent, 50),
-        p99: percentile(perEvent, 99),
-        max: Math.max(...perEvent),
-        over5s: lateEvents.length,
-        phases,
-      },
-      inFlightRescued: {
-        events: rescued.size,
-        reasons,
-        byOwner,
-        maxLatenessMs: rescuedLateness.length > 0 ? Math.max(...rescuedLateness) : null,
-      },
-      unrecordedWindowMs: Object.fromEntries(
-        await Promise.all(
-          [...nodes].map(async ([id, node]) => [id, await unrecordedWindowMs(node.url).catch(() => null)]),
+      assert.ok(Date.now() < t0, 'scheduling took longer than the lead time');
+
+      await at(t0 + 15_000);
+      const leader = await leaderId();
+      const reassign1 = await killAndMeasure(leader);
+      await at(t0 + 30_000);
+      const victim2 = [...nodes.keys()][0];
+      const reassign2 = await killAndMeasure(victim2);
+      await at(t0 + 35_000);
+      await startNode('n4');
+      await at(t0 + 45_000);
+      const pgRestartAt = Date.now();
+      await database.restart();
+      const pgBackAt = Date.now();
+      // Firing resumes: a delivery of an event due after PostgreSQL came back.
+      let scanned = 0;
+      await rx.waitFor((reqs) => {
+        for (; scanned < reqs.length; scanned++)
+          if (reqs[scanned].receivedAt > pgBackAt && (reqs[scanned].json as { fireAt: number }).fireAt > pgBackAt)
+            return true;
+        return false;
+      }, 30_000);
+      const resumedAt = rx.requests.find(
+        (r) => r.receivedAt > pgBackAt && (r.json as { fireAt: number }).fireAt > pgBackAt,
+      )!.receivedAt;
+
+      const ids = new Set<string>();
+      let seen = 0;
+      await rx.waitFor(
+        (reqs) => {
+          for (; seen < reqs.length; seen++) ids.add(String(reqs[seen].headers['webhook-id']));
+          return ids.size >= EVENTS;
+        },
+        SPAN_MS + 120_000 - (Date.now() - t0),
+      );
+
+      const counts = new Map<string, number>();
+      for (const r of rx.requests)
+        counts.set(String(r.headers['webhook-id']), (counts.get(String(r.headers['webhook-id'])) ?? 0) + 1);
+      const duplicates = rx.count - counts.size;
+      const early = rx.requests.filter((r) => r.receivedAt < (r.json as { fireAt: number }).fireAt);
+      const lateness = rx.requests.map((r) => r.receivedAt - (r.json as { fireAt: number }).fireAt);
+      // Per event: how late its first delivery came (a duplicate is not lateness).
+      const firstLateness = new Map<string, number>();
+      const firstReceivedAt = new Map<string, number>();
+      for (const r of rx.requests) {
+        const id = String(r.headers['webhook-id']);
+        if (!firstLateness.has(id)) {
+          firstLateness.set(id, r.receivedAt - (r.json as { fireAt: number }).fireAt);
+          firstReceivedAt.set(id, r.receivedAt);
+        }
+      }
+      const perEvent = [...firstLateness.values()];
+      // Where in the scenario lateness came from: the worst first delivery per phase (the leader
+      // killed at 15 s, another node at 30 s, a node started at 35 s, PostgreSQL restarted at 45 s).
+      const phaseOf = (j: number) =>
+        ['0-15s', '15-30s', '30-45s', '45-60s'][Math.min(3, Math.floor((j * SPAN_MS) / EVENTS / 15_000))];
+      const byPhase = new Map<string, number[]>();
+      for (const [id, ms] of firstLateness) {
+        const phase = phaseOf(Number(id.slice('ft-'.length)));
+        if (!byPhase.has(phase)) byPhase.set(phase, []);
+        byPhase.get(phase)!.push(ms);
+      }
+      const phases = Object.fromEntries(
+        [...byPhase].sort().map(([phase, ms]) => [phase, { p50: percentile(ms, 50), max: Math.max(...ms) }]),
+      );
+      const lateEvents = [...firstLateness].filter(([, ms]) => ms > LATENESS_MS_MAX);
+      const rescued = await rescuedEvents();
+      const rescuedLateness = [...rescued.keys()].map((id) => firstLateness.get(id) ?? Infinity);
+      const reasons: Record<string, number> = {};
+      for (const { reason } of rescued.values()) reasons[reason] = (reasons[reason] ?? 0) + 1;
+      // Per killed node: its events rescued, how many of them its receiver had already got (the
+      // duplicates: delivered, outcome not yet committed at the kill), and how long before the kill
+      // the earliest of those was received (the window of unrecorded outcomes).
+      const killedAt = new Map(kills.map((k) => [k.id, k.at]));
+      const byOwner: Record<string, { events: number; duplicates: number; windowMs: number | null }> = {};
+      for (const [id, { owner }] of rescued) {
+        const o = (byOwner[owner] ??= { events: 0, duplicates: 0, windowMs: null });
+        o.events++;
+        const deliveredAt = firstReceivedAt.get(id);
+        const killAt = killedAt.get(owner);
+        if (
+          (counts.get(id) ?? 0) > 1 &&
+          deliveredAt !== undefined &&
+          killAt !== undefined &&
+          deliveredAt <= killAt + 50
+        ) {
+          o.duplicates++;
+          o.windowMs = Math.max(o.windowMs ?? 0, killAt - deliveredAt);
+        }
+      }
+      const figures = {
+        events: EVENTS,
+        delivered: counts.size,
+        requests: rx.count,
+        duplicates,
+        duplicatePct: Number(((100 * duplicates) / EVENTS).toFixed(3)),
+        early: early.length,
+        earliestMs: Math.min(...lateness),
+        reassignAfterLeaderKillMs: reassign1,
+        reassignAfterSecondKillMs: reassign2,
+        pgRestartMs: pgBackAt - pgRestartAt,
+        firingResumedAfterPgMs: resumedAt - pgBackAt,
+        shardMovesAfterPgRestart: [...nodes.values()].reduce(
+          (n, node) => n + logLines(node, 'shards reassigned', pgRestartAt),
+          0,
         ),
-      ),
-    };
-    console.log(`cluster failure test: ${JSON.stringify(figures)}`);
-    if (process.env.BELFRY_FT_DUMP)
-      writeFileSync(
-        process.env.BELFRY_FT_DUMP,
-        JSON.stringify({
-          t0,
-          kills,
-          reqs: rx.requests.map((r) => [
-            String(r.headers['webhook-id']),
-            r.receivedAt,
-            (r.json as { fireAt: number }).fireAt,
-          ]),
-        }),
-      );
+        latenessMs: { p50: percentile(lateness, 50), p99: percentile(lateness, 99), max: Math.max(...lateness) },
+        eventLatenessMs: {
+          p50: percentile(perEvent, 50),
+          p99: percentile(perEvent, 99),
+          max: Math.max(...perEvent),
+          over5s: lateEvents.length,
+          phases,
+        },
+        inFlightRescued: {
+          events: rescued.size,
+          reasons,
+          byOwner,
+          maxLatenessMs: rescuedLateness.length > 0 ? Math.max(...rescuedLateness) : null,
+        },
+        unrecordedWindowMs: Object.fromEntries(
+          await Promise.all(
+            [...nodes].map(async ([id, node]) => [id, await unrecordedWindowMs(node.url).catch(() => null)]),
+          ),
+        ),
+      };
+      console.log(`cluster failure test on ${database.name}: ${JSON.stringify(figures)}`);
+      if (process.env.BELFRY_FT_DUMP)
+        writeFileSync(
+          process.env.BELFRY_FT_DUMP,
+          JSON.stringify({
+            t0,
+            kills,
+            reqs: rx.requests.map((r) => [
+              String(r.headers['webhook-id']),
+              r.receivedAt,
+              (r.json as { fireAt: number }).fireAt,
+            ]),
+          }),
+        );
 
-    for (let j = 0; j < EVENTS; j++) assert.ok(counts.has(`ft-${j}`), `event ft-${j} was never delivered`);
-    assert.equal(early.length, 0, `${early.length} events delivered before their due time`);
-    assert.ok(reassign1 <= REASSIGN_MS_MAX, `shards moved ${reassign1} ms after the leader was killed`);
-    assert.ok(reassign2 <= REASSIGN_MS_MAX, `shards moved ${reassign2} ms after the second kill`);
-    assert.ok(duplicates <= DUPLICATES_MAX, `${duplicates} duplicates (at most ${DUPLICATES_MAX})`);
-    assert.deepEqual(
-      lateEvents.slice(0, 10),
-      [],
-      `${lateEvents.length} events first delivered more than ${LATENESS_MS_MAX} ms late`,
-    );
-    for (const node of nodes.values()) {
-      const { code, signal } = await stopNodeProcess(node);
-      // The node's last words (its log and stderr) when it did not shut down cleanly.
-      assert.equal(
-        code,
-        0,
-        `a node exited with code ${code} (signal ${signal}) on SIGTERM; its last output:\n${node.output.join('').slice(-3_000)}`,
+      for (let j = 0; j < EVENTS; j++) assert.ok(counts.has(`ft-${j}`), `event ft-${j} was never delivered`);
+      assert.equal(early.length, 0, `${early.length} events delivered before their due time`);
+      assert.ok(reassign1 <= REASSIGN_MS_MAX, `shards moved ${reassign1} ms after the leader was killed`);
+      assert.ok(reassign2 <= REASSIGN_MS_MAX, `shards moved ${reassign2} ms after the second kill`);
+      assert.ok(duplicates <= DUPLICATES_MAX, `${duplicates} duplicates (at most ${DUPLICATES_MAX})`);
+      assert.deepEqual(
+        lateEvents.slice(0, 10),
+        [],
+        `${lateEvents.length} events first delivered more than ${LATENESS_MS_MAX} ms late`,
       );
-    }
-    nodes.clear();
+      for (const node of nodes.values()) {
+        const { code, signal } = await stopNodeProcess(node);
+        // The node's last words (its log and stderr) when it did not shut down cleanly.
+        assert.equal(
+          code,
+          0,
+          `a node exited with code ${code} (signal ${signal}) on SIGTERM; its last output:\n${node.output.join('').slice(-3_000)}`,
+        );
+      }
+      nodes.clear();
+    });
   });
-});
+}

@@ -106,6 +106,25 @@ async function start(): Promise<string> {
   throw lastError;
 }
 
+/**
+ * Restarts the coordinator of this process's cluster (fast shutdown, then start, as `pg_ctl
+ * restart` does with the options it was started with), without blocking this process: a test's
+ * receivers keep answering meanwhile. The workers keep running.
+ */
+export async function restartCitusCoordinator(): Promise<void> {
+  const url = await startCitus();
+  const dir = runningDir;
+  if (!dir) throw new Error('restartCitusCoordinator: no Citus cluster runs in this process');
+  const port = new URL(url).port;
+  const bin = execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim();
+  const command = `${bin}/pg_ctl -D '${join(dir, `n${port}`)}' -m fast -w restart >/dev/null`;
+  const asPostgres =
+    process.getuid?.() === 0 ? ['su', 'postgres', '-s', '/bin/bash', '-c', command] : ['bash', '-c', command];
+  const out = await runScript(asPostgres[0], asPostgres.slice(1), 60_000, true);
+  if (out.code !== 0)
+    throw new Error(`restarting the Citus coordinator failed (exit ${out.code}): ${out.stderr.trim()}`);
+}
+
 /** Stops this process's cluster (its servers, then its data); nothing when none runs. Synchronous: runs at exit. */
 function stopCluster(): void {
   const dir = runningDir;
@@ -143,9 +162,11 @@ interface ScriptResult {
   stderr: string;
 }
 
-function runScript(script: string, args: string[], timeoutMs: number): Promise<ScriptResult> {
+/** Runs `script` with bash (with `command`, `script` is a program run as is), without blocking this process. */
+function runScript(script: string, args: string[], timeoutMs: number, command = false): Promise<ScriptResult> {
   return new Promise((resolveRun) => {
-    const child = spawn('bash', [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], timeout: timeoutMs });
+    const [file, argv] = command ? [script, args] : ['bash', [script, ...args]];
+    const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'], timeout: timeoutMs });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -29,6 +29,8 @@ export class PostgresDatabase {
     readonly claimPool: pg.Pool = pool,
     /** Long reads' pool (POSTGRES_READ_POOL_SIZE). */
     readonly readPool: pg.Pool = pool,
+    /** Inserts' pool on Citus (citus/events.ts CITUS_INSERT_POOL_SIZE); the main pool elsewhere. */
+    readonly insertPool: pg.Pool = pool,
   ) {}
 
   async migrate(opts: { citus?: boolean } = {}): Promise<void> {
@@ -44,7 +46,7 @@ export class PostgresDatabase {
     this.closed = true;
     await Promise.all([
       this.pool.end(),
-      ...[this.claimPool, this.readPool].filter((p) => p !== this.pool).map((p) => p.end()),
+      ...[this.claimPool, this.readPool, this.insertPool].filter((p) => p !== this.pool).map((p) => p.end()),
     ]);
   }
 }
@@ -54,12 +56,14 @@ export abstract class PostgresPart {
   protected readonly pool: pg.Pool;
   protected readonly claimPool: pg.Pool;
   protected readonly readPool: pg.Pool;
+  protected readonly insertPool: pg.Pool;
   protected readonly durability: TenantDurability;
 
   constructor(database: PostgresDatabase) {
     this.pool = database.pool;
     this.claimPool = database.claimPool;
     this.readPool = database.readPool;
+    this.insertPool = database.insertPool;
     this.durability = database.durability;
   }
 }

@@ -40,6 +40,8 @@ export interface PoolOptions {
   asyncCommit?: boolean;
   /** Bound on any one statement of its connections; default STATEMENT_TIMEOUT_MS. */
   statementTimeoutMs?: number;
+  /** More settings of its connections (`name=value` each). */
+  settings?: string[];
 }
 
 /** Every connection of the pool uses the store's schema (search_path) and the statement timeout. */
@@ -49,7 +51,7 @@ export function createPool(opts: PoolOptions): pg.Pool {
   const pool = new pg.Pool({
     connectionString: opts.url,
     max: opts.size,
-    options: `-c search_path=${opts.schema} -c statement_timeout=${opts.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS}${opts.asyncCommit ? ' -c synchronous_commit=off' : ''}`,
+    options: `-c search_path=${opts.schema} -c statement_timeout=${opts.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS}${opts.asyncCommit ? ' -c synchronous_commit=off' : ''}${(opts.settings ?? []).map((s) => ` -c ${s}`).join('')}`,
     types: TYPES,
   });
   // An idle client's connection dies when the server restarts; without a listener the pool's

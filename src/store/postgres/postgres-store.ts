@@ -32,7 +32,7 @@ import { PostgresAccounts } from './account-store.ts';
 import { PostgresBulk } from './bulk-store.ts';
 import { PostgresCluster } from './cluster-store.ts';
 import { PostgresEvents } from './event-store.ts';
-import { CitusEvents } from './citus/events.ts';
+import { CITUS_INSERT_CACHED_CONNECTIONS, CITUS_INSERT_POOL_SIZE, CitusEvents } from './citus/events.ts';
 import { CitusCluster } from './citus/cluster.ts';
 import { CitusBulk } from './citus/bulk.ts';
 import { CitusPull } from './citus/pull.ts';
@@ -96,15 +96,54 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
     onError,
     statementTimeoutMs: POSTGRES_READ_STATEMENT_TIMEOUT_MS,
   });
-  const database = new PostgresDatabase(pool, schema, claimPool, readPool);
   const citus = opts.citus ?? false;
+  const migrated = new PostgresDatabase(pool, schema, claimPool, readPool);
+  let distributed: boolean;
   try {
-    await database.migrate({ citus });
-    return postgresStore(database, opts.url, citus, await eventsDistributed(pool, schema));
+    await migrated.migrate({ citus });
+    distributed = await eventsDistributed(pool, schema);
   } catch (err) {
-    await database.close();
+    await migrated.close();
     throw err;
   }
+  if (!distributed) return postgresStore(migrated, opts.url, citus, false);
+  // On Citus the pools start again with settings of their own (docs/citus.md, Connections): a
+  // statement over many shards uses one connection per worker, kept between transactions, and
+  // batch inserts run on a small pool of their own whose connections keep more.
+  await migrated.close();
+  const oneConnectionPerWorker = ['citus.max_adaptive_executor_pool_size=1'];
+  return postgresStore(
+    new PostgresDatabase(
+      createPool({ url: opts.url, schema, size, onError, settings: oneConnectionPerWorker }),
+      schema,
+      createPool({
+        url: opts.url,
+        schema,
+        size: POSTGRES_CLAIM_POOL_SIZE,
+        onError,
+        asyncCommit: true,
+        settings: oneConnectionPerWorker,
+      }),
+      createPool({
+        url: opts.url,
+        schema,
+        size: POSTGRES_READ_POOL_SIZE,
+        onError,
+        statementTimeoutMs: POSTGRES_READ_STATEMENT_TIMEOUT_MS,
+        settings: oneConnectionPerWorker,
+      }),
+      createPool({
+        url: opts.url,
+        schema,
+        size: CITUS_INSERT_POOL_SIZE,
+        onError,
+        settings: [`citus.max_cached_conns_per_worker=${CITUS_INSERT_CACHED_CONNECTIONS}`],
+      }),
+    ),
+    opts.url,
+    citus,
+    true,
+  );
 }
 
 /** The PostgreSQL store: every part of Store, and what this backend has besides. */

@@ -56,12 +56,23 @@ export const CITUS_SQL = {
   // ($1 shard, $2 tenantIds, $3 ids) → EventRow[]: the events of that shard whose tenant is one of
   // $2 and id one of $3 (a superset of the pairs asked; the caller keeps the pairs).
   eventGetMany: `SELECT ${EVENT_COLUMNS} FROM events WHERE shard = $1::int AND tenant_id = ANY($2::text[]) AND id = ANY($3::text[])`,
-  // As SQL.eventInsertMany, whose conflict target is the primary key here (shard, tenant_id, id).
+  // As SQL.eventInsertMany, plus $16 pulls boolean[] (whether each event's destination is a pull
+  // one: read by the caller, since a per-row look into a reference table from an INSERT ... SELECT
+  // that Citus runs through the coordinator costs a round trip per row); its conflict target is the
+  // primary key here (shard, tenant_id, id).
   eventInsertMany: (() => {
-    const out = SQL.eventInsertMany.replace('ON CONFLICT (tenant_id, id) DO NOTHING', 'ON CONFLICT DO NOTHING');
-    if (out === SQL.eventInsertMany) throw new Error('citus: eventInsertMany has no conflict target to replace');
+    const out = SQL.eventInsertMany
+      .replace('ON CONFLICT (tenant_id, id) DO NOTHING', 'ON CONFLICT DO NOTHING')
+      .replace('$14::text[], $15::text[])', '$14::text[], $15::text[], $16::boolean[])')
+      .replace('request_hash, queue, type, ord)', 'request_hash, queue, type, pull, ord)')
+      .replace(/EXISTS \(SELECT 1 FROM destinations d[\s\S]*?= 'pull'\)/, 'input.pull');
+    if (!out.includes('ON CONFLICT DO NOTHING') || !out.includes('$16::boolean[]') || !out.includes('type, pull, ord)') || out.includes('FROM destinations'))
+      throw new Error('citus: eventInsertMany not rewritten');
     return out;
   })(),
+  // ($1 tenantIds, $2 names) → { tenant_id, name }[]: which of these destinations are pull ones.
+  pullDestinations: `SELECT tenant_id, name FROM destinations
+    WHERE tenant_id = ANY($1::text[]) AND name = ANY($2::text[]) AND config ->> 'kind' = 'pull'`,
   // ($1 shards int[] (the locator's: shardOf(tenant, id)), $2 tenantIds, $3 ids, $4 eventShards)
   // → { tenant_id, id }[] of the pairs not located before (the first of repeats wins).
   locatorInsert: `INSERT INTO event_locator (shard, tenant_id, id, event_shard)
