@@ -66,7 +66,12 @@ export const CITUS_SQL = {
       .replace('$14::text[], $15::text[])', '$14::text[], $15::text[], $16::boolean[])')
       .replace('request_hash, queue, type, ord)', 'request_hash, queue, type, pull, ord)')
       .replace(/EXISTS \(SELECT 1 FROM destinations d[\s\S]*?= 'pull'\)/, 'input.pull');
-    if (!out.includes('ON CONFLICT DO NOTHING') || !out.includes('$16::boolean[]') || !out.includes('type, pull, ord)') || out.includes('FROM destinations'))
+    if (
+      !out.includes('ON CONFLICT DO NOTHING') ||
+      !out.includes('$16::boolean[]') ||
+      !out.includes('type, pull, ord)') ||
+      out.includes('FROM destinations')
+    )
       throw new Error('citus: eventInsertMany not rewritten');
     return out;
   })(),
