@@ -157,7 +157,7 @@ describe('Claimer', () => {
       store.claims.map((c) => c.refs.length),
       [250, 250, 100],
     );
-    assert.deepEqual(store.claims[0].refs[0], { tenantId: 't', id: 'e000', version: 1, group: null });
+    assert.deepEqual(store.claims[0].refs[0], { tenantId: 't', id: 'e000', version: 1, group: null, shard: 0 });
     assert.equal(
       new Set(store.claims.map((c) => c.leaseUntil)).size,
       3,

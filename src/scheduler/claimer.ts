@@ -279,7 +279,7 @@ export class Claimer {
       const refs = checked.filter((r) => owns(shards, r.shard));
       if (refs.length === 0) return;
       claimed = await this.deps.store.eventClaim({
-        refs: refs.map((r) => ({ tenantId: r.tenantId, id: r.id, version: r.version, group: r.group })),
+        refs: refs.map((r) => ({ tenantId: r.tenantId, id: r.id, version: r.version, group: r.group, shard: r.shard })),
         now,
         owner: this.deps.owner,
         leaseUntil,

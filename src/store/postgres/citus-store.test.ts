@@ -138,6 +138,7 @@ if (!skip) {
           pullGroupLock: [t, 'name:q', now, 100, shard, null],
           pullSettleMany: [[t], [id], ['r'], [null], ['succeeded'], [null], [null], [now], ['{}'], shard],
           pullExtend: [t, id, 'r', now, now, shard],
+          pullDestinations: [[t], ['d']],
         };
         const names = Object.keys(CITUS_SQL) as CitusQueryName[];
         assert.deepEqual(
