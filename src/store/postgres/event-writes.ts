@@ -233,8 +233,14 @@ async function recordRound(
   applied: boolean[],
 ): Promise<void> {
   if (indexes.length === 0) return;
+  const res = await run<{ ord: number }>(db, 'eventRecordAttempts', recordValues(outcomes, indexes, now));
+  for (const row of res.rows) applied[indexes[row.ord - 1]] = true;
+}
+
+/** eventRecordAttempts' values ($1-$10) for the outcomes at `indexes` (Citus appends its shard). */
+export function recordValues(outcomes: S.AttemptOutcome[], indexes: number[], now: number): unknown[] {
   const pick = <T>(f: (o: S.AttemptOutcome) => T) => indexes.map((i) => f(outcomes[i]));
-  const res = await run<{ ord: number }>(db, 'eventRecordAttempts', [
+  return [
     pick((o) => o.tenantId),
     pick((o) => o.id),
     pick((o) => o.version),
@@ -245,8 +251,7 @@ async function recordRound(
     pick((o) => o.error ?? null),
     pick((o) => o.durationMs),
     now,
-  ]);
-  for (const row of res.rows) applied[indexes[row.ord - 1]] = true;
+  ];
 }
 
 export async function rescue(db: Queryable, p: S.EventRescueParams): Promise<S.DueRef[]> {
@@ -304,31 +309,62 @@ async function first(res: Promise<pg.QueryResult<EventRow>>): Promise<EventRow |
 
 /** The conditional writes of cancel, replay and update at the version of `cur` (no row when it moved on). */
 function cancelAt(db: Queryable, p: S.EventMutateParams, cur: EventRow): Promise<EventRow | undefined> {
-  const detail = cancelDetail(p);
-  return first(
-    run<EventRow>(db, 'eventCancel', [
-      p.now,
-      p.tenantId,
-      p.id,
-      cur.version,
-      cur.state,
-      detail === null ? null : JSON.stringify(detail),
-      p.reason ?? null,
-    ]),
-  );
+  return first(run<EventRow>(db, 'eventCancel', cancelValues(p, cur)));
 }
 
 function replayAt(db: Queryable, p: S.EventMutateParams, cur: EventRow): Promise<EventRow | undefined> {
-  return first(
-    run<EventRow>(db, 'eventReplay', [
-      p.now,
-      p.tenantId,
-      p.id,
-      cur.version,
-      cur.state,
-      JSON.stringify(operationDetail({ attemptsBefore: cur.attempts }, p.operation)),
-    ]),
-  );
+  return first(run<EventRow>(db, 'eventReplay', replayValues(p, cur)));
+}
+
+/**
+ * The values of eventCancel ($1-$7), eventReplay ($1-$6) and eventEdit ($1-$14) at the version of
+ * `cur` (Citus appends the shard); a value's index is its parameter's number less one.
+ */
+export function cancelValues(p: S.EventMutateParams, cur: EventRow): unknown[] {
+  const detail = cancelDetail(p);
+  return [
+    p.now,
+    p.tenantId,
+    p.id,
+    cur.version,
+    cur.state,
+    detail === null ? null : JSON.stringify(detail),
+    p.reason ?? null,
+  ];
+}
+
+export function replayValues(p: S.EventMutateParams, cur: EventRow): unknown[] {
+  return [
+    p.now,
+    p.tenantId,
+    p.id,
+    cur.version,
+    cur.state,
+    JSON.stringify(operationDetail({ attemptsBefore: cur.attempts }, p.operation)),
+  ];
+}
+
+export function editValues(
+  p: S.EventMutateParams,
+  cur: EventRow,
+  e: NonNullable<ReturnType<typeof eventEdit>>,
+): unknown[] {
+  return [
+    e.fireAt,
+    e.dueAt,
+    e.payload,
+    e.headers,
+    e.destination,
+    e.expireAt,
+    e.requestHash,
+    p.now,
+    p.tenantId,
+    p.id,
+    cur.version,
+    JSON.stringify(operationDetail(e.detail, p.operation)),
+    e.queue,
+    e.type,
+  ];
 }
 
 /** A patch that changes nothing (same values, same requestHash) returns `cur` itself: no write. */
@@ -339,24 +375,7 @@ async function updateAt(
 ): Promise<EventRow | undefined> {
   const e = eventEdit(cur, p.patch);
   if (!e) return cur;
-  return first(
-    run<EventRow>(db, 'eventEdit', [
-      e.fireAt,
-      e.dueAt,
-      e.payload,
-      e.headers,
-      e.destination,
-      e.expireAt,
-      e.requestHash,
-      p.now,
-      p.tenantId,
-      p.id,
-      cur.version,
-      JSON.stringify(operationDetail(e.detail, p.operation)),
-      e.queue,
-      e.type,
-    ]),
-  );
+  return first(run<EventRow>(db, 'eventEdit', editValues(p, cur, e)));
 }
 
 export function cancel(db: Queryable, p: S.EventMutateParams): Promise<S.EventMutateResult> {
@@ -442,10 +461,26 @@ export async function pullClaim(pool: pg.Pool, p: S.EventPullClaimParams): Promi
 }
 
 /** A settle's values beyond its params: when it is due again (awaiting_retry only) and its transition's detail. */
-export function settleValues(p: S.EventPullSettleParams): { retryAt: number | null; detail: string } {
+function settleValues(p: S.EventPullSettleParams): { retryAt: number | null; detail: string } {
   checkAttemptTarget(p.to);
   const retryAt = p.to === 'awaiting_retry' ? (p.retryAt ?? p.now) : null;
   return { retryAt, detail: JSON.stringify(retryAt === null ? { pull: p.action } : { pull: p.action, retryAt }) };
+}
+
+/** pullSettleMany's values ($1-$9) for `settles` (Citus appends its shard). */
+export function settleManyValues(settles: S.EventPullSettleParams[]): unknown[] {
+  const values = settles.map(settleValues);
+  return [
+    settles.map((p) => p.tenantId),
+    settles.map((p) => p.id),
+    settles.map((p) => p.receipt),
+    settles.map((p) => p.attempts),
+    settles.map((p) => p.to),
+    values.map((v) => v.retryAt),
+    settles.map((p) => p.error ?? null),
+    settles.map((p) => p.now),
+    values.map((v) => v.detail),
+  ];
 }
 
 /** Many acks, nacks or expiries (Store.eventPullSettleMany): one statement; null where one changed nothing. */
@@ -453,20 +488,7 @@ export async function pullSettleMany(
   db: Queryable,
   settles: S.EventPullSettleParams[],
 ): Promise<(EventRecord | null)[]> {
-  const values = settles.map(settleValues);
-  const rows = (
-    await run<EventRow & { ord: string }>(db, 'pullSettleMany', [
-      settles.map((p) => p.tenantId),
-      settles.map((p) => p.id),
-      settles.map((p) => p.receipt),
-      settles.map((p) => p.attempts),
-      settles.map((p) => p.to),
-      values.map((v) => v.retryAt),
-      settles.map((p) => p.error ?? null),
-      settles.map((p) => p.now),
-      values.map((v) => v.detail),
-    ])
-  ).rows;
+  const rows = (await run<EventRow & { ord: string }>(db, 'pullSettleMany', settleManyValues(settles))).rows;
   const out: (EventRecord | null)[] = settles.map(() => null);
   for (const row of rows) out[Number(row.ord) - 1] = eventFromRow(row);
   return out;

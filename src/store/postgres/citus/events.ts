@@ -20,8 +20,7 @@ import type { EventState, TransitionRecord } from '../../../core/event.ts';
 import { SHARD_COUNT_DEFAULT, shardOf } from '../../../core/shard.ts';
 import { SQL_STATE_LISTS } from '../../core/state-lists.ts';
 import { checkDeleteTerminal, checkLimit, checkListDue } from '../../core/bounds.ts';
-import { operationDetail } from '../../core/bulk-rows.ts';
-import { cancelDetail, checkAttemptTarget, eventEdit, keyOf, mutateRefusal } from '../../core/event-writes.ts';
+import { checkAttemptTarget, eventEdit, keyOf, mutateRefusal } from '../../core/event-writes.ts';
 import {
   dueRefFromRow,
   eventFromRow,
@@ -33,7 +32,7 @@ import {
 import type * as S from '../../store.ts';
 import { inTransaction, rethrowUnavailable, type Queryable } from '../db.ts';
 import { PostgresEvents } from '../event-store.ts';
-import { insertMany, type InsertOps } from '../event-writes.ts';
+import { cancelValues, editValues, insertMany, type InsertOps, recordValues, replayValues } from '../event-writes.ts';
 import { perShardLimit, SKIP_SCAN_FACTOR } from '../due-list.ts';
 import { TX } from '../queries.ts';
 import { CITUS_SQL, type CitusQueryName } from './queries.ts';
@@ -351,21 +350,11 @@ export async function cancelAt(
   p: S.EventMutateParams,
   cur: EventRow,
 ): Promise<Change> {
-  const detail = cancelDetail(p);
-  const detailText = detail === null ? null : JSON.stringify(detail);
-  const row = (
-    await runCitus<EventRow>(client, 'eventCancel', [
-      p.now,
-      p.tenantId,
-      p.id,
-      cur.version,
-      cur.state,
-      detailText,
-      p.reason ?? null,
-      shard,
-    ])
-  ).rows[0];
-  return row && { row, transition: { kind: 'state', fromState: cur.state, toState: 'canceled', detail: detailText } };
+  const values = cancelValues(p, cur);
+  const row = (await runCitus<EventRow>(client, 'eventCancel', [...values, shard])).rows[0];
+  // The transition's detail is the statement's $6.
+  const detail = values[5] as string | null;
+  return row && { row, transition: { kind: 'state', fromState: cur.state, toState: 'canceled', detail } };
 }
 
 export async function replayAt(
@@ -374,10 +363,9 @@ export async function replayAt(
   p: S.EventMutateParams,
   cur: EventRow,
 ): Promise<Change> {
-  const detail = JSON.stringify(operationDetail({ attemptsBefore: cur.attempts }, p.operation));
-  const row = (
-    await runCitus<EventRow>(client, 'eventReplay', [p.now, p.tenantId, p.id, cur.version, cur.state, detail, shard])
-  ).rows[0];
+  const values = replayValues(p, cur);
+  const row = (await runCitus<EventRow>(client, 'eventReplay', [...values, shard])).rows[0];
+  const detail = values[5] as string; // $6
   return (
     row && { row, transition: { kind: 'replayed', fromState: cur.state, toState: 'scheduled', detail, attempt: 0 } }
   );
@@ -392,26 +380,9 @@ export async function updateAt(
 ): Promise<Change> {
   const e = eventEdit(cur, p.patch);
   if (!e) return { row: cur, transition: null };
-  const detail = JSON.stringify(operationDetail(e.detail, p.operation));
-  const row = (
-    await runCitus<EventRow>(client, 'eventEdit', [
-      e.fireAt,
-      e.dueAt,
-      e.payload,
-      e.headers,
-      e.destination,
-      e.expireAt,
-      e.requestHash,
-      p.now,
-      p.tenantId,
-      p.id,
-      cur.version,
-      detail,
-      e.queue,
-      e.type,
-      shard,
-    ])
-  ).rows[0];
+  const values = editValues(p, cur, e);
+  const row = (await runCitus<EventRow>(client, 'eventEdit', [...values, shard])).rows[0];
+  const detail = values[11] as string; // $12
   return row && { row, transition: { kind: 'updated', fromState: 'scheduled', toState: 'scheduled', detail } };
 }
 
@@ -539,21 +510,8 @@ export class CitusEvents extends PostgresEvents {
     applied: boolean[],
   ): Promise<void> {
     if (indexes.length === 0) return;
-    const pick = <T>(f: (o: S.AttemptOutcome) => T) => indexes.map((i) => f(outcomes[i]));
     const rows = (
-      await runCitus<RecordedRow>(client, 'eventRecordAttempts', [
-        pick((o) => o.tenantId),
-        pick((o) => o.id),
-        pick((o) => o.version),
-        pick((o) => o.owner),
-        pick((o) => o.to),
-        pick((o) => (o.to === 'awaiting_retry' ? (o.retryAt ?? now) : null)),
-        pick((o) => o.status ?? null),
-        pick((o) => o.error ?? null),
-        pick((o) => o.durationMs),
-        now,
-        shard,
-      ])
+      await runCitus<RecordedRow>(client, 'eventRecordAttempts', [...recordValues(outcomes, indexes, now), shard])
     ).rows;
     await transitionsInsert(
       client,

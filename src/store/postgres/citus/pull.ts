@@ -17,7 +17,7 @@ import { keyOf } from '../../core/event-writes.ts';
 import { eventFromRow, type EventRow } from '../../core/rows.ts';
 import * as S from '../../store.ts';
 import { inTransaction, type Queryable } from '../db.ts';
-import { settleValues } from '../event-writes.ts';
+import { settleManyValues } from '../event-writes.ts';
 import { PostgresPull } from '../pull-store.ts';
 import { TX } from '../queries.ts';
 import { locate, locateMany, runCitus, transitionsInsert } from './events.ts';
@@ -111,22 +111,8 @@ export class CitusPull extends PostgresPull {
 
   /** `settles` (all of `shard`) in one transaction there: the statement, then the transitions; null where one changed nothing. */
   private settleOnShard(shard: number, settles: S.EventPullSettleParams[]): Promise<(EventRecord | null)[]> {
-    const values = settles.map(settleValues);
     return inTransaction(this.pool, TX.begin, async (client: Queryable) => {
-      const rows = (
-        await runCitus<SettledRow>(client, 'pullSettleMany', [
-          settles.map((p) => p.tenantId),
-          settles.map((p) => p.id),
-          settles.map((p) => p.receipt),
-          settles.map((p) => p.attempts),
-          settles.map((p) => p.to),
-          values.map((v) => v.retryAt),
-          settles.map((p) => p.error ?? null),
-          settles.map((p) => p.now),
-          values.map((v) => v.detail),
-          shard,
-        ])
-      ).rows;
+      const rows = (await runCitus<SettledRow>(client, 'pullSettleMany', [...settleManyValues(settles), shard])).rows;
       await transitionsInsert(
         client,
         rows.map((r) => ({
