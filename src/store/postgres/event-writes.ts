@@ -398,18 +398,46 @@ export function update(db: Queryable, p: S.EventMutateParams & { patch: S.EventP
  * One bulk step (Store.bulkJobStep) in one transaction: the job row locked while `owner` holds
  * its lease, each change by the single-event write at the version read, then the progress.
  */
-export async function bulkStep(pool: pg.Pool, p: S.BulkJobStepParams): Promise<S.BulkJobStepResult | null> {
+/** How a layout reads a bulk step's events and makes one change (plain PostgreSQL below; Citus: citus/bulk.ts). */
+export interface BulkStepOps {
+  /** The stored rows of the tenant's events `ids` (any order; those that do not exist are left out). */
+  read(db: Queryable, tenantId: string, ids: string[]): Promise<EventRow[]>;
+  /** The conditional write of `change` at the version of `cur`: the row after it, or undefined when it moved on. */
+  change(
+    db: Queryable,
+    change: S.BulkJobStepParams['changes'][number],
+    p: S.EventMutateParams,
+    cur: EventRow,
+  ): Promise<EventRow | undefined>;
+}
+
+const PLAIN_BULK_STEP: BulkStepOps = {
+  read: async (db, tenantId, ids) => (await run<EventRow>(db, 'eventGetMany', [ids.map(() => tenantId), ids])).rows,
+  change: (db, c, p, cur) =>
+    c.kind === 'cancel'
+      ? cancelAt(db, p, cur)
+      : c.kind === 'replay'
+        ? replayAt(db, p, cur)
+        : updateAt(db, { ...p, patch: c.patch }, cur),
+};
+
+export async function bulkStep(
+  pool: pg.Pool,
+  p: S.BulkJobStepParams,
+  ops: BulkStepOps = PLAIN_BULK_STEP,
+): Promise<S.BulkJobStepResult | null> {
   return inTransaction(pool, TX.begin, async (client) => {
     if ((await runBulk(client, 'bulkJobLeaseCheck', [p.tenantId, p.id, p.owner, p.now])).rowCount !== 1) return null;
     const operation = { name: p.operation, id: p.id };
-    // The page's rows in one statement, then each change by its conditional write at the version
-    // the job selected: one round trip per event, not two. An event that moved on since (another
+    // The page's rows in one read, then each change by its conditional write at the version the
+    // job selected: one round trip per event, not two. An event that moved on since (another
     // version or state, or a write that finds nothing) is skipped, as the single call would refuse it.
-    const rows = await run<EventRow>(client, 'eventGetMany', [
-      p.changes.map(() => p.tenantId),
+    const rows = await ops.read(
+      client,
+      p.tenantId,
       p.changes.map((c) => c.id),
-    ]);
-    const current = new Map(rows.rows.map((r) => [r.id, r]));
+    );
+    const current = new Map(rows.map((r) => [r.id, r]));
     const changed: EventRecord[] = [];
     for (const c of p.changes) {
       const cur = current.get(c.id);
@@ -417,12 +445,7 @@ export async function bulkStep(pool: pg.Pool, p: S.BulkJobStepParams): Promise<S
       const allowed =
         c.kind === 'cancel' ? CANCELABLE_STATES : c.kind === 'replay' ? REPLAYABLE_STATES : EDITABLE_STATES;
       if (!cur || mutateRefusal(cur, base, allowed, c.kind !== 'cancel')) continue;
-      const row =
-        c.kind === 'cancel'
-          ? await cancelAt(client, base, cur)
-          : c.kind === 'replay'
-            ? await replayAt(client, base, cur)
-            : await updateAt(client, { ...base, patch: c.patch }, cur);
+      const row = await ops.change(client, c, base, cur);
       if (row && row.version !== c.version) changed.push(eventFromRow(row));
     }
     const res = await runBulk<BulkJobRow>(client, 'bulkJobProgress', [
