@@ -221,11 +221,11 @@ describe("SourceIngest: large messages (a tenant with the default limits, the no
       /^invalid_request: events: more than 1000 events in one message.*batchEventsMax/,
     );
     console.log(
-      `a ${flood.length}-byte message of {} items: refused in ${watched.ms.toFixed(0)} ms, event loop held at most ${watched.delayMaxMs.toFixed(1)} ms (one JSON.parse of it: ${nativeMs.toFixed(0)} ms)`,
+      `a ${flood.length}-byte message of {} items: refused in ${watched.ms.toFixed(0)} ms, event loop held at most ${watched.cpuHeldMaxMs.toFixed(1)} ms of CPU, ${watched.delayMaxMs.toFixed(1)} ms of wall-clock time (one JSON.parse of it: ${nativeMs.toFixed(0)} ms)`,
     );
     assert.ok(
-      watched.delayMaxMs < Math.max(100, nativeMs / 2),
-      `event loop held ${watched.delayMaxMs.toFixed(1)} ms (one JSON.parse: ${nativeMs.toFixed(0)} ms)`,
+      watched.cpuHeldMaxMs < Math.max(100, nativeMs / 2),
+      `event loop held ${watched.cpuHeldMaxMs.toFixed(1)} ms of CPU (one JSON.parse: ${nativeMs.toFixed(0)} ms)`,
     );
   });
 
