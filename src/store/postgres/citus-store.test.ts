@@ -116,20 +116,28 @@ if (!skip) {
         const t = 'tenant';
         const id = 'evt';
         const shard = 7;
+        // Two Belfry shards that one Citus shard holds: what a statement over a group names.
+        const placed = await db.query<{ shard: number; id: string }>(
+          `SELECT s AS shard, get_shard_id_for_distribution_column('events', s)::text AS id FROM generate_series(0, 255) s`,
+        );
+        const citusShard = placed.rows.find((r) => r.shard === shard)!.id;
+        const group = placed.rows.filter((r) => r.id === citusShard).map((r) => r.shard);
+        assert.ok(group.length >= 2, `Belfry shards of one Citus shard: ${JSON.stringify(group)}`);
         const now = Date.UTC(2026, 0, 1);
         const hot: Partial<Record<CitusQueryName, unknown[]>> = {
           eventGet: [t, id, shard],
-          eventGetMany: [shard, [t], [id]],
+          eventGetMany: [group, [t], [id]],
           locatorGet: [3, t, id],
-          eventClaim: [[t], [id], [1], 'node-a', now + 1, now, '{}', true, shard],
-          eventGroupLock: [[t], [id], shard],
+          eventClaim: [[t], [id], [1], 'node-a', now + 1, now, '{}', true, group],
+          eventGroupLock: [[t], [id], group],
           eventGroupFirst: [t, 'g', shard],
-          eventRecordAttempts: [[t], [id], [2], ['node-a'], ['succeeded'], [null], [200], [null], [5], now, shard],
+          eventRecordAttempts: [[t], [id], [2], ['node-a'], ['succeeded'], [null], [200], [null], [5], now, group],
           eventCancel: [now, t, id, 1, 'scheduled', null, null, shard],
           eventReplay: [now, t, id, 1, 'archived', '{}', shard],
           eventEdit: [now, now, '{}', '{}', '{"name":"d"}', null, 'h', now, t, id, 1, '{}', 'name:d', null, shard],
           transitionList: [t, id, 0, 100, shard],
           eventListDueShard: [now, 0, '', '', 100, shard],
+          eventListDueGroup: [now, 0, '', '', 100, 20, group],
           eventListDueQueue: [t, 'name:d', now, 0, '', 100, null, shard],
           eventRescue: [now, null, 100, now, null, shard],
           eventRescueDead: [['node-a'], 1000, 100, now, shard],
@@ -162,9 +170,9 @@ if (!skip) {
           await tasks(
             `INSERT INTO transitions (shard, tenant_id, event_id, seq, at, kind, from_state, to_state, attempt, status, error,
                duration_ms, lateness_ms, detail) VALUES ($1::int, $2::text, $3::text, 2, 0, 'state', 'scheduled', 'executing', 1,
-               NULL, NULL, NULL, 0, NULL), ($1::int, $2::text, $4::text, 2, 0, 'state', 'scheduled', 'executing', 1, NULL, NULL,
+               NULL, NULL, NULL, 0, NULL), ($5::int, $2::text, $4::text, 2, 0, 'state', 'scheduled', 'executing', 1, NULL, NULL,
                NULL, 0, NULL)`,
-            [shard, t, id, 'other'],
+            [group[0], t, id, 'other', group[1]],
           ),
           [1],
         );

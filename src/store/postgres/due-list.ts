@@ -18,9 +18,10 @@ import { SHARD_COUNT_DEFAULT } from '../../core/shard.ts';
 import type { DueRef, EventListDueParams } from '../store.ts';
 import { run, type Queryable } from './db.ts';
 import { dueRefFromRow, type DueRefRow } from '../core/rows.ts';
+import type pg from 'pg';
 
 /** Rounds of small per-shard reads before the exact last round. */
-const DUE_ROUNDS_MAX = 4;
+export const DUE_ROUNDS_MAX = 4;
 /** With skip, a shard's scan examines at most this many times its share of the page's rows. */
 export const SKIP_SCAN_FACTOR = 8;
 /** Extra rows per shard beyond the even share, against the variance of an even hash. */
@@ -31,7 +32,16 @@ export function perShardLimit(wanted: number, shardCount: number): number {
   return Math.min(wanted, Math.ceil((2 * wanted) / Math.max(1, shardCount)) + PER_SHARD_SLACK);
 }
 
-export async function listDue(db: Queryable, params: EventListDueParams): Promise<DueRef[]> {
+/** Runs eventListDueShards' statement (bind values as it takes them): the plain one, or Citus' pinned to one Citus shard. */
+export type DueShardsStatement = (db: Queryable, bind: unknown[]) => Promise<pg.QueryResult<DueRefRow & { bounded: boolean }>>;
+
+const PLAIN_DUE_SHARDS: DueShardsStatement = (db, bind) => run(db, 'eventListDueShards', bind);
+
+export async function listDue(
+  db: Queryable,
+  params: EventListDueParams,
+  dueShards: DueShardsStatement = PLAIN_DUE_SHARDS,
+): Promise<DueRef[]> {
   const shards = params.shards === null ? null : [...new Set(params.shards)];
   if (params.queue) {
     const { tenantId, queue, from } = params.queue;
@@ -80,7 +90,7 @@ export async function listDue(db: Queryable, params: EventListDueParams): Promis
     const res =
       shards === null
         ? await run<DueRefRow & { bounded: boolean }>(db, 'eventListDueAll', bind)
-        : await run<DueRefRow & { bounded: boolean }>(db, 'eventListDueShards', [...bind, shards]);
+        : await dueShards(db, [...bind, shards]);
     for (const row of res.rows) out.push(dueRefFromRow(row));
     const last = out[out.length - 1];
     if (res.rows.length === 0 || !res.rows[0].bounded || out.length >= params.limit) return out;

@@ -33,9 +33,10 @@ import type * as S from '../../store.ts';
 import { inTransaction, rethrowUnavailable, type Queryable } from '../db.ts';
 import { PostgresEvents } from '../event-store.ts';
 import { cancelValues, editValues, insertMany, type InsertOps, recordValues, replayValues } from '../event-writes.ts';
-import { perShardLimit, SKIP_SCAN_FACTOR } from '../due-list.ts';
+import { DUE_ROUNDS_MAX, type DueShardsStatement, listDue, perShardLimit, SKIP_SCAN_FACTOR } from '../due-list.ts';
 import { TX } from '../queries.ts';
 import { CITUS_SQL, type CitusQueryName } from './queries.ts';
+import { Placement } from './placement.ts';
 import type pg from 'pg';
 
 /**
@@ -107,7 +108,7 @@ const TRANSITION_TYPES = [
   'text',
 ];
 
-/** Appends `rows` (all of one shard) in one multi-row INSERT, which Citus sends to that shard alone. */
+/** Appends `rows` (all of one Citus shard) in one multi-row INSERT, which Citus sends to that shard alone. */
 export async function transitionsInsert(db: Queryable, rows: TransitionInsert[]): Promise<void> {
   if (rows.length === 0) return;
   const values: unknown[] = [];
@@ -152,22 +153,23 @@ function groupByShard(shards: readonly (number | null)[]): Map<number, number[]>
   return out;
 }
 
-/** Runs `work` for every entry of `groups`, at most SHARDS_IN_FLIGHT at once. */
-async function eachShard<R>(
-  groups: Map<number, number[]>,
-  work: (shard: number, indexes: number[]) => Promise<R>,
-): Promise<R[]> {
-  const entries = [...groups];
-  const out: R[] = new Array(entries.length);
+/** Runs `work` for every item, at most SHARDS_IN_FLIGHT at once; answers the results in the items' order. */
+async function inParallel<T, R>(items: readonly T[], work: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array(items.length);
   let next = 0;
   const worker = async () => {
-    while (next < entries.length) {
+    while (next < items.length) {
       const k = next++;
-      out[k] = await work(entries[k][0], entries[k][1]);
+      out[k] = await work(items[k]);
     }
   };
-  await Promise.all(Array.from({ length: Math.min(SHARDS_IN_FLIGHT, entries.length) }, worker));
+  await Promise.all(Array.from({ length: Math.min(SHARDS_IN_FLIGHT, items.length) }, worker));
   return out;
+}
+
+/** Runs `work` for every entry of `groups` (shard → indexes), at most SHARDS_IN_FLIGHT at once. */
+function eachShard<R>(groups: Map<number, number[]>, work: (shard: number, indexes: number[]) => Promise<R>): Promise<R[]> {
+  return inParallel([...groups], ([shard, indexes]) => work(shard, indexes));
 }
 
 /** The shard of event (tenant, id), or null when no such event exists. */
@@ -204,7 +206,7 @@ export async function readMany(db: Queryable, keys: readonly { tenantId: string;
   const groups = groupByShard(found.map((k) => located.get(keyOf(k.tenantId, k.id))!));
   const pages = await eachShard(groups, async (shard, indexes) => {
     const res = await runCitus<EventRow>(db, 'eventGetMany', [
-      shard,
+      [shard],
       [...new Set(indexes.map((i) => found[i].tenantId))],
       [...new Set(indexes.map((i) => found[i].id))],
     ]);
@@ -247,6 +249,9 @@ export const CITUS_INSERT: InsertOps = {
   },
   readStored: (db, events) => readMany(db, events),
 };
+
+/** The statement of a due list over the Belfry shards of one Citus shard (due-list.ts). */
+const dueInGroup: DueShardsStatement = (db, bind) => runCitus(db, 'eventListDueGroup', bind);
 
 /** Due order: (dueAt, tenantId, id). */
 function byDue(a: S.DueRef, b: S.DueRef): number {
@@ -402,6 +407,8 @@ type RecordedRow = {
 };
 
 export class CitusEvents extends PostgresEvents {
+  private readonly placement = new Placement(this.pool);
+
   override async eventInsertMany(params: S.EventInsertManyParams): Promise<S.EventInsertResult[]> {
     if (params.events.length === 0) return [];
     const relaxed = await this.durability.allRelaxed(
@@ -420,16 +427,19 @@ export class CitusEvents extends PostgresEvents {
     return row ? eventFromRow(row) : null;
   }
 
-  /** Each shard's refs in one transaction of its own: the group locks (on that shard's worker), the claim, its transitions. */
+  /**
+   * The refs of each Citus shard in one transaction of their own: the group locks (on that shard's
+   * worker), the claim, its transitions.
+   */
   override async eventClaim(p: S.EventClaimParams): Promise<EventRecord[]> {
     if (p.refs.length === 0) return [];
-    const groups = groupByShard(await this.refShards(p.refs));
+    const groups = await this.placement.group(await this.refShards(p.refs));
     const detail = JSON.stringify({ owner: p.owner });
-    const parts = await eachShard(groups, (shard, refIndexes) => {
+    const parts = await inParallel(groups, ({ shards, indexes: refIndexes }) => {
       const refs = refIndexes.map((i) => p.refs[i]);
       return inTransaction(this.claimPool, TX.begin, async (client) => {
         if (refs.some((r) => r.group !== null))
-          await runCitus(client, 'eventGroupLock', [refs.map((r) => r.tenantId), refs.map((r) => r.id), shard]);
+          await runCitus(client, 'eventGroupLock', [refs.map((r) => r.tenantId), refs.map((r) => r.id), shards]);
         const rows = (
           await runCitus<ClaimedRow>(client, 'eventClaim', [
             refs.map((r) => r.tenantId),
@@ -440,13 +450,13 @@ export class CitusEvents extends PostgresEvents {
             p.now,
             detail,
             p.fenceByShardOwner === true,
-            shard,
+            shards,
           ])
         ).rows;
         await transitionsInsert(
           client,
           rows.map((r) => ({
-            shard,
+            shard: r.shard,
             tenantId: r.tenant_id,
             eventId: r.id,
             seq: r.version,
@@ -472,8 +482,8 @@ export class CitusEvents extends PostgresEvents {
     if (outcomes.length === 0) return [];
     for (const o of outcomes) checkAttemptTarget(o.to);
     const applied = new Array<boolean>(outcomes.length).fill(false);
-    const groups = groupByShard(await this.refShards(outcomes));
-    await eachShard(groups, (shard, indexes) => {
+    const groups = await this.placement.group(await this.refShards(outcomes));
+    await inParallel(groups, ({ shards, indexes }) => {
       return inTransaction(this.pool, TX.begin, async (client) => {
         // As on plain PostgreSQL: of several outcomes for one event the first that matches
         // applies; each round sends at most one outcome per event.
@@ -492,7 +502,7 @@ export class CitusEvents extends PostgresEvents {
               round.push(i);
             }
           }
-          await this.recordRound(client, outcomes, round, now, shard, applied);
+          await this.recordRound(client, outcomes, round, now, shards, applied);
           for (const i of round) if (applied[i]) done.add(keyOf(outcomes[i].tenantId, outcomes[i].id));
           pending = later;
         }
@@ -506,17 +516,17 @@ export class CitusEvents extends PostgresEvents {
     outcomes: S.AttemptOutcome[],
     indexes: number[],
     now: number,
-    shard: number,
+    shards: number[],
     applied: boolean[],
   ): Promise<void> {
     if (indexes.length === 0) return;
     const rows = (
-      await runCitus<RecordedRow>(client, 'eventRecordAttempts', [...recordValues(outcomes, indexes, now), shard])
+      await runCitus<RecordedRow>(client, 'eventRecordAttempts', [...recordValues(outcomes, indexes, now), shards])
     ).rows;
     await transitionsInsert(
       client,
       rows.map((r) => ({
-        shard,
+        shard: r.shard,
         tenantId: r.tenant_id,
         eventId: r.id,
         seq: r.version,
@@ -687,12 +697,13 @@ export class CitusEvents extends PostgresEvents {
           ).rows.map((r) => r.shard)
         : [...new Set(params.shards)];
     if (shards.length === 0) return [];
+    if (!params.skip?.length) return this.listDueGroups(params, shards);
     const after = params.after ?? { dueAt: Number.MIN_SAFE_INTEGER, tenantId: '', id: '' };
-    const skip = params.skip ?? [];
+    const skip = params.skip;
     // With skip, as plain PostgreSQL's dueSkip: each shard examines at most SKIP_SCAN_FACTOR times
     // its share of the page, and is known up to its k-th row not skipped or its last row examined.
     const k = perShardLimit(params.limit, shards.length);
-    const examine = skip.length > 0 ? k * SKIP_SCAN_FACTOR : params.limit;
+    const examine = k * SKIP_SCAN_FACTOR;
     const pages = await eachShard(new Map(shards.map((s) => [s, []])), async (shard) =>
       (
         await runCitus<DueRefRow>(this.pool, 'eventListDueShard', [
@@ -705,7 +716,6 @@ export class CitusEvents extends PostgresEvents {
         ])
       ).rows.map(dueRefFromRow),
     );
-    if (skip.length === 0) return pages.flat().sort(byDue).slice(0, params.limit);
     const skipped = (r: S.DueRef) =>
       skip.some(
         (m) =>
@@ -737,6 +747,43 @@ export class CitusEvents extends PostgresEvents {
       .slice(0, params.limit);
     if (b !== null && page.length < params.limit && !page.some((r) => byDue(r, b) === 0)) page.push(b);
     return page;
+  }
+
+  /**
+   * A due list without skip: for each Citus shard, the plain due list over the Belfry shards it
+   * holds (due-list.ts, its statement pinned to them: one router query a round), asked for its share
+   * k of the page; merged here as that list merges shards. A group that gave k rows may hold more
+   * after its last one, so the page is the rows up to the smallest such last row; a round short of
+   * the page goes on after it, and the last round asks each group for all that is missing, which
+   * is exact.
+   */
+  private async listDueGroups(params: S.EventListDueParams, shards: number[]): Promise<S.DueRef[]> {
+    const groups = await this.placement.group(shards);
+    const out: S.DueRef[] = [];
+    let after = params.after;
+    for (let round = 0; round < DUE_ROUNDS_MAX; round++) {
+      const wanted = params.limit - out.length;
+      const k = round === DUE_ROUNDS_MAX - 1 ? wanted : perShardLimit(wanted, groups.length);
+      const pages = await inParallel(groups, (g) =>
+        listDue(this.pool, { ...params, after, limit: k, shards: g.shards }, dueInGroup),
+      );
+      let bound: S.DueRef | null = null;
+      for (const page of pages) {
+        const last = page[page.length - 1];
+        if (page.length === k && (bound === null || byDue(last, bound) < 0)) bound = last;
+      }
+      const b = bound;
+      const rows = pages
+        .flat()
+        .filter((r) => b === null || byDue(r, b) <= 0)
+        .sort(byDue)
+        .slice(0, wanted);
+      out.push(...rows);
+      if (b === null || rows.length === 0 || out.length >= params.limit) return out;
+      const last = out[out.length - 1];
+      after = { dueAt: last.dueAt, tenantId: last.tenantId, id: last.id };
+    }
+    return out;
   }
 
   /** One queue's rows (params.queue): each shard that holds one read on its own, merged by (dueAt, id). */

@@ -7,6 +7,7 @@
  * makes any statement a multi-step one, or refuses it. So each state change here is:
  *
  *   pinned(...)    every events / transitions reference also says `shard = $n` (one Belfry shard),
+ *                  or `shard = ANY($n)` (the Belfry shards of one Citus shard: placement.ts),
  *   untraced(...)  without its `traced` CTE: the transitions follow in a second statement of the
  *                  same transaction (transitionsInsert), on the same shard, so the transaction
  *                  commits on one worker.
@@ -17,16 +18,20 @@
 import { SQL_STATE_LISTS } from '../../core/state-lists.ts';
 import { DUE_IN_SHARD, EVENT_COLUMNS, SQL, TRANSITION_COLUMNS } from '../queries.ts';
 
-/** `sql` with every events / transitions reference of queries.ts' spellings also compared with shard `$n`. */
-export function pinned(sql: string, n: number): string {
-  const p = `$${n}::int`;
+/**
+ * `sql` with every events / transitions reference of queries.ts' spellings also compared with shard
+ * `$n` (an int), or with `many`, with the shards of `$n` (an int[] whose shards one Citus shard holds).
+ */
+export function pinned(sql: string, n: number, many = false): string {
+  const p = many ? `ANY($${n}::int[])` : `$${n}::int`;
   const out = sql
     .replaceAll('WHERE e.tenant_id', `WHERE e.shard = ${p} AND e.tenant_id`)
     .replaceAll('WHERE o.tenant_id', `WHERE o.shard = ${p} AND o.tenant_id`)
     .replace(/WHERE e\.ctid = (\w+)\.row_id/g, (_m, a) => `WHERE e.shard = ${p} AND e.ctid = ${a}.row_id`)
     .replace(/WHERE tenant_id = \$(\d+)/g, (_m, k) => `WHERE shard = ${p} AND tenant_id = $${k}`)
     .replaceAll('WHERE events.tenant_id', `WHERE events.shard = ${p} AND events.tenant_id`)
-    .replaceAll('JOIN events e ON e.tenant_id', `JOIN events e ON e.shard = ${p} AND e.tenant_id`);
+    .replaceAll('JOIN events e ON e.tenant_id', `JOIN events e ON e.shard = ${p} AND e.tenant_id`)
+    .replaceAll('WHERE e.shard = s.shard', `WHERE e.shard = s.shard AND e.shard = ${p}`);
   if (out === sql) throw new Error(`citus: nothing to pin in: ${sql.slice(0, 80)}`);
   return out;
 }
@@ -53,9 +58,10 @@ export const TRANSITION_INSERT_COLUMNS = `shard, ${TRANSITION_COLUMNS}`.split(',
 export const CITUS_SQL = {
   // ($1 tenantId, $2 id, $3 shard) → EventRow | no row.
   eventGet: pinned(SQL.eventGet, 3),
-  // ($1 shard, $2 tenantIds, $3 ids) → EventRow[]: the events of that shard whose tenant is one of
-  // $2 and id one of $3 (a superset of the pairs asked; the caller keeps the pairs).
-  eventGetMany: `SELECT ${EVENT_COLUMNS} FROM events WHERE shard = $1::int AND tenant_id = ANY($2::text[]) AND id = ANY($3::text[])`,
+  // ($1 shards int[] (of one Citus shard), $2 tenantIds, $3 ids) → EventRow[]: the events of those
+  // shards whose tenant is one of $2 and id one of $3 (a superset of the pairs asked; the caller
+  // keeps the pairs).
+  eventGetMany: `SELECT ${EVENT_COLUMNS} FROM events WHERE shard = ANY($1::int[]) AND tenant_id = ANY($2::text[]) AND id = ANY($3::text[])`,
   // As SQL.eventInsertMany, plus $16 pulls boolean[] (whether each event's destination is a pull
   // one: read by the caller, since a per-row look into a reference table from an INSERT ... SELECT
   // that Citus runs through the coordinator costs a round trip per row); its conflict target is the
@@ -88,17 +94,17 @@ export const CITUS_SQL = {
   // ($1 shards int[], $2 tenantIds, $3 ids) → { tenant_id, id, event_shard }[] (a superset, as eventGetMany).
   locatorGetMany: `SELECT tenant_id, id, event_shard FROM event_locator
     WHERE shard = ANY($1::int[]) AND tenant_id = ANY($2::text[]) AND id = ANY($3::text[])`,
-  // As SQL.eventClaim, on shard $9, without its transitions.
-  eventClaim: untraced(pinned(SQL.eventClaim, 9)),
-  // As SQL.eventGroupLock, on shard $3: the locks are taken on the shard's worker, as every claim of
-  // a group on Citus takes them.
-  eventGroupLock: pinned(SQL.eventGroupLock, 3),
+  // As SQL.eventClaim, on the shards $9 (of one Citus shard), without its transitions.
+  eventClaim: untraced(pinned(SQL.eventClaim, 9, true)),
+  // As SQL.eventGroupLock, on the shards $3 (of one Citus shard): the locks are taken on that
+  // shard's worker, as every claim of a group on Citus takes them.
+  eventGroupLock: pinned(SQL.eventGroupLock, 3, true),
   // As SQL.eventGroupFirst, on shard $3.
   eventGroupFirst: pinned(SQL.eventGroupFirst, 3),
-  // As SQL.eventRecordAttempts, on shard $11, without its transitions.
+  // As SQL.eventRecordAttempts, on the shards $11 (of one Citus shard), without its transitions
   // (its rows whole: their transitions follow).
   eventRecordAttempts: (() => {
-    const out = untraced(pinned(SQL.eventRecordAttempts, 11)).replace('SELECT ord FROM done', 'SELECT * FROM done');
+    const out = untraced(pinned(SQL.eventRecordAttempts, 11, true)).replace('SELECT ord FROM done', 'SELECT * FROM done');
     if (!out.endsWith('SELECT * FROM done')) throw new Error('citus: eventRecordAttempts answers no rows');
     return out;
   })(),
@@ -108,13 +114,13 @@ export const CITUS_SQL = {
   eventEdit: untraced(pinned(SQL.eventEdit, 15)),
   // As SQL.transitionList, on shard $5.
   transitionList: pinned(SQL.transitionList, 5),
+  // As SQL.eventListDueShards, over the shards $7 (of one Citus shard): each one's scan, merged.
+  eventListDueGroup: pinned(SQL.eventListDueShards, 7, true),
   // ($1 untilMs, $2 afterDueAt, $3 afterTenantId, $4 afterId, $5 limit, $6 shard) → DueRefRow[]:
-  // the first $5 fireable rows of shard $6 after the cursor, group heads only, in due order.
+  // the first $5 fireable rows of shard $6 after the cursor, group heads only, in due order (a due
+  // list with skip reads each shard on its own).
   eventListDueShard: (() => {
-    const out = pinned(DUE_IN_SHARD.replace('LIMIT $6', 'LIMIT $5'), 6).replace(
-      'e.shard = s.shard',
-      'e.shard = $6::int',
-    );
+    const out = pinned(DUE_IN_SHARD.replace('LIMIT $6', 'LIMIT $5'), 6).replace('e.shard = s.shard AND ', '');
     if (out.includes('s.shard')) throw new Error('citus: the due scan is not pinned');
     return out;
   })(),
