@@ -33,7 +33,10 @@ export function perShardLimit(wanted: number, shardCount: number): number {
 }
 
 /** Runs eventListDueShards' statement (bind values as it takes them): the plain one, or Citus' pinned to one Citus shard. */
-export type DueShardsStatement = (db: Queryable, bind: unknown[]) => Promise<pg.QueryResult<DueRefRow & { bounded: boolean }>>;
+export type DueShardsStatement = (
+  db: Queryable,
+  bind: unknown[],
+) => Promise<pg.QueryResult<DueRefRow & { bounded: boolean }>>;
 
 const PLAIN_DUE_SHARDS: DueShardsStatement = (db, bind) => run(db, 'eventListDueShards', bind);
 

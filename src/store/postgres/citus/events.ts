@@ -168,7 +168,10 @@ async function inParallel<T, R>(items: readonly T[], work: (item: T) => Promise<
 }
 
 /** Runs `work` for every entry of `groups` (shard → indexes), at most SHARDS_IN_FLIGHT at once. */
-function eachShard<R>(groups: Map<number, number[]>, work: (shard: number, indexes: number[]) => Promise<R>): Promise<R[]> {
+function eachShard<R>(
+  groups: Map<number, number[]>,
+  work: (shard: number, indexes: number[]) => Promise<R>,
+): Promise<R[]> {
   return inParallel([...groups], ([shard, indexes]) => work(shard, indexes));
 }
 

@@ -104,7 +104,10 @@ export const CITUS_SQL = {
   // As SQL.eventRecordAttempts, on the shards $11 (of one Citus shard), without its transitions
   // (its rows whole: their transitions follow).
   eventRecordAttempts: (() => {
-    const out = untraced(pinned(SQL.eventRecordAttempts, 11, true)).replace('SELECT ord FROM done', 'SELECT * FROM done');
+    const out = untraced(pinned(SQL.eventRecordAttempts, 11, true)).replace(
+      'SELECT ord FROM done',
+      'SELECT * FROM done',
+    );
     if (!out.endsWith('SELECT * FROM done')) throw new Error('citus: eventRecordAttempts answers no rows');
     return out;
   })(),
