@@ -2,6 +2,7 @@
 import type { ScenarioOptions, ScenarioResult } from './lib/report.ts';
 import { BacklogRun } from './scenarios/backlog.ts';
 import { burst } from './scenarios/burst.ts';
+import { CITUS_WORKER_COUNTS, CitusRun, citusServerLabel } from './scenarios/citus.ts';
 import { fire } from './scenarios/fire.ts';
 import { ingest } from './scenarios/ingest.ts';
 import { PACED_MAX_CONCURRENCY, PACED_RATES, paced, pacedPull, type PacedPullSystem } from './scenarios/paced.ts';
@@ -178,6 +179,23 @@ function schedulesSteps(p: PlanOptions): Step[] {
   );
 }
 
+/**
+ * Belfry on plain PostgreSQL, then on Citus with 1 and with 2 workers: a step each, the later ones
+ * compared with the first. Belfry's PostgreSQL store only, against no peer.
+ */
+function citusSteps(p: PlanOptions): Step[] {
+  if (p.store !== undefined || p.systems !== undefined)
+    throw new Error('--store and --systems do not apply to "citus" (Belfry on PostgreSQL and on Citus)');
+  const run = new CitusRun(p.opts);
+  return CITUS_WORKER_COUNTS.map(
+    (workers): Step => ({
+      kind: 'custom',
+      title: `citus · ${citusServerLabel(workers)}`,
+      run: async () => [await run.measure(workers)],
+    }),
+  );
+}
+
 /** The SDK's creates (batching on and off) against BullMQ's add(), both durable: one step, Belfry on SQLite. */
 function sdkStep(p: PlanOptions): Step {
   return { kind: 'custom', title: 'sdk · belfry-sqlite, bullmq', run: () => sdk(p.opts) };
@@ -212,6 +230,8 @@ export function planSteps(name: string, p: PlanOptions): Step[] {
       return queuesSteps(p);
     case 'sdk':
       return [sdkStep(p)];
+    case 'citus':
+      return citusSteps(p);
     case 'all':
       if (p.opts.n !== undefined || p.opts.rate !== undefined)
         throw new Error(
@@ -232,7 +252,7 @@ export function planSteps(name: string, p: PlanOptions): Step[] {
       ];
     default:
       throw new Error(
-        `unknown scenario "${name}" (ingest, sdk, fire, precision, burst, backlog, reads, limits, pull, schedules, paced, queues, all)`,
+        `unknown scenario "${name}" (ingest, sdk, fire, precision, burst, backlog, reads, limits, pull, schedules, paced, queues, citus, all)`,
       );
   }
 }

@@ -1,7 +1,7 @@
 /**
  * The benchmark command (see bench/README.md):
  *
- *   npm run bench -- <ingest|sdk|fire|precision|burst|backlog|reads|limits|pull|schedules|paced|queues|all> [--store sqlite|postgres]
+ *   npm run bench -- <ingest|sdk|fire|precision|burst|backlog|reads|limits|pull|schedules|paced|queues|citus|all> [--store sqlite|postgres]
  *                    [--systems belfry,bullmq,bullmq-postgres,pg-boss,graphile-worker] [--n N] [--rate R] [--duration 60s]
  *                    [--channel http|kafka|nats|amqp|redis]  (fire, precision: Belfry to a broker, with a live consumer)
  *   npm run bench -- report bench/results/<file>.json      (the summary and charts of a finished run)
@@ -11,22 +11,20 @@
  * Prints the per-step table and the side-by-side summary, and writes
  * bench/results/<name>-<timestamp>.json and one SVG chart per firing scenario.
  */
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parseDurationMs } from '../src/core/duration.ts';
 import { renderCharts } from './lib/charts.ts';
 import { cpuMark, otherCpuMetric } from './lib/machine.ts';
-import { startReceiverProcess } from './lib/receiver-process.ts';
 import { BROKER_CHANNELS, type BenchChannel } from './lib/bench-channel.ts';
 import { printTable, resultsStem, writeResults, type ScenarioOptions, type ScenarioResult } from './lib/report.ts';
-import { pgCheckpoint, pgStartedAt } from './lib/pg.ts';
+import { pgStartedAt, settle } from './lib/pg.ts';
 import { printSummary, summaryFigures } from './lib/summary.ts';
 import { planSteps, type Step } from './plan.ts';
+import { runOnSystem } from './scenarios/scenario.ts';
 import { startSystem } from './systems/index.ts';
-import type { System } from './systems/system.ts';
 
-const USAGE = `usage: npm run bench -- report <results.json> | <ingest|sdk|fire|precision|burst|backlog|reads|limits|pull|schedules|paced|queues|all> [--store sqlite|postgres] [--systems belfry,bullmq,bullmq-postgres,pg-boss,graphile-worker] [--n N] [--rate R] [--duration 60s] [--channel http|kafka|nats|amqp|redis (fire, precision)]`;
+const USAGE = `usage: npm run bench -- report <results.json> | <ingest|sdk|fire|precision|burst|backlog|reads|limits|pull|schedules|paced|queues|citus|all> [--store sqlite|postgres] [--systems belfry,bullmq,bullmq-postgres,pg-boss,graphile-worker] [--n N] [--rate R] [--duration 60s] [--channel http|kafka|nats|amqp|redis (fire, precision)]`;
 
 function positiveInt(name: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
@@ -87,17 +85,8 @@ function parseCommand(argv: string[]) {
 /** The batch scheduling rate each system reached in this run's ingest step: sizes later leads. */
 const batchRates = new Map<string, number>();
 
-/**
- * Before each step: the previous step's writes reach the disk now (a PostgreSQL checkpoint, then
- * the kernel's dirty pages), not during this step's measurement. Every system starts from the
- * same quiet disk, whatever ran before it.
- */
-async function settle(): Promise<void> {
-  await pgCheckpoint();
-  execFileSync('sync');
-}
-
 async function runStep(step: Step): Promise<ScenarioResult[]> {
+  // Every system starts from the same quiet disk, whatever ran before it.
   await settle();
   const pgStart = await pgStartedAt();
   const cpuStart = cpuMark();
@@ -106,28 +95,16 @@ async function runStep(step: Step): Promise<ScenarioResult[]> {
   if (step.kind === 'custom') {
     results = await step.run(batchRates);
   } else {
-    const rx = step.scenario.needsReceiver ? await startReceiverProcess(step.opts.channel) : null;
-    let system: System | null = null;
-    try {
-      system = await startSystem(step.system, {
-        receiverUrl: rx?.url ?? null,
-        destination: rx?.destination ?? null,
-        connections: 64,
-        maxConcurrency: step.maxConcurrency,
-      });
-      const result = await step.scenario.run({
-        system,
-        rx,
-        opts: step.opts,
-        batchRate: batchRates.get(step.system) ?? null,
-      });
-      const issues = system.logIssues?.() ?? [];
-      if (issues.length > 0) result.details.logIssues = issues;
-      results = [result];
-    } finally {
-      await system?.stop();
-      await rx?.close();
-    }
+    const key = step.system;
+    results = [
+      await runOnSystem(
+        step.scenario,
+        (opts) => startSystem(key, opts),
+        step.opts,
+        batchRates.get(key) ?? null,
+        step.maxConcurrency,
+      ),
+    ];
   }
   const other = otherCpuMetric(cpuStart, cpuMark());
   // Other test suites on this machine restart PostgreSQL now and then: such a step is marked.

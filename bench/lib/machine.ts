@@ -60,21 +60,37 @@ export function processCpuSeconds(pid: number | undefined, withChildren = false)
   return (s.f[11] + s.f[12] + (withChildren ? s.f[13] + s.f[14] : 0)) / CLOCK_TICKS_PER_S;
 }
 
-/** CPU seconds of each database server process on the machine (by pid, with its name), reaped backends included. */
-export type ServiceCpu = Map<string, { name: string; seconds: number }>;
+/** A live process: its pid, name and /proc stat fields as procStat gives them ([1] is the parent's pid). */
+export interface LiveProcess {
+  pid: string;
+  comm: string;
+  f: number[];
+}
 
-export function serviceCpu(): ServiceCpu {
-  const out: ServiceCpu = new Map();
+/** Every live process of the machine, from /proc; none where there is no /proc. */
+export function liveProcesses(): LiveProcess[] {
   let pids: string[] = [];
   try {
     pids = readdirSync('/proc').filter((p) => /^\d+$/.test(p));
   } catch {
     // not Linux
   }
+  const out: LiveProcess[] = [];
   for (const pid of pids) {
     const s = procStat(pid);
-    if (s && SERVICE_NAMES.has(s.comm))
-      out.set(pid, { name: s.comm, seconds: (s.f[11] + s.f[12] + s.f[13] + s.f[14]) / CLOCK_TICKS_PER_S });
+    if (s) out.push({ pid, ...s });
+  }
+  return out;
+}
+
+/** CPU seconds of each database server process on the machine (by pid, with its name), reaped backends included. */
+export type ServiceCpu = Map<string, { name: string; seconds: number }>;
+
+export function serviceCpu(): ServiceCpu {
+  const out: ServiceCpu = new Map();
+  for (const s of liveProcesses()) {
+    if (SERVICE_NAMES.has(s.comm))
+      out.set(s.pid, { name: s.comm, seconds: (s.f[11] + s.f[12] + s.f[13] + s.f[14]) / CLOCK_TICKS_PER_S });
   }
   return out;
 }
@@ -145,6 +161,8 @@ export interface CpuSpent {
   benchS: number;
   /** Every database server on the machine (PostgreSQL and Redis), as the "database CPU" % figure counts. */
   allDatabasesS: number;
+  /** Each instance of the system's database apart, by name (a Citus coordinator and its workers), where the system reports them. */
+  instancesS?: Record<string, number>;
   elapsedMs: number;
   events: number;
 }
@@ -161,22 +179,30 @@ function benchCpuSeconds(): number {
   return (u.user + u.system) / 1e6;
 }
 
+function instancesSince(start: Record<string, number>, end: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(end).map(([name, s]) => [name, s - (start[name] ?? NaN)]));
+}
+
 /** CPU of the system's firing process and of the database servers over one measured window. */
 export class CpuWindow {
   private readonly startMs = performance.now();
   private readonly processStartS: number;
   private readonly benchStartS = benchCpuSeconds();
   private readonly servicesStart = serviceCpu();
+  private readonly instancesStartS: Record<string, number> | undefined;
 
   /**
    * `processCpuS`: the node's or worker's CPU seconds so far (NaN when there is none);
-   * `databaseServer`: the process name of the system's own database server, null for none.
+   * `databaseServer`: the process name of the system's own database server, null for none;
+   * `instancesCpuS`: the CPU seconds so far of each instance of that database, by name.
    */
   constructor(
     private readonly processCpuS: () => number,
     private readonly databaseServer: string | null = null,
+    private readonly instancesCpuS?: () => Record<string, number>,
   ) {
     this.processStartS = processCpuS();
+    this.instancesStartS = instancesCpuS?.();
   }
 
   /** What the processes spent from construction to now; `elapsedMs` is the window the % figures are over. */
@@ -190,6 +216,7 @@ export class CpuWindow {
       databaseServer: this.databaseServer,
       benchS: benchCpuSeconds() - this.benchStartS,
       allDatabasesS: serviceCpuSince(this.servicesStart, services),
+      instancesS: this.instancesStartS && instancesSince(this.instancesStartS, this.instancesCpuS!()),
       elapsedMs,
       events,
     };

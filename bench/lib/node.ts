@@ -1,6 +1,7 @@
 /**
  * A Belfry node for one scenario: a real separate process on a store of its own (SQLite in a
- * fresh temp dir, or a fresh schema of the local PostgreSQL), with one tenant and its API key.
+ * fresh temp dir, or a fresh schema of the local PostgreSQL or of another PostgreSQL server, such
+ * as a Citus coordinator), with one tenant and its API key.
  *
  * A `BelfryStore` outlives the node processes started on it, so a scenario can stop a node, fill
  * its store behind its back (backlog) and start it again. `dispose()` removes the dir and drops
@@ -12,7 +13,8 @@ import { join } from 'node:path';
 import { startNodeProcess, stopNodeProcess } from '../../test/support/process.ts';
 import { createClient, type BenchClient } from './http.ts';
 import { peakRssBytes, processCpuSeconds } from './machine.ts';
-import { belfryPgUrl, dropSchema, freshSchemaName } from './pg.ts';
+import { pgInstancesCpuSeconds, type PgInstance } from './pg-cpu.ts';
+import { belfryPgUrl, dropSchema, freshSchemaName, PG_URL } from './pg.ts';
 
 export const ADMIN_KEY = 'bench-admin-key-0123456789abcdef';
 /**
@@ -23,33 +25,53 @@ const LIMIT_FLAGS = ['--schedule-requests-per-second', '1000000', '--pending-eve
 
 export type StoreKind = 'sqlite' | 'postgres';
 
+/** The server a PostgreSQL store is made on. */
+export interface PgServer {
+  url: string;
+  /** A Citus coordinator: the store's schema is distributed on its workers (`&citus=true`). */
+  citus: boolean;
+  /** Its PostgreSQL instances, whose CPU the store reports apart (databaseCpuSeconds); none to not. */
+  instances: PgInstance[];
+}
+
+/** The machine's PostgreSQL, the default server of a PostgreSQL store. */
+export const LOCAL_PG: PgServer = { url: PG_URL, citus: false, instances: [] };
+
 export interface BelfryStore {
   kind: StoreKind;
   dataDir: string;
   /** PostgreSQL schema; null on SQLite. */
   schema: string | null;
+  /** The server of the schema; null on SQLite. */
+  server: PgServer | null;
   /** The node's --store argument. */
   storeArg: string;
   /** Where the SQLite database file is (meaningful on SQLite only). */
   sqliteFile: string;
   /** The tenant made on the first node started on this store. */
   tenant: { id: string; key: string } | null;
+  /** CPU seconds so far of each of the server's instances, by name; absent when it lists none. */
+  databaseCpuSeconds?: () => Record<string, number>;
   dispose(): Promise<void>;
 }
 
-export async function createBelfryStore(kind: StoreKind): Promise<BelfryStore> {
+/** A store of `kind`; a PostgreSQL one on `server` (the machine's PostgreSQL by default). */
+export async function createBelfryStore(kind: StoreKind, server = LOCAL_PG): Promise<BelfryStore> {
   const dataDir = mkdtempSync(join(tmpdir(), 'belfry-bench-'));
   const schema = kind === 'postgres' ? freshSchemaName('belfry') : null;
+  const pgServer = schema === null ? null : server;
   return {
     kind,
     dataDir,
     schema,
-    storeArg: schema === null ? 'sqlite' : belfryPgUrl(schema),
+    server: pgServer,
+    storeArg: schema === null ? 'sqlite' : belfryPgUrl(schema, server.url, server.citus),
     sqliteFile: join(dataDir, 'belfry.db'),
     tenant: null,
+    databaseCpuSeconds: pgServer?.instances.length ? () => pgInstancesCpuSeconds(pgServer.instances) : undefined,
     async dispose() {
       rmSync(dataDir, { recursive: true, force: true });
-      if (schema !== null) await dropSchema(schema);
+      if (schema !== null) await dropSchema(schema, server.url);
     },
   };
 }

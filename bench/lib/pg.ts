@@ -1,4 +1,9 @@
-/** The local PostgreSQL the bench uses: URLs, fresh schemas, and dropping them afterwards. */
+/**
+ * The local PostgreSQL the bench uses: URLs, fresh schemas, and dropping them afterwards. The
+ * functions that take a server's URL default to it; the `citus` scenario passes a Citus
+ * coordinator's (or an instance's) instead.
+ */
+import { execFileSync } from 'node:child_process';
 import pg from 'pg';
 
 /** The server every PostgreSQL figure is measured on (trust authentication). */
@@ -10,14 +15,14 @@ export function freshSchemaName(what: string): string {
   return `bench_${what.replace(/[^a-z0-9]/g, '')}_${process.pid}_${Date.now().toString(36)}`;
 }
 
-/** The URL Belfry takes for a store in `schema`. */
-export function belfryPgUrl(schema: string): string {
-  return `${PG_URL}?schema=${schema}`;
+/** The URL Belfry takes for a store in `schema` on the server at `url`; with `citus`, a schema distributed on that Citus coordinator. */
+export function belfryPgUrl(schema: string, url = PG_URL, citus = false): string {
+  return `${url}?schema=${schema}${citus ? '&citus=true' : ''}`;
 }
 
-/** Runs `fn` with one client of its own, closed afterwards. */
-export async function withPgClient<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: PG_URL });
+/** Runs `fn` with one client of its own to the server at `url`, closed afterwards. */
+export async function withPgClient<T>(fn: (client: pg.Client) => Promise<T>, url = PG_URL): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
     return await fn(client);
@@ -42,11 +47,21 @@ export async function pgStartedAt(): Promise<string | null> {
  * system's millions of rows, a dropped schema) are not flushed during the next step's
  * measurement. Nothing to do when the server cannot be reached (a run of SQLite and Redis only).
  */
-export async function pgCheckpoint(): Promise<void> {
-  await withPgClient((c) => c.query('CHECKPOINT')).catch(() => {});
+export async function pgCheckpoint(url = PG_URL): Promise<void> {
+  await withPgClient((c) => c.query('CHECKPOINT'), url).catch(() => {});
 }
 
-export async function dropSchema(schema: string): Promise<void> {
+/**
+ * Before a measured step: the previous step's writes reach the disk now (a CHECKPOINT of the
+ * local server and of each server at `urls`, then the kernel's dirty pages), not during the
+ * step's measurement.
+ */
+export async function settle(urls: string[] = []): Promise<void> {
+  for (const url of new Set([PG_URL, ...urls])) await pgCheckpoint(url);
+  execFileSync('sync');
+}
+
+export async function dropSchema(schema: string, url = PG_URL): Promise<void> {
   if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`not a bench schema name: ${schema}`);
-  await withPgClient((c) => c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`));
+  await withPgClient((c) => c.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`), url);
 }

@@ -5,7 +5,7 @@
  * each Belfry value also shows its ratio to the best peer's value for that figure, e.g.
  * "52,000 (61%; 1.42× best peer)", and the best peer's cell says "best peer".
  */
-import type { ScenarioResult } from './report.ts';
+import { metricValue, type ScenarioResult } from './report.ts';
 
 const COLUMNS: { key: string; label: string; db: 'sqlite' | 'postgres' | 'redis' }[] = [
   { key: 'belfry-sqlite', label: 'Belfry · SQLite', db: 'sqlite' },
@@ -487,8 +487,81 @@ export function summaryLines(results: ScenarioResult[], failures: { step: string
   return lines;
 }
 
+/**
+ * The `citus` scenario's table (none without its results): a row per server (plain PostgreSQL,
+ * Citus with 1 and with 2 workers), its fire and ingest rates with their ratio to plain
+ * PostgreSQL's, and the CPU µs per event of the node and of each PostgreSQL instance.
+ */
+export function citusLines(results: ScenarioResult[]): string[] {
+  const rows = results.filter((r) => r.scenario === 'citus');
+  if (rows.length === 0) return [];
+  const workers = Math.max(...rows.map((r) => Number(r.options.workers) || 0));
+  const instances = ['node', 'coordinator', ...Array.from({ length: workers }, (_, i) => `worker ${i + 1}`), 'total'];
+  const cpuHeads = (what: string) =>
+    instances.map((i, k) =>
+      k === 0 ? `${what} CPU µs/event: node` : i === 'coordinator' ? 'coordinator (PG: server)' : i,
+    );
+  const cpuCells = (r: ScenarioResult, what: string) =>
+    instances.map((i) => {
+      const value = metricValue(r, `${what} CPU µs per event: ${i}`);
+      // Plain PostgreSQL's one instance stands in the coordinator's column.
+      return format(
+        i === 'coordinator' && Number.isNaN(value) ? metricValue(r, `${what} CPU µs per event: PostgreSQL`) : value,
+      );
+    });
+  const heads = [
+    'server',
+    'fire events/s',
+    '÷ PG',
+    'ingest events/s',
+    '÷ PG',
+    ...cpuHeads('fire'),
+    ...cpuHeads('ingest'),
+  ];
+  const lines = [
+    `| ${heads.join(' | ')} |`,
+    `| --- |${heads
+      .slice(1)
+      .map(() => ' ---: |')
+      .join('')}`,
+  ];
+  for (const r of rows) {
+    const cells = [
+      r.label.split(' · ').slice(2).join(' · '),
+      format(metricValue(r, 'fire events/s')),
+      formatRatio(metricValue(r, 'fire ÷ PostgreSQL')),
+      format(metricValue(r, 'ingest events/s')),
+      formatRatio(metricValue(r, 'ingest ÷ PostgreSQL')),
+      ...cpuCells(r, 'fire'),
+      ...cpuCells(r, 'ingest'),
+    ];
+    lines.push(`| ${cells.map((c) => c.replace(/^—$/, '')).join(' | ')} |`);
+  }
+  const n = rows[0].options.n as number;
+  lines.push(
+    '',
+    `fire: ${n.toLocaleString('en-US')} events due at one instant, delivered to the loopback receiver; events/s from the first delivery to the last. ingest: ${n.toLocaleString('en-US')} events in batches of 1,000 (4 in flight), the batch phase's events/s (its single-event and Prefer: return=minimal phases are in the JSON). Each on a fresh store. "÷ PG": the rate / plain PostgreSQL's in this run.`,
+    '',
+    'CPU µs/event: CPU seconds over the window fire and ingest measure their CPU in (fire: from 200 ms before the due instant to the last delivery; ingest: the batch phase) / events × 1e6, of the node, and of each PostgreSQL instance apart (its postmaster and all its backends, reaped ones included): the Citus coordinator (on plain PostgreSQL, the server) and each worker; total: all of them.',
+    '',
+    `This machine has ${rows[0].options.cores ?? '?'} cores, shared by the node, the bench's client and receiver, and every PostgreSQL instance: a cluster's coordinator and workers compete with each other and with the node for them, so the rates are not what Citus makes of machines of their own. Compare the CPU per event, which moves far less with that contention.`,
+  );
+  for (const r of rows) {
+    const lost = metricValue(r, 'fire undelivered');
+    const failed = metricValue(r, 'ingest failed');
+    if (lost > 0 || failed > 0)
+      lines.push(
+        '',
+        `${r.label}: ${lost.toLocaleString('en-US')} undelivered, ${failed.toLocaleString('en-US')} ingest calls failed.`,
+      );
+  }
+  return lines;
+}
+
 export function printSummary(results: ScenarioResult[], failures: { step: string; error: string }[] = []): void {
   // Nothing to put side by side (a run of broker precision steps alone): the per-step table says it all.
-  if (summaryFigures(results).length === 0 && failures.length === 0) return;
-  for (const line of summaryLines(results, failures)) console.log(line);
+  const lines = summaryFigures(results).length === 0 && failures.length === 0 ? [] : summaryLines(results, failures);
+  const citus = citusLines(results);
+  if (lines.length > 0 && citus.length > 0) lines.push('');
+  for (const line of [...lines, ...citus]) console.log(line);
 }

@@ -8,10 +8,9 @@ import type { StoreKind } from '../lib/node.ts';
 import { startReceiverProcess } from '../lib/receiver-process.ts';
 import type { ScenarioOptions, ScenarioResult } from '../lib/report.ts';
 import { chartSeries, distribution, perSecond, sleep } from '../lib/stats.ts';
-import { cpuMetrics, CpuWindow } from '../lib/machine.ts';
+import { cpuMetrics } from '../lib/machine.ts';
 import { startSystem } from '../systems/index.ts';
-import { DATABASE_SERVER } from '../systems/system.ts';
-import { resultLabel, scheduleInBatches, schedulingMsEstimate } from './scenario.ts';
+import { resultLabel, scheduleInBatches, schedulingMsEstimate, systemCpuWindow } from './scenario.ts';
 import { waitForDeliveries } from './wait.ts';
 
 const N_DEFAULT = 1_000_000;
@@ -46,7 +45,7 @@ export async function burst(
     const marginMs = windowAt - Date.now();
     if (marginMs < 0) console.error(`[bench] burst: scheduling ended ${-marginMs} ms into the minute`);
     await sleep(Math.max(0, windowAt - Date.now()));
-    const cpu = new CpuWindow(() => system.cpuSeconds(), DATABASE_SERVER[system.info.key]);
+    const cpu = systemCpuWindow(system);
     const waited = await waitForDeliveries(
       rx,
       tally.acknowledged,

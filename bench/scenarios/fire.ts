@@ -7,14 +7,14 @@
  * With `--channel kafka|nats|amqp|redis`, Belfry delivers to that broker and a live consumer in
  * the receiver's process counts (by `belfry-event-id`) and times the messages instead.
  */
-import { cpuMetrics, CpuWindow } from '../lib/machine.ts';
+import { cpuMetrics } from '../lib/machine.ts';
 import type { ScenarioResult } from '../lib/report.ts';
 import { chartSeries, perSecond, sleep } from '../lib/stats.ts';
-import { DATABASE_SERVER } from '../systems/system.ts';
 import {
   resultLabel,
   scheduleInBatches,
   schedulingMsEstimate,
+  systemCpuWindow,
   type Scenario,
   type ScenarioContext,
 } from './scenario.ts';
@@ -24,7 +24,7 @@ const N_DEFAULT = 200_000;
 const CONCURRENCY_DEFAULT = 4;
 const LEAD_MS_MIN = 3_000;
 const LEAD_MS_MAX = 90_000;
-const FIRE_WAIT_MS_MAX = 120_000;
+export const FIRE_WAIT_MS_MAX = 120_000;
 const STALL_MS = 20_000;
 const CPU_FROM_MS_BEFORE_DUE = 200;
 
@@ -37,7 +37,7 @@ async function run({ system, rx, opts, batchRate }: ScenarioContext): Promise<Sc
   const marginMs = dueAt - Date.now();
   if (marginMs < 0) console.error(`[bench] fire: scheduling ended ${-marginMs} ms after the due instant`);
   await sleep(Math.max(0, dueAt - CPU_FROM_MS_BEFORE_DUE - Date.now()));
-  const cpu = new CpuWindow(() => system.cpuSeconds(), DATABASE_SERVER[system.info.key]);
+  const cpu = systemCpuWindow(system);
   const cpuFromAt = Date.now();
   const waited = await waitForDeliveries(
     rx!,

@@ -10,11 +10,11 @@
  * small warm-up (JIT, caches, connections).
  */
 import { runConcurrently } from '../lib/http.ts';
-import { cpuMetrics, CpuWindow } from '../lib/machine.ts';
+import { cpuMetrics, type CpuSpent } from '../lib/machine.ts';
 import type { Metric, ScenarioResult } from '../lib/report.ts';
 import { distribution, perSecond } from '../lib/stats.ts';
-import { DATABASE_SERVER, type System } from '../systems/system.ts';
-import { resultLabel, scheduleInBatches, type Scenario, type ScenarioContext } from './scenario.ts';
+import type { System } from '../systems/system.ts';
+import { resultLabel, scheduleInBatches, systemCpuWindow, type Scenario, type ScenarioContext } from './scenario.ts';
 
 const N_DEFAULT = 200_000;
 const BATCH_CONCURRENCY = 4;
@@ -61,15 +61,14 @@ async function run({ system, opts }: ScenarioContext): Promise<ScenarioResult> {
   const dueAt = Date.now() + DAY_MS;
 
   await scheduleInBatches(system, 'wb', WARMUP_BATCH_EVENTS, (i) => dueAt + i, batchConcurrency);
-  const db = DATABASE_SERVER[system.info.key];
-  let cpu = new CpuWindow(() => system.cpuSeconds(), db);
+  let cpu = systemCpuWindow(system);
   let startedMs = performance.now();
   const batch = await scheduleInBatches(system, 'b', n, (i) => dueAt + i, batchConcurrency);
   const batchMs = performance.now() - startedMs;
   const batchCpu = cpu.spent(batch.acknowledged);
 
   await scheduleSingles(system, 'ws', WARMUP_SINGLE_EVENTS, dueAt, SINGLE_CONCURRENCY);
-  cpu = new CpuWindow(() => system.cpuSeconds(), db);
+  cpu = systemCpuWindow(system);
   startedMs = performance.now();
   const single = await scheduleSingles(system, 's', singles, dueAt, SINGLE_CONCURRENCY);
   const singleMs = performance.now() - startedMs;
@@ -79,11 +78,11 @@ async function run({ system, opts }: ScenarioContext): Promise<ScenarioResult> {
   let minimal: {
     tally: Awaited<ReturnType<typeof scheduleInBatches>>;
     ms: number;
-    cpu: ReturnType<CpuWindow['spent']>;
+    cpu: CpuSpent;
   } | null = null;
   if (system.scheduleBatchMinimal) {
     const scheduleMinimal = system.scheduleBatchMinimal.bind(system);
-    cpu = new CpuWindow(() => system.cpuSeconds(), db);
+    cpu = systemCpuWindow(system);
     startedMs = performance.now();
     const tally = await scheduleInBatches(system, 'm', n, (i) => dueAt + i, batchConcurrency, scheduleMinimal);
     const ms = performance.now() - startedMs;

@@ -1,9 +1,10 @@
-/** What every scenario is given and returns, and the scheduling loop they share. */
+/** What every scenario is given and returns, the scheduling loop they share, and running one on a system. */
 import { runConcurrently } from '../lib/http.ts';
-import type { ReceiverProcess } from '../lib/receiver-process.ts';
+import { CpuWindow } from '../lib/machine.ts';
+import { startReceiverProcess, type ReceiverProcess } from '../lib/receiver-process.ts';
 import type { ScenarioOptions, ScenarioResult } from '../lib/report.ts';
 import type { BatchTally } from '../lib/schedule.ts';
-import { BATCH_SIZE, benchEvents, type System } from '../systems/system.ts';
+import { BATCH_SIZE, benchEvents, DATABASE_SERVER, type System, type SystemOptions } from '../systems/system.ts';
 
 export interface ScenarioContext {
   system: System;
@@ -48,4 +49,44 @@ export async function scheduleInBatches(
 /** "fire · Belfry · SQLite". */
 export function resultLabel(scenario: string, system: System): string {
   return `${scenario} · ${system.info.label}`;
+}
+
+/** A CpuWindow over `system`'s firing process, its database server and, where it tells them apart, that database's instances. */
+export function systemCpuWindow(system: System): CpuWindow {
+  return new CpuWindow(
+    () => system.cpuSeconds(),
+    DATABASE_SERVER[system.info.key],
+    system.databaseCpuSeconds?.bind(system),
+  );
+}
+
+/**
+ * Runs `scenario` once on the system `start` starts (delivering to a receiver process of its own
+ * when the scenario needs one), then stops both. The warnings and errors the system logged go
+ * into the result's `details.logIssues`.
+ */
+export async function runOnSystem(
+  scenario: Scenario,
+  start: (opts: SystemOptions) => Promise<System>,
+  opts: ScenarioOptions,
+  batchRate: number | null,
+  maxConcurrency?: number,
+): Promise<ScenarioResult> {
+  const rx = scenario.needsReceiver ? await startReceiverProcess(opts.channel) : null;
+  let system: System | null = null;
+  try {
+    system = await start({
+      receiverUrl: rx?.url ?? null,
+      destination: rx?.destination ?? null,
+      connections: 64,
+      maxConcurrency,
+    });
+    const result = await scenario.run({ system, rx, opts, batchRate });
+    const issues = system.logIssues?.() ?? [];
+    if (issues.length > 0) result.details.logIssues = issues;
+    return result;
+  } finally {
+    await system?.stop();
+    await rx?.close();
+  }
 }

@@ -1,6 +1,13 @@
 /** Belfry as a System: a node process on a fresh store, scheduled through its HTTP API. */
 import type { BenchClient } from '../lib/http.ts';
-import { createBelfryStore, startBenchNode, type BenchNode, type StoreKind } from '../lib/node.ts';
+import {
+  createBelfryStore,
+  LOCAL_PG,
+  startBenchNode,
+  type BenchNode,
+  type PgServer,
+  type StoreKind,
+} from '../lib/node.ts';
 import { postBatch } from '../lib/schedule.ts';
 import type { BenchEvent, System, SystemOptions } from './system.ts';
 
@@ -35,8 +42,10 @@ export function belfryOnNode(
   const body = (e: BenchEvent) => belfryEventBody(e, destination);
   return {
     info: {
+      // On Citus too: Belfry's PostgreSQL store, which it distributes.
       key: kind === 'sqlite' ? 'belfry-sqlite' : 'belfry-postgres',
-      label: kind === 'sqlite' ? 'Belfry · SQLite' : 'Belfry · PostgreSQL',
+      label:
+        kind === 'sqlite' ? 'Belfry · SQLite' : node.store.server?.citus ? 'Belfry · Citus' : 'Belfry · PostgreSQL',
       settings: `one node process, defaults (lookahead 3s, PostgreSQL pool 10); destination maxConcurrency ${BELFRY_MAX_CONCURRENCY}; HTTP API, batches of 1,000`,
     },
     scheduleBatch: (events, tally) => postBatch(client, JSON.stringify({ events: events.map(body) }), tally),
@@ -44,6 +53,7 @@ export function belfryOnNode(
       postBatch(client, JSON.stringify({ events: events.map(body) }), tally, { prefer: 'return=minimal' }),
     scheduleOne: (e) => scheduleOne(client, body(e)),
     cpuSeconds: () => node.cpuSeconds(),
+    databaseCpuSeconds: node.store.databaseCpuSeconds,
     peakRssBytes: () => node.peakRssBytes(),
     logIssues: () => node.logIssues(),
     async stop() {
@@ -53,8 +63,9 @@ export function belfryOnNode(
   };
 }
 
-export async function startBelfry(kind: StoreKind, opts: SystemOptions): Promise<System> {
-  const store = await createBelfryStore(kind);
+/** Belfry on a fresh store of `kind` (a PostgreSQL one on `server`), its destination "rx" to the receiver. */
+export async function startBelfry(kind: StoreKind, opts: SystemOptions, server: PgServer = LOCAL_PG): Promise<System> {
+  const store = await createBelfryStore(kind, server);
   let node: BenchNode | undefined;
   try {
     node = await startBenchNode(store);

@@ -81,6 +81,8 @@ export interface System {
   scheduleOne(event: BenchEvent): Promise<void>;
   /** CPU seconds used so far by the process that fires and delivers (NaN where unknown). */
   cpuSeconds(): number;
+  /** CPU seconds used so far by each instance of its database, by name, where it tells them apart (Belfry on Citus). */
+  databaseCpuSeconds?(): Record<string, number>;
   /** Peak RSS of that process so far, in bytes. */
   peakRssBytes(): number;
   /** Warnings and errors the system logged (Belfry's node log), for the report. */

@@ -3,8 +3,9 @@
  * PostgreSQL instance of this machine's on consecutive free loopback ports, made by the shared
  * scripts' `cluster.sh start` in a temp dir of this process. startCitus() starts it once per test
  * process and answers the coordinator's URL; it is stopped (`cluster.sh stop`, which removes its
- * data) when the process exits, or on SIGINT / SIGTERM. The machine's shared PostgreSQL is never
- * touched.
+ * data) when the process exits, or on SIGINT / SIGTERM. startCitusCluster(workers) starts another
+ * one of a given size, which its caller stops (the bench's `citus` scenario: 1 and 2 workers). The
+ * machine's shared PostgreSQL is never touched.
  *
  * The scripts' directory: env BELFRY_CITUS_SCRIPTS, else `../shared/citus` beside the repository,
  * else /work/shared/citus (the first that holds cluster.sh). Citus itself is installed into the
@@ -68,40 +69,64 @@ export function citusSkip(): string | false {
   return citusMissing() ?? false;
 }
 
-/** The data dir (cluster.sh's DIR) of the cluster this process started, while it runs. */
-let runningDir: string | undefined;
+/** A Citus cluster of this process, running until stop() or until the process exits. */
+export interface CitusCluster {
+  /** The coordinator's URL: `postgres://postgres@127.0.0.1:PORT/postgres` (trust authentication). */
+  url: string;
+  /** The coordinator's port; the workers listen on the next `workers` ports. */
+  port: number;
+  workers: number;
+  /** The data dir of this cluster's instance on `port` (cluster.sh's DIR/n<port>). */
+  dataDir(port: number): string;
+  /** Stops the servers and removes their data; nothing when stopped already. Synchronous: runs at exit too. */
+  stop(): void;
+}
+
+/** cluster.sh's DIR of each cluster this process started and has not stopped yet. */
+const runningDirs = new Set<string>();
+/** This process's temp dir, holding those DIRs. */
 let parentDir: string | undefined;
-let started: Promise<string> | undefined;
+let shared: Promise<CitusCluster> | undefined;
 
 /**
  * The coordinator's URL (`postgres://postgres@127.0.0.1:PORT/postgres`, trust authentication) of
- * this process's Citus cluster, started at the first call. Throws with the reason when Citus is
- * missing here (citusMissing) or the cluster did not start (with the tail of the servers' logs).
+ * this process's Citus cluster of CITUS_WORKERS workers, started at the first call. Throws with the
+ * reason when Citus is missing here (citusMissing) or the cluster did not start (with the tail of
+ * the servers' logs).
  */
-export function startCitus(): Promise<string> {
-  started ??= start();
-  return started;
+export async function startCitus(): Promise<string> {
+  return (await sharedCluster()).url;
 }
 
-async function start(): Promise<string> {
+function sharedCluster(): Promise<CitusCluster> {
+  shared ??= startCitusCluster(CITUS_WORKERS);
+  return shared;
+}
+
+/**
+ * A cluster of its own with `workers` workers, on free consecutive ports, beside any other this
+ * process runs: the caller stops it (or the process's exit does). Throws as startCitus.
+ */
+export async function startCitusCluster(workers: number): Promise<CitusCluster> {
   const missing = citusMissing();
   if (missing) throw new Error(`cannot start a Citus cluster: ${missing}`);
   const script = join(citusScriptsDir()!, 'cluster.sh');
   // cluster.sh makes DIR's parent world-readable (chmod 755) for the postgres user: a dir of ours.
-  parentDir = mkdtempSync(join(tmpdir(), 'belfry-citus-'));
+  parentDir ??= mkdtempSync(join(tmpdir(), 'belfry-citus-'));
   installStopAtExit();
   let lastError: Error | undefined;
   for (let i = 0; i < START_TRIES; i++) {
-    const port = await freePortRun(CITUS_WORKERS + 1);
+    const port = await freePortRun(workers + 1);
     const dir = join(parentDir, `c${port}`);
-    runningDir = dir;
-    const out = await runScript(script, ['start', dir, String(port), String(CITUS_WORKERS)], START_MS_MAX);
+    runningDirs.add(dir);
+    const out = await runScript(script, ['start', dir, String(port), String(workers)], START_MS_MAX);
     const url = out.stdout.trim().split('\n').pop() ?? '';
-    if (out.code === 0 && url.startsWith('postgres://')) return url;
+    if (out.code === 0 && url.startsWith('postgres://'))
+      return { url, port, workers, dataDir: (p) => join(dir, `n${p}`), stop: () => stopCluster(dir) };
     lastError = new Error(
       `cluster.sh start ${dir} ${port} failed (exit ${out.code ?? out.signal}): ${out.stderr.trim()}\n${logTails(dir)}`,
     );
-    stopCluster();
+    stopCluster(dir);
   }
   throw lastError;
 }
@@ -112,12 +137,11 @@ async function start(): Promise<string> {
  * receivers keep answering meanwhile. The workers keep running.
  */
 export async function restartCitusCoordinator(): Promise<void> {
-  const url = await startCitus();
-  const dir = runningDir;
-  if (!dir) throw new Error('restartCitusCoordinator: no Citus cluster runs in this process');
-  const port = new URL(url).port;
+  const cluster = await sharedCluster();
+  const dataDir = cluster.dataDir(cluster.port);
+  if (!existsSync(dataDir)) throw new Error('restartCitusCoordinator: no Citus cluster runs in this process');
   const bin = execFileSync('pg_config', ['--bindir'], { encoding: 'utf8' }).trim();
-  const command = `${bin}/pg_ctl -D '${join(dir, `n${port}`)}' -m fast -w restart >/dev/null`;
+  const command = `${bin}/pg_ctl -D '${dataDir}' -m fast -w restart >/dev/null`;
   const asPostgres =
     process.getuid?.() === 0 ? ['su', 'postgres', '-s', '/bin/bash', '-c', command] : ['bash', '-c', command];
   const out = await runScript(asPostgres[0], asPostgres.slice(1), 60_000, true);
@@ -125,18 +149,16 @@ export async function restartCitusCoordinator(): Promise<void> {
     throw new Error(`restarting the Citus coordinator failed (exit ${out.code}): ${out.stderr.trim()}`);
 }
 
-/** Stops this process's cluster (its servers, then its data); nothing when none runs. Synchronous: runs at exit. */
-function stopCluster(): void {
-  const dir = runningDir;
-  runningDir = undefined;
+/** Stops the cluster in `dir` (its servers, then its data); nothing when it is not running. */
+function stopCluster(dir: string): void {
+  if (!runningDirs.delete(dir)) return;
   const scripts = citusScriptsDir();
-  if (dir && scripts)
-    spawnSync('bash', [join(scripts, 'cluster.sh'), 'stop', dir], { stdio: 'ignore', timeout: 60_000 });
+  if (scripts) spawnSync('bash', [join(scripts, 'cluster.sh'), 'stop', dir], { stdio: 'ignore', timeout: 60_000 });
 }
 
-/** Stops the cluster and removes this process's temp dir. */
+/** Stops every cluster and removes this process's temp dir. */
 function cleanUp(): void {
-  stopCluster();
+  for (const dir of [...runningDirs]) stopCluster(dir);
   if (parentDir) rmSync(parentDir, { recursive: true, force: true });
   parentDir = undefined;
 }
