@@ -36,6 +36,7 @@ import { CITUS_INSERT_CACHED_CONNECTIONS, CITUS_INSERT_POOL_SIZE, CitusEvents } 
 import { CitusCluster } from './citus/cluster.ts';
 import { CitusBulk } from './citus/bulk.ts';
 import { CitusPull } from './citus/pull.ts';
+import { ensureCitusFunctions } from './citus/functions.ts';
 import { eventsDistributed } from './citus/distribute.ts';
 import { PostgresPull } from './pull-store.ts';
 import { PostgresSchedules } from './schedule-store.ts';
@@ -102,6 +103,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
   try {
     await migrated.migrate({ citus });
     distributed = await eventsDistributed(pool, schema);
+    if (distributed) await ensureCitusFunctions(pool, schema);
   } catch (err) {
     await migrated.close();
     throw err;

@@ -1,7 +1,7 @@
 /**
  * The cluster methods of the PostgreSQL store on Citus: as plain PostgreSQL's (../cluster-store.ts),
- * but the rescue of dead owners' events, which runs shard by shard (events.ts rescueByShard), each
- * shard's transaction first checking that the caller still holds the leader lease at its epoch.
+ * but the rescue of dead owners' events, which runs on the shards holding their events
+ * (events.ts rescueByShard), each shard's transaction first checking that the caller still holds the leader lease at its epoch.
  */
 import { checkLimit } from '../../core/bounds.ts';
 import type * as S from '../../store.ts';
@@ -15,7 +15,10 @@ export class CitusCluster extends PostgresCluster {
     if (p.owners.length === 0) return [];
     if ((await run(this.pool, 'leaderCheckForShare', [p.leaderId, p.epoch])).rowCount !== 1) return null;
     let leader = true;
-    const rescued = await rescueByShard(this.pool, p.limit, p.now, async (client, shard, limit) => {
+    const shards = (await runCitus<{ shard: number }>(this.pool, 'shardsOfOwners', [p.owners])).rows.map(
+      (r) => r.shard,
+    );
+    const rescued = await rescueByShard(this.pool, shards, p.limit, p.now, async (client, shard, limit) => {
       if ((await run(client, 'leaderCheckForShare', [p.leaderId, p.epoch])).rowCount !== 1) {
         leader = false;
         return [];

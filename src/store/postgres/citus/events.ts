@@ -37,6 +37,7 @@ import { DUE_ROUNDS_MAX, type DueShardsStatement, listDue, perShardLimit, SKIP_S
 import { TX } from '../queries.ts';
 import { CITUS_SQL, type CitusQueryName } from './queries.ts';
 import { Placement } from './placement.ts';
+import { CLAIM_FUNCTION, RECORD_FUNCTION } from './functions.ts';
 import type pg from 'pg';
 
 /**
@@ -253,6 +254,25 @@ export const CITUS_INSERT: InsertOps = {
   readStored: (db, events) => readMany(db, events),
 };
 
+/** The calls of the functions of functions.ts: each answers its rows as json. */
+const FUNCTION_CALLS = {
+  claim: `SELECT ${CLAIM_FUNCTION}($1::int, $2::boolean, $3::text[], $4::text[], $5::int[], $6::text, $7::bigint,
+    $8::bigint, $9::text, $10::boolean, $11::int[]) AS r`,
+  record: `SELECT ${RECORD_FUNCTION}($1::int, $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::bigint[],
+    $8::int[], $9::text[], $10::bigint[], $11::bigint, $12::int[]) AS r`,
+};
+
+/**
+ * Calls function `name` outside a transaction block (so that Citus delegates it to the worker of
+ * its first argument's shard) and answers its rows.
+ */
+async function callFunction<R>(pool: pg.Pool, name: keyof typeof FUNCTION_CALLS, values: unknown[]): Promise<R[]> {
+  const res = await pool
+    .query<{ r: R }>({ name: `belfry_citus_call_${name}`, text: FUNCTION_CALLS[name], values })
+    .catch(rethrowUnavailable);
+  return res.rows.map((row) => row.r);
+}
+
 /** The statement of a due list over the Belfry shards of one Citus shard (due-list.ts). */
 const dueInGroup: DueShardsStatement = (db, bind) => runCitus(db, 'eventListDueGroup', bind);
 
@@ -273,16 +293,17 @@ export type RescuedRow = DueRefRow & {
 };
 
 /**
- * Runs `rescueIn` on each shard with an executing event, one transaction per shard, with the
- * rescued rows' transitions, until `limit` rows are rescued; answers them in old-lease order.
+ * Runs `rescueIn` on each of `shards` (those that may hold an event to rescue: none, as a rule),
+ * one transaction per shard, with the rescued rows' transitions, until `limit` rows are rescued;
+ * answers them in old-lease order.
  */
 export async function rescueByShard(
   pool: pg.Pool,
+  shards: readonly number[],
   limit: number,
   now: number,
   rescueIn: (client: Queryable, shard: number, limit: number) => Promise<RescuedRow[]>,
 ): Promise<S.DueRef[]> {
-  const shards = (await runCitus<{ shard: number }>(pool, 'shardsExecuting', [])).rows.map((r) => r.shard);
   const out: RescuedRow[] = [];
   for (const shard of shards) {
     if (out.length >= limit) break;
@@ -395,19 +416,6 @@ export async function updateAt(
 }
 
 type ClaimedRow = EventRow & { from_state: EventState; ord: number };
-type RecordedRow = {
-  tenant_id: string;
-  id: string;
-  shard: number;
-  version: number;
-  attempts: number;
-  to_state: string;
-  retry_at: number | null;
-  status: number | null;
-  error: string | null;
-  duration_ms: number | null;
-  ord: number;
-};
 
 export class CitusEvents extends PostgresEvents {
   private readonly placement = new Placement(this.pool);
@@ -431,49 +439,29 @@ export class CitusEvents extends PostgresEvents {
   }
 
   /**
-   * The refs of each Citus shard in one transaction of their own: the group locks (on that shard's
-   * worker), the claim, its transitions.
+   * The refs of each Citus shard in one call of the claim function (functions.ts), which its worker
+   * runs as one transaction: the group locks, the claim, its transitions.
    */
   override async eventClaim(p: S.EventClaimParams): Promise<EventRecord[]> {
     if (p.refs.length === 0) return [];
     const groups = await this.placement.group(await this.refShards(p.refs));
     const detail = JSON.stringify({ owner: p.owner });
-    const parts = await inParallel(groups, ({ shards, indexes: refIndexes }) => {
+    const parts = await inParallel(groups, async ({ shards, indexes: refIndexes }) => {
       const refs = refIndexes.map((i) => p.refs[i]);
-      return inTransaction(this.claimPool, TX.begin, async (client) => {
-        if (refs.some((r) => r.group !== null))
-          await runCitus(client, 'eventGroupLock', [refs.map((r) => r.tenantId), refs.map((r) => r.id), shards]);
-        const rows = (
-          await runCitus<ClaimedRow>(client, 'eventClaim', [
-            refs.map((r) => r.tenantId),
-            refs.map((r) => r.id),
-            refs.map((r) => r.version),
-            p.owner,
-            p.leaseUntil,
-            p.now,
-            detail,
-            p.fenceByShardOwner === true,
-            shards,
-          ])
-        ).rows;
-        await transitionsInsert(
-          client,
-          rows.map((r) => ({
-            shard: r.shard,
-            tenantId: r.tenant_id,
-            eventId: r.id,
-            seq: r.version,
-            at: p.now,
-            kind: 'state',
-            fromState: r.from_state,
-            toState: 'executing',
-            attempt: r.attempts,
-            latenessMs: p.now - r.due_at,
-            detail,
-          })),
-        );
-        return rows.map((r) => ({ at: refIndexes[Number(r.ord) - 1], event: eventFromRow(r) }));
-      });
+      const rows = await callFunction<ClaimedRow>(this.claimPool, 'claim', [
+        shards[0],
+        refs.some((r) => r.group !== null),
+        refs.map((r) => r.tenantId),
+        refs.map((r) => r.id),
+        refs.map((r) => r.version),
+        p.owner,
+        p.leaseUntil,
+        p.now,
+        detail,
+        p.fenceByShardOwner === true,
+        shards,
+      ]);
+      return rows.map((r) => ({ at: refIndexes[Number(r.ord) - 1], event: eventFromRow(r) }));
     });
     return parts
       .flat()
@@ -486,10 +474,11 @@ export class CitusEvents extends PostgresEvents {
     for (const o of outcomes) checkAttemptTarget(o.to);
     const applied = new Array<boolean>(outcomes.length).fill(false);
     const groups = await this.placement.group(await this.refShards(outcomes));
-    await inParallel(groups, ({ shards, indexes }) => {
-      return inTransaction(this.pool, TX.begin, async (client) => {
+    await inParallel(groups, async ({ shards, indexes }) => {
+      {
         // As on plain PostgreSQL: of several outcomes for one event the first that matches
-        // applies; each round sends at most one outcome per event.
+        // applies; each round sends at most one outcome per event (and is one call of the
+        // outcome function, functions.ts: a transaction on the worker).
         const done = new Set<string>();
         let pending = indexes;
         while (pending.length > 0) {
@@ -505,17 +494,16 @@ export class CitusEvents extends PostgresEvents {
               round.push(i);
             }
           }
-          await this.recordRound(client, outcomes, round, now, shards, applied);
+          await this.recordRound(outcomes, round, now, shards, applied);
           for (const i of round) if (applied[i]) done.add(keyOf(outcomes[i].tenantId, outcomes[i].id));
           pending = later;
         }
-      });
+      }
     });
     return applied;
   }
 
   private async recordRound(
-    client: Queryable,
     outcomes: S.AttemptOutcome[],
     indexes: number[],
     now: number,
@@ -523,27 +511,11 @@ export class CitusEvents extends PostgresEvents {
     applied: boolean[],
   ): Promise<void> {
     if (indexes.length === 0) return;
-    const rows = (
-      await runCitus<RecordedRow>(client, 'eventRecordAttempts', [...recordValues(outcomes, indexes, now), shards])
-    ).rows;
-    await transitionsInsert(
-      client,
-      rows.map((r) => ({
-        shard: r.shard,
-        tenantId: r.tenant_id,
-        eventId: r.id,
-        seq: r.version,
-        at: now,
-        kind: 'state',
-        fromState: 'executing',
-        toState: r.to_state,
-        attempt: r.attempts,
-        status: r.status,
-        error: r.error,
-        durationMs: r.duration_ms,
-        detail: r.retry_at === null ? null : `{"retryAt":${r.retry_at}}`,
-      })),
-    );
+    const rows = await callFunction<{ ord: number }>(this.pool, 'record', [
+      shards[0],
+      ...recordValues(outcomes, indexes, now),
+      shards,
+    ]);
     for (const r of rows) applied[indexes[Number(r.ord) - 1]] = true;
   }
 
@@ -617,7 +589,13 @@ export class CitusEvents extends PostgresEvents {
    */
   override async eventRescue(p: S.EventRescueParams): Promise<S.DueRef[]> {
     checkLimit(p.limit, 'eventRescue');
-    return rescueByShard(this.pool, p.limit, p.now, async (client, shard, limit) =>
+    const shards = await runCitus<{ shard: number }>(this.pool, 'shardsToRescue', [
+      p.leaseExpiredBefore,
+      p.notOwnedBy ?? null,
+      p.heldBy ?? null,
+    ]);
+    const toRescue = shards.rows.map((r) => r.shard);
+    return rescueByShard(this.pool, toRescue, p.limit, p.now, async (client, shard, limit) =>
       (
         await runCitus<RescuedRow>(client, 'eventRescue', [
           p.leaseExpiredBefore,

@@ -155,9 +155,16 @@ export const CITUS_SQL = {
     5,
     'SELECT e.ctid AS row_id, e.lease_owner, e.lease_until FROM events e\n      WHERE e.state',
   ),
-  // () → { shard }[]: the shards holding an executing event, not pull (a read of every shard's
-  // events_executing: the deliveries in flight).
-  shardsExecuting: `SELECT DISTINCT shard FROM events WHERE state = 'executing' AND NOT pull`,
+  // ($1 leaseExpiredBefore, $2 notOwnedBy | null, $3 heldBy | null) → { shard }[]: the shards
+  // holding an executing event, not pull, that eventRescue with these values may rescue (a
+  // superset: the database clock and the owners' claim leases are the rescue's to check). A read
+  // of every shard's events_executing: the deliveries in flight.
+  shardsToRescue: `SELECT DISTINCT shard FROM events WHERE state = 'executing' AND NOT pull
+    AND (lease_until < $1::bigint OR ($2::text IS NOT NULL AND lease_owner IS DISTINCT FROM $2::text)
+      OR ($3::text IS NOT NULL AND lease_owner = $3::text))`,
+  // ($1 owners text[]) → { shard }[]: the shards holding an executing event, not pull, of one of
+  // these owners (a read of every shard's events_executing, as shardsToRescue).
+  shardsOfOwners: `SELECT DISTINCT shard FROM events WHERE state = 'executing' AND NOT pull AND lease_owner = ANY($1::text[])`,
   // ($1 tenantId, $2 state, $3 finishedBefore, $4 limit) → { shard }[]: the shard of each of the
   // $4 oldest candidates of eventDeleteTerminal (a read of every shard's events_terminal range).
   deleteTerminalShards: `SELECT shard FROM events
