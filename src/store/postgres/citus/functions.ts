@@ -19,8 +19,8 @@
 import type pg from 'pg';
 import { CITUS_SQL } from './queries.ts';
 
-export const CLAIM_FUNCTION = 'belfry_citus_claim_v1';
-export const RECORD_FUNCTION = 'belfry_citus_record_v1';
+export const CLAIM_FUNCTION = 'belfry_citus_claim_v2';
+export const RECORD_FUNCTION = 'belfry_citus_record_v2';
 
 /** Arbitrary key of the advisory lock under which a node creates the functions. */
 const FUNCTIONS_LOCK_KEY = 7_142_201_001;
@@ -39,8 +39,6 @@ function claimFunction(schema: string): string {
     RETURNS SETOF json LANGUAGE plpgsql SET search_path TO "${schema}" AS $fn$
     DECLARE
       r record;
-      t_shard int[] := '{}'; t_tenant text[] := '{}'; t_id text[] := '{}'; t_seq int[] := '{}';
-      t_from text[] := '{}'; t_attempt int[] := '{}'; t_late bigint[] := '{}';
     BEGIN
       -- As a claim on plain PostgreSQL (a claim lost in a crash is rescued): no wait for the WAL flush.
       PERFORM set_config('synchronous_commit', 'off', true);
@@ -49,16 +47,13 @@ function claimFunction(schema: string): string {
       END IF;
       FOR r IN EXECUTE ${quoted(CITUS_SQL.eventClaim)}
           USING p_tenants, p_ids, p_versions, p_owner, p_lease_until, p_now, p_detail, p_fence, p_shards LOOP
-        t_shard := t_shard || r.shard; t_tenant := t_tenant || r.tenant_id; t_id := t_id || r.id;
-        t_seq := t_seq || r.version; t_from := t_from || r.from_state; t_attempt := t_attempt || r.attempts;
-        t_late := t_late || (p_now - r.due_at);
+        -- One row at a time: Citus runs an INSERT ... VALUES on the local shard at once, where an
+        -- INSERT ... SELECT would go through its distributed insert machinery.
+        INSERT INTO transitions (shard, tenant_id, event_id, seq, at, kind, from_state, to_state, attempt, lateness_ms, detail)
+        VALUES (r.shard, r.tenant_id, r.id, r.version, p_now, 'state', r.from_state, 'executing', r.attempts,
+          p_now - r.due_at, p_detail);
         RETURN NEXT row_to_json(r);
       END LOOP;
-      IF cardinality(t_shard) > 0 THEN
-        INSERT INTO transitions (shard, tenant_id, event_id, seq, at, kind, from_state, to_state, attempt, lateness_ms, detail)
-        SELECT x.s, x.tn, x.i, x.q, p_now, 'state', x.f, 'executing', x.a, x.l, p_detail
-        FROM unnest(t_shard, t_tenant, t_id, t_seq, t_from, t_attempt, t_late) AS x(s, tn, i, q, f, a, l);
-      END IF;
     END $fn$`;
 }
 
@@ -69,25 +64,15 @@ function recordFunction(schema: string): string {
     RETURNS SETOF json LANGUAGE plpgsql SET search_path TO "${schema}" AS $fn$
     DECLARE
       r record;
-      t_shard int[] := '{}'; t_tenant text[] := '{}'; t_id text[] := '{}'; t_seq int[] := '{}';
-      t_to text[] := '{}'; t_attempt int[] := '{}'; t_status int[] := '{}'; t_error text[] := '{}';
-      t_duration bigint[] := '{}'; t_detail text[] := '{}';
     BEGIN
       FOR r IN EXECUTE ${quoted(CITUS_SQL.eventRecordAttempts)}
           USING p_tenants, p_ids, p_versions, p_owners, p_to, p_retry_at, p_status, p_errors, p_durations, p_now, p_shards LOOP
-        t_shard := t_shard || r.shard; t_tenant := t_tenant || r.tenant_id; t_id := t_id || r.id;
-        t_seq := t_seq || r.version; t_to := t_to || r.to_state; t_attempt := t_attempt || r.attempts;
-        t_status := t_status || r.status; t_error := t_error || r.error; t_duration := t_duration || r.duration_ms;
-        t_detail := t_detail || CASE WHEN r.retry_at IS NULL THEN NULL ELSE '{"retryAt":' || r.retry_at || '}' END;
-        RETURN NEXT row_to_json(r);
-      END LOOP;
-      IF cardinality(t_shard) > 0 THEN
         INSERT INTO transitions (shard, tenant_id, event_id, seq, at, kind, from_state, to_state, attempt, status, error,
           duration_ms, detail)
-        SELECT x.s, x.tn, x.i, x.q, p_now, 'state', 'executing', x.t, x.a, x.st, x.e, x.d, x.dt
-        FROM unnest(t_shard, t_tenant, t_id, t_seq, t_to, t_attempt, t_status, t_error, t_duration, t_detail)
-          AS x(s, tn, i, q, t, a, st, e, d, dt);
-      END IF;
+        VALUES (r.shard, r.tenant_id, r.id, r.version, p_now, 'state', 'executing', r.to_state, r.attempts, r.status,
+          r.error, r.duration_ms, CASE WHEN r.retry_at IS NULL THEN NULL ELSE '{"retryAt":' || r.retry_at || '}' END);
+        RETURN NEXT row_to_json(r);
+      END LOOP;
     END $fn$`;
 }
 
