@@ -155,6 +155,9 @@ export function firingParts(base: NodeBase, channel: ChannelRegistry, quotas: Te
     },
     {
       lookaheadMs: config.lookaheadMs,
+      ...(store.capabilities.readAheadPollMs
+        ? { pollIntervalMs: Math.min(store.capabilities.readAheadPollMs, Math.max(250, config.lookaheadMs / 3)) }
+        : {}),
       ...(cluster ? { fenceClaims: true, leaseMs: cluster.opts.claimLeaseMs } : {}),
       ...opts.scheduler,
     },

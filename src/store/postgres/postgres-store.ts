@@ -169,7 +169,12 @@ export interface PostgresStore extends Store {
  * Citus parts then serve it).
  */
 function postgresStore(database: PostgresDatabase, url: string, citus: boolean, distributed: boolean): PostgresStore {
-  const capabilities: StoreCapabilities = { multiNode: true };
+  const capabilities: StoreCapabilities = {
+    multiNode: true,
+    // On Citus: a look a second keeps events loaded 2 s ahead with the default lookahead (3 s);
+    // events scheduled meanwhile come by wake-up.
+    ...(distributed ? { readAheadPollMs: 1_000 } : {}),
+  };
   const own = {
     capabilities,
     pool: database.pool,
