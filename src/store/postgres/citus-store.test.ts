@@ -137,7 +137,7 @@ if (!skip) {
           eventReplay: [now, t, id, 1, 'archived', '{}', shard],
           eventEdit: [now, now, '{}', '{}', '{"name":"d"}', null, 'h', now, t, id, 1, '{}', 'name:d', null, shard],
           transitionList: [t, id, 0, 100, shard],
-          eventListDueShard: [now, 0, '', '', 100, shard],
+          eventListDueGroupSkip: [now, 0, '', '', 100, 20, [t], ['name:d'], [now], [id], 160, group],
           eventListDueGroup: [now, 0, '', '', 100, 20, group],
           eventListDueQueue: [t, 'name:d', now, 0, '', 100, null, shard],
           eventRescue: [now, null, 100, now, null, shard],

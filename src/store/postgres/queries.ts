@@ -209,8 +209,8 @@ function dueMerge(): string {
  * $11-th row examined; the smallest such row over the shards is the bound, and the page is the
  * rows not skipped up to it (at most $5), then the bound itself when the page is not full (so the
  * caller continues after it, past the skipped rows). No bound: every shard was examined to the
- * end, and the page is all there is. So a flood's rows cost one index step each, once, in the
- * server, instead of being merged and sent page after page.
+ * end, and the page is all there is (`bounded`, on every row, tells which). So a flood's rows
+ * cost one index step each, once, in the server, instead of being merged and sent page after page.
  */
 function dueSkip(shardsFrom: string): string {
   return `${shardsFrom}, examined AS MATERIALIZED (
@@ -236,12 +236,14 @@ function dueSkip(shardsFrom: string): string {
         AND (NOT EXISTS (SELECT 1 FROM bound) OR (x.due_at, x.tenant_id, x.id) <= (SELECT b.due_at, b.tenant_id, b.id FROM bound b))
       ORDER BY x.due_at, x.tenant_id, x.id LIMIT $5
     )
-    SELECT * FROM page
-    UNION ALL
-    SELECT * FROM bound b
-    WHERE (SELECT count(*) FROM page) < $5
-      AND NOT EXISTS (SELECT 1 FROM page p WHERE (p.due_at, p.tenant_id, p.id) = (b.due_at, b.tenant_id, b.id))
-    ORDER BY due_at, tenant_id, id`;
+    SELECT x.*, EXISTS (SELECT 1 FROM bound) AS bounded FROM (
+      SELECT * FROM page
+      UNION ALL
+      SELECT * FROM bound b
+      WHERE (SELECT count(*) FROM page) < $5
+        AND NOT EXISTS (SELECT 1 FROM page p WHERE (p.due_at, p.tenant_id, p.id) = (b.due_at, b.tenant_id, b.id))
+    ) x
+    ORDER BY x.due_at, x.tenant_id, x.id`;
 }
 
 /** The queue of the events of the named destination $4 (core/queue.ts: `name:<destination>`). */

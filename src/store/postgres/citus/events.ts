@@ -256,15 +256,15 @@ export const CITUS_INSERT: InsertOps = {
 
 /** The calls of the functions of functions.ts: each answers its rows as json. */
 const FUNCTION_CALLS = {
-  claim: `SELECT ${CLAIM_FUNCTION}($1::int, $2::boolean, $3::text[], $4::text[], $5::int[], $6::text, $7::bigint,
-    $8::bigint, $9::text, $10::boolean, $11::int[]) AS r`,
-  record: `SELECT ${RECORD_FUNCTION}($1::int, $2::text[], $3::text[], $4::int[], $5::text[], $6::text[], $7::bigint[],
-    $8::int[], $9::text[], $10::bigint[], $11::bigint, $12::int[]) AS r`,
+  claim: `SELECT ${CLAIM_FUNCTION}($1::text[], $2::text[], $3::int[], $4::text, $5::bigint, $6::bigint, $7::text,
+    $8::boolean, $9::int[], $10::int, $11::boolean) AS r`,
+  record: `SELECT ${RECORD_FUNCTION}($1::text[], $2::text[], $3::int[], $4::text[], $5::text[], $6::bigint[],
+    $7::int[], $8::text[], $9::bigint[], $10::bigint, $11::int[], $12::int) AS r`,
 };
 
 /**
  * Calls function `name` outside a transaction block (so that Citus delegates it to the worker of
- * its first argument's shard) and answers its rows.
+ * its p_shard) and answers its rows.
  */
 async function callFunction<R>(pool: pg.Pool, name: keyof typeof FUNCTION_CALLS, values: unknown[]): Promise<R[]> {
   const res = await pool
@@ -449,8 +449,6 @@ export class CitusEvents extends PostgresEvents {
     const parts = await inParallel(groups, async ({ shards, indexes: refIndexes }) => {
       const refs = refIndexes.map((i) => p.refs[i]);
       const rows = await callFunction<ClaimedRow>(this.claimPool, 'claim', [
-        shards[0],
-        refs.some((r) => r.group !== null),
         refs.map((r) => r.tenantId),
         refs.map((r) => r.id),
         refs.map((r) => r.version),
@@ -460,6 +458,8 @@ export class CitusEvents extends PostgresEvents {
         detail,
         p.fenceByShardOwner === true,
         shards,
+        shards[0],
+        refs.some((r) => r.group !== null),
       ]);
       return rows.map((r) => ({ at: refIndexes[Number(r.ord) - 1], event: eventFromRow(r) }));
     });
@@ -512,9 +512,9 @@ export class CitusEvents extends PostgresEvents {
   ): Promise<void> {
     if (indexes.length === 0) return;
     const rows = await callFunction<{ ord: number }>(this.pool, 'record', [
-      shards[0],
       ...recordValues(outcomes, indexes, now),
       shards,
+      shards[0],
     ]);
     for (const r of rows) applied[indexes[Number(r.ord) - 1]] = true;
   }
@@ -679,24 +679,45 @@ export class CitusEvents extends PostgresEvents {
         : [...new Set(params.shards)];
     if (shards.length === 0) return [];
     if (!params.skip?.length) return this.listDueGroups(params, shards);
-    const after = params.after ?? { dueAt: Number.MIN_SAFE_INTEGER, tenantId: '', id: '' };
-    const skip = params.skip;
-    // With skip, as plain PostgreSQL's dueSkip: each shard examines at most SKIP_SCAN_FACTOR times
-    // its share of the page, and is known up to its k-th row not skipped or its last row examined.
-    const k = perShardLimit(params.limit, shards.length);
-    const examine = k * SKIP_SCAN_FACTOR;
-    const pages = await eachShard(new Map(shards.map((s) => [s, []])), async (shard) =>
-      (
-        await runCitus<DueRefRow>(this.pool, 'eventListDueShard', [
+    return this.listDueGroupsSkip(params, params.skip, shards);
+  }
+
+  /**
+   * A due list with skip: for each Citus shard, plain PostgreSQL's one-statement due list with
+   * skip over the Belfry shards it holds (its statement pinned to them), asked for its share k of
+   * the page. A group is known up to its last row when it was bounded or gave k rows, else
+   * entirely; the page is the rows not skipped up to the smallest such row, then that row itself
+   * when the page is not full (so the caller continues after it, past the skipped rows), as on
+   * plain PostgreSQL.
+   */
+  private async listDueGroupsSkip(
+    params: S.EventListDueParams,
+    skip: NonNullable<S.EventListDueParams['skip']>,
+    shards: number[],
+  ): Promise<S.DueRef[]> {
+    const groups = await this.placement.group(shards);
+    const k = perShardLimit(params.limit, groups.length);
+    const pages = await inParallel(groups, async (g) => {
+      const perShard = perShardLimit(k, g.shards.length);
+      const rows = (
+        await runCitus<DueRefRow & { bounded: boolean }>(this.pool, 'eventListDueGroupSkip', [
           params.untilMs,
-          after.dueAt,
-          after.tenantId,
-          after.id,
-          examine,
-          shard,
+          params.after?.dueAt ?? Number.MIN_SAFE_INTEGER,
+          params.after?.tenantId ?? '',
+          params.after?.id ?? '',
+          k,
+          perShard,
+          skip.map((m) => m.tenantId),
+          skip.map((m) => m.queue),
+          skip.map((m) => m.from.dueAt),
+          skip.map((m) => m.from.id),
+          perShard * SKIP_SCAN_FACTOR,
+          g.shards,
         ])
-      ).rows.map(dueRefFromRow),
-    );
+      ).rows;
+      const known = rows.length > 0 && (rows[0].bounded || rows.length >= k);
+      return { refs: rows.map(dueRefFromRow), known };
+    });
     const skipped = (r: S.DueRef) =>
       skip.some(
         (m) =>
@@ -705,25 +726,14 @@ export class CitusEvents extends PostgresEvents {
           (r.dueAt > m.from.dueAt || (r.dueAt === m.from.dueAt && r.id >= m.from.id)),
       );
     let bound: S.DueRef | null = null;
-    const kept: S.DueRef[] = [];
-    for (const rows of pages) {
-      let keptHere = 0;
-      for (let n = 0; n < rows.length; n++) {
-        const r = rows[n];
-        const skip = skipped(r);
-        if (!skip) {
-          keptHere++;
-          kept.push(r);
-        }
-        if ((!skip && keptHere === k) || n + 1 === examine) {
-          if (bound === null || byDue(r, bound) < 0) bound = r;
-          break;
-        }
-      }
+    for (const { refs, known } of pages) {
+      const last = refs[refs.length - 1];
+      if (known && (bound === null || byDue(last, bound) < 0)) bound = last;
     }
     const b = bound;
-    const page = kept
-      .filter((r) => b === null || byDue(r, b) <= 0)
+    const page = pages
+      .flatMap((p) => p.refs)
+      .filter((r) => !skipped(r) && (b === null || byDue(r, b) <= 0))
       .sort(byDue)
       .slice(0, params.limit);
     if (b !== null && page.length < params.limit && !page.some((r) => byDue(r, b) === 0)) page.push(b);

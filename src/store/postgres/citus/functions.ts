@@ -19,59 +19,69 @@
 import type pg from 'pg';
 import { CITUS_SQL } from './queries.ts';
 
-export const CLAIM_FUNCTION = 'belfry_citus_claim_v2';
-export const RECORD_FUNCTION = 'belfry_citus_record_v2';
+export const CLAIM_FUNCTION = 'belfry_citus_claim_v4';
+export const RECORD_FUNCTION = 'belfry_citus_record_v4';
 
 /** Arbitrary key of the advisory lock under which a node creates the functions. */
 const FUNCTIONS_LOCK_KEY = 7_142_201_001;
 
-/** `text` as a dollar-quoted literal whose tag it does not contain. */
-function quoted(text: string): string {
-  let tag = 'q';
-  while (text.includes(`$${tag}$`)) tag += 'q';
-  return `$${tag}$${text}$${tag}$`;
+/** `sql` with its parameters renumbered: `$k` becomes `$${to[k]}` (the parameter of the function that holds that value). */
+function renumbered(sql: string, to: Record<number, number>): string {
+  return sql.replace(/\$(\d+)(?!\d)/g, (m, k) => (to[Number(k)] === undefined ? m : `$${to[Number(k)]}`));
 }
 
+/**
+ * The statements are the functions' static SQL, their `$n` the functions' own parameters (the
+ * statement's parameters first, in its order): PL/pgSQL prepares each once per connection and
+ * keeps its plan, where EXECUTE would parse and plan it on every call (4-6 ms a call measured,
+ * against 0.5 ms for a one-row read through the coordinator).
+ */
 function claimFunction(schema: string): string {
+  // eventClaim: $1 tenants, $2 ids, $3 versions, $4 owner, $5 leaseUntil, $6 now, $7 detail,
+  // $8 fence, $9 shards; eventGroupLock: $1 tenants, $2 ids, $3 shards.
   return `CREATE OR REPLACE FUNCTION "${schema}".${CLAIM_FUNCTION}(
-      p_shard int, p_lock boolean, p_tenants text[], p_ids text[], p_versions int[], p_owner text,
-      p_lease_until bigint, p_now bigint, p_detail text, p_fence boolean, p_shards int[])
+      p_tenants text[], p_ids text[], p_versions int[], p_owner text, p_lease_until bigint, p_now bigint,
+      p_detail text, p_fence boolean, p_shards int[], p_shard int, p_lock boolean)
     RETURNS SETOF json LANGUAGE plpgsql SET search_path TO "${schema}" AS $fn$
+    #variable_conflict use_column
     DECLARE
-      r record;
+      claimed_row record;
     BEGIN
       -- As a claim on plain PostgreSQL (a claim lost in a crash is rescued): no wait for the WAL flush.
       PERFORM set_config('synchronous_commit', 'off', true);
       IF p_lock THEN
-        EXECUTE ${quoted(CITUS_SQL.eventGroupLock)} USING p_tenants, p_ids, p_shards;
+        PERFORM * FROM (${renumbered(CITUS_SQL.eventGroupLock, { 3: 9 })}) locked;
       END IF;
-      FOR r IN EXECUTE ${quoted(CITUS_SQL.eventClaim)}
-          USING p_tenants, p_ids, p_versions, p_owner, p_lease_until, p_now, p_detail, p_fence, p_shards LOOP
+      FOR claimed_row IN ${CITUS_SQL.eventClaim} LOOP
         -- One row at a time: Citus runs an INSERT ... VALUES on the local shard at once, where an
         -- INSERT ... SELECT would go through its distributed insert machinery.
         INSERT INTO transitions (shard, tenant_id, event_id, seq, at, kind, from_state, to_state, attempt, lateness_ms, detail)
-        VALUES (r.shard, r.tenant_id, r.id, r.version, p_now, 'state', r.from_state, 'executing', r.attempts,
-          p_now - r.due_at, p_detail);
-        RETURN NEXT row_to_json(r);
+        VALUES (claimed_row.shard, claimed_row.tenant_id, claimed_row.id, claimed_row.version, p_now, 'state',
+          claimed_row.from_state, 'executing', claimed_row.attempts, p_now - claimed_row.due_at, p_detail);
+        RETURN NEXT row_to_json(claimed_row);
       END LOOP;
     END $fn$`;
 }
 
 function recordFunction(schema: string): string {
+  // eventRecordAttempts: $1 tenants, $2 ids, $3 versions, $4 owners, $5 to, $6 retryAt, $7 status,
+  // $8 errors, $9 durations, $10 now, $11 shards.
   return `CREATE OR REPLACE FUNCTION "${schema}".${RECORD_FUNCTION}(
-      p_shard int, p_tenants text[], p_ids text[], p_versions int[], p_owners text[], p_to text[],
-      p_retry_at bigint[], p_status int[], p_errors text[], p_durations bigint[], p_now bigint, p_shards int[])
+      p_tenants text[], p_ids text[], p_versions int[], p_owners text[], p_to text[], p_retry_at bigint[],
+      p_status int[], p_errors text[], p_durations bigint[], p_now bigint, p_shards int[], p_shard int)
     RETURNS SETOF json LANGUAGE plpgsql SET search_path TO "${schema}" AS $fn$
+    #variable_conflict use_column
     DECLARE
-      r record;
+      recorded_row record;
     BEGIN
-      FOR r IN EXECUTE ${quoted(CITUS_SQL.eventRecordAttempts)}
-          USING p_tenants, p_ids, p_versions, p_owners, p_to, p_retry_at, p_status, p_errors, p_durations, p_now, p_shards LOOP
+      FOR recorded_row IN ${CITUS_SQL.eventRecordAttempts} LOOP
         INSERT INTO transitions (shard, tenant_id, event_id, seq, at, kind, from_state, to_state, attempt, status, error,
           duration_ms, detail)
-        VALUES (r.shard, r.tenant_id, r.id, r.version, p_now, 'state', 'executing', r.to_state, r.attempts, r.status,
-          r.error, r.duration_ms, CASE WHEN r.retry_at IS NULL THEN NULL ELSE '{"retryAt":' || r.retry_at || '}' END);
-        RETURN NEXT row_to_json(r);
+        VALUES (recorded_row.shard, recorded_row.tenant_id, recorded_row.id, recorded_row.version, p_now, 'state',
+          'executing', recorded_row.to_state, recorded_row.attempts, recorded_row.status, recorded_row.error,
+          recorded_row.duration_ms,
+          CASE WHEN recorded_row.retry_at IS NULL THEN NULL ELSE '{"retryAt":' || recorded_row.retry_at || '}' END);
+        RETURN NEXT row_to_json(recorded_row);
       END LOOP;
     END $fn$`;
 }
@@ -81,19 +91,19 @@ const DISTRIBUTED = [
   {
     name: CLAIM_FUNCTION,
     create: claimFunction,
-    signature: `${CLAIM_FUNCTION}(int, boolean, text[], text[], int[], text, bigint, bigint, text, boolean, int[])`,
+    signature: `${CLAIM_FUNCTION}(text[], text[], int[], text, bigint, bigint, text, boolean, int[], int, boolean)`,
   },
   {
     name: RECORD_FUNCTION,
     create: recordFunction,
-    signature: `${RECORD_FUNCTION}(int, text[], text[], int[], text[], text[], bigint[], int[], text[], bigint[], bigint, int[])`,
+    signature: `${RECORD_FUNCTION}(text[], text[], int[], text[], text[], bigint[], int[], text[], bigint[], bigint, int[], int)`,
   },
 ];
 
 /**
  * Creates the functions in `schema` where they are missing and makes them distributed functions
- * co-located with events, delegated by their first argument (a Belfry shard of the Citus shard
- * they work on). One node at a time; a no-op once done.
+ * co-located with events, delegated by p_shard (a Belfry shard of the Citus shard they work on).
+ * One node at a time; a no-op once done.
  */
 export async function ensureCitusFunctions(pool: pg.Pool, schema: string): Promise<void> {
   const client = await pool.connect();

@@ -16,7 +16,7 @@
  * change to a statement of queries.ts that breaks the rewrite fails every test, not a Citus run.
  */
 import { SQL_STATE_LISTS } from '../../core/state-lists.ts';
-import { DUE_IN_SHARD, EVENT_COLUMNS, SQL, TRANSITION_COLUMNS } from '../queries.ts';
+import { EVENT_COLUMNS, SQL, TRANSITION_COLUMNS } from '../queries.ts';
 
 /**
  * `sql` with every events / transitions reference of queries.ts' spellings also compared with shard
@@ -119,14 +119,8 @@ export const CITUS_SQL = {
   transitionList: pinned(SQL.transitionList, 5),
   // As SQL.eventListDueShards, over the shards $7 (of one Citus shard): each one's scan, merged.
   eventListDueGroup: pinned(SQL.eventListDueShards, 7, true),
-  // ($1 untilMs, $2 afterDueAt, $3 afterTenantId, $4 afterId, $5 limit, $6 shard) → DueRefRow[]:
-  // the first $5 fireable rows of shard $6 after the cursor, group heads only, in due order (a due
-  // list with skip reads each shard on its own).
-  eventListDueShard: (() => {
-    const out = pinned(DUE_IN_SHARD.replace('LIMIT $6', 'LIMIT $5'), 6).replace('e.shard = s.shard AND ', '');
-    if (out.includes('s.shard')) throw new Error('citus: the due scan is not pinned');
-    return out;
-  })(),
+  // As SQL.eventListDueShardsSkip, over the shards $12 (of one Citus shard).
+  eventListDueGroupSkip: pinned(SQL.eventListDueShardsSkip, 12, true),
   // As SQL.eventListDueQueue, on shard $8.
   eventListDueQueue: pinned(SQL.eventListDueQueue, 8),
   // ($1 tenantId, $2 queue, $3 untilMs) → { shard }[]: the shards holding a fireable row of that
