@@ -2,15 +2,17 @@
  * The event methods of the PostgreSQL store on Citus (distribute.ts). What differs from plain
  * PostgreSQL (../event-store.ts), and why:
  *
- * - Every state change runs on one shard: a batch (claims, outcomes) is split by shard, each part
- *   one transaction of the pinned statement (queries.ts here) and its transitions, inserted by a
- *   second statement on the same shard (transitionsInsert). The transaction commits on one worker.
+ * - Every state change runs on one shard, in one transaction that commits on one worker: the
+ *   pinned statement (queries.ts here) and its transitions, inserted by a second statement on the
+ *   same shard (transitionsInsert). Claims and outcomes, which every fired event runs, are split
+ *   by Citus shard (placement.ts), each part one call of a distributed function that its worker
+ *   runs (functions.ts).
  * - An event found by (tenant, id) is located first (event_locator: the shard the id alone names
  *   holds the event's own shard), then read or changed on its shard.
  * - An insert writes the locator rows first, in the same transaction as the events: the locator's
  *   key (shard of the id, tenant, id) is what keeps an id unique within its tenant here, since
  *   every unique key of events carries the event's shard.
- * - A due list reads each shard on its own and merges the pages here.
+ * - A due list runs plain PostgreSQL's once per Citus shard and merges the pages here.
  *
  * Methods not overridden run the plain statements, which Citus runs across shards (counts, lists,
  * forecasts, retention) or which touch reference tables only.
@@ -475,29 +477,27 @@ export class CitusEvents extends PostgresEvents {
     const applied = new Array<boolean>(outcomes.length).fill(false);
     const groups = await this.placement.group(await this.refShards(outcomes));
     await inParallel(groups, async ({ shards, indexes }) => {
-      {
-        // As on plain PostgreSQL: of several outcomes for one event the first that matches
-        // applies; each round sends at most one outcome per event (and is one call of the
-        // outcome function, functions.ts: a transaction on the worker).
-        const done = new Set<string>();
-        let pending = indexes;
-        while (pending.length > 0) {
-          const seen = new Set<string>();
-          const round: number[] = [];
-          const later: number[] = [];
-          for (const i of pending) {
-            const key = keyOf(outcomes[i].tenantId, outcomes[i].id);
-            if (done.has(key)) continue;
-            if (seen.has(key)) later.push(i);
-            else {
-              seen.add(key);
-              round.push(i);
-            }
+      // As on plain PostgreSQL: of several outcomes for one event the first that matches applies;
+      // each round sends at most one outcome per event (and is one call of the outcome function,
+      // functions.ts: a transaction on the worker).
+      const done = new Set<string>();
+      let pending = indexes;
+      while (pending.length > 0) {
+        const seen = new Set<string>();
+        const round: number[] = [];
+        const later: number[] = [];
+        for (const i of pending) {
+          const key = keyOf(outcomes[i].tenantId, outcomes[i].id);
+          if (done.has(key)) continue;
+          if (seen.has(key)) later.push(i);
+          else {
+            seen.add(key);
+            round.push(i);
           }
-          await this.recordRound(outcomes, round, now, shards, applied);
-          for (const i of round) if (applied[i]) done.add(keyOf(outcomes[i].tenantId, outcomes[i].id));
-          pending = later;
         }
+        await this.recordRound(outcomes, round, now, shards, applied);
+        for (const i of round) if (applied[i]) done.add(keyOf(outcomes[i].tenantId, outcomes[i].id));
+        pending = later;
       }
     });
     return applied;
