@@ -63,7 +63,10 @@ const STORES = [
   { name: 'sqlite', skip: false as string | false, store: async () => ({}) },
   {
     name: 'Citus',
-    skip: process.env.BELFRY_ISO_CITUS === '1' ? citusSkip() : 'runs by hand: BELFRY_ISO_CITUS=1 (docs/citus.md)',
+    skip:
+      process.env.BELFRY_ISO_CITUS === '1'
+        ? citusSkip()
+        : 'runs by hand: BELFRY_ISO_CITUS=1 (docs/citus.md, Failures and isolation)',
     store: async () => ({
       store: `${await startCitus()}?schema=belfry_iso_${randomBytes(4).toString('hex')}&citus=true`,
     }),
