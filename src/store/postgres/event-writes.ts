@@ -200,28 +200,50 @@ export async function recordAttempts(
   for (const o of outcomes) {
     checkAttemptTarget(o.to);
   }
-  const rounds: number[][] = [];
-  const seen = new Map<string, number>();
-  outcomes.forEach((o, i) => {
-    const key = keyOf(o.tenantId, o.id);
-    const round = seen.get(key) ?? 0;
-    seen.set(key, round + 1);
-    (rounds[round] ??= []).push(i);
-  });
+  const rounds = outcomeRounds(
+    outcomes,
+    outcomes.map((_, i) => i),
+  );
   const applied = new Array<boolean>(outcomes.length).fill(false);
   if (rounds.length === 1) {
     await recordRound(pool, outcomes, rounds[0], now, applied);
     return applied;
   }
   return inTransaction(pool, TX.begin, async (client) => {
-    const done = new Set<string>();
-    for (const round of rounds) {
-      const pending = round.filter((i) => !done.has(keyOf(outcomes[i].tenantId, outcomes[i].id)));
-      await recordRound(client, outcomes, pending, now, applied);
-      for (const i of pending) if (applied[i]) done.add(keyOf(outcomes[i].tenantId, outcomes[i].id));
-    }
+    await recordInRounds(outcomes, rounds, applied, (pending) => recordRound(client, outcomes, pending, now, applied));
     return applied;
   });
+}
+
+/** The outcomes at `indexes` in rounds: round k holds each event's k-th outcome, so no round names an event twice. */
+export function outcomeRounds(outcomes: readonly S.AttemptOutcome[], indexes: readonly number[]): number[][] {
+  const rounds: number[][] = [];
+  const seen = new Map<string, number>();
+  for (const i of indexes) {
+    const key = keyOf(outcomes[i].tenantId, outcomes[i].id);
+    const round = seen.get(key) ?? 0;
+    seen.set(key, round + 1);
+    (rounds[round] ??= []).push(i);
+  }
+  return rounds;
+}
+
+/**
+ * Records `rounds` in order with `recordRound`, which marks in `applied` the outcomes that
+ * applied; an event's later outcomes are left out once one of its outcomes applied.
+ */
+export async function recordInRounds(
+  outcomes: readonly S.AttemptOutcome[],
+  rounds: readonly number[][],
+  applied: readonly boolean[],
+  recordRound: (indexes: number[]) => Promise<void>,
+): Promise<void> {
+  const done = new Set<string>();
+  for (const round of rounds) {
+    const pending = round.filter((i) => !done.has(keyOf(outcomes[i].tenantId, outcomes[i].id)));
+    await recordRound(pending);
+    for (const i of pending) if (applied[i]) done.add(keyOf(outcomes[i].tenantId, outcomes[i].id));
+  }
 }
 
 /** One statement for `indexes` (distinct events); marks the ones that applied. */
@@ -322,26 +344,16 @@ function replayAt(db: Queryable, p: S.EventMutateParams, cur: EventRow): Promise
  */
 export function cancelValues(p: S.EventMutateParams, cur: EventRow): unknown[] {
   const detail = cancelDetail(p);
-  return [
-    p.now,
-    p.tenantId,
-    p.id,
-    cur.version,
-    cur.state,
-    detail === null ? null : JSON.stringify(detail),
-    p.reason ?? null,
-  ];
+  return [...atVersion(p, cur), detail === null ? null : JSON.stringify(detail), p.reason ?? null];
 }
 
 export function replayValues(p: S.EventMutateParams, cur: EventRow): unknown[] {
-  return [
-    p.now,
-    p.tenantId,
-    p.id,
-    cur.version,
-    cur.state,
-    JSON.stringify(operationDetail({ attemptsBefore: cur.attempts }, p.operation)),
-  ];
+  return [...atVersion(p, cur), JSON.stringify(operationDetail({ attemptsBefore: cur.attempts }, p.operation))];
+}
+
+/** $1-$5 of eventCancel and eventReplay: when, which event, and the version and state it was read at. */
+function atVersion(p: S.EventMutateParams, cur: EventRow): unknown[] {
+  return [p.now, p.tenantId, p.id, cur.version, cur.state];
 }
 
 export function editValues(

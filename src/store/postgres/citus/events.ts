@@ -34,7 +34,16 @@ import {
 import type * as S from '../../store.ts';
 import { inTransaction, rethrowUnavailable, type Queryable } from '../db.ts';
 import { PostgresEvents } from '../event-store.ts';
-import { cancelValues, editValues, insertMany, type InsertOps, recordValues, replayValues } from '../event-writes.ts';
+import {
+  cancelValues,
+  editValues,
+  insertMany,
+  type InsertOps,
+  outcomeRounds,
+  recordInRounds,
+  recordValues,
+  replayValues,
+} from '../event-writes.ts';
 import { DUE_ROUNDS_MAX, type DueShardsStatement, listDue, perShardLimit, SKIP_SCAN_FACTOR } from '../due-list.ts';
 import { TX } from '../queries.ts';
 import { CITUS_SQL, type CitusQueryName } from './queries.ts';
@@ -476,30 +485,14 @@ export class CitusEvents extends PostgresEvents {
     for (const o of outcomes) checkAttemptTarget(o.to);
     const applied = new Array<boolean>(outcomes.length).fill(false);
     const groups = await this.placement.group(await this.refShards(outcomes));
-    await inParallel(groups, async ({ shards, indexes }) => {
-      // As on plain PostgreSQL: of several outcomes for one event the first that matches applies;
-      // each round sends at most one outcome per event (and is one call of the outcome function,
-      // functions.ts: a transaction on the worker).
-      const done = new Set<string>();
-      let pending = indexes;
-      while (pending.length > 0) {
-        const seen = new Set<string>();
-        const round: number[] = [];
-        const later: number[] = [];
-        for (const i of pending) {
-          const key = keyOf(outcomes[i].tenantId, outcomes[i].id);
-          if (done.has(key)) continue;
-          if (seen.has(key)) later.push(i);
-          else {
-            seen.add(key);
-            round.push(i);
-          }
-        }
-        await this.recordRound(outcomes, round, now, shards, applied);
-        for (const i of round) if (applied[i]) done.add(keyOf(outcomes[i].tenantId, outcomes[i].id));
-        pending = later;
-      }
-    });
+    // As on plain PostgreSQL: of several outcomes for one event the first that matches applies;
+    // each round (one call of the outcome function, functions.ts: a transaction on the worker)
+    // names an event once.
+    await inParallel(groups, ({ shards, indexes }) =>
+      recordInRounds(outcomes, outcomeRounds(outcomes, indexes), applied, (round) =>
+        this.recordRound(outcomes, round, now, shards, applied),
+      ),
+    );
     return applied;
   }
 
