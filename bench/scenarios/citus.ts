@@ -25,8 +25,8 @@ import { ingest } from './ingest.ts';
 import { runOnSystem } from './scenario.ts';
 
 /**
- * On this 2-core machine Belfry on Citus fires ~200 events/s and takes a few thousand batch
- * events/s (plain PostgreSQL: ~7,000 and ~30,000): 20,000 keeps the run near 5 minutes.
+ * On this 2-core machine Belfry on Citus fires about 1,200 events/s and takes 5,000-9,000 batch
+ * events/s (plain PostgreSQL: about 7,000 and 30,000): 20,000 keeps the run near 2 minutes.
  */
 const N_DEFAULT = 20_000;
 /** fire's wait after the due instant allows 100 deliveries/s (fire's own bound when that is longer); it still ends after 20 s without one. */
