@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import pg from 'pg';
 import { citusSkip, startCitus } from '../../../test/support/citus.ts';
+import { insertAll, mustClaim, mustRecord, newEvent, newTenant, outcome, SEC, T0 } from '../conformance/fixtures.ts';
 import { runStoreConformance } from '../conformance/store-conformance.ts';
 import { CITUS_DISTRIBUTED_TABLES, CITUS_REFERENCE_TABLES } from './citus/distribute.ts';
 import { CITUS_SQL, type CitusQueryName } from './citus/queries.ts';
@@ -82,6 +83,56 @@ if (skip) {
         await store.close();
         // Opening it again changes nothing.
         await (await openFresh(schema)).close();
+      } finally {
+        await store.close();
+        await admin!.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      }
+    });
+
+    it('claims and records on the worker of the shard; a shard moved meanwhile goes through the coordinator, then to its new worker', async () => {
+      const schema = freshSchema();
+      const store = await openFresh(schema);
+      try {
+        const workers = store.citusWorkers!;
+        const tenantId = await newTenant(store);
+        const [a, b] = await insertAll(store, [
+          newEvent(tenantId, 'a', { shard: 7 }),
+          newEvent(tenantId, 'b', { shard: 7 }),
+        ]);
+        const running = await mustClaim(store, a, T0 + 10 * SEC);
+        assert.deepEqual(workers.counts, { done: 1, away: 0 }, 'the claim ran on the worker');
+        // Move the Citus shard holding Belfry shard 7 (and its co-located shards) to the other worker.
+        const { rows } = await admin!.query<{
+          id: string;
+          host: string;
+          port: number;
+          to_host: string;
+          to_port: number;
+        }>(
+          `SELECT p.shardid::text AS id, p.nodename AS host, p.nodeport AS port, n.nodename AS to_host, n.nodeport AS to_port
+             FROM pg_dist_shard_placement p JOIN pg_dist_node n ON n.nodeport <> p.nodeport AND n.groupid <> 0
+            WHERE p.shardid = get_shard_id_for_distribution_column('"${schema}".events', 7)`,
+        );
+        assert.equal(rows.length, 1, 'one other worker to move to');
+        const m = rows[0];
+        await admin!.query(
+          "SELECT citus_move_shard_placement($1::bigint, $2, $3, $4, $5, shard_transfer_mode => 'block_writes')",
+          [m.id, m.host, m.port, m.to_host, m.to_port],
+        );
+        // The node's map still names the old worker: the outcome finds the shard gone, takes the
+        // coordinator's route, and applies once.
+        const done = await mustRecord(store, outcome(running, 'succeeded', { status: 200 }), T0 + 11 * SEC);
+        assert.equal(done.state, 'succeeded');
+        assert.deepEqual(workers.counts, { done: 1, away: 1 }, 'the outcome found the shard moved');
+        assert.deepEqual(
+          (await store.transitionList({ tenantId, eventId: 'a', limit: 10 })).map((t) => t.toState),
+          ['scheduled', 'executing', 'succeeded'],
+          'each change traced once',
+        );
+        // The map read again: the next claim runs on the new worker.
+        const next = await mustClaim(store, b, T0 + 12 * SEC);
+        assert.equal(next.state, 'executing');
+        assert.deepEqual(workers.counts, { done: 2, away: 1 }, 'the next claim ran on the new worker');
       } finally {
         await store.close();
         await admin!.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);

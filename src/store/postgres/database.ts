@@ -1,10 +1,12 @@
 /**
  * What every part of the PostgreSQL store runs on (event-store.ts, pull-store.ts, bulk-store.ts,
  * account-store.ts, cluster-store.ts; schedule-store.ts and source-store.ts take the main pool):
- * the three pools and the cache of tenants' durability; the store's migrate, ping and close.
+ * the pools (on Citus, the workers' too) and the cache of tenants' durability; the store's migrate,
+ * ping and close.
  * PostgresPart hands a part the pools and the cache.
  */
 import type pg from 'pg';
+import type { CitusWorkers } from './citus/direct.ts';
 import { run } from './db.ts';
 import { migrate } from './migrate.ts';
 import { TenantDurability } from './tenant-durability.ts';
@@ -31,6 +33,8 @@ export class PostgresDatabase {
     readonly readPool: pg.Pool = pool,
     /** Inserts' pool on Citus (citus/events.ts CITUS_INSERT_POOL_SIZE); the main pool elsewhere. */
     readonly insertPool: pg.Pool = pool,
+    /** On Citus: the workers' own pools, for claims and outcomes on their shards (citus/direct.ts). */
+    readonly citusWorkers: CitusWorkers | null = null,
   ) {}
 
   async migrate(opts: { citus?: boolean } = {}): Promise<void> {
@@ -47,6 +51,7 @@ export class PostgresDatabase {
     await Promise.all([
       this.pool.end(),
       ...[this.claimPool, this.readPool, this.insertPool].filter((p) => p !== this.pool).map((p) => p.end()),
+      this.citusWorkers?.close(),
     ]);
   }
 }

@@ -32,6 +32,7 @@ import { PostgresAccounts } from './account-store.ts';
 import { PostgresBulk } from './bulk-store.ts';
 import { PostgresCluster } from './cluster-store.ts';
 import { PostgresEvents } from './event-store.ts';
+import { CitusWorkers } from './citus/direct.ts';
 import { CITUS_INSERT_CACHED_CONNECTIONS, CITUS_INSERT_POOL_SIZE, CitusEvents } from './citus/events.ts';
 import { CitusCluster } from './citus/cluster.ts';
 import { CitusBulk } from './citus/bulk.ts';
@@ -141,6 +142,7 @@ export async function openPostgresStore(opts: PostgresStoreOptions): Promise<Pos
         onError,
         settings: [`citus.max_cached_conns_per_worker=${CITUS_INSERT_CACHED_CONNECTIONS}`],
       }),
+      new CitusWorkers(opts.url, schema, onError),
     ),
     opts.url,
     citus,
@@ -160,6 +162,8 @@ export interface PostgresStore extends Store {
   readonly dueWakeups: PostgresDueWakeups;
   /** Whether the schema is distributed on Citus (citus/distribute.ts), and the Citus statements serve it. */
   readonly distributed: boolean;
+  /** On Citus, the workers' pools of claims and outcomes (citus/direct.ts); for diagnostics and tests. */
+  readonly citusWorkers: CitusWorkers | null;
 }
 
 /**
@@ -182,6 +186,7 @@ function postgresStore(database: PostgresDatabase, url: string, citus: boolean, 
     claimPool: database.claimPool,
     readPool: database.readPool,
     distributed,
+    citusWorkers: database.citusWorkers,
     dueWakeups: new PostgresDueWakeups(database.pool, url, database.schema),
     migrate: () => database.migrate({ citus }),
     ping: () => database.ping(),

@@ -33,6 +33,7 @@ import {
 } from '../../core/rows.ts';
 import type * as S from '../../store.ts';
 import { inTransaction, rethrowUnavailable, type Queryable } from '../db.ts';
+import type { PostgresDatabase } from '../database.ts';
 import { PostgresEvents } from '../event-store.ts';
 import {
   cancelValues,
@@ -47,6 +48,7 @@ import {
 import { DUE_ROUNDS_MAX, type DueShardsStatement, listDue, perShardLimit, SKIP_SCAN_FACTOR } from '../due-list.ts';
 import { TX } from '../queries.ts';
 import { CITUS_SQL, type CitusQueryName } from './queries.ts';
+import { type CitusWorkers, type ShardHome, ShardAway } from './direct.ts';
 import { Placement } from './placement.ts';
 import { CLAIM_FUNCTION, RECORD_FUNCTION } from './functions.ts';
 import type pg from 'pg';
@@ -430,6 +432,12 @@ type ClaimedRow = EventRow & { from_state: EventState; ord: number };
 
 export class CitusEvents extends PostgresEvents {
   private readonly placement = new Placement(this.pool);
+  private readonly workers: CitusWorkers | null;
+
+  constructor(database: PostgresDatabase) {
+    super(database);
+    this.workers = database.citusWorkers;
+  }
 
   override async eventInsertMany(params: S.EventInsertManyParams): Promise<S.EventInsertResult[]> {
     if (params.events.length === 0) return [];
@@ -450,16 +458,17 @@ export class CitusEvents extends PostgresEvents {
   }
 
   /**
-   * The refs of each Citus shard in one call of the claim function (functions.ts), which its worker
-   * runs as one transaction: the group locks, the claim, its transitions.
+   * The refs of each Citus shard in one transaction on its worker: the group locks, the claim, its
+   * transitions. Sent to the worker itself (direct.ts), else through the coordinator as one call
+   * of the claim function (functions.ts).
    */
   override async eventClaim(p: S.EventClaimParams): Promise<EventRecord[]> {
     if (p.refs.length === 0) return [];
     const groups = await this.placement.group(await this.refShards(p.refs));
     const detail = JSON.stringify({ owner: p.owner });
-    const parts = await inParallel(groups, async ({ shards, indexes: refIndexes }) => {
+    const parts = await inParallel(groups, async ({ shards, indexes: refIndexes, home }) => {
       const refs = refIndexes.map((i) => p.refs[i]);
-      const rows = await callFunction<ClaimedRow>(this.claimPool, 'claim', [
+      const values = [
         refs.map((r) => r.tenantId),
         refs.map((r) => r.id),
         refs.map((r) => r.version),
@@ -469,9 +478,13 @@ export class CitusEvents extends PostgresEvents {
         detail,
         p.fenceByShardOwner === true,
         shards,
-        shards[0],
-        refs.some((r) => r.group !== null),
-      ]);
+      ];
+      const lock = refs.some((r) => r.group !== null);
+      const rows = await this.onWorker(
+        home,
+        (workers, at) => workers.claim<ClaimedRow>(at, values, lock),
+        () => callFunction<ClaimedRow>(this.claimPool, 'claim', [...values, shards[0], lock]),
+      );
       return rows.map((r) => ({ at: refIndexes[Number(r.ord) - 1], event: eventFromRow(r) }));
     });
     return parts
@@ -488,9 +501,9 @@ export class CitusEvents extends PostgresEvents {
     // As on plain PostgreSQL: of several outcomes for one event the first that matches applies;
     // each round (one call of the outcome function, functions.ts: a transaction on the worker)
     // names an event once.
-    await inParallel(groups, ({ shards, indexes }) =>
+    await inParallel(groups, ({ shards, indexes, home }) =>
       recordInRounds(outcomes, outcomeRounds(outcomes, indexes), applied, (round) =>
-        this.recordRound(outcomes, round, now, shards, applied),
+        this.recordRound(outcomes, round, now, shards, home, applied),
       ),
     );
     return applied;
@@ -501,15 +514,37 @@ export class CitusEvents extends PostgresEvents {
     indexes: number[],
     now: number,
     shards: number[],
+    home: ShardHome | null,
     applied: boolean[],
   ): Promise<void> {
     if (indexes.length === 0) return;
-    const rows = await callFunction<{ ord: number }>(this.pool, 'record', [
-      ...recordValues(outcomes, indexes, now),
-      shards,
-      shards[0],
-    ]);
+    const values = [...recordValues(outcomes, indexes, now), shards];
+    const rows = await this.onWorker(
+      home,
+      (workers, at) => workers.record(at, values),
+      () => callFunction<{ ord: number }>(this.pool, 'record', [...values, shards[0]]),
+    );
     for (const r of rows) applied[indexes[Number(r.ord) - 1]] = true;
+  }
+
+  /**
+   * `direct` on the worker of `home` when it can be reached there; else (no home, the worker left
+   * for a while, the shard no longer there: the map is then read again) `viaCoordinator`.
+   */
+  private async onWorker<R>(
+    home: ShardHome | null,
+    direct: (workers: CitusWorkers, home: ShardHome) => Promise<R>,
+    viaCoordinator: () => Promise<R>,
+  ): Promise<R> {
+    if (home && this.workers?.usable(home)) {
+      try {
+        return await direct(this.workers, home);
+      } catch (err) {
+        if (!(err instanceof ShardAway)) throw err;
+        this.placement.forget();
+      }
+    }
+    return viaCoordinator();
   }
 
   /** The shard of each ref: its own when it carries one, else located (null: no such event). */
@@ -749,7 +784,13 @@ export class CitusEvents extends PostgresEvents {
       const wanted = params.limit - out.length;
       const k = round === DUE_ROUNDS_MAX - 1 ? wanted : perShardLimit(wanted, groups.length);
       const pages = await inParallel(groups, (g) =>
-        listDue(this.pool, { ...params, after, limit: k, shards: g.shards }, dueInGroup),
+        listDue(this.pool, { ...params, after, limit: k, shards: g.shards }, (db, bind) =>
+          this.onWorker(
+            g.home,
+            (workers, home) => workers.read(home, 'due', CITUS_SQL.eventListDueGroup, bind),
+            () => dueInGroup(db, bind),
+          ),
+        ),
       );
       let bound: S.DueRef | null = null;
       for (const page of pages) {
