@@ -1,6 +1,6 @@
 /**
- * Claims and outcome batches sent by the node straight to the worker that holds their Citus shard,
- * as plain PostgreSQL statements on that shard's own tables.
+ * Claims, outcome batches and due lists sent by the node straight to the worker that holds their
+ * Citus shard, as plain PostgreSQL statements on that shard's own tables.
  *
  * Why: on Citus a statement on a distributed table is planned by Citus, then its shard query is
  * planned again by PostgreSQL, on every call: a distributed plan is never a generic one. Measured
@@ -11,13 +11,13 @@
  * database CPU per fired event.
  *
  * How: the Placement (placement.ts) also reads, for each Citus shard, the worker that holds it
- * and its shard tables' names. A pool per worker (the store URL's user, password and database,
- * the worker's host and port) runs, in one transaction: Citus' own write lock on the shard's
- * metadata (lock_shard_metadata, share mode: what Citus' router writes take, which a shard move
- * or split takes in exclusive mode before it moves the data); a check, under that lock, that the
- * worker still holds the shard (its pg_dist_placement, which Citus keeps in step on every node);
- * then plain PostgreSQL's statement (queries.ts, transitions included as a CTE) on the shard's
- * tables. So a write lands on the shard's one live copy, or does not happen.
+ * and its shard tables' names. Pools per worker (the store URL's user, password and database, the
+ * worker's host and port) run plain PostgreSQL's statement (queries.ts, transitions included as a
+ * CTE) on the shard's tables, one statement a call, guarded: before it reads a row, it calls
+ * HERE_FUNCTION (functions.ts), which takes Citus' own write lock on the shard's metadata (share
+ * mode: what Citus' router writes take; a shard move or split takes it in exclusive mode before
+ * it switches over) and then checks that the worker still holds the shard, or raises. So a write
+ * lands on the shard's one live copy, or does not happen; a due list reads the live copy.
  *
  * When the shard is no longer there (moved, split), the caller forgets the placement and sends the
  * call through the coordinator (functions.ts) instead; when a worker cannot be reached with the
@@ -27,7 +27,8 @@ import type pg from 'pg';
 import { StoreUnavailableError } from '../../store.ts';
 import { createPool, rethrowUnavailable } from '../db.ts';
 import { SQL } from '../queries.ts';
-import { pinned } from './queries.ts';
+import { HERE_FUNCTION, NOT_HERE_SQLSTATE } from './functions.ts';
+import { CITUS_SQL, pinned } from './queries.ts';
 
 /** Where one Citus shard of events lives, and its tables' names there (quoted, schema-qualified). */
 export interface ShardHome {
@@ -41,31 +42,95 @@ export interface ShardHome {
   assignments: string;
 }
 
-/** Connections per worker: as many as a node's claims and outcome batches keep in flight. */
-export const WORKER_POOL_SIZE = 6;
+/**
+ * Connections per worker and kind of call, each kind on its own pool as on plain PostgreSQL (an
+ * outcome batch never waits behind claims): a call of the store runs at most 4 Citus shards at
+ * once (events.ts SHARDS_IN_FLIGHT), and claims, like plain PostgreSQL's claim pool, may run a
+ * few calls at once. Claims' connections commit without waiting for the WAL flush, as claims do
+ * elsewhere (a claim lost in a crash is rescued).
+ */
+export const WORKER_POOL_SIZES = { claim: 5, record: 4, read: 4 } as const;
+type CallKind = keyof typeof WORKER_POOL_SIZES;
 /** How long a worker that refused or dropped a connection is left to the coordinator's route. */
 export const WORKER_DOWN_MS = 10_000;
-
-/**
- * How each kind of call begins its transaction on the worker, before the placement check ($ID:
- * the Citus shard id); 5 is PostgreSQL's ShareLock, the mode Citus' router writes take on a
- * shard's metadata.
- */
-const BEGIN = {
-  claim: 'BEGIN; SET LOCAL synchronous_commit TO off; SELECT lock_shard_metadata(5, ARRAY[$ID]::bigint[]);',
-  record: 'BEGIN; SELECT lock_shard_metadata(5, ARRAY[$ID]::bigint[]);',
-  read: 'BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY;',
-};
 
 /** Thrown when the shard is not (or no longer) on the worker: the caller takes the coordinator's route. */
 export class ShardAway extends Error {}
 
-/** Whether `err` means the shard's tables are gone from the worker (undefined_table: a split dropped them). */
-function tablesGone(err: unknown): boolean {
-  return (err as { code?: unknown })?.code === '42P01';
+/**
+ * `sql` guarded by HERE_FUNCTION on Citus shard `$n`: its first unnest() (where every row it reads
+ * or writes comes from) is empty unless the function answers; it raises instead when the shard is
+ * elsewhere. With `lock`, the function also takes the shard's metadata lock first. `$pin`, when
+ * given, is named there too (see updatedByTid).
+ */
+function guarded(sql: string, n: number, lock: boolean, pin?: number): string {
+  const typed = pin === undefined ? '' : ` AND $${pin}::int[] IS NOT NULL`;
+  const out = sql.replace(
+    /unnest\((\$\d+::\w+\[\])/,
+    (_m, first: string) => `unnest(CASE WHEN ${HERE_FUNCTION}($${n}::bigint, ${lock})${typed} THEN ${first} END`,
+  );
+  if (out === sql) throw new Error(`citus: no unnest() to guard in: ${sql.slice(0, 80)}`);
+  return out;
 }
 
-/** `sql` (of queries.ts) on the shard tables of `home`; throws when a table reference is left. */
+/**
+ * `sql` (pinned to the shards `$pin`) with each probe of an item's row by its own shard: `$n` (int[],
+ * an item's Belfry shard, in the items' order) joins the first unnest() as column `shard`, and the
+ * probe `e.shard = ANY($pin) AND e.tenant_id = <alias>.tenant_id` becomes `e.shard = <alias>.shard
+ * AND ...`. So the probe is an equality on every column of the primary key (shard, tenant_id, id),
+ * which a generic plan uses whatever the statistics say (with `shard = ANY(...)`, on a shard table
+ * never analyzed, it took an index on tenant_id and filtered the tenant's rows, for every item).
+ */
+function probedByShard(sql: string, pin: number, n: number, alias: string): string {
+  const out = sql
+    .replace(
+      /(unnest\([^)]*?)\)( WITH ORDINALITY AS \w+\()([^)]*?), ord\)/,
+      (_m, args: string, alias: string, columns: string) => `${args}, $${n}::int[])${alias}${columns}, shard, ord)`,
+    )
+    // The claim's refs: distinct refs, their shard carried along.
+    .replace('tenant_id, id, version, ord\n', 'tenant_id, id, version, shard, ord\n')
+    .replace(
+      `e.shard = ANY($${pin}::int[]) AND e.tenant_id = ${alias}.tenant_id`,
+      `e.shard = ${alias}.shard AND e.tenant_id = ${alias}.tenant_id`,
+    );
+  if (!out.includes(`$${n}::int[])`) || !out.includes(`e.shard = ${alias}.shard`))
+    throw new Error(`citus: no probe to key by shard in: ${sql.slice(0, 80)}`);
+  return out;
+}
+
+/**
+ * `sql` with its UPDATE of the rows it locked by ctid (`e.shard = ANY($pin) AND e.ctid =
+ * <alias>.row_id`) by ctid alone: on a shard table the ctid names the row, and a generic plan then
+ * fetches each by its TID (with the shard list too, it scanned every row of those shards). `$pin`
+ * keeps a reference (the guard's), so that it keeps its type when nothing else names it.
+ */
+function updatedByTid(sql: string, pin: number, alias: string): string {
+  const at = `WHERE e.shard = ANY($${pin}::int[]) AND e.ctid = ${alias}.row_id`;
+  if (!sql.includes(at)) throw new Error(`citus: no update by ctid in: ${sql.slice(0, 80)}`);
+  return sql.replace(at, `WHERE e.ctid = ${alias}.row_id`);
+}
+
+/**
+ * The statements a worker runs: plain PostgreSQL's, pinned to the Belfry shards of one Citus
+ * shard, their transitions included, guarded by that Citus shard's id.
+ */
+const DIRECT_SQL = {
+  // As SQL.eventGroupLock on the shards $3: in the claim's transaction, before it.
+  groupLock: pinned(SQL.eventGroupLock, 3, true),
+  // As SQL.eventClaim on the shards $9, each ref's shard $10, guarded by $11.
+  claim: guarded(updatedByTid(probedByShard(pinned(SQL.eventClaim, 9, true), 9, 10, 'r'), 9, 'c'), 11, true, 9),
+  // As SQL.eventRecordAttempts on the shards $11, each outcome's shard $12, guarded by $13.
+  record: guarded(
+    updatedByTid(probedByShard(pinned(SQL.eventRecordAttempts, 11, true), 11, 12, 'o'), 11, 't'),
+    13,
+    true,
+    11,
+  ),
+  // As CITUS_SQL.eventListDueGroup (the shards $7), guarded by $8, without the lock (a read).
+  due: guarded(CITUS_SQL.eventListDueGroup, 8, false),
+};
+
+/** `sql` on the shard tables of `home`; throws when a table reference is left. */
 function onShard(sql: string, home: ShardHome): string {
   const out = sql
     .replace(/\b(FROM|UPDATE|JOIN) events\b/g, `$1 ${home.events}`)
@@ -76,15 +141,13 @@ function onShard(sql: string, home: ShardHome): string {
   return out;
 }
 
-/** The statements a worker runs, as pinned for the Citus shard's Belfry shards, their transitions included. */
-const DIRECT_SQL = {
-  // As SQL.eventGroupLock / eventClaim / eventRecordAttempts, on the shards $3 / $9 / $11.
-  groupLock: pinned(SQL.eventGroupLock, 3, true),
-  claim: pinned(SQL.eventClaim, 9, true),
-  record: pinned(SQL.eventRecordAttempts, 11, true),
-};
+/** Whether `err` says the shard is not on the worker: the guard's, or its tables gone (a split dropped them). */
+function notHere(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return code === NOT_HERE_SQLSTATE || code === '42P01';
+}
 
-/** The workers' pools, one per host and port, opened when first used. */
+/** The workers' pools, one per host, port and kind of call, opened when first used. */
 export class CitusWorkers {
   private readonly pools = new Map<string, pg.Pool>();
   private readonly downUntil = new Map<string, number>();
@@ -105,32 +168,43 @@ export class CitusWorkers {
   }
 
   /**
-   * Claims on `home`'s shard (eventClaim's values, $1-$9; `lock` whether to take the group locks
-   * first), as one transaction on its worker whose commit does not wait for the WAL flush (as
-   * claims elsewhere: a claim lost in a crash is rescued). Throws ShardAway when the call did not
-   * happen and may take the coordinator's route.
+   * Claims on `home`'s shard (eventClaim's values, $1-$9; `refShards`, each ref's Belfry shard):
+   * one statement, or with `lock` (grouped refs) a transaction that takes the group locks first.
+   * Throws ShardAway when the call did not happen and may take the coordinator's route.
    */
-  claim<R extends pg.QueryResultRow>(home: ShardHome, values: unknown[], lock: boolean): Promise<R[]> {
-    return this.inShardTransaction(home, 'claim', async (client) => {
-      if (lock)
+  claim<R extends pg.QueryResultRow>(
+    home: ShardHome,
+    values: unknown[],
+    refShards: number[],
+    lock: boolean,
+  ): Promise<R[]> {
+    const claim = {
+      name: `belfry_direct_claim_${home.citusShard}`,
+      text: onShard(DIRECT_SQL.claim, home),
+      values: [...values, refShards, home.citusShard],
+    };
+    return this.call(home, 'claim', async (client) => {
+      if (!lock) return (await client.query<R>(claim)).rows;
+      await client.query('BEGIN');
+      try {
         await client.query({
           name: `belfry_direct_lock_${home.citusShard}`,
           text: onShard(DIRECT_SQL.groupLock, home),
           values: [values[0], values[1], values[8]],
         });
-      return (
-        await client.query<R>({
-          name: `belfry_direct_claim_${home.citusShard}`,
-          text: onShard(DIRECT_SQL.claim, home),
-          values,
-        })
-      ).rows;
+        const rows = (await client.query<R>(claim)).rows;
+        await client.query('COMMIT');
+        return rows;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw err;
+      }
     });
   }
 
-  /** An outcome round on `home`'s shard (eventRecordAttempts' values, $1-$11), as claim(). */
-  record(home: ShardHome, values: unknown[]): Promise<{ ord: number }[]> {
-    return this.inShardTransaction(
+  /** An outcome round on `home`'s shard (eventRecordAttempts' values, $1-$11; each outcome's Belfry shard), as claim(). */
+  async record(home: ShardHome, values: unknown[], outcomeShards: number[]): Promise<{ ord: number }[]> {
+    return this.call(
       home,
       'record',
       async (client) =>
@@ -138,25 +212,20 @@ export class CitusWorkers {
           await client.query<{ ord: number }>({
             name: `belfry_direct_record_${home.citusShard}`,
             text: onShard(DIRECT_SQL.record, home),
-            values,
+            values: [...values, outcomeShards, home.citusShard],
           })
         ).rows,
     );
   }
 
-  /**
-   * A read on `home`'s shard: `sql`, a statement of the Citus store on one Citus shard (pinned),
-   * named `name` for its prepared statement. Its snapshot is the one the worker's check of the
-   * placement saw (repeatable read), so it reads the live copy, or throws ShardAway.
-   */
-  read<R extends pg.QueryResultRow>(
-    home: ShardHome,
-    name: string,
-    sql: string,
-    values: unknown[],
-  ): Promise<pg.QueryResult<R>> {
-    return this.inShardTransaction(home, 'read', (client) =>
-      client.query<R>({ name: `belfry_direct_${name}_${home.citusShard}`, text: onShard(sql, home), values }),
+  /** A due list over Belfry shards of `home`'s shard (CITUS_SQL.eventListDueGroup's values, $1-$7), as claim(). */
+  due<R extends pg.QueryResultRow>(home: ShardHome, values: unknown[]): Promise<pg.QueryResult<R>> {
+    return this.call(home, 'read', (client) =>
+      client.query<R>({
+        name: `belfry_direct_due_${home.citusShard}`,
+        text: onShard(DIRECT_SQL.due, home),
+        values: [...values, home.citusShard],
+      }),
     );
   }
 
@@ -168,21 +237,15 @@ export class CitusWorkers {
   }
 
   /**
-   * `fn` in a transaction on `home`'s worker, after a check that the worker holds the shard: for a
-   * write under Citus' metadata lock on the shard (share mode), so that no move switches over
-   * before it commits (a claim's commit does not wait for the WAL flush); for a read in the
-   * snapshot of the check. Rethrows as ShardAway what means the call did not happen and may go
-   * another way; other errors as they are.
+   * `fn` on a connection to `home`'s worker. Rethrows as ShardAway what means the call did not
+   * happen and may go another way (no connection; the guard found the shard elsewhere); a
+   * connection lost meanwhile as StoreUnavailableError (the caller retries, by the coordinator for
+   * a while); other errors as they are.
    */
-  private async inShardTransaction<T>(
-    home: ShardHome,
-    mode: keyof typeof BEGIN,
-    fn: (client: pg.PoolClient) => Promise<T>,
-  ): Promise<T> {
-    if (!/^\d+$/.test(home.citusShard)) throw new Error(`citus: bad shard id ${home.citusShard}`);
+  private async call<T>(home: ShardHome, kind: CallKind, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     let client: pg.PoolClient;
     try {
-      client = await this.pool(home).connect();
+      client = await this.pool(home, kind).connect();
     } catch (err) {
       this.downUntil.set(key(home), this.now() + WORKER_DOWN_MS);
       throw new ShardAway(`citus: worker ${key(home)} not reachable: ${(err as Error).message}`, { cause: err });
@@ -193,31 +256,21 @@ export class CitusWorkers {
     };
     client.on('error', onError);
     try {
-      const begun = (await client.query(
-        `${BEGIN[mode].replace('$ID', home.citusShard)}
-        SELECT EXISTS (SELECT 1 FROM pg_dist_placement
-          WHERE shardid = ${home.citusShard} AND groupid = (SELECT groupid FROM pg_dist_local_group)) AS here`,
-      )) as unknown as pg.QueryResult<{ here: boolean }>[];
-      if (begun.at(-1)?.rows[0]?.here !== true)
-        throw new ShardAway(`citus: shard ${home.citusShard} is no longer on ${key(home)}`);
       const result = await fn(client);
-      await client.query('COMMIT');
       this.counts.done += 1;
       return result;
     } catch (err) {
-      await client.query('ROLLBACK').catch((rollbackErr: Error) => {
-        broken = rollbackErr;
-      });
-      if (err instanceof ShardAway || tablesGone(err)) {
+      if (notHere(err)) {
         this.counts.away += 1;
-        if (err instanceof ShardAway) throw err;
         throw new ShardAway(`citus: shard ${home.citusShard}: ${(err as Error).message}`, { cause: err });
       }
       try {
         rethrowUnavailable(err);
       } catch (e) {
-        // Lost mid-call: the caller retries as after any lost connection, by the coordinator for a while.
-        if (e instanceof StoreUnavailableError) this.downUntil.set(key(home), this.now() + WORKER_DOWN_MS);
+        if (e instanceof StoreUnavailableError) {
+          broken ??= e;
+          this.downUntil.set(key(home), this.now() + WORKER_DOWN_MS);
+        }
         throw e;
       }
     } finally {
@@ -226,8 +279,8 @@ export class CitusWorkers {
     }
   }
 
-  private pool(home: ShardHome): pg.Pool {
-    const k = key(home);
+  private pool(home: ShardHome, kind: CallKind): pg.Pool {
+    const k = `${key(home)} ${kind}`;
     let pool = this.pools.get(k);
     if (!pool) {
       const url = new URL(this.url);
@@ -236,10 +289,19 @@ export class CitusWorkers {
       pool = createPool({
         url: url.toString(),
         schema: this.schema,
-        size: WORKER_POOL_SIZE,
+        size: WORKER_POOL_SIZES[kind],
         onError: this.onError,
-        // The statements are prepared once per connection and shard; a generic plan is planned once.
-        settings: ['plan_cache_mode=force_generic_plan'],
+        asyncCommit: kind === 'claim',
+        // The statements are prepared once per connection and shard, and planned once (generic).
+        // Each is written for index and TID access; on a shard table whose statistics are missing
+        // or old (new, or grown since), a generic plan otherwise may read the whole table (a hash
+        // join of its rows with a claim's), and keep doing so on that connection.
+        settings: [
+          'plan_cache_mode=force_generic_plan',
+          'enable_seqscan=off',
+          'enable_hashjoin=off',
+          'enable_mergejoin=off',
+        ],
       });
       this.pools.set(k, pool);
     }

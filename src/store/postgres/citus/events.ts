@@ -464,7 +464,8 @@ export class CitusEvents extends PostgresEvents {
    */
   override async eventClaim(p: S.EventClaimParams): Promise<EventRecord[]> {
     if (p.refs.length === 0) return [];
-    const groups = await this.placement.group(await this.refShards(p.refs));
+    const shardOfRef = await this.refShards(p.refs);
+    const groups = await this.placement.group(shardOfRef);
     const detail = JSON.stringify({ owner: p.owner });
     const parts = await inParallel(groups, async ({ shards, indexes: refIndexes, home }) => {
       const refs = refIndexes.map((i) => p.refs[i]);
@@ -482,7 +483,13 @@ export class CitusEvents extends PostgresEvents {
       const lock = refs.some((r) => r.group !== null);
       const rows = await this.onWorker(
         home,
-        (workers, at) => workers.claim<ClaimedRow>(at, values, lock),
+        (workers, at) =>
+          workers.claim<ClaimedRow>(
+            at,
+            values,
+            refIndexes.map((i) => shardOfRef[i]!),
+            lock,
+          ),
         () => callFunction<ClaimedRow>(this.claimPool, 'claim', [...values, shards[0], lock]),
       );
       return rows.map((r) => ({ at: refIndexes[Number(r.ord) - 1], event: eventFromRow(r) }));
@@ -497,13 +504,14 @@ export class CitusEvents extends PostgresEvents {
     if (outcomes.length === 0) return [];
     for (const o of outcomes) checkAttemptTarget(o.to);
     const applied = new Array<boolean>(outcomes.length).fill(false);
-    const groups = await this.placement.group(await this.refShards(outcomes));
+    const shardOf = await this.refShards(outcomes);
+    const groups = await this.placement.group(shardOf);
     // As on plain PostgreSQL: of several outcomes for one event the first that matches applies;
     // each round (one call of the outcome function, functions.ts: a transaction on the worker)
     // names an event once.
     await inParallel(groups, ({ shards, indexes, home }) =>
       recordInRounds(outcomes, outcomeRounds(outcomes, indexes), applied, (round) =>
-        this.recordRound(outcomes, round, now, shards, home, applied),
+        this.recordRound(outcomes, round, now, { shards, home, shardOf }, applied),
       ),
     );
     return applied;
@@ -513,15 +521,21 @@ export class CitusEvents extends PostgresEvents {
     outcomes: S.AttemptOutcome[],
     indexes: number[],
     now: number,
-    shards: number[],
-    home: ShardHome | null,
+    /** The Belfry shards of the round's Citus shard, where it is, and each outcome's Belfry shard (by index in `outcomes`). */
+    group: { shards: number[]; home: ShardHome | null; shardOf: (number | null)[] },
     applied: boolean[],
   ): Promise<void> {
     if (indexes.length === 0) return;
+    const { shards, home, shardOf } = group;
     const values = [...recordValues(outcomes, indexes, now), shards];
     const rows = await this.onWorker(
       home,
-      (workers, at) => workers.record(at, values),
+      (workers, at) =>
+        workers.record(
+          at,
+          values,
+          indexes.map((i) => shardOf[i]!),
+        ),
       () => callFunction<{ ord: number }>(this.pool, 'record', [...values, shards[0]]),
     );
     for (const r of rows) applied[indexes[Number(r.ord) - 1]] = true;
@@ -787,7 +801,7 @@ export class CitusEvents extends PostgresEvents {
         listDue(this.pool, { ...params, after, limit: k, shards: g.shards }, (db, bind) =>
           this.onWorker(
             g.home,
-            (workers, home) => workers.read(home, 'due', CITUS_SQL.eventListDueGroup, bind),
+            (workers, home) => workers.due(home, bind),
             () => dueInGroup(db, bind),
           ),
         ),

@@ -21,6 +21,10 @@ import { CITUS_SQL } from './queries.ts';
 
 export const CLAIM_FUNCTION = 'belfry_citus_claim_v4';
 export const RECORD_FUNCTION = 'belfry_citus_record_v4';
+/** The guard of a statement a node sends to a worker itself (direct.ts). */
+export const HERE_FUNCTION = 'belfry_citus_here_v1';
+/** The SQLSTATE HERE_FUNCTION raises when the worker does not hold the shard (a class of Belfry's own). */
+export const NOT_HERE_SQLSTATE = 'BF001';
 
 /** Arbitrary key of the advisory lock under which a node creates the functions. */
 const FUNCTIONS_LOCK_KEY = 7_142_201_001;
@@ -86,7 +90,34 @@ function recordFunction(schema: string): string {
     END $fn$`;
 }
 
-/** The signature create_distributed_function takes for each function, with its distribution argument. */
+/**
+ * True when this node holds Citus shard p_shard (its pg_dist_placement, which Citus keeps in step
+ * on every node), else raises NOT_HERE_SQLSTATE; with p_lock, first takes Citus' metadata lock on
+ * the shard in share mode (what Citus' router writes take; a shard move or split takes it in
+ * exclusive mode before it switches over), held to the end of the transaction. VOLATILE: its
+ * check reads the placement after the lock (a snapshot of its own), so a write under a true
+ * answer lands on the shard's live copy, whatever the calling statement's snapshot.
+ */
+function hereFunction(schema: string): string {
+  return `CREATE OR REPLACE FUNCTION "${schema}".${HERE_FUNCTION}(p_shard bigint, p_lock boolean)
+    RETURNS boolean LANGUAGE plpgsql VOLATILE AS $fn$
+    BEGIN
+      IF p_lock THEN
+        PERFORM lock_shard_metadata(5, ARRAY[p_shard]);
+      END IF;
+      IF NOT EXISTS (SELECT 1 FROM pg_dist_placement
+          WHERE shardid = p_shard AND groupid = (SELECT groupid FROM pg_dist_local_group)) THEN
+        RAISE EXCEPTION 'belfry: Citus shard % is not on this node', p_shard USING ERRCODE = '${NOT_HERE_SQLSTATE}';
+      END IF;
+      RETURN true;
+    END $fn$`;
+}
+
+/**
+ * The functions create_distributed_function makes on every node: with their distribution
+ * argument, delegated by it; without one (the guard), only copied to every node, workers added
+ * later included.
+ */
 const DISTRIBUTED = [
   {
     name: CLAIM_FUNCTION,
@@ -98,6 +129,7 @@ const DISTRIBUTED = [
     create: recordFunction,
     signature: `${RECORD_FUNCTION}(text[], text[], int[], text[], text[], bigint[], int[], text[], bigint[], bigint, int[], int)`,
   },
+  { name: HERE_FUNCTION, create: hereFunction, signature: `${HERE_FUNCTION}(bigint, boolean)`, local: true },
 ];
 
 /**
@@ -114,13 +146,15 @@ export async function ensureCitusFunctions(pool: pg.Pool, schema: string): Promi
         const present = await client.query(
           `SELECT 1 FROM pg_dist_object o JOIN pg_proc p ON o.classid = 'pg_proc'::regclass AND o.objid = p.oid
             JOIN pg_namespace n ON n.oid = p.pronamespace
-           WHERE n.nspname = $1 AND p.proname = $2 AND o.distribution_argument_index IS NOT NULL`,
-          [schema, f.name],
+           WHERE n.nspname = $1 AND p.proname = $2 AND ($3 OR o.distribution_argument_index IS NOT NULL)`,
+          [schema, f.name, 'local' in f],
         );
         if (present.rowCount !== 0) continue;
         await client.query(f.create(schema));
         await client.query(
-          `SELECT create_distributed_function($1::regprocedure, 'p_shard', colocate_with => 'events')`,
+          'local' in f
+            ? 'SELECT create_distributed_function($1::regprocedure)'
+            : `SELECT create_distributed_function($1::regprocedure, 'p_shard', colocate_with => 'events')`,
           [`"${schema}".${f.signature}`],
         );
       }
