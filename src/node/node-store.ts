@@ -110,6 +110,7 @@ export async function openStore(config: NodeConfig, logger: Logger, storage: Sto
 export async function prepareStore(store: Store, config: NodeConfig): Promise<void> {
   await store.migrate();
   const storedShards = await store.shardCountRecord({ shardCount: config.shardCount });
+  if (storedShards === config.shardCount) await store.warmUp?.(storedShards);
   if (storedShards !== config.shardCount) {
     throw new ConfigError(
       `--shard-count ${config.shardCount}: this store's events are placed in ${storedShards} shards, fixed when the store was made; start with --shard-count ${storedShards} (or BELFRY_SHARD_COUNT=${storedShards})`,

@@ -84,6 +84,12 @@ export interface StoreLifecycle {
   migrate(): Promise<void>;
   /** Resolves when the store answers a trivial query; rejects otherwise. */
   ping(): Promise<void>;
+  /**
+   * Optional: gets ready for the first fires of a store of `shardCount` shards (connections,
+   * prepared statements), so that they cost no more than the rest; the node awaits it before it
+   * says it is ready. Best effort: what it could not do is done on first use.
+   */
+  warmUp?(shardCount: number): Promise<void>;
   close(): Promise<void>;
 }
 

@@ -179,6 +179,7 @@ function postgresStore(database: PostgresDatabase, url: string, citus: boolean, 
     // events scheduled meanwhile come by wake-up.
     ...(distributed ? { readAheadPollMs: 1_000 } : {}),
   };
+  const events = distributed ? new CitusEvents(database) : new PostgresEvents(database);
   const own = {
     capabilities,
     pool: database.pool,
@@ -189,11 +190,12 @@ function postgresStore(database: PostgresDatabase, url: string, citus: boolean, 
     citusWorkers: database.citusWorkers,
     dueWakeups: new PostgresDueWakeups(database.pool, url, database.schema),
     migrate: () => database.migrate({ citus }),
+    ...(events instanceof CitusEvents ? { warmUp: (shardCount: number) => events.warmUp(shardCount) } : {}),
     ping: () => database.ping(),
     close: () => database.close(),
   };
   return composeStore(own, {
-    events: distributed ? new CitusEvents(database) : new PostgresEvents(database),
+    events,
     pull: distributed ? new CitusPull(database) : new PostgresPull(database),
     schedules: new PostgresSchedules(database.pool, distributed),
     sources: new PostgresSources(database.pool),

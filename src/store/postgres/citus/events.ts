@@ -439,6 +439,16 @@ export class CitusEvents extends PostgresEvents {
     this.workers = database.citusWorkers;
   }
 
+  /**
+   * Reads where each of the store's `shardCount` shards lives and warms the workers' pools for
+   * them (direct.ts CitusWorkers.warm): before a node says it is ready, not while events are due.
+   */
+  async warmUp(shardCount: number): Promise<void> {
+    if (!this.workers) return;
+    const groups = await this.placement.group(Array.from({ length: shardCount }, (_, s) => s));
+    await this.workers.warm(groups.map((g) => g.home).filter((h): h is ShardHome => h !== null));
+  }
+
   override async eventInsertMany(params: S.EventInsertManyParams): Promise<S.EventInsertResult[]> {
     if (params.events.length === 0) return [];
     const relaxed = await this.durability.allRelaxed(
