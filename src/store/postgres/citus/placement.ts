@@ -6,11 +6,13 @@
  * all the same) instead of one per Belfry shard: with the defaults, an eighth of the statements.
  *
  * The map is read from the coordinator's metadata (get_shard_id_for_distribution_column, no
- * worker involved) for the shards a batch names that it does not hold yet, and forgotten every
- * PLACEMENT_TTL_MS: Citus changes a shard's id only when it splits it (citus_split_shard_by_split_points
- * or a change of shard count), an operator's act; until the map is read again a group may span two
- * Citus shards, and its statement then fails (the claimer and the recorder try again) or runs on
- * both (docs/citus.md, "Adding workers").
+ * worker involved) for the shards a batch names that it does not hold yet, with the worker that
+ * holds each Citus shard and its tables' names there (direct.ts), and read again after
+ * PLACEMENT_TTL_MS (the old one is kept while the coordinator cannot be read), or at once when a
+ * worker no longer holds a shard the map placed there (moved, or split: a split gives new shard
+ * ids, citus_split_shard_by_split_points or a change of shard count, an operator's act). A call
+ * over a stale group then goes through the coordinator once, where it fails (the claimer and the
+ * recorder try again) or runs on both new shards (docs/citus.md, "Adding workers").
  */
 import type pg from 'pg';
 import { rethrowUnavailable } from '../db.ts';
@@ -18,6 +20,8 @@ import type { ShardHome } from './direct.ts';
 
 /** How long the map is used before it is read again. */
 export const PLACEMENT_TTL_MS = 60_000;
+/** When reading it again failed, how long the old map is used before the next try. */
+export const PLACEMENT_RETRY_MS = 2_000;
 
 /** The Belfry shards of one Citus shard that a call names, and the positions (in the call's list) of the items on them. */
 export interface ShardGroup {
@@ -66,12 +70,26 @@ export class Placement {
    * the Citus shard that holds them, in order of first appearance.
    */
   async group(shards: readonly (number | null)[]): Promise<ShardGroup[]> {
-    if (this.now() - this.readAt > PLACEMENT_TTL_MS) this.forget();
-    const missing = [...new Set(shards.filter((s): s is number => s !== null && !this.ids.has(s)))];
+    const stale = this.now() - this.readAt > PLACEMENT_TTL_MS;
+    const wanted = [...new Set(shards.filter((s): s is number => s !== null))];
+    const missing = stale ? wanted : wanted.filter((s) => !this.ids.has(s));
     if (missing.length > 0) {
-      const res = await this.pool
-        .query<ShardRow>({ name: 'belfry_citus_placement', text: CITUS_SHARD_IDS, values: [missing] })
-        .catch(rethrowUnavailable);
+      let res: pg.QueryResult<ShardRow>;
+      try {
+        res = await this.pool.query<ShardRow>({
+          name: 'belfry_citus_placement',
+          text: CITUS_SHARD_IDS,
+          values: [missing],
+        });
+      } catch (err) {
+        // The coordinator is down (a restart, a failover): the map read before is used a while
+        // longer, where it names every shard asked (the direct route checks each shard on its
+        // worker anyway), and read again after PLACEMENT_RETRY_MS.
+        if (!stale || wanted.some((s) => !this.ids.has(s))) rethrowUnavailable(err);
+        this.readAt = this.now() - PLACEMENT_TTL_MS + PLACEMENT_RETRY_MS;
+        return this.grouped(shards);
+      }
+      if (stale) this.forget();
       const placements = new Map<string, ShardRow[]>();
       for (const r of res.rows) {
         this.ids.set(r.shard, r.id);
@@ -100,6 +118,11 @@ export class Placement {
         );
       }
     }
+    return this.grouped(shards);
+  }
+
+  /** `shards` grouped by the map as it is (see group()). */
+  private grouped(shards: readonly (number | null)[]): ShardGroup[] {
     const groups = new Map<string, ShardGroup>();
     shards.forEach((shard, i) => {
       if (shard === null) return;
