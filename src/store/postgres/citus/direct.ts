@@ -141,10 +141,14 @@ function onShard(sql: string, home: ShardHome): string {
   return out;
 }
 
-/** Whether `err` says the shard is not on the worker: the guard's, or its tables gone (a split dropped them). */
+/**
+ * Whether `err` says the shard is not written on that worker: the guard's answer, its tables gone
+ * (undefined_table: a split dropped them), or the server a standby now (read_only_sql_transaction:
+ * the address Belfry holds is a former primary after a failover; the map read again names the new one).
+ */
 function notHere(err: unknown): boolean {
   const code = (err as { code?: unknown })?.code;
-  return code === NOT_HERE_SQLSTATE || code === '42P01';
+  return code === NOT_HERE_SQLSTATE || code === '42P01' || code === '25006';
 }
 
 /** The workers' pools, one per host, port and kind of call, opened when first used. */
