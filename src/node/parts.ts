@@ -158,6 +158,7 @@ export function firingParts(base: NodeBase, channel: ChannelRegistry, quotas: Te
       ...(store.capabilities.readAheadPollMs
         ? { pollIntervalMs: Math.min(store.capabilities.readAheadPollMs, Math.max(250, config.lookaheadMs / 3)) }
         : {}),
+      ...(store.capabilities.claimsInFlight ? { claimsInFlightMax: store.capabilities.claimsInFlight } : {}),
       ...(cluster ? { fenceClaims: true, leaseMs: cluster.opts.claimLeaseMs } : {}),
       ...opts.scheduler,
     },

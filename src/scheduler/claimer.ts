@@ -3,7 +3,7 @@
  * admission lets through, in batches, and hands what was claimed to the dispatcher.
  *
  *   timer at the earliest dueAt ──▶ runOnce: wait for a claim slot ──▶ admission.runOnce ──▶
- *   eventClaim (batched, conditional on state + version + group head, ≤ CLAIMS_IN_FLIGHT_MAX at once)
+ *   eventClaim (batched, conditional on state + version + group head, ≤ claimsInFlightMax at once)
  *   ──▶ onClaimed (dispatcher)        failed claim ──▶ read its events back (recoverClaim)
  *
  * Why a fire is conditional: memory holds (id, version) as read. A cancel or an update that
@@ -28,6 +28,12 @@ export interface ClaimerOptions {
   leaseMs: number;
   /** Cluster: claims check the stored shard map in the same statement (fencing). */
   fenceClaims: boolean;
+  /**
+   * Claim statements in flight at once (each of up to claimBatchMax refs), plus one small claim
+   * for queues that have none in flight (waitForClaimSlot, splitLightQueues). Default
+   * CLAIMS_IN_FLIGHT_DEFAULT; a store whose claim takes longer asks for more (its capabilities).
+   */
+  claimsInFlightMax?: number;
 }
 
 /** What the claimer claims from and hands to: the store, admission, the dispatcher, the scheduler's life. */
@@ -76,11 +82,8 @@ const CLAIM_MARKS = 997;
  * due after a quiet spell is claimed at once; under load, one waits at most this long.
  */
 const CLAIM_SPACING_MS = 2;
-/**
- * Claim statements in flight at once (each of up to claimBatchMax refs), plus one small claim for
- * queues that have none in flight (waitForClaimSlot, splitLightQueues).
- */
-const CLAIMS_IN_FLIGHT_MAX = 4;
+/** Claims in flight at once unless the options say otherwise (ClaimerOptions.claimsInFlightMax). */
+export const CLAIMS_IN_FLIGHT_DEFAULT = 4;
 /**
  * While every claim slot is taken, how often the claim loop looks for due events of queues with
  * no claim in flight (monotonic ms): those take the one spare slot (see waitForClaimSlot).
@@ -108,6 +111,10 @@ export class Claimer {
     private readonly deps: ClaimerDeps,
     private readonly opts: ClaimerOptions,
   ) {}
+
+  private get inFlightMax(): number {
+    return this.opts.claimsInFlightMax ?? CLAIMS_IN_FLIGHT_DEFAULT;
+  }
 
   /** Sets the one timer for the earliest entry (or fires at once when it is already due). */
   armTimer(): void {
@@ -160,7 +167,7 @@ export class Claimer {
    * One claim pass: takes due refs from admission and claims them, in claims of at most
    * claimBatchMax refs, until admission has nothing due with room, and hands what was claimed to
    * the dispatcher. Refs beyond their queue's room stay lined up, unclaimed (they stay scheduled
-   * in the store and spend no attempt). Up to CLAIMS_IN_FLIGHT_MAX claims run at once (one more
+   * in the store and spend no attempt). Up to claimsInFlightMax claims run at once (one more
    * for quiet queues), so an event due now is not held behind one claim's round trip (to
    * PostgreSQL or the SQLite thread). A pass already in progress makes this call return at once,
    * having done nothing.
@@ -227,14 +234,15 @@ export class Claimer {
   }
 
   /**
-   * Waits until a claim may start. Up to CLAIMS_IN_FLIGHT_MAX claims run at once; while all of
+   * Waits until a claim may start. Up to claimsInFlightMax claims run at once; while all of
    * them are taken (by a flooded queue, typically), one more may start for queues with no claim
    * in flight and events due: true then, and that claim takes only from those queues. So an event
    * of a quiet queue waits for a small claim of its own, not for a flood's claims to finish.
    */
   private async waitForClaimSlot(): Promise<boolean> {
-    while (this.deps.isRunning() && this.claimsInFlight.size >= CLAIMS_IN_FLIGHT_MAX) {
-      if (this.claimsInFlight.size === CLAIMS_IN_FLIGHT_MAX) {
+    const max = this.inFlightMax;
+    while (this.deps.isRunning() && this.claimsInFlight.size >= max) {
+      if (this.claimsInFlight.size === max) {
         if (this.deps.admission.idleQueueDue(this.deps.clock.now())) return true;
       }
       // A sleep that loses the race ends by itself within SPARE_CLAIM_POLL_MS (and at stop).
@@ -248,7 +256,7 @@ export class Claimer {
 
   /** Light queues' refs in a small claim of their own, first (admission.splitLight), when a slot is left for it. */
   private splitLightQueues(refs: DueRef[], spare: boolean): DueRef[][] {
-    if (spare || this.claimsInFlight.size + 2 > CLAIMS_IN_FLIGHT_MAX + 1) return [refs];
+    if (spare || this.claimsInFlight.size + 2 > this.inFlightMax + 1) return [refs];
     return this.deps.admission.splitLight(refs);
   }
 

@@ -72,6 +72,13 @@ export interface StoreCapabilities {
    * The node takes it, kept to at most a third of its lookahead.
    */
   readAheadPollMs?: number;
+  /**
+   * How many claims a node should keep in flight, when the scheduler's default (4) is too few for
+   * this store: on Citus a claim is a statement per Citus shard its refs are on, 4 at a time, on
+   * several workers, so one takes several times as long as on one server, and 4 in flight fell
+   * behind 1,000 events/s due in pairs (docs/citus.md, Failures and isolation).
+   */
+  claimsInFlight?: number;
 }
 
 /** What a store is besides its parts: what it can do, its schema, its liveness, its end. */

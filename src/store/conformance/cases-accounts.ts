@@ -86,13 +86,18 @@ export function basicsCases(ctx: SuiteContext): void {
     await withFreshStore(ctx.make, async (store, h) => {
       const caps = store.capabilities;
       assert.deepEqual(
-        Object.keys(caps).filter((k) => k !== 'readAheadPollMs'),
+        Object.keys(caps).filter((k) => k !== 'readAheadPollMs' && k !== 'claimsInFlight'),
         ['multiNode'],
       );
       if (caps.readAheadPollMs !== undefined)
         assert.ok(
           Number.isInteger(caps.readAheadPollMs) && caps.readAheadPollMs > 0,
           `readAheadPollMs is a number of ms: ${caps.readAheadPollMs}`,
+        );
+      if (caps.claimsInFlight !== undefined)
+        assert.ok(
+          Number.isInteger(caps.claimsInFlight) && caps.claimsInFlight >= 1 && caps.claimsInFlight <= 64,
+          `claimsInFlight is a count of claims: ${caps.claimsInFlight}`,
         );
       if (!h.reopen) return t.skip('the backend gave no reopen(): a second handle of its data cannot be opened');
       const second = await h.reopen().then(

@@ -54,7 +54,7 @@ export const POSTGRES_SCHEMA_DEFAULT = 'belfry';
 export const POSTGRES_POOL_SIZE_DEFAULT = 10;
 /**
  * Connections of the claim pool (synchronous_commit = off), besides poolSize: the scheduler's
- * claims in flight at once (CLAIMS_IN_FLIGHT_MAX) plus its spare one.
+ * claims in flight at once (scheduler/claimer.ts CLAIMS_IN_FLIGHT_DEFAULT) plus its spare one.
  */
 export const POSTGRES_CLAIM_POOL_SIZE = 5;
 /**
@@ -177,7 +177,7 @@ function postgresStore(database: PostgresDatabase, url: string, citus: boolean, 
     multiNode: true,
     // On Citus: a look a second keeps events loaded 2 s ahead with the default lookahead (3 s);
     // events scheduled meanwhile come by wake-up.
-    ...(distributed ? { readAheadPollMs: 1_000 } : {}),
+    ...(distributed ? { readAheadPollMs: 1_000, claimsInFlight: 8 } : {}),
   };
   const events = distributed ? new CitusEvents(database) : new PostgresEvents(database);
   const own = {
