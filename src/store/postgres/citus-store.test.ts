@@ -12,6 +12,7 @@ import pg from 'pg';
 import { citusSkip, startCitus } from '../../../test/support/citus.ts';
 import { insertAll, mustClaim, mustRecord, newEvent, newTenant, outcome, SEC, T0 } from '../conformance/fixtures.ts';
 import { runStoreConformance } from '../conformance/store-conformance.ts';
+import { shardOf } from '../../core/shard.ts';
 import { CITUS_DISTRIBUTED_TABLES, CITUS_REFERENCE_TABLES } from './citus/distribute.ts';
 import { CITUS_SQL, type CitusQueryName } from './citus/queries.ts';
 import { CITUS_OCCURRENCE_REVIVE } from './schedule-store.ts';
@@ -133,6 +134,83 @@ if (skip) {
         const next = await mustClaim(store, b, T0 + 12 * SEC);
         assert.equal(next.state, 'executing');
         assert.deepEqual(workers.counts, { done: 2, away: 1 }, 'the next claim ran on the new worker');
+      } finally {
+        await store.close();
+        await admin!.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+      }
+    });
+
+    it("settles pulled events with a statement per Citus shard on its worker, each event's trace kept", async () => {
+      const schema = freshSchema();
+      const store = await openFresh(schema);
+      try {
+        const workers = store.citusWorkers!;
+        const tenantId = await newTenant(store);
+        await store.destinationPut({
+          destination: {
+            tenantId,
+            name: 'jobs',
+            secrets: [],
+            createdAt: T0,
+            updatedAt: T0,
+            config: {
+              kind: 'pull',
+              headers: {},
+              timeoutMs: 10_000,
+              retry: null,
+              rateLimitPerSecond: null,
+              maxConcurrency: 20,
+            },
+          },
+        });
+        const ids = Array.from({ length: 40 }, (_, i) => `p${i}`);
+        await insertAll(
+          store,
+          ids.map((id) => newEvent(tenantId, id, { shard: shardOf(tenantId, id, 256), destination: { name: 'jobs' } })),
+        );
+        const claimed = await store.eventPullClaim({
+          tenantId,
+          queue: 'name:jobs',
+          types: null,
+          max: 40,
+          now: T0 + 20 * SEC,
+          leaseUntil: T0 + 50 * SEC,
+          receipt: 'rc',
+        });
+        assert.equal(claimed.length, 40);
+        const citusShards = new Set(
+          (
+            await admin!.query<{ id: string }>(
+              `SELECT get_shard_id_for_distribution_column('"${schema}".events', s)::text AS id FROM unnest($1::int[]) s`,
+              [claimed.map((e) => e.shard)],
+            )
+          ).rows.map((r) => r.id),
+        );
+        const before = workers.counts.done;
+        const settled = await store.eventPullSettleMany({
+          settles: [
+            ...claimed.map((e) => ({
+              tenantId,
+              id: e.id,
+              receipt: 'rc',
+              attempts: 1,
+              action: 'ack' as const,
+              to: 'succeeded' as const,
+              now: T0 + 21 * SEC,
+            })),
+            { tenantId, id: 'nope', receipt: 'rc', attempts: 1, action: 'ack', to: 'succeeded', now: T0 + 21 * SEC },
+          ],
+        });
+        assert.deepEqual(
+          settled.map((e) => e?.state ?? null),
+          [...claimed.map(() => 'succeeded'), null],
+        );
+        assert.equal(workers.counts.done - before, citusShards.size, 'one statement per Citus shard, on its worker');
+        for (const e of claimed.slice(0, 3))
+          assert.deepEqual(
+            (await store.transitionList({ tenantId, eventId: e.id, limit: 10 })).map((t) => t.toState),
+            ['scheduled', 'executing', 'succeeded'],
+          );
       } finally {
         await store.close();
         await admin!.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);

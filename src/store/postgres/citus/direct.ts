@@ -126,6 +126,13 @@ const DIRECT_SQL = {
     true,
     11,
   ),
+  // As SQL.pullSettleMany on the shards $10, each settle's shard $11, guarded by $12.
+  settle: guarded(
+    updatedByTid(probedByShard(pinned(SQL.pullSettleMany, 10, true), 10, 11, 's'), 10, 't'),
+    12,
+    true,
+    10,
+  ),
   // As CITUS_SQL.eventListDueGroup (the shards $7), guarded by $8, without the lock (a read).
   due: guarded(CITUS_SQL.eventListDueGroup, 8, false),
 };
@@ -149,6 +156,29 @@ function onShard(sql: string, home: ShardHome): string {
 function notHere(err: unknown): boolean {
   const code = (err as { code?: unknown })?.code;
   return code === NOT_HERE_SQLSTATE || code === '42P01' || code === '25006';
+}
+
+/**
+ * `direct` on the worker of `home` when it can be reached there; else (no home, the worker left
+ * for a while, the shard no longer there: `placement` then forgets its map, read again at its
+ * next use) `viaCoordinator`.
+ */
+export async function routed<R>(
+  workers: CitusWorkers | null,
+  placement: { forget(): void },
+  home: ShardHome | null,
+  direct: (workers: CitusWorkers, home: ShardHome) => Promise<R>,
+  viaCoordinator: () => Promise<R>,
+): Promise<R> {
+  if (home && workers?.usable(home)) {
+    try {
+      return await direct(workers, home);
+    } catch (err) {
+      if (!(err instanceof ShardAway)) throw err;
+      placement.forget();
+    }
+  }
+  return viaCoordinator();
 }
 
 /** The workers' pools, one per host, port and kind of call, opened when first used. */
@@ -217,6 +247,22 @@ export class CitusWorkers {
             name: `belfry_direct_record_${home.citusShard}`,
             text: onShard(DIRECT_SQL.record, home),
             values: [...values, outcomeShards, home.citusShard],
+          })
+        ).rows,
+    );
+  }
+
+  /** Pull settles on `home`'s shard (pullSettleMany's values, $1-$10; each settle's Belfry shard), as record(). */
+  settle<R extends pg.QueryResultRow>(home: ShardHome, values: unknown[], settleShards: number[]): Promise<R[]> {
+    return this.call(
+      home,
+      'record',
+      async (client) =>
+        (
+          await client.query<R>({
+            name: `belfry_direct_settle_${home.citusShard}`,
+            text: onShard(DIRECT_SQL.settle, home),
+            values: [...values, settleShards, home.citusShard],
           })
         ).rows,
     );

@@ -48,7 +48,7 @@ import {
 import { DUE_ROUNDS_MAX, type DueShardsStatement, listDue, perShardLimit, SKIP_SCAN_FACTOR } from '../due-list.ts';
 import { TX } from '../queries.ts';
 import { CITUS_SQL, type CitusQueryName } from './queries.ts';
-import { type CitusWorkers, type ShardHome, ShardAway } from './direct.ts';
+import { type CitusWorkers, routed, type ShardHome } from './direct.ts';
 import { Placement } from './placement.ts';
 import { CLAIM_FUNCTION, RECORD_FUNCTION } from './functions.ts';
 import type pg from 'pg';
@@ -551,24 +551,13 @@ export class CitusEvents extends PostgresEvents {
     for (const r of rows) applied[indexes[Number(r.ord) - 1]] = true;
   }
 
-  /**
-   * `direct` on the worker of `home` when it can be reached there; else (no home, the worker left
-   * for a while, the shard no longer there: the map is then read again) `viaCoordinator`.
-   */
-  private async onWorker<R>(
+  /** As routed() (direct.ts), with this part's workers and map. */
+  private onWorker<R>(
     home: ShardHome | null,
     direct: (workers: CitusWorkers, home: ShardHome) => Promise<R>,
     viaCoordinator: () => Promise<R>,
   ): Promise<R> {
-    if (home && this.workers?.usable(home)) {
-      try {
-        return await direct(this.workers, home);
-      } catch (err) {
-        if (!(err instanceof ShardAway)) throw err;
-        this.placement.forget();
-      }
-    }
-    return viaCoordinator();
+    return routed(this.workers, this.placement, home, direct, viaCoordinator);
   }
 
   /** The shard of each ref: its own when it carries one, else located (null: no such event). */

@@ -7,8 +7,9 @@
  *   first candidate: one transaction per shard (group locks on that shard's worker, the claim, its
  *   transitions). A claim may answer fewer than `max` when some of those rows were taken meanwhile
  *   or wait behind their group's head; the consumer claims again, as after any short claim.
- * - Settles and extends are located by (tenant, id) and run on the event's shard, a settle of
- *   many one transaction per shard.
+ * - Settles and extends are located by (tenant, id) and run on the event's shard. Settles go by
+ *   Citus shard to its worker, one statement each (direct.ts), else one transaction per shard
+ *   through the coordinator.
  * - Expiries and a queue's next due time are reads over every shard (the plain statements).
  */
 import type { EventRecord } from '../../../core/event.ts';
@@ -20,12 +21,23 @@ import { inTransaction, type Queryable } from '../db.ts';
 import { settleManyValues } from '../event-writes.ts';
 import { PostgresPull } from '../pull-store.ts';
 import { TX } from '../queries.ts';
+import type { PostgresDatabase } from '../database.ts';
+import { type CitusWorkers, routed } from './direct.ts';
 import { locate, locateMany, runCitus, transitionsInsert } from './events.ts';
+import { Placement } from './placement.ts';
 
 type ClaimedRow = EventRow & { from_state: string };
 type SettledRow = EventRow & { settled_at: number; settle_error: string | null; settle_detail: string; ord: number };
 
 export class CitusPull extends PostgresPull {
+  private readonly placement = new Placement(this.pool);
+  private readonly workers: CitusWorkers | null;
+
+  constructor(database: PostgresDatabase) {
+    super(database);
+    this.workers = database.citusWorkers;
+  }
+
   override async eventPullClaim(p: S.EventPullClaimParams): Promise<EventRecord[]> {
     checkPullClaim(p);
     const examine = Math.max(S.PULL_EXAMINE_MIN, p.max * S.PULL_EXAMINE_FACTOR);
@@ -80,7 +92,7 @@ export class CitusPull extends PostgresPull {
   override async eventPullSettle(p: S.EventPullSettleParams): Promise<EventRecord | null> {
     const shard = await locate(this.pool, p.tenantId, p.id);
     if (shard === null) return null;
-    const [row] = await this.settleOnShard(shard, [p]);
+    const [row] = await this.settleLocated([p], [shard]);
     return row ?? null;
   }
 
@@ -88,19 +100,54 @@ export class CitusPull extends PostgresPull {
     checkPullSettleMany(params.settles);
     const settles = params.settles;
     const located = await locateMany(this.pool, settles);
-    const byShard = new Map<number, number[]>();
-    settles.forEach((s, i) => {
-      const shard = located.get(keyOf(s.tenantId, s.id));
-      if (shard === undefined) return;
-      const list = byShard.get(shard);
-      if (list) list.push(i);
-      else byShard.set(shard, [i]);
-    });
+    return this.settleLocated(
+      settles,
+      settles.map((s) => located.get(keyOf(s.tenantId, s.id)) ?? null),
+    );
+  }
+
+  /**
+   * `settles`, each on its shard (`shards`, by index; null: no such event, left out), a statement
+   * per Citus shard on its worker, else each shard's in a transaction through the coordinator;
+   * null where one changed nothing. A settle names an event at most once (bounds.ts).
+   */
+  private async settleLocated(
+    settles: S.EventPullSettleParams[],
+    shards: (number | null)[],
+  ): Promise<(EventRecord | null)[]> {
     const out: (EventRecord | null)[] = settles.map(() => null);
-    for (const [shard, indexes] of byShard) {
-      const rows = await this.settleOnShard(
-        shard,
-        indexes.map((i) => settles[i]),
+    for (const { indexes, home } of await this.placement.group(shards)) {
+      const part = indexes.map((i) => settles[i]);
+      const rows = await routed(
+        this.workers,
+        this.placement,
+        home,
+        async (workers, at) => {
+          const partShards = indexes.map((i) => shards[i]!);
+          const settled = await workers.settle<SettledRow>(
+            at,
+            [...settleManyValues(part), [...new Set(partShards)]],
+            partShards,
+          );
+          const rows: (EventRecord | null)[] = part.map(() => null);
+          for (const r of settled) rows[Number(r.ord) - 1] = eventFromRow(r);
+          return rows;
+        },
+        async () => {
+          const rows: (EventRecord | null)[] = part.map(() => null);
+          const byShard = new Map<number, number[]>();
+          indexes.forEach((i, k) => byShard.set(shards[i]!, [...(byShard.get(shards[i]!) ?? []), k]));
+          for (const [shard, ks] of byShard) {
+            const settled = await this.settleOnShard(
+              shard,
+              ks.map((k) => part[k]),
+            );
+            settled.forEach((row, j) => {
+              rows[ks[j]] = row;
+            });
+          }
+          return rows;
+        },
       );
       rows.forEach((row, k) => {
         out[indexes[k]] = row;
