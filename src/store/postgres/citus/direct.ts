@@ -1,6 +1,6 @@
 /**
- * Claims, outcome batches and due lists sent by the node straight to the worker that holds their
- * Citus shard, as plain PostgreSQL statements on that shard's own tables.
+ * Claims, outcome batches, due lists and pull settles sent by the node straight to the worker that
+ * holds their Citus shard, as plain PostgreSQL statements on that shard's own tables.
  *
  * Why: on Citus a statement on a distributed table is planned by Citus, then its shard query is
  * planned again by PostgreSQL, on every call: a distributed plan is never a generic one. Measured
