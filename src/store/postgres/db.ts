@@ -42,6 +42,11 @@ export interface PoolOptions {
   statementTimeoutMs?: number;
   /** More settings of its connections (`name=value` each). */
   settings?: string[];
+  /**
+   * Bound on getting a connection (opening one, or waiting for one of a full pool to be free);
+   * none by default (pg: wait as long as it takes, the OS' own connect timeout included).
+   */
+  connectTimeoutMs?: number;
 }
 
 /** Every connection of the pool uses the store's schema (search_path) and the statement timeout. */
@@ -51,6 +56,7 @@ export function createPool(opts: PoolOptions): pg.Pool {
   const pool = new pg.Pool({
     connectionString: opts.url,
     max: opts.size,
+    ...(opts.connectTimeoutMs ? { connectionTimeoutMillis: opts.connectTimeoutMs } : {}),
     options: `-c search_path=${opts.schema} -c statement_timeout=${opts.statementTimeoutMs ?? STATEMENT_TIMEOUT_MS}${opts.asyncCommit ? ' -c synchronous_commit=off' : ''}${(opts.settings ?? []).map((s) => ` -c ${s}`).join('')}`,
     types: TYPES,
   });

@@ -53,6 +53,14 @@ export const WORKER_POOL_SIZES = { claim: 5, record: 4, read: 4 } as const;
 type CallKind = keyof typeof WORKER_POOL_SIZES;
 /** How long a worker that refused or dropped a connection is left to the coordinator's route. */
 export const WORKER_DOWN_MS = 10_000;
+/**
+ * Bound on getting a connection to a worker: past it the call goes through the coordinator. A
+ * worker whose packets are dropped (a firewall) would otherwise hold a call for the OS' connect
+ * timeout, minutes.
+ */
+export const WORKER_CONNECT_TIMEOUT_MS = 3_000;
+/** Bound on warming the workers' pools (CitusWorkers.warm): past it the node goes on, and what is left is done on first use. */
+export const WORKER_WARM_MS_MAX = 15_000;
 
 /** Thrown when the shard is not (or no longer) on the worker: the caller takes the coordinator's route. */
 export class ShardAway extends Error {}
@@ -284,8 +292,17 @@ export class CitusWorkers {
    * once on each, for each of those shards, with nothing to change: what the first claims,
    * outcomes and due lists would otherwise do while events are due (a connection, then a plan for
    * each statement and shard: 3-9 ms each, some 200 per worker). Failures are left to the calls.
+   * It answers within WORKER_WARM_MS_MAX; what is left then goes on meanwhile, or on first use.
    */
   async warm(homes: readonly ShardHome[]): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, WORKER_WARM_MS_MAX);
+    });
+    await Promise.race([this.warmAll(homes), bound]).finally(() => clearTimeout(timer));
+  }
+
+  private async warmAll(homes: readonly ShardHome[]): Promise<void> {
     const byWorker = new Map<string, ShardHome[]>();
     for (const h of homes) byWorker.set(key(h), [...(byWorker.get(key(h)) ?? []), h]);
     const nothing: Record<CallKind, (h: ShardHome) => pg.QueryConfig> = {
@@ -341,10 +358,13 @@ export class CitusWorkers {
    */
   private async call<T>(home: ShardHome, kind: CallKind, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     let client: pg.PoolClient;
+    const pool = this.pool(home, kind);
     try {
-      client = await this.pool(home, kind).connect();
+      client = await pool.connect();
     } catch (err) {
-      this.downUntil.set(key(home), this.now() + WORKER_DOWN_MS);
+      // A full pool whose connections stayed busy past the bound is a busy worker, not a lost one:
+      // this call goes through the coordinator, the next ones come here again.
+      if (pool.totalCount < WORKER_POOL_SIZES[kind]) this.downUntil.set(key(home), this.now() + WORKER_DOWN_MS);
       throw new ShardAway(`citus: worker ${key(home)} not reachable: ${(err as Error).message}`, { cause: err });
     }
     let broken: Error | undefined;
@@ -388,6 +408,7 @@ export class CitusWorkers {
         schema: this.schema,
         size: WORKER_POOL_SIZES[kind],
         onError: this.onError,
+        connectTimeoutMs: WORKER_CONNECT_TIMEOUT_MS,
         asyncCommit: kind === 'claim',
         // The statements are prepared once per connection and shard, and planned once (generic).
         // Each is written for index and TID access; on a shard table whose statistics are missing
