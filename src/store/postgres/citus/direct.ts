@@ -194,6 +194,8 @@ export class CitusWorkers {
   private readonly pools = new Map<string, pg.Pool>();
   private readonly downUntil = new Map<string, number>();
   private closed = false;
+  /** Each statement's text on a shard's tables, made once (bounded by the Citus shards this node has met, times the statements). */
+  private readonly texts = new Map<string, string>();
   /** Calls done on a worker, and calls that found their shard gone from it (for tests and diagnostics). */
   readonly counts = { done: 0, away: 0 };
 
@@ -220,20 +222,12 @@ export class CitusWorkers {
     refShards: number[],
     lock: boolean,
   ): Promise<R[]> {
-    const claim = {
-      name: `belfry_direct_claim_${home.citusShard}`,
-      text: onShard(DIRECT_SQL.claim, home),
-      values: [...values, refShards, home.citusShard],
-    };
+    const claim = this.statement('claim', home, [...values, refShards, home.citusShard]);
     return this.call(home, 'claim', async (client) => {
       if (!lock) return (await client.query<R>(claim)).rows;
       await client.query('BEGIN');
       try {
-        await client.query({
-          name: `belfry_direct_lock_${home.citusShard}`,
-          text: onShard(DIRECT_SQL.groupLock, home),
-          values: [values[0], values[1], values[8]],
-        });
+        await client.query(this.statement('groupLock', home, [values[0], values[1], values[8]]));
         const rows = (await client.query<R>(claim)).rows;
         await client.query('COMMIT');
         return rows;
@@ -246,45 +240,20 @@ export class CitusWorkers {
 
   /** An outcome round on `home`'s shard (eventRecordAttempts' values, $1-$11; each outcome's Belfry shard), as claim(). */
   async record(home: ShardHome, values: unknown[], outcomeShards: number[]): Promise<{ ord: number }[]> {
-    return this.call(
-      home,
-      'record',
-      async (client) =>
-        (
-          await client.query<{ ord: number }>({
-            name: `belfry_direct_record_${home.citusShard}`,
-            text: onShard(DIRECT_SQL.record, home),
-            values: [...values, outcomeShards, home.citusShard],
-          })
-        ).rows,
-    );
+    const record = this.statement('record', home, [...values, outcomeShards, home.citusShard]);
+    return this.call(home, 'record', async (client) => (await client.query<{ ord: number }>(record)).rows);
   }
 
   /** Pull settles on `home`'s shard (pullSettleMany's values, $1-$10; each settle's Belfry shard), as record(). */
   settle<R extends pg.QueryResultRow>(home: ShardHome, values: unknown[], settleShards: number[]): Promise<R[]> {
-    return this.call(
-      home,
-      'record',
-      async (client) =>
-        (
-          await client.query<R>({
-            name: `belfry_direct_settle_${home.citusShard}`,
-            text: onShard(DIRECT_SQL.settle, home),
-            values: [...values, settleShards, home.citusShard],
-          })
-        ).rows,
-    );
+    const settle = this.statement('settle', home, [...values, settleShards, home.citusShard]);
+    return this.call(home, 'record', async (client) => (await client.query<R>(settle)).rows);
   }
 
   /** A due list over Belfry shards of `home`'s shard (CITUS_SQL.eventListDueGroup's values, $1-$7), as claim(). */
   due<R extends pg.QueryResultRow>(home: ShardHome, values: unknown[]): Promise<pg.QueryResult<R>> {
-    return this.call(home, 'read', (client) =>
-      client.query<R>({
-        name: `belfry_direct_due_${home.citusShard}`,
-        text: onShard(DIRECT_SQL.due, home),
-        values: [...values, home.citusShard],
-      }),
-    );
+    const due = this.statement('due', home, [...values, home.citusShard]);
+    return this.call(home, 'read', (client) => client.query<R>(due));
   }
 
   /**
@@ -306,21 +275,9 @@ export class CitusWorkers {
     const byWorker = new Map<string, ShardHome[]>();
     for (const h of homes) byWorker.set(key(h), [...(byWorker.get(key(h)) ?? []), h]);
     const nothing: Record<CallKind, (h: ShardHome) => pg.QueryConfig> = {
-      claim: (h) => ({
-        name: `belfry_direct_claim_${h.citusShard}`,
-        text: onShard(DIRECT_SQL.claim, h),
-        values: [[], [], [], '', 0, 0, '', false, [], [], h.citusShard],
-      }),
-      record: (h) => ({
-        name: `belfry_direct_record_${h.citusShard}`,
-        text: onShard(DIRECT_SQL.record, h),
-        values: [[], [], [], [], [], [], [], [], [], 0, [], [], h.citusShard],
-      }),
-      read: (h) => ({
-        name: `belfry_direct_due_${h.citusShard}`,
-        text: onShard(DIRECT_SQL.due, h),
-        values: [0, 0, '', '', 1, 1, [], h.citusShard],
-      }),
+      claim: (h) => this.statement('claim', h, [[], [], [], '', 0, 0, '', false, [], [], h.citusShard]),
+      record: (h) => this.statement('record', h, [[], [], [], [], [], [], [], [], [], 0, [], [], h.citusShard]),
+      read: (h) => this.statement('due', h, [0, 0, '', '', 1, 1, [], h.citusShard]),
     };
     const kinds = Object.keys(WORKER_POOL_SIZES) as CallKind[];
     await Promise.all(
@@ -394,6 +351,17 @@ export class CitusWorkers {
       client.removeListener('error', onError);
       client.release(broken);
     }
+  }
+
+  /** Statement `name` on `home`'s shard tables with `values`, named per shard (so prepared once per connection and shard). */
+  private statement(name: keyof typeof DIRECT_SQL, home: ShardHome, values: unknown[]): pg.QueryConfig {
+    const id = `belfry_direct_${name}_${home.citusShard}`;
+    let text = this.texts.get(id);
+    if (text === undefined) {
+      text = onShard(DIRECT_SQL[name], home);
+      this.texts.set(id, text);
+    }
+    return { name: id, text, values };
   }
 
   private pool(home: ShardHome, kind: CallKind): pg.Pool {

@@ -156,7 +156,7 @@ export async function transitionsInsert(db: Queryable, rows: TransitionInsert[])
 }
 
 /** The indexes of `shards` by shard, those that are null (no such event) left out. */
-function groupByShard(shards: readonly (number | null)[]): Map<number, number[]> {
+export function groupByShard(shards: readonly (number | null)[]): Map<number, number[]> {
   const out = new Map<number, number[]>();
   shards.forEach((shard, i) => {
     if (shard === null) return;

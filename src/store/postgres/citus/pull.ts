@@ -23,7 +23,7 @@ import { PostgresPull } from '../pull-store.ts';
 import { TX } from '../queries.ts';
 import type { PostgresDatabase } from '../database.ts';
 import { type CitusWorkers, routed } from './direct.ts';
-import { locate, locateMany, runCitus, transitionsInsert } from './events.ts';
+import { groupByShard, locate, locateMany, runCitus, transitionsInsert } from './events.ts';
 import { Placement } from './placement.ts';
 
 type ClaimedRow = EventRow & { from_state: string };
@@ -135,9 +135,7 @@ export class CitusPull extends PostgresPull {
         },
         async () => {
           const rows: (EventRecord | null)[] = part.map(() => null);
-          const byShard = new Map<number, number[]>();
-          indexes.forEach((i, k) => byShard.set(shards[i]!, [...(byShard.get(shards[i]!) ?? []), k]));
-          for (const [shard, ks] of byShard) {
+          for (const [shard, ks] of groupByShard(indexes.map((i) => shards[i]))) {
             const settled = await this.settleOnShard(
               shard,
               ks.map((k) => part[k]),
