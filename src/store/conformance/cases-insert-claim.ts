@@ -14,6 +14,7 @@ import {
   newTenant,
   outcome,
   OWNER_A,
+  pullDestination,
   SEC,
   T0,
   twoTenants,
@@ -203,23 +204,7 @@ export function insertCases(ctx: SuiteContext): void {
     // two request hashes, events to a pull destination and to push ones mixed in every chunk.
     const store = ctx.store();
     const tenants = [await newTenant(store), await newTenant(store), await newTenant(store)];
-    await store.destinationPut({
-      destination: {
-        tenantId: tenants[0],
-        name: 'inbox',
-        secrets: [],
-        createdAt: T0,
-        updatedAt: T0,
-        config: {
-          kind: 'pull',
-          headers: {},
-          timeoutMs: 10_000,
-          retry: null,
-          rateLimitPerSecond: null,
-          maxConcurrency: 20,
-        },
-      },
-    });
+    await pullDestination(store, tenants[0], 'inbox');
     const shard = uniqueShard();
     let seed = 20261126;
     const random = (n: number) => {

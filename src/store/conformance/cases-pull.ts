@@ -3,29 +3,19 @@ import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import type { EventRecord } from '../../core/event.ts';
 import type { EventPullClaimParams, Store } from '../store.ts';
-import { insertAll, mustGet, newEvent, newTenant, SEC, T0, uniqueShard, type SuiteContext } from './fixtures.ts';
+import {
+  insertAll,
+  mustGet,
+  newEvent,
+  newTenant,
+  pullDestination,
+  SEC,
+  T0,
+  uniqueShard,
+  type SuiteContext,
+} from './fixtures.ts';
 
 const QUEUE = 'name:jobs';
-
-async function pullDestination(store: Store, tenantId: string, name = 'jobs'): Promise<void> {
-  await store.destinationPut({
-    destination: {
-      tenantId,
-      name,
-      secrets: [],
-      createdAt: T0,
-      updatedAt: T0,
-      config: {
-        kind: 'pull',
-        headers: {},
-        timeoutMs: 10_000,
-        retry: null,
-        rateLimitPerSecond: null,
-        maxConcurrency: 20,
-      },
-    },
-  });
-}
 
 function claimParams(tenantId: string, o: Partial<EventPullClaimParams> = {}): EventPullClaimParams {
   return {

@@ -99,6 +99,27 @@ export async function twoTenants(store: Store): Promise<[string, string]> {
   return ids;
 }
 
+/** A pull destination `name` of the tenant (consumers claim its events; the scheduler leaves them alone). */
+export async function pullDestination(store: Store, tenantId: string, name = 'jobs'): Promise<void> {
+  await store.destinationPut({
+    destination: {
+      tenantId,
+      name,
+      secrets: [],
+      createdAt: T0,
+      updatedAt: T0,
+      config: {
+        kind: 'pull',
+        headers: {},
+        timeoutMs: 10_000,
+        retry: null,
+        rateLimitPerSecond: null,
+        maxConcurrency: 20,
+      },
+    },
+  });
+}
+
 export function newEvent(tenantId: string, id: string, o: Partial<NewEvent> = {}): NewEvent {
   return {
     tenantId,

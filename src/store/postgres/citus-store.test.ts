@@ -10,13 +10,23 @@ import { randomBytes } from 'node:crypto';
 import { after, describe, it } from 'node:test';
 import pg from 'pg';
 import { citusSkip, startCitus } from '../../../test/support/citus.ts';
-import { insertAll, mustClaim, mustRecord, newEvent, newTenant, outcome, SEC, T0 } from '../conformance/fixtures.ts';
+import {
+  insertAll,
+  mustClaim,
+  mustRecord,
+  newEvent,
+  newTenant,
+  outcome,
+  pullDestination,
+  SEC,
+  T0,
+} from '../conformance/fixtures.ts';
 import { runStoreConformance } from '../conformance/store-conformance.ts';
 import { shardOf } from '../../core/shard.ts';
 import { CITUS_DISTRIBUTED_TABLES, CITUS_REFERENCE_TABLES } from './citus/distribute.ts';
 import { CITUS_SQL, type CitusQueryName } from './citus/queries.ts';
 import { CITUS_OCCURRENCE_REVIVE } from './schedule-store.ts';
-import { openPostgresStore } from './postgres-store.ts';
+import { openPostgresStore, type PostgresStore } from './postgres-store.ts';
 
 const skip = citusSkip();
 const url = skip ? '' : await startCitus();
@@ -32,6 +42,18 @@ function freshSchema(): string {
 
 async function openFresh(schema: string) {
   return openPostgresStore({ url, schema, poolSize: 4, citus: true });
+}
+
+/** `fn` on a store in a fresh schema distributed on Citus; the store closed and the schema dropped afterwards. */
+async function withFresh(fn: (store: PostgresStore, schema: string) => Promise<void>): Promise<void> {
+  const schema = freshSchema();
+  const store = await openFresh(schema);
+  try {
+    await fn(store, schema);
+  } finally {
+    await store.close();
+    await admin!.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  }
 }
 
 if (skip) {
@@ -55,10 +77,8 @@ if (skip) {
   });
 
   describe('PostgresStore on Citus', () => {
-    it('distributes events, transitions and the locator by shard, co-located, and copies the rest to every worker', async () => {
-      const schema = freshSchema();
-      const store = await openFresh(schema);
-      try {
+    it('distributes events, transitions and the locator by shard, co-located, and copies the rest to every worker', () =>
+      withFresh(async (store, schema) => {
         const tables = await admin!.query<{ name: string; type: string; column: string; colocation: number }>(
           `SELECT c.relname AS name, t.citus_table_type AS type, t.distribution_column AS column, t.colocation_id AS colocation
              FROM citus_tables t JOIN pg_class c ON c.oid = t.table_name JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -84,16 +104,10 @@ if (skip) {
         await store.close();
         // Opening it again changes nothing.
         await (await openFresh(schema)).close();
-      } finally {
-        await store.close();
-        await admin!.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      }
-    });
+      }));
 
-    it('claims and records on the worker of the shard; a shard moved meanwhile goes through the coordinator, then to its new worker', async () => {
-      const schema = freshSchema();
-      const store = await openFresh(schema);
-      try {
+    it('claims and records on the worker of the shard; a shard moved meanwhile goes through the coordinator, then to its new worker', () =>
+      withFresh(async (store, schema) => {
         const workers = store.citusWorkers!;
         const tenantId = await newTenant(store);
         const [a, b] = await insertAll(store, [
@@ -134,35 +148,13 @@ if (skip) {
         const next = await mustClaim(store, b, T0 + 12 * SEC);
         assert.equal(next.state, 'executing');
         assert.deepEqual(workers.counts, { done: 2, away: 1 }, 'the next claim ran on the new worker');
-      } finally {
-        await store.close();
-        await admin!.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      }
-    });
+      }));
 
-    it("settles pulled events with a statement per Citus shard on its worker, each event's trace kept", async () => {
-      const schema = freshSchema();
-      const store = await openFresh(schema);
-      try {
+    it("settles pulled events with a statement per Citus shard on its worker, each event's trace kept", () =>
+      withFresh(async (store, schema) => {
         const workers = store.citusWorkers!;
         const tenantId = await newTenant(store);
-        await store.destinationPut({
-          destination: {
-            tenantId,
-            name: 'jobs',
-            secrets: [],
-            createdAt: T0,
-            updatedAt: T0,
-            config: {
-              kind: 'pull',
-              headers: {},
-              timeoutMs: 10_000,
-              retry: null,
-              rateLimitPerSecond: null,
-              maxConcurrency: 20,
-            },
-          },
-        });
+        await pullDestination(store, tenantId);
         const ids = Array.from({ length: 40 }, (_, i) => `p${i}`);
         await insertAll(
           store,
@@ -211,11 +203,7 @@ if (skip) {
             (await store.transitionList({ tenantId, eventId: e.id, limit: 10 })).map((t) => t.toState),
             ['scheduled', 'executing', 'succeeded'],
           );
-      } finally {
-        await store.close();
-        await admin!.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-      }
-    });
+      }));
   });
 }
 

@@ -17,7 +17,16 @@ import type { EventRecord } from '../../core/event.ts';
 import { runStoreConformance } from '../conformance/store-conformance.ts';
 import { checkCreatedTransitionReadFromRow } from '../conformance/created-transition.ts';
 import { checkScheduleSpecFieldsFilled } from '../conformance/schedule-spec-fields.ts';
-import { insertAll, mustClaim, mustRecord, newEvent, outcome, T0, SEC } from '../conformance/fixtures.ts';
+import {
+  insertAll,
+  mustClaim,
+  mustRecord,
+  newEvent,
+  outcome,
+  pullDestination,
+  T0,
+  SEC,
+} from '../conformance/fixtures.ts';
 import type { NewEvent } from '../store.ts';
 import { createPool } from './db.ts';
 import { loadMigrations, migrate } from './migrate.ts';
@@ -545,23 +554,7 @@ if (unreachable !== null) {
       await withStore(async (store, schema) => {
         const tenantId = 'race';
         await store.tenantCreate({ id: tenantId, name: tenantId, settings: {}, createdAt: T0 });
-        await store.destinationPut({
-          destination: {
-            tenantId,
-            name: 'jobs',
-            secrets: [],
-            createdAt: T0,
-            updatedAt: T0,
-            config: {
-              kind: 'pull',
-              headers: {},
-              timeoutMs: 10_000,
-              retry: null,
-              rateLimitPerSecond: null,
-              maxConcurrency: 20,
-            },
-          },
-        });
+        await pullDestination(store, tenantId);
         for (const kind of ['push', 'pull'] as const) {
           const group = `g-${kind}`;
           const destination = { name: kind === 'pull' ? 'jobs' : 'orders' };
