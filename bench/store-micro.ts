@@ -4,7 +4,7 @@
  * (batches of 250), as process CPU µs per event (the checkpointer thread included) and as bytes
  * written and read per event (/proc/self/io: the WAL appends and the checkpoints' copies).
  *
- *   node --import tsx bench/store-micro.ts [--n 100000] [--due in-order|interleaved] [--drop idx,...]
+ *   node --import tsx bench/store-micro.ts [--n 100000] [--due in-order|interleaved] [--drop idx,...] [--pull]
  *
  * --due in-order: events fall due in the order they were inserted (the fire bench's case), so a
  *   claim batch touches neighbouring rows and index entries.
@@ -13,6 +13,8 @@
  * --drop: drops these indexes first, to see what each costs.
  * --insert-batch: events per insert transaction (1,000; group commit of single requests makes
  *   transactions of about 20).
+ * --pull: the events go to a pull destination; they are claimed as a consumer claims them
+ *   (eventPullClaim, 100 at a time) and acked (eventPullSettleMany, 100 at a time).
  *
  * Prints one JSON line. Its figures are wall-clock-free but not noise-free on a shared VM: repeat
  * and compare the lowest.
@@ -24,6 +26,7 @@ import { parseArgs } from 'node:util';
 import { openSqliteStore } from '../src/store/sqlite/sqlite-store.ts';
 import type { EventRecord } from '../src/core/event.ts';
 import type { NewEvent } from '../src/store/store.ts';
+import { pullDestination } from '../src/store/conformance/fixtures.ts';
 
 const { values } = parseArgs({
   options: {
@@ -31,6 +34,7 @@ const { values } = parseArgs({
     due: { type: 'string', default: 'in-order' },
     drop: { type: 'string', default: '' },
     'insert-batch': { type: 'string', default: '1000' },
+    pull: { type: 'boolean', default: false },
   },
 });
 const n = Number(values.n);
@@ -46,6 +50,7 @@ try {
   for (const index of values.drop.split(',').filter(Boolean)) db.exec(`DROP INDEX ${index}`);
   const now = Date.now();
   await store.tenantCreate({ id: 't1', name: 't1', settings: {}, createdAt: now });
+  if (values.pull) await pullDestination(store, 't1', 'orders');
   const fireAt = (i: number) => (values.due === 'in-order' ? now - n + i : now - 1_000 + (i % 1_000));
   const newEvent = (i: number): NewEvent => ({
     tenantId: 't1',
@@ -96,31 +101,68 @@ try {
       for (const r of results) created.push(r.event);
     }
   });
-  // Claims go in due order, as the scheduler's do.
-  created.sort((a, b) => a.fireAt - b.fireAt);
-  const claimed: EventRecord[] = [];
-  await phase('claim', async () => {
-    for (let i = 0; i < created.length; i += 250) {
-      const refs = created.slice(i, i + 250).map((e) => ({ tenantId: e.tenantId, id: e.id, version: e.version }));
-      claimed.push(...(await store.eventClaim({ refs, now, owner: 'n1', leaseUntil: now + 60_000 })));
-    }
-  });
-  await phase('outcome', async () => {
-    for (let i = 0; i < claimed.length; i += 250) {
-      const outcomes = claimed.slice(i, i + 250).map((e) => ({
-        tenantId: e.tenantId,
-        id: e.id,
-        version: e.version,
-        owner: 'n1',
-        to: 'succeeded' as const,
-        status: 200,
-        durationMs: 3,
-      }));
-      await store.eventRecordAttempts({ outcomes, now });
-    }
-  });
-  if (claimed.length !== n) throw new Error(`claimed ${claimed.length} of ${n}`);
-  console.log(JSON.stringify({ n, due: values.due, insertBatch, dropped: values.drop || null, ...phases }));
+  if (values.pull) {
+    const held: EventRecord[] = [];
+    await phase('claim', async () => {
+      for (;;) {
+        const got = await store.eventPullClaim({
+          tenantId: 't1',
+          queue: 'name:orders',
+          types: null,
+          max: 100,
+          now,
+          leaseUntil: now + 60_000,
+          receipt: `r${held.length}`,
+        });
+        if (got.length === 0) break;
+        held.push(...got);
+      }
+    });
+    await phase('ack', async () => {
+      for (let i = 0; i < held.length; i += 100) {
+        const settles = held.slice(i, i + 100).map((e) => ({
+          tenantId: 't1',
+          id: e.id,
+          receipt: `r${i}`,
+          attempts: null,
+          action: 'ack' as const,
+          to: 'succeeded' as const,
+          now,
+        }));
+        const after = await store.eventPullSettleMany({ settles });
+        if (after.some((a) => a === null)) throw new Error('an ack did not apply');
+      }
+    });
+    if (held.length !== n) throw new Error(`claimed ${held.length} of ${n}`);
+  } else {
+    // Claims go in due order, as the scheduler's do.
+    created.sort((a, b) => a.fireAt - b.fireAt);
+    const claimed: EventRecord[] = [];
+    await phase('claim', async () => {
+      for (let i = 0; i < created.length; i += 250) {
+        const refs = created.slice(i, i + 250).map((e) => ({ tenantId: e.tenantId, id: e.id, version: e.version }));
+        claimed.push(...(await store.eventClaim({ refs, now, owner: 'n1', leaseUntil: now + 60_000 })));
+      }
+    });
+    await phase('outcome', async () => {
+      for (let i = 0; i < claimed.length; i += 250) {
+        const outcomes = claimed.slice(i, i + 250).map((e) => ({
+          tenantId: e.tenantId,
+          id: e.id,
+          version: e.version,
+          owner: 'n1',
+          to: 'succeeded' as const,
+          status: 200,
+          durationMs: 3,
+        }));
+        await store.eventRecordAttempts({ outcomes, now });
+      }
+    });
+    if (claimed.length !== n) throw new Error(`claimed ${claimed.length} of ${n}`);
+  }
+  console.log(
+    JSON.stringify({ n, due: values.due, insertBatch, pull: values.pull, dropped: values.drop || null, ...phases }),
+  );
   await store.close();
 } finally {
   rmSync(dir, { recursive: true, force: true });

@@ -28,7 +28,7 @@ import { dueRefFromRow, eventFromRow, type EventRow } from '../core/rows.ts';
 import { bulkJobFromRow, operationDetail } from '../core/bulk-rows.ts';
 import type { BulkQueries } from './bulk-queries.ts';
 import { EVENT_INSERT_CHUNKS, type Queries } from './queries.ts';
-import { claimedEventFromTuple, type RescueCandidateRow } from './rows.ts';
+import { claimedEventFromTuple, type EventTuple, type RescueCandidateRow, settledEventFromTuple } from './rows.ts';
 
 /** Appends one transition row (positional, in the column order of SQL.transitionInsert). */
 function appendTransition(
@@ -503,41 +503,34 @@ export function pullExamine(max: number): number {
  */
 export function pullClaim(q: Queries, p: S.EventPullClaimParams): EventRecord[] {
   const page = { tenantId: p.tenantId, queue: p.queue, now: p.now, examine: pullExamine(p.max), max: p.max };
-  let rows: EventRow[];
+  let rows: EventTuple[];
   if (p.types === null) rows = q.pullClaimPage.all(page);
   else {
     rows = [];
     for (const type of new Set(p.types)) rows.push(...q.pullClaimPageTyped.all({ ...page, type }));
-    rows.sort((a, b) => a.due_at - b.due_at || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    // Due order (dueAt, then id), as one page would have it.
+    rows.sort((a, b) => a[7] - b[7] || (a[2] < b[2] ? -1 : a[2] > b[2] ? 1 : 0));
     rows.length = Math.min(rows.length, p.max);
   }
   const detail = JSON.stringify({ pull: 'claim', visibleUntil: p.leaseUntil });
   const out: EventRecord[] = [];
   for (const row of rows) {
-    if (q.pullClaim.run(p.leaseUntil, p.receipt, p.now, row.seq, row.version).changes !== 1) continue;
-    const before = eventFromRow(row);
-    const claimed: EventRecord = {
-      ...before,
-      state: 'executing',
-      version: before.version + 1,
-      attempts: before.attempts + 1,
-      leaseOwner: S.PULL_LEASE_OWNER,
-      leaseUntil: p.leaseUntil,
-      updatedAt: p.now,
-    };
+    const [seq, , , , state, version, , dueAt] = row;
+    if (q.pullClaim.run(p.leaseUntil, p.receipt, p.now, seq, version).changes !== 1) continue;
+    const claimed = claimedEventFromTuple(row, S.PULL_LEASE_OWNER, p.leaseUntil, p.now);
     q.transitionInsert.run(
       p.tenantId,
       claimed.id,
       claimed.version,
       p.now,
       'state',
-      before.state,
+      state,
       'executing',
       claimed.attempts,
       null,
       null,
       null,
-      p.now - before.dueAt,
+      p.now - dueAt,
       detail,
     );
     out.push(claimed);
@@ -545,38 +538,46 @@ export function pullClaim(q: Queries, p: S.EventPullClaimParams): EventRecord[] 
   return out;
 }
 
+/** A settle's transition detail of an ack, nack or expiry without a retry time (the same text every time). */
+const SETTLE_DETAIL: Record<S.PullSettleAction, string> = {
+  ack: JSON.stringify({ pull: 'ack' }),
+  nack: JSON.stringify({ pull: 'nack' }),
+  expire: JSON.stringify({ pull: 'expire' }),
+};
+
 /** Ack, nack or expiry of a pull claim (Store.eventPullSettle), inside the caller's transaction. */
 export function pullSettle(q: Queries, p: S.EventPullSettleParams): EventRecord | null {
   checkAttemptTarget(p.to);
   const held = q.pullHeldCheck.get(p.tenantId, p.id, p.receipt, p.attempts);
   if (!held) return null;
-  const [seq, version] = held;
   const retryAt = p.to === 'awaiting_retry' ? (p.retryAt ?? p.now) : null;
-  const row = q.pullSettle.get(p.to, retryAt, p.error ?? null, p.now, seq, version);
-  if (!row) throw new Error(`sqlite: pull ${p.action} of ${p.tenantId}/${p.id} changed nothing after its check`);
-  appendTransition(q, {
-    tenantId: p.tenantId,
-    eventId: p.id,
-    seq: row.version,
-    at: p.now,
-    kind: 'state',
-    fromState: 'executing',
-    toState: p.to,
-    attempt: row.attempts,
-    status: null,
-    error: p.error ?? null,
-    durationMs: null,
-    latenessMs: null,
-    detail: retryAt === null ? { pull: p.action } : { pull: p.action, retryAt },
-  });
-  return eventFromRow(row);
+  const error = p.error ?? null;
+  if (q.pullSettle.run(p.to, retryAt, error, p.now, held[0], held[5]).changes !== 1)
+    throw new Error(`sqlite: pull ${p.action} of ${p.tenantId}/${p.id} changed nothing after its check`);
+  const after = settledEventFromTuple(held, p.to, retryAt, error, p.now);
+  q.transitionInsert.run(
+    p.tenantId,
+    p.id,
+    after.version,
+    p.now,
+    'state',
+    'executing',
+    p.to,
+    after.attempts,
+    null,
+    error,
+    null,
+    null,
+    retryAt === null ? SETTLE_DETAIL[p.action] : JSON.stringify({ pull: p.action, retryAt }),
+  );
+  return after;
 }
 
 /** Extends a pull claim's visibility timeout (Store.eventPullExtend), inside the caller's transaction. */
 export function pullExtend(q: Queries, p: S.EventPullExtendParams): EventRecord | null {
   const held = q.pullHeldCheck.get(p.tenantId, p.id, p.receipt, null);
   if (!held) return null;
-  const [seq, version] = held;
+  const [seq, , , , , version] = held;
   const row = q.pullExtend.get(p.leaseUntil, p.now, seq, version);
   if (!row) throw new Error(`sqlite: pull extend of ${p.tenantId}/${p.id} changed nothing after its check`);
   appendTransition(q, {

@@ -374,7 +374,7 @@ export const SQL = {
     WHERE tenant_id = @tenantId AND id = @id AND version = @version AND state IN ${EDITABLE}
     RETURNING ${EVENT_COLUMNS}`,
 
-  // Pull delivery (docs/pull.md). pullClaimPage(@tenantId, @queue, @now, @examine, @max) → EventRow[]:
+  // Pull delivery (docs/pull.md). pullClaimPage(@tenantId, @queue, @now, @examine, @max) → EventTuple[] (raw):
   // of the first @examine fireable rows of the queue due by @now (events_queue_due, due order),
   // the pull rows that are their group's head, at most @max. pullClaimPageTyped: the same, of one
   // type (@type), from events_pull_type_due.
@@ -385,15 +385,15 @@ export const SQL = {
   pullClaim: `UPDATE events SET state = ${SQL_STATE.executing}, version = version + 1, attempts = attempts + 1,
       lease_owner = 'pull', lease_until = ?, receipt = ?, updated_at = ?
     WHERE seq = ? AND version = ? AND state IN ${FIREABLE} AND pull = 1`,
-  // (tenantId, id, receipt, attempts) → [seq, version, state] (raw) when the event is a pull event
-  // executing under that receipt at that attempt, else no row.
-  pullHeldCheck: `SELECT seq, version FROM events
+  // (tenantId, id, receipt, attempts) → EventTuple (raw) when the event is a pull event executing
+  // under that receipt at that attempt, else no row. The settle's UPDATE then goes by seq without
+  // RETURNING, as a push claim's does (eventClaimCheck says why).
+  pullHeldCheck: `SELECT ${EVENT_COLUMNS} FROM events
     WHERE tenant_id = ? AND id = ? AND state = ${SQL_STATE.executing} AND pull = 1 AND receipt = ? AND attempts = coalesce(?, attempts)`,
-  // (toState, retryAt|null, error|null, now, seq, version) → EventRow after the ack, nack or expiry.
+  // (toState, retryAt|null, error|null, now, seq, version) → run(): changes 1 after the ack, nack or expiry.
   pullSettle: `UPDATE events SET state = ?, due_at = coalesce(?, due_at), last_error = ?, updated_at = ?,
       version = version + 1, lease_owner = NULL, lease_until = NULL, receipt = NULL
-    WHERE seq = ? AND version = ? AND state = ${SQL_STATE.executing}
-    RETURNING ${EVENT_COLUMNS}`,
+    WHERE seq = ? AND version = ? AND state = ${SQL_STATE.executing}`,
   // (leaseUntil, now, seq, version) → EventRow after the extend (never shortens the lease).
   pullExtend: `UPDATE events SET lease_until = max(lease_until, ?), updated_at = ?, version = version + 1
     WHERE seq = ? AND version = ? AND state = ${SQL_STATE.executing}
@@ -563,11 +563,11 @@ export function prepareQueries(db: Connection) {
     // The writer's auto-checkpoint, kept only as a bound (checkpointer.ts runs them off the writer).
     walAutocheckpoint: p(`PRAGMA wal_autocheckpoint = ${WRITER_AUTOCHECKPOINT_PAGES}`),
     eventGroupFirst: p<DueRefRow & { state: string; pull: number }>(SQL.eventGroupFirst),
-    pullClaimPage: p<EventRow>(SQL.pullClaimPage),
-    pullClaimPageTyped: p<EventRow>(SQL.pullClaimPageTyped),
+    pullClaimPage: raw<EventTuple>(SQL.pullClaimPage),
+    pullClaimPageTyped: raw<EventTuple>(SQL.pullClaimPageTyped),
     pullClaim: p(SQL.pullClaim),
-    pullHeldCheck: raw<[seq: number, version: number]>(SQL.pullHeldCheck),
-    pullSettle: p<EventRow>(SQL.pullSettle),
+    pullHeldCheck: raw<EventTuple>(SQL.pullHeldCheck),
+    pullSettle: p(SQL.pullSettle),
     pullExtend: p<EventRow>(SQL.pullExtend),
     pullExpired: p<EventRow & { receipt: string }>(SQL.pullExpired),
     pullNextDue: p<{ due_at: number }>(SQL.pullNextDue),

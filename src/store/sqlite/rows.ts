@@ -52,18 +52,15 @@ export interface RescueCandidateRow {
   expired: number;
 }
 
-/**
- * The event a claim made of `t` (the row as read just before the claim's UPDATE): the same row
- * with the columns that UPDATE sets (SQL.eventClaim), without reading it back.
- */
-export function claimedEventFromTuple(t: EventTuple, owner: string, leaseUntil: number, now: number): EventRecord {
+/** The event of a raw row (EventTuple), as eventFromRow reads an object row. */
+export function eventFromTuple(t: EventTuple): EventRecord {
   return {
     tenantId: t[1],
     id: t[2],
     shard: t[3],
     seq: t[0],
-    state: 'executing',
-    version: t[5] + 1,
+    state: t[4],
+    version: t[5],
     fireAt: t[6],
     dueAt: t[7],
     destination: parseJson<DestinationRef>(t[8]),
@@ -75,13 +72,50 @@ export function claimedEventFromTuple(t: EventTuple, owner: string, leaseUntil: 
     expireAt: t[13],
     tags: parseJson<Record<string, string>>(t[14]),
     type: t[24],
-    attempts: t[15] + 1,
+    attempts: t[15],
     lastStatus: t[16],
     lastError: t[17],
     requestHash: t[18],
     createdAt: t[19],
-    updatedAt: now,
-    leaseOwner: owner,
-    leaseUntil,
+    updatedAt: t[20],
+    leaseOwner: t[21],
+    leaseUntil: t[22],
   };
+}
+
+/**
+ * The event a claim made of `t` (the row as read just before the claim's UPDATE): the same row
+ * with the columns that UPDATE sets (SQL.eventClaim, SQL.pullClaim), without reading it back.
+ */
+export function claimedEventFromTuple(t: EventTuple, owner: string, leaseUntil: number, now: number): EventRecord {
+  const e = eventFromTuple(t);
+  e.state = 'executing';
+  e.version = t[5] + 1;
+  e.attempts = t[15] + 1;
+  e.updatedAt = now;
+  e.leaseOwner = owner;
+  e.leaseUntil = leaseUntil;
+  return e;
+}
+
+/**
+ * The event a pull settle made of `t` (the row as read just before the settle's UPDATE,
+ * SQL.pullSettle): the same row with the columns that UPDATE sets, without reading it back.
+ */
+export function settledEventFromTuple(
+  t: EventTuple,
+  to: EventState,
+  retryAt: number | null,
+  lastError: string | null,
+  now: number,
+): EventRecord {
+  const e = eventFromTuple(t);
+  e.state = to;
+  e.version = t[5] + 1;
+  e.dueAt = retryAt ?? t[7];
+  e.lastError = lastError;
+  e.updatedAt = now;
+  e.leaseOwner = null;
+  e.leaseUntil = null;
+  return e;
 }
