@@ -108,13 +108,19 @@ function dueList(shards: boolean, skip: boolean): string {
 export const IS_PULL_DESTINATION = (tenant: string, name: string) => `coalesce((SELECT 1 FROM destinations d
       WHERE d.tenant_id = ${tenant} AND d.name = ${name} AND json_extract(d.config, '$.kind') = 'pull'), 0)`;
 
-/** One page of a pull claim (see SQL.pullClaimPage): a bounded walk of `index`, then the residual filters. */
-const PULL_CLAIM_PAGE = (index: string, typeTerm: string) => `SELECT ${EVENT_COLUMNS} FROM events e
-    WHERE e.seq IN (SELECT seq FROM events INDEXED BY ${index}
+/**
+ * One page of a pull claim (see SQL.pullClaimPage): a bounded walk of `index` in due order (a
+ * co-routine), each entry's row read and filtered as it comes, until @max rows passed: the outer
+ * ORDER BY is the walk's own (no sort), so a page of @max claimable rows reads @max rows, not
+ * @examine.
+ */
+const PULL_CLAIM_PAGE = (index: string, typeTerm: string) => `SELECT ${EVENT_COLUMNS}
+    FROM (SELECT seq AS w_seq, due_at AS w_due, id AS w_id FROM events INDEXED BY ${index}
         WHERE tenant_id = @tenantId AND queue = @queue ${typeTerm} AND state IN ${FIREABLE} AND due_at <= @now
-        ORDER BY due_at, id LIMIT @examine)
-      AND e.pull = 1 AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
-    ORDER BY e.due_at, e.id LIMIT @max`;
+        ORDER BY due_at, id LIMIT @examine) w
+      CROSS JOIN events e ON e.seq = w.w_seq
+    WHERE e.pull = 1 AND (e.grp IS NULL OR ${IS_GROUP_HEAD})
+    ORDER BY w.w_due, w.w_id LIMIT @max`;
 
 /** The queue of the events of the named destination @destination (core/queue.ts: `name:<destination>`). */
 const DESTINATION_QUEUE = `'name:' || @destination`;
