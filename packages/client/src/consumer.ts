@@ -7,7 +7,8 @@
  *   ...
  *   await c.stop();   // stops claiming, lets the handlers in flight finish (and acks or nacks them)
  *
- *   claim (long poll, at most `concurrency - in flight` events) ──▶ handler
+ *   claim (long poll, at most `concurrency - in flight` events; two claims at once, each for
+ *          at most half the slots, so one is answered while the other's events run) ──▶ handler
  *        ├─ while it runs: extend when half the visibility timeout is left
  *        ├─ resolves ──▶ ack
  *        └─ throws   ──▶ nack (retried after the destination's backoff, or `retryAfter` of the error)
@@ -18,8 +19,9 @@
  *   and its result is not reported. A consumer that dies leaves its claims to expire: they come
  *   back after their visibility timeout, as failed attempts (at least once).
  *
- * Bounds: at most `concurrency` handlers at once (1 to 100); one claim request in flight; a
- * failed claim waits (doubling up to CLAIM_ERROR_BACKOFF_MS_MAX) before the next; at most
+ * Bounds: at most `concurrency` handlers at once (1 to 100); at most CLAIMS_IN_FLIGHT_MAX claim
+ * requests in flight (one when `concurrency` is 1), whose `max` together never exceed the free
+ * slots; a failed claim waits (doubling up to CLAIM_ERROR_BACKOFF_MS_MAX) before the next; at most
  * SETTLES_IN_FLIGHT_MAX settle requests at once, each of at most PULL_SETTLE_ITEMS_MAX acks and nacks,
  * and at most SETTLES_WAITING_MAX waiting (a handler that finds it full waits for room). An ack or
  * nack whose request failed is sent again (at least once; a repeat that finds the claim already
@@ -39,6 +41,12 @@ import { ERROR_STATUS, PULL_SETTLE_ITEMS_MAX } from './wire.ts';
 export const CONSUMER_CONCURRENCY_DEFAULT = 10;
 export const CONSUMER_CONCURRENCY_MAX = 100;
 const CLAIM_MAX = 100;
+/**
+ * Claims in flight at once, at most. With one, the server and the handlers take turns (the server
+ * claims while the handlers wait, the handlers run while the server waits); with two, each asks
+ * for at most half the slots and the turns overlap.
+ */
+export const CLAIMS_IN_FLIGHT_MAX = 2;
 const CLAIM_ERROR_BACKOFF_MS_MIN = 250;
 const CLAIM_ERROR_BACKOFF_MS_MAX = 10_000;
 /** How long a finished handler's ack or nack waits for a claim to ride in before it is sent alone. */
@@ -112,8 +120,10 @@ export class Consumer {
   private phase: Phase = 'idle';
   private loop: Promise<void> | null = null;
   private readonly stopping = new AbortController();
-  /** Resolves the claim loop's wait for a free slot. */
-  private slotFreed: (() => void) | null = null;
+  /** Resolve the claim lanes' waits for a free slot. */
+  private slotWaiters: (() => void)[] = [];
+  /** Slots promised to the claims in flight (their `max`). */
+  private reserved = 0;
   private readonly concurrency: number;
   private readonly visibilityMs: number;
   /** Acks and nacks not yet sent. */
@@ -164,7 +174,7 @@ export class Consumer {
     }
     if (this.phase === 'running') this.phase = 'stopping';
     this.stopping.abort();
-    this.slotFreed?.();
+    this.slotFreed();
     await this.loop;
     while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
     // The last acks and nacks go out now, each tried until it is answered or fails for good.
@@ -182,14 +192,22 @@ export class Consumer {
   }
 
   private async claimLoop(): Promise<void> {
+    const lanes = this.concurrency === 1 ? 1 : CLAIMS_IN_FLIGHT_MAX;
+    const share = Math.ceil(this.concurrency / lanes);
+    await Promise.all(Array.from({ length: lanes }, () => this.claimLane(share)));
+  }
+
+  /** One claim after another, each for at most `share` of the free slots. */
+  private async claimLane(share: number): Promise<void> {
     let errorBackoffMs = CLAIM_ERROR_BACKOFF_MS_MIN;
     while (this.phase === 'running') {
-      const free = this.concurrency - this.inFlight.size;
+      const free = this.concurrency - this.inFlight.size - this.reserved;
       if (free <= 0) {
-        await new Promise<void>((resolve) => (this.slotFreed = resolve));
-        this.slotFreed = null;
+        await new Promise<void>((resolve) => this.slotWaiters.push(resolve));
         continue;
       }
+      const max = Math.min(free, share, CLAIM_MAX);
+      this.reserved += max;
       let events: ClaimedEvent[];
       // The acks waiting now ride in this claim (a claim carries acks, not nacks).
       const riding = this.takeWaiting((s) => s.nack === undefined);
@@ -198,7 +216,7 @@ export class Consumer {
           params: { name: this.destination },
           body: {
             ...(riding.length > 0 ? { ack: riding.map((s) => ({ id: s.event.id, receipt: s.receipt })) } : {}),
-            max: Math.min(free, CLAIM_MAX),
+            max,
             visibilityTimeout: this.visibilityMs,
             wait: this.opts.wait ?? '20s',
             types: this.claimTypes(),
@@ -216,17 +234,28 @@ export class Consumer {
         await abortableSleep(errorBackoffMs, this.stopping.signal);
         errorBackoffMs = Math.min(errorBackoffMs * 2, CLAIM_ERROR_BACKOFF_MS_MAX);
         continue;
+      } finally {
+        this.reserved -= max;
       }
       // Events claimed as the consumer stopped are still run: they are this consumer's now.
       for (const event of events) this.track(this.handle(event));
+      // Slots this claim held and did not fill are free for the other lane.
+      if (events.length < max) this.slotFreed();
     }
+  }
+
+  /** Wakes the claim lanes waiting for a free slot. */
+  private slotFreed(): void {
+    const waiters = this.slotWaiters;
+    this.slotWaiters = [];
+    for (const w of waiters) w();
   }
 
   private track(p: Promise<void>): void {
     this.inFlight.add(p);
     void p.finally(() => {
       this.inFlight.delete(p);
-      this.slotFreed?.();
+      this.slotFreed();
     });
   }
 
