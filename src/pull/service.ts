@@ -21,7 +21,7 @@ import { BelfryError } from '../core/errors.ts';
 import type { EventRecord } from '../core/event.ts';
 import type { Metrics } from '../core/metrics.ts';
 import { queueOf } from '../core/queue.ts';
-import type { EventPullSettleParams, Store } from '../store/store.ts';
+import type { EventPullClaimParams, EventPullSettleParams, Store } from '../store/store.ts';
 import { decidePull, pullPolicy, type PullEnd } from './settle.ts';
 import type { PullWaiters } from './waiters.ts';
 import type { EventSink } from '../core/event-sink.ts';
@@ -29,7 +29,13 @@ import type { EventSink } from '../core/event-sink.ts';
 export interface PullServiceDeps {
   store: Pick<
     Store,
-    'eventGet' | 'eventPullClaim' | 'eventPullNextDue' | 'eventPullSettle' | 'eventPullSettleMany' | 'eventPullExtend'
+    | 'eventGet'
+    | 'eventPullClaim'
+    | 'eventPullNextDue'
+    | 'eventPullSettle'
+    | 'eventPullSettleMany'
+    | 'eventPullSettleThenClaim'
+    | 'eventPullExtend'
   >;
   /** Where destinations are read (a cache of the store's). */
   destinations: Pick<Store, 'destinationGet'>;
@@ -62,6 +68,13 @@ export interface PullSettleItem {
   id: string;
   receipt: string;
   end: Exclude<PullEnd, { action: 'expire' }>;
+}
+
+/** Settles made ready for the store (PullService.prepareSettles): `at[k]` is the item of `settles[k]`. */
+interface PreparedSettles {
+  settles: EventPullSettleParams[];
+  at: number[];
+  results: (PullSettleResult | null)[];
 }
 
 /** What became of one item of a batch: the event after it, or the error that left it unchanged. */
@@ -100,7 +113,8 @@ export class PullService {
   /**
    * Claims up to `max` due events (waiting up to `waitMs` for some); every one under the same
    * receipt. The request's acks are settled first (`settled`, in their order), once the
-   * destination is known: a claim that cannot be made settles nothing either.
+   * destination is known (a claim that cannot be made settles nothing either), in the same store
+   * write as the first look for events.
    */
   async claim(
     req: PullClaimRequest,
@@ -108,8 +122,10 @@ export class PullService {
     const { deps } = this;
     const { tenantId, name, types, max, visibleMs, waitMs, gone, acks } = req;
     await this.destination(tenantId, name);
-    const settled = acks && acks.length > 0 ? await this.settleMany(tenantId, acks) : undefined;
     const queue = queueOf({ name });
+    let settled: PullSettleResult[] | undefined;
+    // The acks not yet settled: they go with the first look.
+    let unsettled = acks && acks.length > 0 ? acks : null;
     // Parked for the whole long poll (not only while asleep), so a write between two looks wakes it.
     const watch = waitMs > 0 ? deps.waiters.enter(tenantId, queue) : null;
     deps.metrics.pullParked.set(deps.waiters.parkedCount);
@@ -117,11 +133,21 @@ export class PullService {
       const deadlineMs = deps.clock.monotonicMs() + waitMs;
       for (;;) {
         // A client that went away gets nothing claimed for it (its events would wait out the timeout).
-        if (gone.aborted) return { events: [], receipt: '', settled };
+        if (gone.aborted) {
+          // Its acks still apply: the consumer sent them, whether or not it hears the answer.
+          if (unsettled !== null) settled = await this.settleMany(tenantId, unsettled);
+          return { events: [], receipt: '', settled };
+        }
         const now = deps.clock.now();
         const receipt = randomBytes(16).toString('base64url');
         const leaseUntil = this.leaseNow() + visibleMs;
-        const events = await deps.store.eventPullClaim({ tenantId, queue, types, max, now, leaseUntil, receipt });
+        const claim = { tenantId, queue, types, max, now, leaseUntil, receipt };
+        let events: EventRecord[];
+        if (unsettled === null) events = await deps.store.eventPullClaim(claim);
+        else {
+          ({ settled, events } = await this.settleThenClaim(tenantId, unsettled, claim));
+          unsettled = null;
+        }
         const leftMs = deadlineMs - deps.clock.monotonicMs();
         if (events.length > 0 || watch === null || leftMs <= 0 || gone.aborted || deps.waiters.isClosed) {
           deps.metrics.pullClaimed.inc(events.length);
@@ -153,8 +179,33 @@ export class PullService {
    * names each event once.
    */
   async settleMany(tenantId: string, items: PullSettleItem[]): Promise<PullSettleResult[]> {
-    const { deps } = this;
-    const now = deps.clock.now();
+    const pending = await this.prepareSettles(tenantId, items);
+    const { settles } = pending;
+    if (settles.length === 0) return this.applySettles(items, pending, []);
+    // One alone takes the single-event statement (PostgreSQL plans it as a primary-key update).
+    const afters =
+      settles.length === 1
+        ? [await this.deps.store.eventPullSettle(settles[0])]
+        : await this.deps.store.eventPullSettleMany({ settles });
+    return this.applySettles(items, pending, afters);
+  }
+
+  /** settleMany's settles, then a claim, in one store write (eventPullSettleThenClaim). */
+  private async settleThenClaim(
+    tenantId: string,
+    items: PullSettleItem[],
+    claim: EventPullClaimParams,
+  ): Promise<{ settled: PullSettleResult[]; events: EventRecord[] }> {
+    const pending = await this.prepareSettles(tenantId, items);
+    if (pending.settles.length === 0)
+      return { settled: this.applySettles(items, pending, []), events: await this.deps.store.eventPullClaim(claim) };
+    const both = await this.deps.store.eventPullSettleThenClaim({ settles: pending.settles, claim });
+    return { settled: this.applySettles(items, pending, both.settled), events: both.events };
+  }
+
+  /** The store's settles of `items` (`at`: each one's item), and the results already known (a nack of an event not claimed). */
+  private async prepareSettles(tenantId: string, items: PullSettleItem[]): Promise<PreparedSettles> {
+    const now = this.deps.clock.now();
     const results: (PullSettleResult | null)[] = items.map(() => null);
     const settles: EventPullSettleParams[] = [];
     const at: number[] = [];
@@ -182,25 +233,29 @@ export class PullService {
         at.push(i);
       }
     });
-    if (settles.length > 0) {
-      // One alone takes the single-event statement (PostgreSQL plans it as a primary-key update).
-      const afters =
-        settles.length === 1
-          ? [await deps.store.eventPullSettle(settles[0])]
-          : await deps.store.eventPullSettleMany({ settles });
-      const applied: EventRecord[] = [];
-      afters.forEach((after, k) => {
-        const i = at[k];
-        if (!after) {
-          results[i] = { id: items[i].id, error: receiptConflict(items[i].id) };
-          return;
-        }
-        deps.metrics.pullEnded.inc({ action: items[i].end.action, state: after.state });
-        applied.push(after);
-        results[i] = { id: items[i].id, event: after };
-      });
-      if (applied.length > 0) deps.events.pullSettled(applied);
-    }
+    return { settles, at, results };
+  }
+
+  /** The results of `items` once the store answered their settles (`afters`, by settle); counts and announces what applied. */
+  private applySettles(
+    items: PullSettleItem[],
+    pending: PreparedSettles,
+    afters: (EventRecord | null)[],
+  ): PullSettleResult[] {
+    const { deps } = this;
+    const results = pending.results;
+    const applied: EventRecord[] = [];
+    afters.forEach((after, k) => {
+      const i = pending.at[k];
+      if (!after) {
+        results[i] = { id: items[i].id, error: receiptConflict(items[i].id) };
+        return;
+      }
+      deps.metrics.pullEnded.inc({ action: items[i].end.action, state: after.state });
+      applied.push(after);
+      results[i] = { id: items[i].id, event: after };
+    });
+    if (applied.length > 0) deps.events.pullSettled(applied);
     return results as PullSettleResult[];
   }
 

@@ -251,6 +251,44 @@ export function pullCases(ctx: SuiteContext): void {
     assert.equal((await mustGet(store, tenantId, 'c')).state, 'executing', 'a refused batch changes nothing');
   });
 
+  it('settles, then claims, in one call: an ack that ends a group head lets the same call claim its next member', async () => {
+    const store = ctx.store();
+    const tenantId = await newTenant(store);
+    await pullDestination(store, tenantId);
+    await insertAll(store, [
+      newEvent(tenantId, 'g1', { destination: { name: 'jobs' }, group: 'g', fireAt: T0 + 1 * SEC }),
+      newEvent(tenantId, 'g2', { destination: { name: 'jobs' }, group: 'g', fireAt: T0 + 2 * SEC }),
+      newEvent(tenantId, 'solo', { destination: { name: 'jobs' }, fireAt: T0 + 3 * SEC }),
+    ]);
+    assert.deepEqual(ids(await store.eventPullClaim(claimParams(tenantId, { receipt: 'r1' }))), ['g1', 'solo']);
+    const now = T0 + 30 * SEC;
+    const ack = { tenantId, attempts: null, action: 'ack', to: 'succeeded', now } as const;
+    const { settled, events } = await store.eventPullSettleThenClaim({
+      settles: [
+        { ...ack, id: 'solo', receipt: 'stale' },
+        { ...ack, id: 'g1', receipt: 'r1' },
+      ],
+      claim: claimParams(tenantId, { now, receipt: 'r2' }),
+    });
+    assert.deepEqual(
+      settled.map((e) => e && [e.id, e.state]),
+      [null, ['g1', 'succeeded']],
+      "the settles' answers, as eventPullSettleMany's",
+    );
+    assert.deepEqual(ids(events), ['g2'], "g1's ack applied before the claim looked");
+    assert.equal(events[0].state, 'executing');
+    assert.equal((await mustGet(store, tenantId, 'solo')).state, 'executing', 'a stale receipt changes nothing');
+    assert.deepEqual(
+      (await store.transitionList({ tenantId, eventId: 'g2', limit: 20 })).map((t) => t.detail?.pull ?? t.kind),
+      ['created', 'claim'],
+    );
+    await assert.rejects(
+      store.eventPullSettleThenClaim({ settles: [], claim: claimParams(tenantId) }),
+      RangeError,
+      'no settles: a plain claim',
+    );
+  });
+
   it('extends a claim (never shortens it), and lists a claim as expired only once its visibility timeout ended', async () => {
     const store = ctx.store();
     const tenantId = await newTenant(store);

@@ -34,6 +34,7 @@ export const STORE_PART_METHODS = {
     'eventPullClaim',
     'eventPullSettle',
     'eventPullSettleMany',
+    'eventPullSettleThenClaim',
     'eventPullExtend',
     'eventPullExpired',
     'eventPullNextDue',

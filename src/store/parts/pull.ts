@@ -85,6 +85,15 @@ export interface PullStore {
    * nothing. 1 to PULL_SETTLE_MAX of them, never one event twice (a RangeError otherwise).
    */
   eventPullSettleMany(params: { settles: EventPullSettleParams[] }): Promise<(EventRecord | null)[]>;
+  /**
+   * A consumer's claim that carries its earlier acks: `settles` exactly as eventPullSettleMany
+   * would apply them, then `claim` exactly as eventPullClaim would (so an ack that ends a group's
+   * head lets the claim take the group's next event), in one transaction where the backend can.
+   */
+  eventPullSettleThenClaim(params: {
+    settles: EventPullSettleParams[];
+    claim: EventPullClaimParams;
+  }): Promise<{ settled: (EventRecord | null)[]; events: EventRecord[] }>;
   /** Extends a claim's visibility timeout; null (nothing changed) unless it is held under `receipt`. One transition. */
   eventPullExtend(params: EventPullExtendParams): Promise<EventRecord | null>;
   /**

@@ -480,19 +480,36 @@ export async function bulkStep(
  * advisory locks of the groups of the page's members (see claim), then the claim statement.
  */
 export async function pullClaim(pool: pg.Pool, p: S.EventPullClaimParams): Promise<EventRecord[]> {
+  return inTransaction(pool, TX.begin, (client) => pullClaimIn(client, p));
+}
+
+/** A pull claim's statements (its groups' locks, then the claim) inside the caller's transaction. */
+async function pullClaimIn(client: Queryable, p: S.EventPullClaimParams): Promise<EventRecord[]> {
   const examine = Math.max(S.PULL_EXAMINE_MIN, p.max * S.PULL_EXAMINE_FACTOR);
   const page = [p.tenantId, p.queue, p.now, examine];
   const bind = [...page, p.max, p.leaseUntil, p.receipt, JSON.stringify({ pull: 'claim', visibleUntil: p.leaseUntil })];
   const types = p.types === null ? null : [...new Set(p.types)];
-  const res = await inTransaction(pool, TX.begin, async (client) => {
-    if (types === null) {
-      await run(client, 'pullGroupLockAny', page);
-      return run<EventRow>(client, 'pullClaimAny', bind);
-    }
+  let res: pg.QueryResult<EventRow>;
+  if (types === null) {
+    await run(client, 'pullGroupLockAny', page);
+    res = await run<EventRow>(client, 'pullClaimAny', bind);
+  } else {
     await run(client, 'pullGroupLockTyped', [...page, types]);
-    return run<EventRow>(client, 'pullClaimTyped', [...bind, types]);
-  });
+    res = await run<EventRow>(client, 'pullClaimTyped', [...bind, types]);
+  }
   return res.rows.map(eventFromRow);
+}
+
+/** Store.eventPullSettleThenClaim: the settles' statement, then the claim's, in one transaction. */
+export async function pullSettleThenClaim(
+  pool: pg.Pool,
+  settles: S.EventPullSettleParams[],
+  claim: S.EventPullClaimParams,
+): Promise<{ settled: (EventRecord | null)[]; events: EventRecord[] }> {
+  return inTransaction(pool, TX.begin, async (client) => {
+    const settled = await pullSettleMany(client, settles);
+    return { settled, events: await pullClaimIn(client, claim) };
+  });
 }
 
 /** A settle's values beyond its params: when it is due again (awaiting_retry only) and its transition's detail. */

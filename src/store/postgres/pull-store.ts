@@ -31,6 +31,16 @@ export class PostgresPull extends PostgresPart implements PullStore {
     return writes.pullSettleMany(this.pool, params.settles);
   }
 
+  /** The settles' statement and the claim's in one transaction. */
+  async eventPullSettleThenClaim(params: {
+    settles: S.EventPullSettleParams[];
+    claim: S.EventPullClaimParams;
+  }): Promise<{ settled: (EventRecord | null)[]; events: EventRecord[] }> {
+    checkPullSettleMany(params.settles);
+    checkPullClaim(params.claim);
+    return writes.pullSettleThenClaim(this.pool, params.settles, params.claim);
+  }
+
   async eventPullExtend(params: S.EventPullExtendParams): Promise<EventRecord | null> {
     const row = (
       await run<EventRow>(this.pool, 'pullExtend', [

@@ -27,6 +27,19 @@ export class SqlitePull extends SqlitePart implements PullStore {
     return this.writeRelaxed(() => params.settles.map((p) => writes.pullSettle(this.q, p)));
   }
 
+  /** One relaxed transaction for the settles and the claim. */
+  async eventPullSettleThenClaim(params: {
+    settles: S.EventPullSettleParams[];
+    claim: S.EventPullClaimParams;
+  }): Promise<{ settled: (EventRecord | null)[]; events: EventRecord[] }> {
+    checkPullSettleMany(params.settles);
+    checkPullClaim(params.claim);
+    return this.writeRelaxed(() => ({
+      settled: params.settles.map((p) => writes.pullSettle(this.q, p)),
+      events: writes.pullClaim(this.q, params.claim),
+    }));
+  }
+
   async eventPullExtend(params: S.EventPullExtendParams): Promise<EventRecord | null> {
     return this.writeRelaxed(() => writes.pullExtend(this.q, params));
   }

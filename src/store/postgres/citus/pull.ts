@@ -106,6 +106,15 @@ export class CitusPull extends PostgresPull {
     );
   }
 
+  /** The settles (by Citus shard, on its worker), then the claim (over the shards): two steps, not one transaction. */
+  override async eventPullSettleThenClaim(params: {
+    settles: S.EventPullSettleParams[];
+    claim: S.EventPullClaimParams;
+  }): Promise<{ settled: (EventRecord | null)[]; events: EventRecord[] }> {
+    const settled = await this.eventPullSettleMany({ settles: params.settles });
+    return { settled, events: await this.eventPullClaim(params.claim) };
+  }
+
   /**
    * `settles`, each on its shard (`shards`, by index; null: no such event, left out), a statement
    * per Citus shard on its worker, else each shard's in a transaction through the coordinator;
