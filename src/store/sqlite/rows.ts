@@ -88,14 +88,15 @@ export function eventFromTuple(t: EventTuple): EventRecord {
  * with the columns that UPDATE sets (SQL.eventClaim, SQL.pullClaim), without reading it back.
  */
 export function claimedEventFromTuple(t: EventTuple, owner: string, leaseUntil: number, now: number): EventRecord {
-  const e = eventFromTuple(t);
-  e.state = 'executing';
-  e.version = t[5] + 1;
-  e.attempts = t[15] + 1;
-  e.updatedAt = now;
-  e.leaseOwner = owner;
-  e.leaseUntil = leaseUntil;
-  return e;
+  return {
+    ...eventFromTuple(t),
+    state: 'executing',
+    version: t[5] + 1,
+    attempts: t[15] + 1,
+    updatedAt: now,
+    leaseOwner: owner,
+    leaseUntil,
+  };
 }
 
 /**
@@ -109,13 +110,14 @@ export function settledEventFromTuple(
   lastError: string | null,
   now: number,
 ): EventRecord {
-  const e = eventFromTuple(t);
-  e.state = to;
-  e.version = t[5] + 1;
-  e.dueAt = retryAt ?? t[7];
-  e.lastError = lastError;
-  e.updatedAt = now;
-  e.leaseOwner = null;
-  e.leaseUntil = null;
-  return e;
+  return {
+    ...eventFromTuple(t),
+    state: to,
+    version: t[5] + 1,
+    dueAt: retryAt ?? t[7],
+    lastError,
+    updatedAt: now,
+    leaseOwner: null,
+    leaseUntil: null,
+  };
 }
