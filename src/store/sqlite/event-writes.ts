@@ -538,13 +538,6 @@ export function pullClaim(q: Queries, p: S.EventPullClaimParams): EventRecord[] 
   return out;
 }
 
-/** A settle's transition detail of an ack, nack or expiry without a retry time (the same text every time). */
-const SETTLE_DETAIL: Record<S.PullSettleAction, string> = {
-  ack: JSON.stringify({ pull: 'ack' }),
-  nack: JSON.stringify({ pull: 'nack' }),
-  expire: JSON.stringify({ pull: 'expire' }),
-};
-
 /** Ack, nack or expiry of a pull claim (Store.eventPullSettle), inside the caller's transaction. */
 export function pullSettle(q: Queries, p: S.EventPullSettleParams): EventRecord | null {
   checkAttemptTarget(p.to);
@@ -555,21 +548,21 @@ export function pullSettle(q: Queries, p: S.EventPullSettleParams): EventRecord 
   if (q.pullSettle.run(p.to, retryAt, error, p.now, held[0], held[5]).changes !== 1)
     throw new Error(`sqlite: pull ${p.action} of ${p.tenantId}/${p.id} changed nothing after its check`);
   const after = settledEventFromTuple(held, p.to, retryAt, error, p.now);
-  q.transitionInsert.run(
-    p.tenantId,
-    p.id,
-    after.version,
-    p.now,
-    'state',
-    'executing',
-    p.to,
-    after.attempts,
-    null,
+  appendTransition(q, {
+    tenantId: p.tenantId,
+    eventId: p.id,
+    seq: after.version,
+    at: p.now,
+    kind: 'state',
+    fromState: 'executing',
+    toState: p.to,
+    attempt: after.attempts,
+    status: null,
     error,
-    null,
-    null,
-    retryAt === null ? SETTLE_DETAIL[p.action] : JSON.stringify({ pull: p.action, retryAt }),
-  );
+    durationMs: null,
+    latenessMs: null,
+    detail: retryAt === null ? { pull: p.action } : { pull: p.action, retryAt },
+  });
   return after;
 }
 
