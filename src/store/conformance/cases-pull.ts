@@ -2,12 +2,13 @@
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
 import type { EventRecord } from '../../core/event.ts';
-import type { EventPullClaimParams, Store } from '../store.ts';
+import type { Store } from '../store.ts';
 import {
   insertAll,
   mustGet,
   newEvent,
   newTenant,
+  pullClaimParams,
   pullDestination,
   SEC,
   T0,
@@ -17,20 +18,19 @@ import {
 
 const QUEUE = 'name:jobs';
 
-function claimParams(tenantId: string, o: Partial<EventPullClaimParams> = {}): EventPullClaimParams {
-  return {
-    tenantId,
-    queue: QUEUE,
-    types: null,
-    max: 10,
-    now: T0 + 20 * SEC,
-    leaseUntil: T0 + 50 * SEC,
-    receipt: `r-${Math.random()}`,
-    ...o,
-  };
-}
-
 const ids = (events: EventRecord[]) => events.map((e) => e.id);
+
+/** A new tenant whose pull destination `jobs` holds g1 then g2 (group g) and solo, due at T0 + 1, 2 and 3 s. */
+async function groupAndSolo(store: Store): Promise<{ store: Store; tenantId: string }> {
+  const tenantId = await newTenant(store);
+  await pullDestination(store, tenantId);
+  await insertAll(store, [
+    newEvent(tenantId, 'g1', { destination: { name: 'jobs' }, group: 'g', fireAt: T0 + 1 * SEC }),
+    newEvent(tenantId, 'g2', { destination: { name: 'jobs' }, group: 'g', fireAt: T0 + 2 * SEC }),
+    newEvent(tenantId, 'solo', { destination: { name: 'jobs' }, fireAt: T0 + 3 * SEC }),
+  ]);
+  return { store, tenantId };
+}
 
 export function pullCases(ctx: SuiteContext): void {
   it('keeps pull events from the scheduler (list due, claim, group head) and hands them to pull claims', async () => {
@@ -56,11 +56,11 @@ export function pullCases(ctx: SuiteContext): void {
     const lag = await store.shardLag({ now: T0 + 60 * SEC, limit: 10_000 });
     assert.equal(lag.find((l) => l.shard === shard)?.dueEvents, 1, 'shard lag counts the pushed event only');
     assert.equal(
-      (await store.eventPullClaim(claimParams(tenantId, { queue: 'name:orders' }))).length,
+      (await store.eventPullClaim(pullClaimParams(tenantId, { queue: 'name:orders' }))).length,
       0,
       'a push event is never pulled',
     );
-    const claimed = await store.eventPullClaim(claimParams(tenantId, { receipt: 'rc-1' }));
+    const claimed = await store.eventPullClaim(pullClaimParams(tenantId, { receipt: 'rc-1' }));
     assert.deepEqual(ids(claimed), ['p1']);
     assert.equal(claimed[0].state, 'executing');
     assert.equal(claimed[0].attempts, 1);
@@ -78,11 +78,11 @@ export function pullCases(ctx: SuiteContext): void {
       newEvent(tenantId, 'b', { destination: { name: 'jobs' }, fireAt: T0 + 2 * SEC }),
       newEvent(tenantId, 'late', { destination: { name: 'jobs' }, fireAt: T0 + 100 * SEC }),
     ]);
-    const first = await store.eventPullClaim(claimParams(tenantId, { max: 2 }));
+    const first = await store.eventPullClaim(pullClaimParams(tenantId, { max: 2 }));
     assert.deepEqual(ids(first), ['a', 'b']);
-    const second = await store.eventPullClaim(claimParams(tenantId, { max: 10 }));
+    const second = await store.eventPullClaim(pullClaimParams(tenantId, { max: 10 }));
     assert.deepEqual(ids(second), ['c'], 'claimed events are not handed out again; the late one is not due');
-    assert.deepEqual(await store.eventPullClaim(claimParams(tenantId)), []);
+    assert.deepEqual(await store.eventPullClaim(pullClaimParams(tenantId)), []);
     assert.equal(await store.eventPullNextDue({ tenantId, queue: QUEUE }), T0 + 100 * SEC);
     const trace = await store.transitionList({ tenantId, eventId: 'a', limit: 10 });
     assert.deepEqual(
@@ -106,9 +106,9 @@ export function pullCases(ctx: SuiteContext): void {
       newEvent(tenantId, 'z1', { destination: { name: 'jobs' }, type: 'other', fireAt: T0 + 3 * SEC }),
       newEvent(tenantId, 'n1', { destination: { name: 'jobs' }, fireAt: T0 + 4 * SEC }),
     ]);
-    const typed = await store.eventPullClaim(claimParams(tenantId, { types: ['order.timeout', 'invoice.due'] }));
+    const typed = await store.eventPullClaim(pullClaimParams(tenantId, { types: ['order.timeout', 'invoice.due'] }));
     assert.deepEqual(ids(typed), ['y1', 'x1'], 'both types, merged in due order');
-    assert.deepEqual(ids(await store.eventPullClaim(claimParams(tenantId))), ['z1', 'n1']);
+    assert.deepEqual(ids(await store.eventPullClaim(pullClaimParams(tenantId))), ['z1', 'n1']);
   });
 
   it('acks, nacks and expires only under the current receipt; stale, foreign and repeated receipts change nothing', async () => {
@@ -118,7 +118,7 @@ export function pullCases(ctx: SuiteContext): void {
     await pullDestination(store, tenantId);
     await insertAll(store, [newEvent(tenantId, 'e', { destination: { name: 'jobs' } })]);
     const now = T0 + 20 * SEC;
-    const [c1] = await store.eventPullClaim(claimParams(tenantId, { receipt: 'first' }));
+    const [c1] = await store.eventPullClaim(pullClaimParams(tenantId, { receipt: 'first' }));
     const settle = (o: {
       tenantId?: string;
       receipt: string;
@@ -150,12 +150,12 @@ export function pullCases(ctx: SuiteContext): void {
     assert.equal(nacked?.state, 'awaiting_retry');
     assert.equal(nacked?.dueAt, now + 5 * SEC);
     assert.deepEqual(
-      await store.eventPullClaim(claimParams(tenantId, { now: now + 4 * SEC })),
+      await store.eventPullClaim(pullClaimParams(tenantId, { now: now + 4 * SEC })),
       [],
       'not claimable before its retry',
     );
     const [c2] = await store.eventPullClaim(
-      claimParams(tenantId, { now: now + 5 * SEC, receipt: 'second', leaseUntil: now + 60 * SEC }),
+      pullClaimParams(tenantId, { now: now + 5 * SEC, receipt: 'second', leaseUntil: now + 60 * SEC }),
     );
     assert.equal(c2.attempts, 2);
     assert.equal(
@@ -196,7 +196,7 @@ export function pullCases(ctx: SuiteContext): void {
       ['a', 'b', 'c', 'd'].map((id) => newEvent(tenantId, id, { destination: { name: 'jobs' } })),
     );
     const now = T0 + 20 * SEC;
-    const claimed = await store.eventPullClaim(claimParams(tenantId, { receipt: 'r1' }));
+    const claimed = await store.eventPullClaim(pullClaimParams(tenantId, { receipt: 'r1' }));
     assert.deepEqual(ids(claimed).sort(), ['a', 'b', 'c', 'd']);
     const base = { tenantId, receipt: 'r1', attempts: 1, now: now + 1 };
     const settled = await store.eventPullSettleMany({
@@ -252,15 +252,8 @@ export function pullCases(ctx: SuiteContext): void {
   });
 
   it('settles, then claims, in one call: an ack that ends a group head lets the same call claim its next member', async () => {
-    const store = ctx.store();
-    const tenantId = await newTenant(store);
-    await pullDestination(store, tenantId);
-    await insertAll(store, [
-      newEvent(tenantId, 'g1', { destination: { name: 'jobs' }, group: 'g', fireAt: T0 + 1 * SEC }),
-      newEvent(tenantId, 'g2', { destination: { name: 'jobs' }, group: 'g', fireAt: T0 + 2 * SEC }),
-      newEvent(tenantId, 'solo', { destination: { name: 'jobs' }, fireAt: T0 + 3 * SEC }),
-    ]);
-    assert.deepEqual(ids(await store.eventPullClaim(claimParams(tenantId, { receipt: 'r1' }))), ['g1', 'solo']);
+    const { store, tenantId } = await groupAndSolo(ctx.store());
+    assert.deepEqual(ids(await store.eventPullClaim(pullClaimParams(tenantId, { receipt: 'r1' }))), ['g1', 'solo']);
     const now = T0 + 30 * SEC;
     const ack = { tenantId, attempts: null, action: 'ack', to: 'succeeded', now } as const;
     const { settled, events } = await store.eventPullSettleThenClaim({
@@ -268,7 +261,7 @@ export function pullCases(ctx: SuiteContext): void {
         { ...ack, id: 'solo', receipt: 'stale' },
         { ...ack, id: 'g1', receipt: 'r1' },
       ],
-      claim: claimParams(tenantId, { now, receipt: 'r2' }),
+      claim: pullClaimParams(tenantId, { now, receipt: 'r2' }),
     });
     assert.deepEqual(
       settled.map((e) => e && [e.id, e.state]),
@@ -283,7 +276,7 @@ export function pullCases(ctx: SuiteContext): void {
       ['created', 'claim'],
     );
     await assert.rejects(
-      store.eventPullSettleThenClaim({ settles: [], claim: claimParams(tenantId) }),
+      store.eventPullSettleThenClaim({ settles: [], claim: pullClaimParams(tenantId) }),
       RangeError,
       'no settles: a plain claim',
     );
@@ -295,7 +288,7 @@ export function pullCases(ctx: SuiteContext): void {
     await pullDestination(store, tenantId);
     await insertAll(store, [newEvent(tenantId, 'x', { destination: { name: 'jobs' } })]);
     const now = T0 + 20 * SEC;
-    await store.eventPullClaim(claimParams(tenantId, { now, leaseUntil: now + 10 * SEC, receipt: 'r' }));
+    await store.eventPullClaim(pullClaimParams(tenantId, { now, leaseUntil: now + 10 * SEC, receipt: 'r' }));
     const extended = await store.eventPullExtend({
       tenantId,
       id: 'x',
@@ -340,21 +333,14 @@ export function pullCases(ctx: SuiteContext): void {
     assert.equal(back?.state, 'awaiting_retry');
     assert.equal(back?.lastError, 'visibility timeout expired');
     assert.deepEqual(await mine(now + 100 * SEC), []);
-    const [again] = await store.eventPullClaim(claimParams(tenantId, { now: now + 32 * SEC, receipt: 'r2' }));
+    const [again] = await store.eventPullClaim(pullClaimParams(tenantId, { now: now + 32 * SEC, receipt: 'r2' }));
     assert.equal(again.attempts, 2);
   });
 
   it('keeps group order: the next event of a group is claimable only once the previous one is terminal', async () => {
-    const store = ctx.store();
-    const tenantId = await newTenant(store);
-    await pullDestination(store, tenantId);
-    await insertAll(store, [
-      newEvent(tenantId, 'g1', { destination: { name: 'jobs' }, group: 'g', fireAt: T0 + 1 * SEC }),
-      newEvent(tenantId, 'g2', { destination: { name: 'jobs' }, group: 'g', fireAt: T0 + 2 * SEC }),
-      newEvent(tenantId, 'solo', { destination: { name: 'jobs' }, fireAt: T0 + 3 * SEC }),
-    ]);
-    assert.deepEqual(ids(await store.eventPullClaim(claimParams(tenantId, { receipt: 'a' }))), ['g1', 'solo']);
-    assert.deepEqual(await store.eventPullClaim(claimParams(tenantId)), [], 'g2 waits while g1 is executing');
+    const { store, tenantId } = await groupAndSolo(ctx.store());
+    assert.deepEqual(ids(await store.eventPullClaim(pullClaimParams(tenantId, { receipt: 'a' }))), ['g1', 'solo']);
+    assert.deepEqual(await store.eventPullClaim(pullClaimParams(tenantId)), [], 'g2 waits while g1 is executing');
     await store.eventPullSettle({
       tenantId,
       id: 'g1',
@@ -366,11 +352,11 @@ export function pullCases(ctx: SuiteContext): void {
       now: T0 + 20 * SEC,
     });
     assert.deepEqual(
-      await store.eventPullClaim(claimParams(tenantId, { now: T0 + 20 * SEC })),
+      await store.eventPullClaim(pullClaimParams(tenantId, { now: T0 + 20 * SEC })),
       [],
       'g2 waits while g1 awaits its retry',
     );
-    assert.deepEqual(ids(await store.eventPullClaim(claimParams(tenantId, { now: T0 + 21 * SEC, receipt: 'b' }))), [
+    assert.deepEqual(ids(await store.eventPullClaim(pullClaimParams(tenantId, { now: T0 + 21 * SEC, receipt: 'b' }))), [
       'g1',
     ]);
     await store.eventPullSettle({
@@ -382,7 +368,7 @@ export function pullCases(ctx: SuiteContext): void {
       to: 'succeeded',
       now: T0 + 22 * SEC,
     });
-    assert.deepEqual(ids(await store.eventPullClaim(claimParams(tenantId, { now: T0 + 22 * SEC }))), ['g2']);
+    assert.deepEqual(ids(await store.eventPullClaim(pullClaimParams(tenantId, { now: T0 + 22 * SEC }))), ['g2']);
   });
 
   it('holds a member created ahead of the claimed one, and of a member awaiting its retry', async () => {
@@ -392,14 +378,14 @@ export function pullCases(ctx: SuiteContext): void {
     await insertAll(store, [
       newEvent(tenantId, 'h', { destination: { name: 'jobs' }, group: 'g', fireAt: T0 + 10 * SEC }),
     ]);
-    assert.deepEqual(ids(await store.eventPullClaim(claimParams(tenantId, { receipt: 'a' }))), ['h']);
+    assert.deepEqual(ids(await store.eventPullClaim(pullClaimParams(tenantId, { receipt: 'a' }))), ['h']);
     await insertAll(
       store,
       [newEvent(tenantId, 'early', { destination: { name: 'jobs' }, group: 'g', fireAt: T0 })],
       T0 + 20 * SEC,
     );
     assert.deepEqual(
-      await store.eventPullClaim(claimParams(tenantId, { now: T0 + 21 * SEC })),
+      await store.eventPullClaim(pullClaimParams(tenantId, { now: T0 + 21 * SEC })),
       [],
       'h is claimed: early waits',
     );
@@ -414,14 +400,14 @@ export function pullCases(ctx: SuiteContext): void {
       now: T0 + 22 * SEC,
     });
     assert.deepEqual(
-      await store.eventPullClaim(claimParams(tenantId, { now: T0 + 30 * SEC })),
+      await store.eventPullClaim(pullClaimParams(tenantId, { now: T0 + 30 * SEC })),
       [],
       'h awaits its retry: early still waits',
     );
     assert.deepEqual(
       ids(
         await store.eventPullClaim(
-          claimParams(tenantId, { now: T0 + 40 * SEC, leaseUntil: T0 + 90 * SEC, receipt: 'b' }),
+          pullClaimParams(tenantId, { now: T0 + 40 * SEC, leaseUntil: T0 + 90 * SEC, receipt: 'b' }),
         ),
       ),
       ['h'],
@@ -436,7 +422,7 @@ export function pullCases(ctx: SuiteContext): void {
       now: T0 + 41 * SEC,
     });
     assert.deepEqual(
-      ids(await store.eventPullClaim(claimParams(tenantId, { now: T0 + 42 * SEC, leaseUntil: T0 + 90 * SEC }))),
+      ids(await store.eventPullClaim(pullClaimParams(tenantId, { now: T0 + 42 * SEC, leaseUntil: T0 + 90 * SEC }))),
       ['early'],
     );
   });
@@ -452,12 +438,12 @@ export function pullCases(ctx: SuiteContext): void {
       ]);
       // Two claims race while a member with an earlier fireAt is created in between.
       const results = await Promise.all([
-        store.eventPullClaim(claimParams(tenantId, { max: 100, receipt: `A${round}` })),
+        store.eventPullClaim(pullClaimParams(tenantId, { max: 100, receipt: `A${round}` })),
         store.eventInsertMany({
           events: [newEvent(tenantId, `${group}-b`, { destination: { name: 'jobs' }, group, fireAt: T0 })],
           now: T0 + 20 * SEC,
         }),
-        store.eventPullClaim(claimParams(tenantId, { max: 100, receipt: `B${round}` })),
+        store.eventPullClaim(pullClaimParams(tenantId, { max: 100, receipt: `B${round}` })),
       ]);
       const claimed = [...results[0], ...results[2]].filter((e) => e.group === group);
       assert.ok(claimed.length <= 1, `round ${round}: ${claimed.length} members of one group claimed at once`);
@@ -472,7 +458,7 @@ export function pullCases(ctx: SuiteContext): void {
           now: T0 + 21 * SEC,
         });
       }
-      const rest = await store.eventPullClaim(claimParams(tenantId, { max: 100, receipt: `C${round}` }));
+      const rest = await store.eventPullClaim(pullClaimParams(tenantId, { max: 100, receipt: `C${round}` }));
       assert.ok(rest.filter((e) => e.group === group).length <= 1);
       for (const e of rest)
         await store.eventPullSettle({
@@ -498,8 +484,8 @@ export function pullCases(ctx: SuiteContext): void {
       ),
     );
     const [a, b] = await Promise.all([
-      store.eventPullClaim(claimParams(tenantId, { max: 20, receipt: 'A' })),
-      store.eventPullClaim(claimParams(tenantId, { max: 20, receipt: 'B' })),
+      store.eventPullClaim(pullClaimParams(tenantId, { max: 20, receipt: 'A' })),
+      store.eventPullClaim(pullClaimParams(tenantId, { max: 20, receipt: 'B' })),
     ]);
     const all = [...ids(a), ...ids(b)];
     assert.equal(new Set(all).size, all.length, 'no event in both');
@@ -520,6 +506,6 @@ export function pullCases(ctx: SuiteContext): void {
     });
     assert.equal(edited.kind, 'ok');
     assert.deepEqual(await store.eventListDue({ shards: [shard], after: null, untilMs: T0 + 60 * SEC, limit: 10 }), []);
-    assert.deepEqual(ids(await store.eventPullClaim(claimParams(tenantId))), ['m']);
+    assert.deepEqual(ids(await store.eventPullClaim(pullClaimParams(tenantId))), ['m']);
   });
 }

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { SimClock } from '../../core/clock.ts';
 import { EVENT_STATES, type EventRecord, type EventState } from '../../core/event.ts';
-import type { AttemptOutcome, EventInsertResult, NewEvent, Store } from '../store.ts';
+import type { AttemptOutcome, EventInsertResult, EventPullClaimParams, NewEvent, Store } from '../store.ts';
 
 /** What a backend gives the suite: a fresh, migrated, empty store. */
 export interface StoreHarness {
@@ -100,6 +100,20 @@ export async function twoTenants(store: Store): Promise<[string, string]> {
 }
 
 /** A pull destination `name` of the tenant (consumers claim its events; the scheduler leaves them alone). */
+/** A pull claim of tenantId's destination `jobs` (up to 10, at T0 + 20 s, visible until T0 + 50 s); `o` overrides. */
+export function pullClaimParams(tenantId: string, o: Partial<EventPullClaimParams> = {}): EventPullClaimParams {
+  return {
+    tenantId,
+    queue: 'name:jobs',
+    types: null,
+    max: 10,
+    now: T0 + 20 * SEC,
+    leaseUntil: T0 + 50 * SEC,
+    receipt: `r-${Math.random()}`,
+    ...o,
+  };
+}
+
 export async function pullDestination(store: Store, tenantId: string, name = 'jobs'): Promise<void> {
   await store.destinationPut({
     destination: {

@@ -17,6 +17,7 @@ import {
   newEvent,
   newTenant,
   outcome,
+  pullClaimParams,
   pullDestination,
   SEC,
   T0,
@@ -160,15 +161,7 @@ if (skip) {
           store,
           ids.map((id) => newEvent(tenantId, id, { shard: shardOf(tenantId, id, 256), destination: { name: 'jobs' } })),
         );
-        const claimed = await store.eventPullClaim({
-          tenantId,
-          queue: 'name:jobs',
-          types: null,
-          max: 40,
-          now: T0 + 20 * SEC,
-          leaseUntil: T0 + 50 * SEC,
-          receipt: 'rc',
-        });
+        const claimed = await store.eventPullClaim(pullClaimParams(tenantId, { max: 40, receipt: 'rc' }));
         assert.equal(claimed.length, 40);
         const citusShards = new Set(
           (

@@ -23,6 +23,7 @@ import {
   mustRecord,
   newEvent,
   outcome,
+  pullClaimParams,
   pullDestination,
   T0,
   SEC,
@@ -580,15 +581,9 @@ if (unreachable !== null) {
             );
             const claim =
               kind === 'pull'
-                ? store.eventPullClaim({
-                    tenantId,
-                    queue: 'name:jobs',
-                    types: null,
-                    max: 10,
-                    now: T0 + 12 * SEC,
-                    leaseUntil: T0 + 60 * SEC,
-                    receipt: 'r1',
-                  })
+                ? store.eventPullClaim(
+                    pullClaimParams(tenantId, { now: T0 + 12 * SEC, leaseUntil: T0 + 60 * SEC, receipt: 'r1' }),
+                  )
                 : store.eventClaim({
                     refs: [{ tenantId, id: early.id, version: early.version, group }],
                     now: T0 + 12 * SEC,
