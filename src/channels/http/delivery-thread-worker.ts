@@ -13,7 +13,7 @@ import { newWebhookSecret } from '../../core/ids.ts';
 import { serveRpc } from '../../core/thread-rpc.ts';
 import type { DeliveryOutcome } from '../channel.ts';
 import type { DeliveryThreadProtocol } from './delivery-threads.ts';
-import { HttpChannel } from './http-channel.ts';
+import { CONNECTIONS_PER_ORIGIN_DEFAULT, HttpChannel } from './http-channel.ts';
 
 /**
  * Outcomes wait up to this long to travel together: a message costs the same few microseconds for
@@ -22,17 +22,29 @@ import { HttpChannel } from './http-channel.ts';
  */
 const OUTCOME_FLUSH_MS = 1;
 
-/** Deliveries of the warm-up, in each of its rounds, all at once. */
-const WARM_UP_DELIVERIES = 16;
-const WARM_UP_ROUNDS = 3;
+/**
+ * Deliveries of the warm-up, in each of its rounds, all at once: as many as the connections a
+ * burst opens to one origin (CONNECTIONS_PER_ORIGIN_DEFAULT), so the warm-up opens as many too.
+ */
+const WARM_UP_DELIVERIES = CONNECTIONS_PER_ORIGIN_DEFAULT;
+/**
+ * Rounds of the warm-up: 1,280 deliveries in all, enough for V8 to optimise the delivery path
+ * (3 rounds of 16 left it to the first events). They take 150-250 ms on a 2-core machine.
+ */
+const WARM_UP_ROUNDS = 20;
+/** Bound on the warm-up: on a slow machine it stops after the round that passes it. */
+const WARM_UP_MS_MAX = 1_000;
 
 /**
- * Runs the delivery path a few times against a loopback server of this thread's own, with a
+ * Runs the delivery path many times against a loopback server of this thread's own, with a
  * channel of its own (the real one never connects to loopback unless allowed): the first
  * deliveries of a fresh thread were ~100 ms slow (undici's client code loaded, its HTTP parser
- * compiled from WebAssembly, the signing and response paths compiled by V8), and those were the
- * first events of a node's first second. Costs a few tens of ms at start; a failure only means a
- * cold thread, never a thread that does not start.
+ * compiled from WebAssembly, the signing and response paths compiled by V8, a burst of new
+ * connections), and those were the first events of a node's first second. With 48 deliveries
+ * here the first 500 ms of a 5,000/s stream still ran at p99 126-178 ms; with 1,280, 63-120 ms
+ * (`npm run bench -- precision --rate 5000`, the two alternated). Costs 150-250 ms at start,
+ * at most about WARM_UP_MS_MAX; a failure only means a cold thread, never a thread that does not
+ * start.
  */
 async function warmUp(): Promise<void> {
   const receiver = createServer((req, res) => {
@@ -51,7 +63,8 @@ async function warmUp(): Promise<void> {
     });
     const secrets = [{ secret: newWebhookSecret(), expiresAt: null }];
     try {
-      for (let round = 0; round < WARM_UP_ROUNDS; round++) {
+      const deadline = Date.now() + WARM_UP_MS_MAX;
+      for (let round = 0; round < WARM_UP_ROUNDS && Date.now() < deadline; round++) {
         await Promise.all(
           Array.from({ length: WARM_UP_DELIVERIES }, (_, i) =>
             warm.deliver(
