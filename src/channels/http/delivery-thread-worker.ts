@@ -63,8 +63,8 @@ async function warmUp(): Promise<void> {
     });
     const secrets = [{ secret: newWebhookSecret(), expiresAt: null }];
     try {
-      const deadline = Date.now() + WARM_UP_MS_MAX;
-      for (let round = 0; round < WARM_UP_ROUNDS && Date.now() < deadline; round++) {
+      const deadline = performance.now() + WARM_UP_MS_MAX;
+      for (let round = 0; round < WARM_UP_ROUNDS && performance.now() < deadline; round++) {
         await Promise.all(
           Array.from({ length: WARM_UP_DELIVERIES }, (_, i) =>
             warm.deliver(
