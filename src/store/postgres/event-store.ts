@@ -95,6 +95,11 @@ export class PostgresEvents extends PostgresPart implements EventStore {
     return dueRefFromRow(row);
   }
 
+  /** Before the node says it is ready: the claims' pool connected, its statement prepared (event-writes.ts warmClaimPool). */
+  async warmUp(_shardCount: number): Promise<void> {
+    await writes.warmClaimPool(this.claimPool, this.claimPool.options.max ?? 1);
+  }
+
   async eventClaim(params: S.EventClaimParams): Promise<EventRecord[]> {
     if (params.refs.length === 0) return [];
     return writes.claim(this.claimPool, params);

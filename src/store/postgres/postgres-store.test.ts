@@ -34,7 +34,7 @@ import { loadMigrations, migrate } from './migrate.ts';
 import { perShardLimit } from './due-list.ts';
 import { LIST_EXAMINED_ROWS_MAX } from '../event-list-plan.ts';
 import { SQL, TX, type QueryName } from './queries.ts';
-import { openPostgresStore, type PostgresStore } from './postgres-store.ts';
+import { openPostgresStore, POSTGRES_CLAIM_POOL_SIZE, type PostgresStore } from './postgres-store.ts';
 
 const URL = process.env.BELFRY_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres';
 
@@ -139,6 +139,33 @@ if (unreachable !== null) {
         assert.notEqual(store.claimPool, store.pool);
         assert.equal(await setting(store.claimPool), 'off');
         assert.notEqual(await setting(store.pool), 'off', 'inserts, outcomes and edits commit as the server is set');
+      });
+    });
+
+    it('warms the claims’ pool before the first claim: every connection open and its claim prepared, nothing written', async () => {
+      await withStore(async (store) => {
+        const [due] = await insertAll(store, [newEvent('warm', 'warm-due', { fireAt: T0 - SEC })]);
+        assert.equal(store.claimPool.totalCount, 0, 'a new store opens no claim connection');
+        await store.warmUp?.(256);
+        assert.equal(store.claimPool.totalCount, POSTGRES_CLAIM_POOL_SIZE);
+        assert.equal(store.claimPool.idleCount, POSTGRES_CLAIM_POOL_SIZE, 'each connection is back in the pool');
+        // The statement is prepared on each connection (node-postgres names it belfry_eventClaim).
+        const clients = await Promise.all(
+          Array.from({ length: POSTGRES_CLAIM_POOL_SIZE }, () => store.claimPool.connect()),
+        );
+        try {
+          for (const client of clients) {
+            const { rows } = await client.query<{ n: number }>(
+              `SELECT count(*)::int AS n FROM pg_prepared_statements WHERE name = 'belfry_eventClaim'`,
+            );
+            assert.equal(rows[0].n, 1);
+          }
+        } finally {
+          for (const client of clients) client.release();
+        }
+        const stored = await store.eventGet({ tenantId: due.tenantId, id: 'warm-due' });
+        assert.equal(stored?.state, 'scheduled');
+        assert.equal(stored?.version, due.version);
       });
     });
 

@@ -190,7 +190,7 @@ function postgresStore(database: PostgresDatabase, url: string, citus: boolean, 
     citusWorkers: database.citusWorkers,
     dueWakeups: new PostgresDueWakeups(database.pool, url, database.schema),
     migrate: () => database.migrate({ citus }),
-    ...(events instanceof CitusEvents ? { warmUp: (shardCount: number) => events.warmUp(shardCount) } : {}),
+    warmUp: (shardCount: number) => events.warmUp(shardCount),
     ping: () => database.ping(),
     close: () => database.close(),
   };

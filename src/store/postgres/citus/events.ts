@@ -442,9 +442,10 @@ export class CitusEvents extends PostgresEvents {
   /**
    * Reads where each of the store's `shardCount` shards lives and warms the workers' pools for
    * them (direct.ts CitusWorkers.warm): before a node says it is ready, not while events are due.
+   * Without the direct route, claims go through the coordinator: its claims' pool is warmed.
    */
-  async warmUp(shardCount: number): Promise<void> {
-    if (!this.workers) return;
+  override async warmUp(shardCount: number): Promise<void> {
+    if (!this.workers) return super.warmUp(shardCount);
     const groups = await this.placement.group(Array.from({ length: shardCount }, (_, s) => s));
     await this.workers.warm(groups.map((g) => g.home).filter((h): h is ShardHome => h !== null));
   }
