@@ -99,7 +99,6 @@ export async function twoTenants(store: Store): Promise<[string, string]> {
   return ids;
 }
 
-/** A pull destination `name` of the tenant (consumers claim its events; the scheduler leaves them alone). */
 /** A pull claim of tenantId's destination `jobs` (up to 10, at T0 + 20 s, visible until T0 + 50 s); `o` overrides. */
 export function pullClaimParams(tenantId: string, o: Partial<EventPullClaimParams> = {}): EventPullClaimParams {
   return {
@@ -114,6 +113,7 @@ export function pullClaimParams(tenantId: string, o: Partial<EventPullClaimParam
   };
 }
 
+/** A pull destination `name` of the tenant (consumers claim its events; the scheduler leaves them alone). */
 export async function pullDestination(store: Store, tenantId: string, name = 'jobs'): Promise<void> {
   await store.destinationPut({
     destination: {

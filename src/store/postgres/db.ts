@@ -66,6 +66,35 @@ export function createPool(opts: PoolOptions): pg.Pool {
   return pool;
 }
 
+/**
+ * Takes `connections` connections of `pool` at once (all taken before any is used, so each is one
+ * of its own), runs `use` on each and gives them back: a warm-up's way to have them open, with
+ * their statements prepared, before they are needed. A connection that cannot be opened, or a
+ * `use` that fails, is left to first use.
+ */
+export async function onEachConnection(
+  pool: pg.Pool,
+  connections: number,
+  use: (client: pg.PoolClient) => Promise<unknown>,
+): Promise<void> {
+  const taken = await Promise.allSettled(Array.from({ length: connections }, () => pool.connect()));
+  const clients = taken.flatMap((t) => (t.status === 'fulfilled' ? [t.value] : []));
+  try {
+    await Promise.allSettled(clients.map(use));
+  } finally {
+    for (const client of clients) client.release();
+  }
+}
+
+/** Waits for `work` at most `ms`; what is left of it goes on meanwhile. Never rejects. */
+export async function atMost(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  await Promise.race([work.catch(() => {}), bound]).finally(() => clearTimeout(timer));
+}
+
 /** Runs statement `name` of queries.ts with positional values. */
 export function run<R extends pg.QueryResultRow = pg.QueryResultRow>(
   db: Queryable,

@@ -25,7 +25,7 @@ import {
   mutateRefusal,
 } from '../core/event-writes.ts';
 import { dueRefFromRow, eventFromRow, type DueRefRow, type EventRow } from '../core/rows.ts';
-import { inTransaction, run, type Queryable } from './db.ts';
+import { atMost, inTransaction, onEachConnection, run, type Queryable } from './db.ts';
 import { bulkJobFromRow, operationDetail, type BulkJobRow } from '../core/bulk-rows.ts';
 import { runBulk } from './bulk-queries.ts';
 import { TX } from './queries.ts';
@@ -199,21 +199,10 @@ export const CLAIM_POOL_WARM_MS_MAX = 5_000;
  * CLAIM_POOL_WARM_MS_MAX; a connection that fails is opened on first use, as without it.
  */
 export async function warmClaimPool(pool: pg.Pool, connections: number): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const bound = new Promise<void>((resolve) => {
-    timer = setTimeout(resolve, CLAIM_POOL_WARM_MS_MAX);
-  });
-  const warm = (async () => {
-    // All taken before any is used, so that each is a connection of its own.
-    const taken = await Promise.allSettled(Array.from({ length: connections }, () => pool.connect()));
-    const clients = taken.flatMap((t) => (t.status === 'fulfilled' ? [t.value] : []));
-    try {
-      await Promise.allSettled(clients.map((client) => run(client, 'eventClaim', [[], [], [], '', 0, 0, '{}', false])));
-    } finally {
-      for (const client of clients) client.release();
-    }
-  })();
-  await Promise.race([warm, bound]).finally(() => clearTimeout(timer));
+  await atMost(
+    onEachConnection(pool, connections, (client) => run(client, 'eventClaim', [[], [], [], '', 0, 0, '{}', false])),
+    CLAIM_POOL_WARM_MS_MAX,
+  );
 }
 
 /**

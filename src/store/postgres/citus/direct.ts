@@ -25,7 +25,7 @@
  */
 import type pg from 'pg';
 import { StoreUnavailableError } from '../../store.ts';
-import { createPool, rethrowUnavailable } from '../db.ts';
+import { atMost, createPool, onEachConnection, rethrowUnavailable } from '../db.ts';
 import { SQL } from '../queries.ts';
 import { HERE_FUNCTION, NOT_HERE_SQLSTATE } from './functions.ts';
 import { CITUS_SQL, pinned } from './queries.ts';
@@ -264,11 +264,7 @@ export class CitusWorkers {
    * It answers within WORKER_WARM_MS_MAX; what is left then goes on meanwhile, or on first use.
    */
   async warm(homes: readonly ShardHome[]): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const bound = new Promise<void>((resolve) => {
-      timer = setTimeout(resolve, WORKER_WARM_MS_MAX);
-    });
-    await Promise.race([this.warmAll(homes), bound]).finally(() => clearTimeout(timer));
+    await atMost(this.warmAll(homes), WORKER_WARM_MS_MAX);
   }
 
   private async warmAll(homes: readonly ShardHome[]): Promise<void> {
@@ -284,17 +280,9 @@ export class CitusWorkers {
       [...byWorker.values()].flatMap((onWorker) =>
         kinds.map(async (kind) => {
           if (!this.usable(onWorker[0])) return;
-          const pool = this.pool(onWorker[0], kind);
-          const clients = await Promise.all(
-            Array.from({ length: WORKER_POOL_SIZES[kind] }, () => pool.connect().catch(() => null)),
-          );
-          await Promise.all(
-            clients.map(async (client) => {
-              if (!client) return;
-              for (const h of onWorker) await client.query(nothing[kind](h)).catch(() => {});
-              client.release();
-            }),
-          );
+          await onEachConnection(this.pool(onWorker[0], kind), WORKER_POOL_SIZES[kind], async (client) => {
+            for (const h of onWorker) await client.query(nothing[kind](h)).catch(() => {});
+          });
         }),
       ),
     );
