@@ -55,6 +55,25 @@ describe('CircuitBreaker', () => {
     assert.deepEqual(breaker.check(), { ok: true });
   });
 
+  it('says what check() would let through without taking the probe (admits)', async () => {
+    const clock = new SimClock();
+    const breaker = new CircuitBreaker({ failureThreshold: 1, openMs: 500, probeMsMax: 2000 }, clock);
+    assert.deepEqual(breaker.admits(), { admits: 'all' });
+    breaker.onFailure();
+    assert.deepEqual(breaker.admits(), { admits: 'none', inMs: 500 });
+    await clock.advance(500);
+    // Asked any number of times, the probe stays there for check() to take.
+    assert.deepEqual(breaker.admits(), { admits: 'probe' });
+    assert.deepEqual(breaker.admits(), { admits: 'probe' });
+    assert.equal(breaker.state, 'open');
+    assert.deepEqual(breaker.check(), { ok: true });
+    assert.deepEqual(breaker.admits(), { admits: 'none', inMs: 2000 });
+    await clock.advance(2000);
+    assert.deepEqual(breaker.admits(), { admits: 'probe' }, 'the probe in flight is presumed lost');
+    breaker.onSuccess();
+    assert.deepEqual(breaker.admits(), { admits: 'all' });
+  });
+
   it('a failed probe reopens with a doubled duration, bounded by openMsMax', async () => {
     const clock = new SimClock();
     const breaker = new CircuitBreaker({ failureThreshold: 1, openMs: 1000, openMsMax: 5000 }, clock);

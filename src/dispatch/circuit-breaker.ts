@@ -39,6 +39,13 @@ export interface CircuitBreakerOptions {
 
 export type CircuitCheck = { ok: true } | { ok: false; retryInMs: number };
 
+/**
+ * What the breaker would let through now, as check() would answer, without taking the probe:
+ * `all` (closed), `probe` (one delivery: the open time has passed, or the probe in flight is
+ * presumed lost) or `none`, for `inMs` more (then it may let a probe through).
+ */
+export type CircuitAdmits = { admits: 'all' } | { admits: 'probe' } | { admits: 'none'; inMs: number };
+
 export class CircuitBreaker {
   private readonly failureThreshold: number;
   private readonly openMsMin: number;
@@ -96,6 +103,17 @@ export class CircuitBreaker {
     }
     // The probe's result will come sooner or later; ask again after the base open duration.
     return { ok: false, retryInMs: Math.ceil(Math.min(this.openMsMin, probeLeftMs)) };
+  }
+
+  /** What check() would let through now, without changing the state (see CircuitAdmits). */
+  admits(): CircuitAdmits {
+    if (this.current === 'closed') return { admits: 'all' };
+    const nowMs = this.clock.monotonicMs();
+    const leftMs =
+      this.current === 'open'
+        ? this.openedAtMs + this.openMsCurrent - nowMs
+        : this.probeStartedAtMs + this.probeMsMax - nowMs;
+    return leftMs > 0 ? { admits: 'none', inMs: Math.ceil(leftMs) } : { admits: 'probe' };
   }
 
   /** A delivery succeeded: the endpoint works. Closes and resets the open duration. */

@@ -15,7 +15,8 @@
  *
  * Bounds: the events of each virtual queue submitted and not yet recorded are counted (`held`);
  * the scheduler claims for a queue only while `queueRoom` is positive (the queue's claimedMax
- * minus what it holds), and is told (`onRoom`) when recorded outcomes free room.
+ * minus what it holds; none behind an open circuit, then one for its probe), and is told
+ * (`onRoom`) when recorded outcomes free room or a circuit lets its probe through.
  */
 import type { Logger } from 'pino';
 import {
@@ -95,7 +96,8 @@ export class Dispatcher {
 
   /**
    * How many more events of this queue may be claimed now: its bound (claimedMax of its settings,
-   * or the least bound while its settings are not loaded yet) minus what it holds.
+   * or the least bound while its settings are not loaded yet) minus what it holds. Behind an open
+   * circuit none, and when the circuit lets a probe through, one while the queue holds none.
    */
   queueRoom(queueKey: string): number {
     return this.queueBound(queueKey) - (this.held.get(queueKey) ?? 0);
@@ -112,8 +114,18 @@ export class Dispatcher {
     return queue ? { ...queue.health(), claimed: this.held.get(key) ?? 0 } : null;
   }
 
+  /** What queueRoom counts down from: the queue's claimedMax, 1 while its circuit is not closed (the probe), 0 while it lets none through. */
   queueBound(queueKey: string): number {
-    return this.queues.get(queueKey)?.claimedMax ?? CLAIMED_MIN;
+    const queue = this.queues.get(queueKey);
+    if (!queue) return CLAIMED_MIN;
+    switch (queue.admits().admits) {
+      case 'all':
+        return queue.claimedMax;
+      case 'probe':
+        return 1;
+      case 'none':
+        return 0;
+    }
   }
 
   /**
@@ -199,6 +211,7 @@ export class Dispatcher {
           deliver: (e, s, signal) => this.deliverOne(e, s, signal),
           done: (e, s, outcome) => this.finish(e, s, outcome),
           changed: (change, e) => this.queueChanged(tenantId, queueName, change, e),
+          probeDue: () => this.deps.onRoom?.(),
         },
         this.random,
       );

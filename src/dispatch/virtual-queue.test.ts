@@ -58,6 +58,47 @@ describe('VirtualQueue with its circuit open', () => {
   });
 });
 
+describe('VirtualQueue: what its owner may claim for it', () => {
+  it('admits nothing while the circuit is open, says when it lets a probe through, and admits all once the probe succeeds', async () => {
+    const clock = new SimClock();
+    let answer: DeliveryOutcome = { kind: 'retry', reason: 'HTTP 500', durationMs: 1 };
+    let probesDue = 0;
+    const delivered: number[] = [];
+    const queue = new VirtualQueue<number>(SETTINGS, clock, {
+      deliver: async (item) => {
+        delivered.push(item);
+        return answer;
+      },
+      done: () => {},
+      probeDue: () => probesDue++,
+    });
+    assert.deepEqual(queue.admits(), { admits: 'all' });
+    for (let i = 0; i < 10; i++) {
+      queue.push(i);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    assert.equal(queue.breakerState, 'open');
+    assert.deepEqual(queue.admits(), { admits: 'none', inMs: 1_000 });
+    await clock.advance(999);
+    assert.equal(probesDue, 0);
+    await clock.advance(1);
+    assert.equal(probesDue, 1, 'told once when the open time has passed');
+    assert.deepEqual(queue.admits(), { admits: 'probe' });
+    // The probe fails: open again, for twice as long, and told again when that has passed.
+    queue.push(10);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(delivered.slice(-1), [10], 'the probe was sent');
+    assert.deepEqual(queue.admits(), { admits: 'none', inMs: 2_000 });
+    await clock.advance(2_000);
+    assert.equal(probesDue, 2);
+    answer = { kind: 'delivered', status: 200, durationMs: 1 };
+    queue.push(11);
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.equal(queue.breakerState, 'closed');
+    assert.deepEqual(queue.admits(), { admits: 'all' });
+  });
+});
+
 describe('claimedMaxOf', () => {
   it('scales with concurrency, caps at two seconds of the rate limit, within its bounds', () => {
     assert.equal(claimedMaxOf({ maxConcurrency: 20, rateLimitPerSecond: null }), 500);

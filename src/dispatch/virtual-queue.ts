@@ -13,6 +13,12 @@
  *   rate limited  → wake up when the next token is due
  *   otherwise     → start a delivery
  *
+ * While the circuit is open its owner claims nothing for it (admits: `none`), then one event for
+ * the probe (`probe`, told by hooks.probeDue when the open time has passed): a failing endpoint's
+ * events stay scheduled in the store, unclaimed, instead of being claimed to fail fast, retried and
+ * claimed again (a claim and an outcome each, per event and per reopening, that the store's other
+ * queues pay for). Those the circuit finds already claimed when it opens still fail fast.
+ *
  * It tells its owner (`hooks.changed`) when its endpoint's state changes, at most once per change,
  * never per event: the circuit opened (closed → open after the breaker's consecutive failures) or
  * closed (a success while not closed); the endpoint started failing (its first retryable failure,
@@ -24,7 +30,7 @@
  */
 import type { Clock } from '../core/clock.ts';
 import type { DeliveryOutcome } from '../channels/channel.ts';
-import { CircuitBreaker, type CircuitState } from './circuit-breaker.ts';
+import { type CircuitAdmits, CircuitBreaker, type CircuitState } from './circuit-breaker.ts';
 import { DeliveryStats, type DeliveryStatsView } from './delivery-stats.ts';
 import type { DeliverySettings } from './destinations.ts';
 import { TokenBucket } from '../core/token-bucket.ts';
@@ -36,6 +42,11 @@ export interface VirtualQueueHooks<T> {
   done(item: T, settings: DeliverySettings, outcome: DeliveryOutcome): void;
   /** The endpoint's state changed (see the file's comment): once per change; `item`'s delivery changed it. */
   changed?(change: QueueChange, item: T): void;
+  /**
+   * The circuit's open time has passed: it lets a probe through now (admits). While it was open
+   * the owner claimed nothing for this queue; now it may claim the probe.
+   */
+  probeDue?(): void;
 }
 
 /** A channel's reason for an attempt that ran out of its destination's timeout (http: `timeout after 10000ms`). */
@@ -100,6 +111,8 @@ export class VirtualQueue<T> {
   private readonly breaker: CircuitBreaker;
   private readonly stats = new DeliveryStats();
   private wakeTimer: (() => void) | null = null;
+  /** Armed while the circuit is open: tells hooks.probeDue when it lets a probe through. */
+  private probeTimer: (() => void) | null = null;
   /** Since the `failing` change until `recovered`: when it began, the last failure (monotonic ms) and the count. */
   private failing: { sinceMs: number; lastMs: number; failures: number } | null = null;
   /**
@@ -126,6 +139,11 @@ export class VirtualQueue<T> {
 
   get breakerState(): string {
     return this.breaker.state;
+  }
+
+  /** What the circuit lets through now: every event, one (the probe) or none (see the file's comment). */
+  admits(): CircuitAdmits {
+    return this.breaker.admits();
   }
 
   health(): QueueHealth {
@@ -168,6 +186,8 @@ export class VirtualQueue<T> {
     this.head = 0;
     this.wakeTimer?.();
     this.wakeTimer = null;
+    this.probeTimer?.();
+    this.probeTimer = null;
     return waiting;
   }
 
@@ -232,6 +252,17 @@ export class VirtualQueue<T> {
     });
   }
 
+  /** Tells hooks.probeDue once the circuit, just opened, lets a probe through. */
+  private armProbeTimer(): void {
+    const now = this.breaker.admits();
+    if (now.admits !== 'none') return;
+    this.probeTimer?.();
+    this.probeTimer = this.clock.setTimer(now.inMs, () => {
+      this.probeTimer = null;
+      this.hooks.probeDue?.();
+    });
+  }
+
   private start(item: T): void {
     this.active++;
     const settings = this.settings;
@@ -249,6 +280,7 @@ export class VirtualQueue<T> {
     if (outcome.kind === 'retry') {
       this.breaker.onFailure();
       this.noteFailure(item, outcome, circuitBefore);
+      if (circuitBefore !== 'open' && this.breaker.state === 'open') this.armProbeTimer();
     } else {
       this.breaker.onSuccess();
       this.noteSuccess(item, circuitBefore);

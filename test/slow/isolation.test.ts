@@ -1,7 +1,8 @@
 /**
  * Isolation: a destination that fails every request, or hangs until timeout, must not delay
  * another destination's events due at the same moments (one virtual queue per destination,
- * circuit breaker). Issue requirement: B's 2,000 events each delivered within 100 ms of due.
+ * circuit breaker; behind an open circuit A's events stay unclaimed). Issue requirement: B's
+ * 2,000 events each delivered within 100 ms of due.
  * A timing assertion: it runs in the slow suite, alone, not beside other test files.
  *
  * Each case first warms the process up through destinations of its own (one answering 200, one
@@ -139,6 +140,11 @@ for (const { name: storeName, skip, store } of STORES)
         assert.ok(worst <= LATENESS_MS_MAX, `worst lateness of B was ${worst} ms`);
         assert.ok(a.count > 0, 'A was never tried');
         assert.ok(a.count < EVENTS_PER_DESTINATION, 'the circuit breaker never opened for A');
+        // A's last event fell due while A's circuit was open: it was left scheduled, unclaimed,
+        // with no attempt spent (not claimed to fail fast and be retried).
+        const last = await t.api('GET', `/v1/events/a-${EVENTS_PER_DESTINATION - 1}`);
+        assert.equal(last.status, 200);
+        assert.deepEqual([last.body.state, last.body.attempts], ['scheduled', 0]);
       });
     });
   }
