@@ -151,6 +151,59 @@ if (skip) {
         assert.deepEqual(workers.counts, { done: 2, away: 1 }, 'the next claim ran on the new worker');
       }));
 
+    it('claims a batch over many Citus shards, and records its outcomes, in one call per worker; each event traced once', () =>
+      withFresh(async (store, schema) => {
+        const workers = store.citusWorkers!;
+        const tenantId = await newTenant(store);
+        const ids = Array.from({ length: 40 }, (_, i) => `m${i}`);
+        const inserted = await insertAll(
+          store,
+          ids.map((id) => newEvent(tenantId, id, { shard: shardOf(tenantId, id, 256) })),
+        );
+        const placed = (
+          await admin!.query<{ id: string; port: number }>(
+            `SELECT p.shardid::text AS id, p.nodeport AS port FROM unnest($1::int[]) s
+               JOIN pg_dist_shard_placement p ON p.shardid = get_shard_id_for_distribution_column('"${schema}".events', s)`,
+            [inserted.map((e) => e.shard)],
+          )
+        ).rows;
+        const citusShards = new Set(placed.map((r) => r.id));
+        const onWorkers = new Set(placed.map((r) => r.port));
+        assert.ok(citusShards.size > onWorkers.size, 'the batch spans several Citus shards of a worker');
+        // Every statement prepared on every connection, as before a node says it is ready: a
+        // statement not prepared yet on its connection runs on its own first.
+        await store.warmUp!(256);
+        const now = T0 + 10 * SEC;
+        let before = workers.counts.done;
+        const claimed = await store.eventClaim({
+          refs: inserted.map((e) => ({ tenantId, id: e.id, version: e.version, group: null, shard: e.shard })),
+          now,
+          owner: 'node-a',
+          leaseUntil: now + 30 * SEC,
+        });
+        assert.deepEqual(
+          claimed.map((e) => [e.id, e.state]),
+          ids.map((id) => [id, 'executing']),
+          'every event claimed, in the order asked',
+        );
+        assert.equal(workers.counts.done - before, onWorkers.size, 'one call per worker');
+        before = workers.counts.done;
+        const applied = await store.eventRecordAttempts({
+          outcomes: claimed.map((e) => outcome(e, 'succeeded', { status: 200, shard: e.shard })),
+          now: now + SEC,
+        });
+        assert.deepEqual(
+          applied,
+          ids.map(() => true),
+        );
+        assert.equal(workers.counts.done - before, onWorkers.size, 'one call per worker');
+        for (const id of ids.slice(0, 5))
+          assert.deepEqual(
+            (await store.transitionList({ tenantId, eventId: id, limit: 10 })).map((t) => t.toState),
+            ['scheduled', 'executing', 'succeeded'],
+          );
+      }));
+
     it("settles pulled events with a statement per Citus shard on its worker, each event's trace kept", () =>
       withFresh(async (store, schema) => {
         const workers = store.citusWorkers!;

@@ -48,7 +48,7 @@ import {
 import { DUE_ROUNDS_MAX, type DueShardsStatement, listDue, perShardLimit, SKIP_SCAN_FACTOR } from '../due-list.ts';
 import { TX } from '../queries.ts';
 import { CITUS_SQL, type CitusQueryName } from './queries.ts';
-import { type CitusWorkers, routed, type ShardHome } from './direct.ts';
+import { type CitusWorkers, routed, ShardAway, type ShardHome } from './direct.ts';
 import { Placement } from './placement.ts';
 import { CLAIM_FUNCTION, RECORD_FUNCTION } from './functions.ts';
 import type pg from 'pg';
@@ -478,8 +478,8 @@ export class CitusEvents extends PostgresEvents {
     const shardOfRef = await this.refShards(p.refs);
     const groups = await this.placement.group(shardOfRef);
     const detail = JSON.stringify({ owner: p.owner });
-    const parts = await inParallel(groups, async ({ shards, indexes: refIndexes, home }) => {
-      const refs = refIndexes.map((i) => p.refs[i]);
+    const partOf = ({ shards, indexes, home }: (typeof groups)[number]) => {
+      const refs = indexes.map((i) => p.refs[i]);
       const values = [
         refs.map((r) => r.tenantId),
         refs.map((r) => r.id),
@@ -491,22 +491,64 @@ export class CitusEvents extends PostgresEvents {
         p.fenceByShardOwner === true,
         shards,
       ];
-      const lock = refs.some((r) => r.group !== null);
-      const rows = await this.onWorker(
-        home,
+      return { shards, indexes, home, values, lock: refs.some((r) => r.group !== null) };
+    };
+    type Part = ReturnType<typeof partOf>;
+    const viaCoordinator = (part: Part) =>
+      callFunction<ClaimedRow>(this.claimPool, 'claim', [...part.values, part.shards[0], part.lock]);
+    const claimOne = (part: Part) =>
+      this.onWorker(
+        part.home,
         (workers, at) =>
           workers.claim<ClaimedRow>(
             at,
-            values,
-            refIndexes.map((i) => shardOfRef[i]!),
-            lock,
+            part.values,
+            part.indexes.map((i) => shardOfRef[i]!),
+            part.lock,
           ),
-        () => callFunction<ClaimedRow>(this.claimPool, 'claim', [...values, shards[0], lock]),
+        () => viaCoordinator(part),
       );
-      return rows.map((r) => ({ at: refIndexes[Number(r.ord) - 1], event: eventFromRow(r) }));
+    // The parts without group locks on one worker go there in one round trip (claimMany); the
+    // others one by one, as before.
+    const parts = groups.map(partOf);
+    const single: Part[] = [];
+    const byWorker = new Map<string, (Part & { home: ShardHome })[]>();
+    for (const part of parts) {
+      const home = part.home;
+      if (part.lock || home === null || !this.workers?.usable(home)) single.push(part);
+      else {
+        const k = `${home.host}:${home.port}`;
+        byWorker.set(k, [...(byWorker.get(k) ?? []), { ...part, home }]);
+      }
+    }
+    for (const [k, onOne] of byWorker)
+      if (onOne.length === 1) {
+        single.push(onOne[0]);
+        byWorker.delete(k);
+      }
+    const answered: { part: Part; rows: ClaimedRow[] }[] = [];
+    const onWorkers = [...byWorker.values()].map(async (onOne) => {
+      let rows: ClaimedRow[][];
+      try {
+        rows = await this.workers!.claimMany<ClaimedRow>(
+          onOne.map((part) => ({
+            home: part.home,
+            values: part.values,
+            itemShards: part.indexes.map((i) => shardOfRef[i]!),
+          })),
+        );
+      } catch (err) {
+        if (!(err instanceof ShardAway)) throw err;
+        // None of them happened: the map is read again, and each part goes through the coordinator.
+        this.placement.forget();
+        rows = await inParallel(onOne, viaCoordinator);
+      }
+      onOne.forEach((part, k) => answered.push({ part, rows: rows[k] }));
     });
-    return parts
-      .flat()
+    const singles = inParallel(single, async (part) => answered.push({ part, rows: await claimOne(part) }));
+    await Promise.all([...onWorkers, singles]);
+    return answered
+      .flatMap(({ part, rows }) => rows.map((r) => ({ at: part.indexes[Number(r.ord) - 1], event: eventFromRow(r) })))
       .sort((a, b) => a.at - b.at)
       .map((x) => x.event);
   }
@@ -519,12 +561,51 @@ export class CitusEvents extends PostgresEvents {
     const groups = await this.placement.group(shardOf);
     // As on plain PostgreSQL: of several outcomes for one event the first that matches applies;
     // each round (one call of the outcome function, functions.ts: a transaction on the worker)
-    // names an event once.
-    await inParallel(groups, ({ shards, indexes, home }) =>
+    // names an event once. A Citus shard whose outcomes are one round (each event named once: the
+    // usual case) goes with the others of its worker in one round trip (recordMany).
+    const byWorker = new Map<string, ((typeof groups)[number] & { home: ShardHome })[]>();
+    const inRounds: typeof groups = [];
+    for (const g of groups) {
+      const home = g.home;
+      if (home === null || !this.workers?.usable(home) || outcomeRounds(outcomes, g.indexes).length > 1)
+        inRounds.push(g);
+      else {
+        const k = `${home.host}:${home.port}`;
+        byWorker.set(k, [...(byWorker.get(k) ?? []), { ...g, home }]);
+      }
+    }
+    for (const [k, onOne] of byWorker)
+      if (onOne.length === 1) {
+        inRounds.push(onOne[0]);
+        byWorker.delete(k);
+      }
+    const mark = (indexes: number[], rows: { ord: number }[]) => {
+      for (const r of rows) applied[indexes[Number(r.ord) - 1]] = true;
+    };
+    const together = [...byWorker.values()].map(async (onOne) => {
+      const values = onOne.map((g) => [...recordValues(outcomes, g.indexes, now), g.shards]);
+      let rows: { ord: number }[][];
+      try {
+        rows = await this.workers!.recordMany(
+          onOne.map((g, k) => ({ home: g.home, values: values[k], itemShards: g.indexes.map((i) => shardOf[i]!) })),
+        );
+      } catch (err) {
+        if (!(err instanceof ShardAway)) throw err;
+        // None of them happened: the map is read again, and each goes through the coordinator.
+        this.placement.forget();
+        rows = await inParallel(onOne, (g) => {
+          const k = onOne.indexOf(g);
+          return callFunction<{ ord: number }>(this.pool, 'record', [...values[k], g.shards[0]]);
+        });
+      }
+      onOne.forEach((g, k) => mark(g.indexes, rows[k]));
+    });
+    const separately = inParallel(inRounds, ({ shards, indexes, home }) =>
       recordInRounds(outcomes, outcomeRounds(outcomes, indexes), applied, (round) =>
         this.recordRound(outcomes, round, now, { shards, home, shardOf }, applied),
       ),
     );
+    await Promise.all([...together, separately]);
     return applied;
   }
 
