@@ -151,7 +151,7 @@ if (skip) {
         assert.deepEqual(workers.counts, { done: 2, away: 1 }, 'the next claim ran on the new worker');
       }));
 
-    it('claims a batch over many Citus shards, and records its outcomes, in one call per worker; each event traced once', () =>
+    it('reads a queue, claims a batch over many Citus shards and records its outcomes in one call per worker; each event traced once', () =>
       withFresh(async (store, schema) => {
         const workers = store.citusWorkers!;
         const tenantId = await newTenant(store);
@@ -174,7 +174,28 @@ if (skip) {
         // statement not prepared yet on its connection runs on its own first.
         await store.warmUp!(256);
         const now = T0 + 10 * SEC;
+        // The queue's due rows (a refill) and a due list skipping it, read on the workers.
         let before = workers.counts.done;
+        const queued = await store.eventListDue({
+          shards: Array.from({ length: 256 }, (_, s) => s),
+          after: null,
+          untilMs: now,
+          limit: 30,
+          queue: { tenantId, queue: 'name:orders', from: null },
+        });
+        assert.equal(queued.length, 30);
+        assert.equal(workers.counts.done - before, onWorkers.size, 'a queue read: one call per worker');
+        before = workers.counts.done;
+        const skipped = await store.eventListDue({
+          shards: Array.from({ length: 256 }, (_, s) => s),
+          after: null,
+          untilMs: now,
+          limit: 100,
+          skip: [{ tenantId, queue: 'name:orders', from: { dueAt: Number.MIN_SAFE_INTEGER, id: '' } }],
+        });
+        assert.ok(skipped.length <= 1, 'the skipped queue left out (but for the bound row)');
+        assert.ok(workers.counts.done - before >= citusShards.size, 'a due list with skip: on the workers');
+        before = workers.counts.done;
         const claimed = await store.eventClaim({
           refs: inserted.map((e) => ({ tenantId, id: e.id, version: e.version, group: null, shard: e.shard })),
           now,

@@ -126,6 +126,15 @@ function guarded(sql: string, n: number, lock: boolean, pin?: number): string {
 }
 
 /**
+ * A read `sql` guarded by HERE_FUNCTION on Citus shard `$n` (without the lock), for a statement
+ * with no unnest() to guard: the function runs once, before the read (a lateral join from it),
+ * and raises when the shard is elsewhere.
+ */
+function guardedRead(sql: string, n: number): string {
+  return `SELECT q.* FROM (SELECT ${HERE_FUNCTION}($${n}::bigint, false) AS here OFFSET 0) g CROSS JOIN LATERAL (\n${sql}\n) q`;
+}
+
+/**
  * `sql` (pinned to the shards `$pin`) with each probe of an item's row by its own shard: `$n` (int[],
  * an item's Belfry shard, in the items' order) joins the first unnest() as column `shard`, and the
  * probe `e.shard = ANY($pin) AND e.tenant_id = <alias>.tenant_id` becomes `e.shard = <alias>.shard
@@ -187,6 +196,10 @@ const DIRECT_SQL = {
   ),
   // As CITUS_SQL.eventListDueGroup (the shards $7), guarded by $8, without the lock (a read).
   due: guarded(CITUS_SQL.eventListDueGroup, 8, false),
+  // As CITUS_SQL.eventListDueGroupSkip (the shards $12), guarded by $13, without the lock (a read).
+  dueSkip: guarded(CITUS_SQL.eventListDueGroupSkip, 13, false),
+  // As SQL.eventListDueQueue on the shards $8, guarded by $9, without the lock (a read).
+  queue: guardedRead(pinned(SQL.eventListDueQueue, 8, true), 9),
 };
 
 /** `sql` on the shard tables of `home`; throws when a table reference is left. */
@@ -307,6 +320,26 @@ export class CitusWorkers {
     );
   }
 
+  /** A due list with skip over Belfry shards of `home`'s shard (CITUS_SQL.eventListDueGroupSkip's values, $1-$12), as due(). */
+  dueSkip<R extends pg.QueryResultRow>(home: ShardHome, values: unknown[]): Promise<R[]> {
+    const due = this.statement('dueSkip', home, [...values, home.citusShard]);
+    return this.call(home, 'read', async (client) => (await runNamed<R>(client, due)).rows);
+  }
+
+  /**
+   * One queue's due rows on several Citus shards of one worker (SQL.eventListDueQueue's values,
+   * $1-$7, and the Belfry shards of each part to read), as claimMany: each part's page in due
+   * order, at most its limit.
+   */
+  queueMany<R extends pg.QueryResultRow>(parts: readonly { home: ShardHome; values: unknown[] }[]): Promise<R[][]> {
+    return this.executeMany<R>(
+      'queue',
+      'read',
+      parts.map((p) => this.statement('queue', p.home, [...p.values, p.home.citusShard])),
+      parts[0].home,
+    );
+  }
+
   /**
    * Statements on several Citus shards of one worker in one round trip: each by its prepared
    * name (`EXECUTE`), all in one simple query, so in one transaction on the worker (one commit).
@@ -359,7 +392,7 @@ export class CitusWorkers {
   /** A due list over Belfry shards of `home`'s shard (CITUS_SQL.eventListDueGroup's values, $1-$7), as claim(). */
   due<R extends pg.QueryResultRow>(home: ShardHome, values: unknown[]): Promise<pg.QueryResult<R>> {
     const due = this.statement('due', home, [...values, home.citusShard]);
-    return this.call(home, 'read', (client) => client.query<R>(due));
+    return this.call(home, 'read', (client) => runNamed<R>(client, due));
   }
 
   /**
@@ -376,10 +409,14 @@ export class CitusWorkers {
   private async warmAll(homes: readonly ShardHome[]): Promise<void> {
     const byWorker = new Map<string, ShardHome[]>();
     for (const h of homes) byWorker.set(key(h), [...(byWorker.get(key(h)) ?? []), h]);
-    const nothing: Record<CallKind, (h: ShardHome) => pg.QueryConfig> = {
-      claim: (h) => this.statement('claim', h, [[], [], [], '', 0, 0, '', false, [], [], h.citusShard]),
-      record: (h) => this.statement('record', h, [[], [], [], [], [], [], [], [], [], 0, [], [], h.citusShard]),
-      read: (h) => this.statement('due', h, [0, 0, '', '', 1, 1, [], h.citusShard]),
+    const nothing: Record<CallKind, (h: ShardHome) => pg.QueryConfig[]> = {
+      claim: (h) => [this.statement('claim', h, [[], [], [], '', 0, 0, '', false, [], [], h.citusShard])],
+      record: (h) => [this.statement('record', h, [[], [], [], [], [], [], [], [], [], 0, [], [], h.citusShard])],
+      read: (h) => [
+        this.statement('due', h, [0, 0, '', '', 1, 1, [], h.citusShard]),
+        this.statement('queue', h, ['', '', 0, 0, '', 1, null, [], h.citusShard]),
+        this.statement('dueSkip', h, [0, 0, '', '', 1, 1, [], [], [], [], 1, [], h.citusShard]),
+      ],
     };
     const kinds = Object.keys(WORKER_POOL_SIZES) as CallKind[];
     await Promise.all(
@@ -387,7 +424,7 @@ export class CitusWorkers {
         kinds.map(async (kind) => {
           if (!this.usable(onWorker[0])) return;
           await onEachConnection(this.pool(onWorker[0], kind), WORKER_POOL_SIZES[kind], async (client) => {
-            for (const h of onWorker) await runNamed(client, nothing[kind](h)).catch(() => {});
+            for (const h of onWorker) for (const q of nothing[kind](h)) await runNamed(client, q).catch(() => {});
           });
         }),
       ),

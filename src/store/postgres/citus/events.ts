@@ -787,7 +787,7 @@ export class CitusEvents extends PostgresEvents {
   /**
    * Each shard's page on its own (one pinned scan), merged here: the first `limit` rows overall
    * after the cursor. Without a shard list, the shards that hold a fireable row (one query over
-   * every shard). Skip and queue reads are not served yet on Citus (docs/citus.md).
+   * every shard). With skip, and for one queue, as below.
    */
   override async eventListDue(params: S.EventListDueParams): Promise<S.DueRef[]> {
     checkListDue(params);
@@ -822,22 +822,26 @@ export class CitusEvents extends PostgresEvents {
     const k = perShardLimit(params.limit, groups.length);
     const pages = await inParallel(groups, async (g) => {
       const perShard = perShardLimit(k, g.shards.length);
-      const rows = (
-        await runCitus<DueRefRow & { bounded: boolean }>(this.pool, 'eventListDueGroupSkip', [
-          params.untilMs,
-          params.after?.dueAt ?? Number.MIN_SAFE_INTEGER,
-          params.after?.tenantId ?? '',
-          params.after?.id ?? '',
-          k,
-          perShard,
-          skip.map((m) => m.tenantId),
-          skip.map((m) => m.queue),
-          skip.map((m) => m.from.dueAt),
-          skip.map((m) => m.from.id),
-          perShard * SKIP_SCAN_FACTOR,
-          g.shards,
-        ])
-      ).rows;
+      const values = [
+        params.untilMs,
+        params.after?.dueAt ?? Number.MIN_SAFE_INTEGER,
+        params.after?.tenantId ?? '',
+        params.after?.id ?? '',
+        k,
+        perShard,
+        skip.map((m) => m.tenantId),
+        skip.map((m) => m.queue),
+        skip.map((m) => m.from.dueAt),
+        skip.map((m) => m.from.id),
+        perShard * SKIP_SCAN_FACTOR,
+        g.shards,
+      ];
+      type Row = DueRefRow & { bounded: boolean };
+      const rows = await this.onWorker(
+        g.home,
+        (workers, home) => workers.dueSkip<Row>(home, values),
+        async () => (await runCitus<Row>(this.pool, 'eventListDueGroupSkip', values)).rows,
+      );
       const known = rows.length > 0 && (rows[0].bounded || rows.length >= k);
       return { refs: rows.map(dueRefFromRow), known };
     });
@@ -906,31 +910,67 @@ export class CitusEvents extends PostgresEvents {
     return out;
   }
 
-  /** One queue's rows (params.queue): each shard that holds one read on its own, merged by (dueAt, id). */
+  /**
+   * One queue's rows (params.queue): for each Citus shard, plain PostgreSQL's queue read over the
+   * Belfry shards it holds (of those asked for, or, when none are named, of those holding a row of
+   * the queue: one read over every shard), its page in due order; the pages of one worker in one
+   * round trip there (CitusWorkers.queueMany), else each Belfry shard through the coordinator;
+   * merged by (dueAt, id). A Citus shard's page holds every row of its shards up to its last one,
+   * so the merged first `limit` rows are exact.
+   */
   private async listDueQueue(
     params: S.EventListDueParams,
     queue: NonNullable<S.EventListDueParams['queue']>,
   ): Promise<S.DueRef[]> {
-    const held = (
-      await runCitus<{ shard: number }>(this.pool, 'queueShards', [queue.tenantId, queue.queue, params.untilMs])
-    ).rows.map((r) => r.shard);
-    const shards = params.shards === null ? held : held.filter((s) => params.shards!.includes(s));
-    const pages = await eachShard(new Map(shards.map((s) => [s, []])), async (shard) =>
-      (
-        await runCitus<DueRefRow>(this.pool, 'eventListDueQueue', [
-          queue.tenantId,
-          queue.queue,
-          params.untilMs,
-          queue.from?.dueAt ?? Number.MIN_SAFE_INTEGER,
-          queue.from?.id ?? '',
-          params.limit,
-          null,
-          shard,
-        ])
-      ).rows.map(dueRefFromRow),
-    );
+    const shards =
+      params.shards !== null
+        ? [...new Set(params.shards)]
+        : (
+            await runCitus<{ shard: number }>(this.pool, 'queueShards', [queue.tenantId, queue.queue, params.untilMs])
+          ).rows.map((r) => r.shard);
+    if (shards.length === 0) return [];
+    const values = [
+      queue.tenantId,
+      queue.queue,
+      params.untilMs,
+      queue.from?.dueAt ?? Number.MIN_SAFE_INTEGER,
+      queue.from?.id ?? '',
+      params.limit,
+      null,
+    ];
+    const viaCoordinator = (group: { shards: number[] }) =>
+      inParallel(
+        group.shards,
+        async (shard) => (await runCitus<DueRefRow>(this.pool, 'eventListDueQueue', [...values, shard])).rows,
+      );
+    const groups = await this.placement.group(shards);
+    const byWorker = new Map<string, ((typeof groups)[number] & { home: ShardHome })[]>();
+    const elsewhere: typeof groups = [];
+    for (const g of groups) {
+      const home = g.home;
+      if (home === null || !this.workers?.usable(home)) elsewhere.push(g);
+      else {
+        const k = `${home.host}:${home.port}`;
+        byWorker.set(k, [...(byWorker.get(k) ?? []), { ...g, home }]);
+      }
+    }
+    const pages = await Promise.all([
+      ...[...byWorker.values()].map(async (onOne) => {
+        try {
+          return await this.workers!.queueMany<DueRefRow>(
+            onOne.map((g) => ({ home: g.home, values: [...values, g.shards] })),
+          );
+        } catch (err) {
+          if (!(err instanceof ShardAway)) throw err;
+          this.placement.forget();
+          return (await inParallel(onOne, viaCoordinator)).flat();
+        }
+      }),
+      ...elsewhere.map(async (g) => (await viaCoordinator(g)).flat()),
+    ]);
     return pages
-      .flat()
+      .flat(2)
+      .map(dueRefFromRow)
       .sort((a, b) => (a.dueAt !== b.dueAt ? a.dueAt - b.dueAt : a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
       .slice(0, params.limit);
   }
