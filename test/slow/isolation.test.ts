@@ -57,9 +57,9 @@ async function warmUp(t: TestNode, ok: Receiver, failing: Receiver): Promise<voi
  * The stores the cases run on: SQLite (the node's default), and, by hand (BELFRY_ISO_CITUS=1), a
  * store distributed on a throw-away Citus cluster (a coordinator and two workers;
  * test/support/citus.ts). On Citus, B's events are all delivered, none early, and A's breaker
- * keeps A to a few requests, but on the 2-core test machine B is up to 49-226 ms late (p50
- * 4-32 ms): the store's claim and outcome statements, one per Citus shard a batch touches, not
- * A, are what B waits behind (docs/citus.md, Failures and isolation).
+ * keeps A to a few requests, but on the 2-core test machine B is up to 121-799 ms late (p50
+ * 13-53 ms), mostly in the first half second of firing, while the node, a coordinator and two
+ * workers share two saturated cores (docs/citus.md, Failures and isolation).
  */
 const STORES = [
   { name: 'sqlite', skip: false as string | false, store: async () => ({}) },
