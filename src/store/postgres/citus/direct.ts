@@ -298,10 +298,11 @@ export class CitusWorkers {
   /**
    * Claims without group locks on several Citus shards of one worker (every part's home on the
    * same host and port), in one round trip (see executeMany). Answers each part's rows, in the
-   * parts' order; throws ShardAway, as claim(), when one part's shard is not there (then none of
-   * them happened).
+   * parts' order, or null for a part that did not happen there (its shard is elsewhere: the caller
+   * takes the coordinator's route for it); throws ShardAway, as claim(), when none could be tried
+   * (no connection).
    */
-  claimMany<R extends pg.QueryResultRow>(parts: readonly ShardPart[]): Promise<R[][]> {
+  claimMany<R extends pg.QueryResultRow>(parts: readonly ShardPart[]): Promise<(R[] | null)[]> {
     return this.executeMany<R>(
       'claim',
       'claim',
@@ -311,7 +312,7 @@ export class CitusWorkers {
   }
 
   /** Outcome rounds on several Citus shards of one worker (record()'s values and shards per part), as claimMany. */
-  recordMany(parts: readonly ShardPart[]): Promise<{ ord: number }[][]> {
+  recordMany(parts: readonly ShardPart[]): Promise<({ ord: number }[] | null)[]> {
     return this.executeMany<{ ord: number }>(
       'record',
       'record',
@@ -331,7 +332,9 @@ export class CitusWorkers {
    * $1-$7, and the Belfry shards of each part to read), as claimMany: each part's page in due
    * order, at most its limit.
    */
-  queueMany<R extends pg.QueryResultRow>(parts: readonly { home: ShardHome; values: unknown[] }[]): Promise<R[][]> {
+  queueMany<R extends pg.QueryResultRow>(
+    parts: readonly { home: ShardHome; values: unknown[] }[],
+  ): Promise<(R[] | null)[]> {
     return this.executeMany<R>(
       'queue',
       'read',
@@ -343,7 +346,12 @@ export class CitusWorkers {
   /**
    * Statements on several Citus shards of one worker in one round trip: each by its prepared
    * name (`EXECUTE`), all in one simple query, so in one transaction on the worker (one commit).
-   * A statement this connection has not prepared yet runs on its own first, which prepares it.
+   * A statement this connection has not prepared yet runs on its own first, which prepares it
+   * (its own transaction). Answers each statement's rows, or null for one that did not happen
+   * because its shard is not there (a statement on its own; every statement of the one query when
+   * one of them found its shard gone), so that the caller sends only those another way: a part
+   * that did happen must not be sent again (a claim sent again claims nothing, and the event it
+   * took would wait, claimed, for its lease to end).
    *
    * Why: a claim or an outcome batch of a few events over many Citus shards was a round trip per
    * shard, each costing the node and the worker more than the statement's own work; on a loaded
@@ -356,23 +364,41 @@ export class CitusWorkers {
     kind: CallKind,
     configs: readonly pg.QueryConfig[],
     home: ShardHome,
-  ): Promise<R[][]> {
+  ): Promise<(R[] | null)[]> {
     return this.call(home, kind, async (client) => {
-      const out: R[][] = new Array(configs.length);
+      const out: (R[] | null)[] = new Array(configs.length).fill(null);
+      let away = false;
       const byName: number[] = [];
       for (let i = 0; i < configs.length; i++) {
-        if (isPrepared(client, configs[i].name!)) byName.push(i);
-        else out[i] = (await runNamed<R>(client, configs[i])).rows;
+        if (isPrepared(client, configs[i].name!)) {
+          byName.push(i);
+          continue;
+        }
+        try {
+          out[i] = (await runNamed<R>(client, configs[i])).rows;
+        } catch (err) {
+          // This part did not happen here (its shard moved); the others still may.
+          if (!notHere(err)) throw err;
+          away = true;
+        }
       }
-      if (byName.length === 0) return out;
-      const text = byName
-        .map((i) => `EXECUTE ${configs[i].name}(${(configs[i].values ?? []).map(literal).join(', ')})`)
-        .join(';\n');
-      const answered = (await client.query<R>(text)) as pg.QueryResult<R> | pg.QueryResult<R>[];
-      const results = Array.isArray(answered) ? answered : [answered];
-      if (results.length !== byName.length)
-        throw new Error(`citus: ${name}: ${results.length} answers to ${byName.length} statements`);
-      byName.forEach((i, k) => (out[i] = results[k].rows));
+      if (byName.length > 0) {
+        const text = byName
+          .map((i) => `EXECUTE ${configs[i].name}(${(configs[i].values ?? []).map(literal).join(', ')})`)
+          .join(';\n');
+        try {
+          const answered = (await client.query<R>(text)) as pg.QueryResult<R> | pg.QueryResult<R>[];
+          const results = Array.isArray(answered) ? answered : [answered];
+          if (results.length !== byName.length)
+            throw new Error(`citus: ${name}: ${results.length} answers to ${byName.length} statements`);
+          byName.forEach((i, k) => (out[i] = results[k].rows));
+        } catch (err) {
+          // One transaction: none of these happened.
+          if (!notHere(err)) throw err;
+          away = true;
+        }
+      }
+      if (away) this.counts.away += 1;
       return out;
     });
   }

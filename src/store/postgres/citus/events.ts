@@ -528,7 +528,7 @@ export class CitusEvents extends PostgresEvents {
       }
     const answered: { part: Part; rows: ClaimedRow[] }[] = [];
     const onWorkers = [...byWorker.values()].map(async (onOne) => {
-      let rows: ClaimedRow[][];
+      let rows: (ClaimedRow[] | null)[];
       try {
         rows = await this.workers!.claimMany<ClaimedRow>(
           onOne.map((part) => ({
@@ -539,11 +539,14 @@ export class CitusEvents extends PostgresEvents {
         );
       } catch (err) {
         if (!(err instanceof ShardAway)) throw err;
-        // None of them happened: the map is read again, and each part goes through the coordinator.
-        this.placement.forget();
-        rows = await inParallel(onOne, viaCoordinator);
+        rows = onOne.map(() => null);
       }
-      onOne.forEach((part, k) => answered.push({ part, rows: rows[k] }));
+      // The parts that did not happen there (their shard moved, or no connection): the map is read
+      // again, and those go through the coordinator.
+      const away = onOne.filter((_, k) => rows[k] === null);
+      if (away.length > 0) this.placement.forget();
+      const again = await inParallel(away, viaCoordinator);
+      onOne.forEach((part, k) => answered.push({ part, rows: rows[k] ?? again[away.indexOf(part)] }));
     });
     const singles = inParallel(single, async (part) => answered.push({ part, rows: await claimOne(part) }));
     await Promise.all([...onWorkers, singles]);
@@ -584,21 +587,22 @@ export class CitusEvents extends PostgresEvents {
     };
     const together = [...byWorker.values()].map(async (onOne) => {
       const values = onOne.map((g) => [...recordValues(outcomes, g.indexes, now), g.shards]);
-      let rows: { ord: number }[][];
+      let rows: ({ ord: number }[] | null)[];
       try {
         rows = await this.workers!.recordMany(
           onOne.map((g, k) => ({ home: g.home, values: values[k], itemShards: g.indexes.map((i) => shardOf[i]!) })),
         );
       } catch (err) {
         if (!(err instanceof ShardAway)) throw err;
-        // None of them happened: the map is read again, and each goes through the coordinator.
-        this.placement.forget();
-        rows = await inParallel(onOne, (g) => {
-          const k = onOne.indexOf(g);
-          return callFunction<{ ord: number }>(this.pool, 'record', [...values[k], g.shards[0]]);
-        });
+        rows = onOne.map(() => null);
       }
-      onOne.forEach((g, k) => mark(g.indexes, rows[k]));
+      // Those that did not happen there: the map is read again, and they go through the coordinator.
+      const away = onOne.map((_, k) => k).filter((k) => rows[k] === null);
+      if (away.length > 0) this.placement.forget();
+      await inParallel(away, async (k) => {
+        rows[k] = await callFunction<{ ord: number }>(this.pool, 'record', [...values[k], onOne[k].shards[0]]);
+      });
+      onOne.forEach((g, k) => mark(g.indexes, rows[k] ?? []));
     });
     const separately = inParallel(inRounds, ({ shards, indexes, home }) =>
       recordInRounds(outcomes, outcomeRounds(outcomes, indexes), applied, (round) =>
@@ -956,15 +960,20 @@ export class CitusEvents extends PostgresEvents {
     }
     const pages = await Promise.all([
       ...[...byWorker.values()].map(async (onOne) => {
+        let pages: (DueRefRow[] | null)[];
         try {
-          return await this.workers!.queueMany<DueRefRow>(
+          pages = await this.workers!.queueMany<DueRefRow>(
             onOne.map((g) => ({ home: g.home, values: [...values, g.shards] })),
           );
         } catch (err) {
           if (!(err instanceof ShardAway)) throw err;
-          this.placement.forget();
-          return (await inParallel(onOne, viaCoordinator)).flat();
+          pages = onOne.map(() => null);
         }
+        // The parts that did not happen there: the map is read again, and those through the coordinator.
+        const away = onOne.filter((_, k) => pages[k] === null);
+        if (away.length > 0) this.placement.forget();
+        const read = pages.filter((page): page is DueRefRow[] => page !== null);
+        return [...read, ...(await inParallel(away, viaCoordinator)).flat()];
       }),
       ...elsewhere.map(async (g) => (await viaCoordinator(g)).flat()),
     ]);
