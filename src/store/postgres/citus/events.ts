@@ -167,6 +167,35 @@ export function groupByShard(shards: readonly (number | null)[]): Map<number, nu
   return out;
 }
 
+/**
+ * `parts` split for one round trip per worker (CitusWorkers.claimMany, recordMany, queueMany):
+ * those that `together` accepts and whose home can be used now, by worker, where a worker holds
+ * at least `least` of them; the rest `apart`, in their order.
+ */
+function byWorker<P extends { home: ShardHome | null }>(
+  parts: readonly P[],
+  usable: (home: ShardHome) => boolean,
+  together: (part: P) => boolean,
+  least: number,
+): { onWorkers: (P & { home: ShardHome })[][]; apart: P[] } {
+  const workers = new Map<string, (P & { home: ShardHome })[]>();
+  const apart: P[] = [];
+  for (const part of parts) {
+    const home = part.home;
+    if (home === null || !usable(home) || !together(part)) apart.push(part);
+    else {
+      const k = `${home.host}:${home.port}`;
+      workers.set(k, [...(workers.get(k) ?? []), { ...part, home }]);
+    }
+  }
+  const onWorkers: (P & { home: ShardHome })[][] = [];
+  for (const onOne of workers.values()) {
+    if (onOne.length >= least) onWorkers.push(onOne);
+    else apart.push(...onOne);
+  }
+  return { onWorkers, apart };
+}
+
 /** Runs `work` for every item, at most SHARDS_IN_FLIGHT at once; answers the results in the items' order. */
 async function inParallel<T, R>(items: readonly T[], work: (item: T) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array(items.length);
@@ -510,24 +539,14 @@ export class CitusEvents extends PostgresEvents {
       );
     // The parts without group locks on one worker go there in one round trip (claimMany); the
     // others one by one, as before.
-    const parts = groups.map(partOf);
-    const single: Part[] = [];
-    const byWorker = new Map<string, (Part & { home: ShardHome })[]>();
-    for (const part of parts) {
-      const home = part.home;
-      if (part.lock || home === null || !this.workers?.usable(home)) single.push(part);
-      else {
-        const k = `${home.host}:${home.port}`;
-        byWorker.set(k, [...(byWorker.get(k) ?? []), { ...part, home }]);
-      }
-    }
-    for (const [k, onOne] of byWorker)
-      if (onOne.length === 1) {
-        single.push(onOne[0]);
-        byWorker.delete(k);
-      }
+    const { onWorkers: together, apart: single } = byWorker(
+      groups.map(partOf),
+      (home) => this.workers?.usable(home) === true,
+      (part) => !part.lock,
+      2,
+    );
     const answered: { part: Part; rows: ClaimedRow[] }[] = [];
-    const onWorkers = [...byWorker.values()].map(async (onOne) => {
+    const onWorkers = together.map(async (onOne) => {
       let rows: (ClaimedRow[] | null)[];
       try {
         rows = await this.workers!.claimMany<ClaimedRow>(
@@ -566,26 +585,16 @@ export class CitusEvents extends PostgresEvents {
     // each round (one call of the outcome function, functions.ts: a transaction on the worker)
     // names an event once. A Citus shard whose outcomes are one round (each event named once: the
     // usual case) goes with the others of its worker in one round trip (recordMany).
-    const byWorker = new Map<string, ((typeof groups)[number] & { home: ShardHome })[]>();
-    const inRounds: typeof groups = [];
-    for (const g of groups) {
-      const home = g.home;
-      if (home === null || !this.workers?.usable(home) || outcomeRounds(outcomes, g.indexes).length > 1)
-        inRounds.push(g);
-      else {
-        const k = `${home.host}:${home.port}`;
-        byWorker.set(k, [...(byWorker.get(k) ?? []), { ...g, home }]);
-      }
-    }
-    for (const [k, onOne] of byWorker)
-      if (onOne.length === 1) {
-        inRounds.push(onOne[0]);
-        byWorker.delete(k);
-      }
+    const { onWorkers, apart: inRounds } = byWorker(
+      groups,
+      (home) => this.workers?.usable(home) === true,
+      (g) => outcomeRounds(outcomes, g.indexes).length === 1,
+      2,
+    );
     const mark = (indexes: number[], rows: { ord: number }[]) => {
       for (const r of rows) applied[indexes[Number(r.ord) - 1]] = true;
     };
-    const together = [...byWorker.values()].map(async (onOne) => {
+    const together = onWorkers.map(async (onOne) => {
       const values = onOne.map((g) => [...recordValues(outcomes, g.indexes, now), g.shards]);
       let rows: ({ ord: number }[] | null)[];
       try {
@@ -948,18 +957,14 @@ export class CitusEvents extends PostgresEvents {
         async (shard) => (await runCitus<DueRefRow>(this.pool, 'eventListDueQueue', [...values, shard])).rows,
       );
     const groups = await this.placement.group(shards);
-    const byWorker = new Map<string, ((typeof groups)[number] & { home: ShardHome })[]>();
-    const elsewhere: typeof groups = [];
-    for (const g of groups) {
-      const home = g.home;
-      if (home === null || !this.workers?.usable(home)) elsewhere.push(g);
-      else {
-        const k = `${home.host}:${home.port}`;
-        byWorker.set(k, [...(byWorker.get(k) ?? []), { ...g, home }]);
-      }
-    }
+    const { onWorkers, apart: elsewhere } = byWorker(
+      groups,
+      (home) => this.workers?.usable(home) === true,
+      () => true,
+      1,
+    );
     const pages = await Promise.all([
-      ...[...byWorker.values()].map(async (onOne) => {
+      ...onWorkers.map(async (onOne) => {
         let pages: (DueRefRow[] | null)[];
         try {
           pages = await this.workers!.queueMany<DueRefRow>(
