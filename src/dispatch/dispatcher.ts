@@ -114,7 +114,7 @@ export class Dispatcher {
     return queue ? { ...queue.health(), claimed: this.held.get(key) ?? 0 } : null;
   }
 
-  /** What queueRoom counts down from: the queue's claimedMax, 1 while its circuit is not closed (the probe), 0 while it lets none through. */
+  /** What queueRoom counts down from: the queue's claimedMax; behind an open circuit 0, and 1 (the probe) once it lets one through. */
   queueBound(queueKey: string): number {
     const queue = this.queues.get(queueKey);
     if (!queue) return CLAIMED_MIN;

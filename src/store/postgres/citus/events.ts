@@ -547,25 +547,19 @@ export class CitusEvents extends PostgresEvents {
     );
     const answered: { part: Part; rows: ClaimedRow[] }[] = [];
     const onWorkers = together.map(async (onOne) => {
-      let rows: (ClaimedRow[] | null)[];
-      try {
-        rows = await this.workers!.claimMany<ClaimedRow>(
-          onOne.map((part) => ({
-            home: part.home,
-            values: part.values,
-            itemShards: part.indexes.map((i) => shardOfRef[i]!),
-          })),
-        );
-      } catch (err) {
-        if (!(err instanceof ShardAway)) throw err;
-        rows = onOne.map(() => null);
-      }
-      // The parts that did not happen there (their shard moved, or no connection): the map is read
-      // again, and those go through the coordinator.
-      const away = onOne.filter((_, k) => rows[k] === null);
-      if (away.length > 0) this.placement.forget();
-      const again = await inParallel(away, viaCoordinator);
-      onOne.forEach((part, k) => answered.push({ part, rows: rows[k] ?? again[away.indexOf(part)] }));
+      const rows = await this.onWorkerOrElse(
+        onOne,
+        (parts) =>
+          this.workers!.claimMany<ClaimedRow>(
+            parts.map((part) => ({
+              home: part.home,
+              values: part.values,
+              itemShards: part.indexes.map((i) => shardOfRef[i]!),
+            })),
+          ),
+        viaCoordinator,
+      );
+      onOne.forEach((part, k) => answered.push({ part, rows: rows[k] }));
     });
     const singles = inParallel(single, async (part) => answered.push({ part, rows: await claimOne(part) }));
     await Promise.all([...onWorkers, singles]);
@@ -595,23 +589,16 @@ export class CitusEvents extends PostgresEvents {
       for (const r of rows) applied[indexes[Number(r.ord) - 1]] = true;
     };
     const together = onWorkers.map(async (onOne) => {
-      const values = onOne.map((g) => [...recordValues(outcomes, g.indexes, now), g.shards]);
-      let rows: ({ ord: number }[] | null)[];
-      try {
-        rows = await this.workers!.recordMany(
-          onOne.map((g, k) => ({ home: g.home, values: values[k], itemShards: g.indexes.map((i) => shardOf[i]!) })),
-        );
-      } catch (err) {
-        if (!(err instanceof ShardAway)) throw err;
-        rows = onOne.map(() => null);
-      }
-      // Those that did not happen there: the map is read again, and they go through the coordinator.
-      const away = onOne.map((_, k) => k).filter((k) => rows[k] === null);
-      if (away.length > 0) this.placement.forget();
-      await inParallel(away, async (k) => {
-        rows[k] = await callFunction<{ ord: number }>(this.pool, 'record', [...values[k], onOne[k].shards[0]]);
-      });
-      onOne.forEach((g, k) => mark(g.indexes, rows[k] ?? []));
+      const values = new Map(onOne.map((g) => [g, [...recordValues(outcomes, g.indexes, now), g.shards]]));
+      const rows = await this.onWorkerOrElse(
+        onOne,
+        (parts) =>
+          this.workers!.recordMany(
+            parts.map((g) => ({ home: g.home, values: values.get(g)!, itemShards: g.indexes.map((i) => shardOf[i]!) })),
+          ),
+        (g) => callFunction<{ ord: number }>(this.pool, 'record', [...values.get(g)!, g.shards[0]]),
+      );
+      onOne.forEach((g, k) => mark(g.indexes, rows[k]));
     });
     const separately = inParallel(inRounds, ({ shards, indexes, home }) =>
       recordInRounds(outcomes, outcomeRounds(outcomes, indexes), applied, (round) =>
@@ -644,6 +631,31 @@ export class CitusEvents extends PostgresEvents {
       () => callFunction<{ ord: number }>(this.pool, 'record', [...values, shards[0]]),
     );
     for (const r of rows) applied[indexes[Number(r.ord) - 1]] = true;
+  }
+
+  /**
+   * The parts of one worker (`onOne`) through `many`, in one round trip there; those it did not do
+   * there (null in its answer, or every part when it could not try: ShardAway) through
+   * `elsewhere`, after the map is forgotten. A part that did happen is never sent again (a claim
+   * sent again claims nothing, and its event would wait, claimed, for its lease to end). Answers
+   * each part's result, in `onOne`'s order.
+   */
+  private async onWorkerOrElse<P, R>(
+    onOne: readonly P[],
+    many: (parts: readonly P[]) => Promise<(R | null)[]>,
+    elsewhere: (part: P) => Promise<R>,
+  ): Promise<R[]> {
+    let answers: (R | null)[];
+    try {
+      answers = await many(onOne);
+    } catch (err) {
+      if (!(err instanceof ShardAway)) throw err;
+      answers = onOne.map(() => null);
+    }
+    const away = onOne.filter((_, k) => answers[k] === null);
+    if (away.length > 0) this.placement.forget();
+    const again = await inParallel(away, elsewhere);
+    return onOne.map((part, k) => answers[k] ?? again[away.indexOf(part)]);
   }
 
   /** As routed() (direct.ts), with this part's workers and map. */
@@ -964,22 +976,16 @@ export class CitusEvents extends PostgresEvents {
       1,
     );
     const pages = await Promise.all([
-      ...onWorkers.map(async (onOne) => {
-        let pages: (DueRefRow[] | null)[];
-        try {
-          pages = await this.workers!.queueMany<DueRefRow>(
-            onOne.map((g) => ({ home: g.home, values: [...values, g.shards] })),
-          );
-        } catch (err) {
-          if (!(err instanceof ShardAway)) throw err;
-          pages = onOne.map(() => null);
-        }
-        // The parts that did not happen there: the map is read again, and those through the coordinator.
-        const away = onOne.filter((_, k) => pages[k] === null);
-        if (away.length > 0) this.placement.forget();
-        const read = pages.filter((page): page is DueRefRow[] => page !== null);
-        return [...read, ...(await inParallel(away, viaCoordinator)).flat()];
-      }),
+      ...onWorkers.map(async (onOne) =>
+        (
+          await this.onWorkerOrElse(
+            onOne,
+            (parts) =>
+              this.workers!.queueMany<DueRefRow>(parts.map((g) => ({ home: g.home, values: [...values, g.shards] }))),
+            async (g) => (await viaCoordinator(g)).flat(),
+          )
+        ).flat(),
+      ),
       ...elsewhere.map(async (g) => (await viaCoordinator(g)).flat()),
     ]);
     return pages
