@@ -28,7 +28,8 @@ export interface CpuMark {
   services: ServiceCpu;
 }
 
-function machineBusySeconds(): number {
+/** CPU seconds the whole machine has been busy (every core), from /proc/stat. */
+export function machineBusySeconds(): number {
   // cpu  user nice system idle iowait irq softirq steal ...
   const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
   const [user, nice, system, , , irq, softirq, steal] = fields;

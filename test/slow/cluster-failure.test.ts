@@ -31,6 +31,7 @@ import { startReceiver, type Receiver } from '../support/receiver.ts';
 import { killNodeProcess, startNodeProcess, stopNodeProcess, type NodeProcess } from '../support/process.ts';
 import { percentile, waitUntil } from '../support/node.ts';
 import { citusSkip, restartCitusCoordinator, startCitus } from '../support/citus.ts';
+import { busiestBetween, cpuSnapshot } from '../support/cpu.ts';
 
 const EVENTS = Number(process.env.BELFRY_FT_EVENTS ?? 30_000);
 const SPAN_MS = Number(process.env.BELFRY_FT_SPAN_MS ?? 60_000);
@@ -121,6 +122,8 @@ function failureTest(database: Database): void {
     // A pool, not a client: it reconnects after the PostgreSQL restart.
     let db: pg.Pool;
     let tenantId = '';
+    /** Every process of the test's own by pid (this test, each node started), to name them in the CPU figures. */
+    const processNames = new Map<number, string>([[process.pid, 'this test']]);
     before(async () => {
       const url = await database.url();
       storeUrl = `${url}?schema=${schema}${database.storeParams}`;
@@ -148,6 +151,7 @@ function failureTest(database: Database): void {
         'info',
       ]);
       nodes.set(id, node);
+      if (node.child.pid !== undefined) processNames.set(node.child.pid, `node ${id}`);
       return node;
     }
 
@@ -273,7 +277,12 @@ function failureTest(database: Database): void {
       }
       assert.ok(Date.now() < t0, 'scheduling took longer than the lead time');
 
+      // Who used the CPU before the first kill, and over the whole run: a run on a machine busy
+      // with other work is late and repeats deliveries, and these say so.
+      await at(t0);
+      const cpuAtFirstDue = cpuSnapshot();
       await at(t0 + 15_000);
+      const cpuBeforeKill = cpuSnapshot();
       const leader = await leaderId();
       const reassign1 = await killAndMeasure(leader);
       await at(t0 + 30_000);
@@ -307,6 +316,7 @@ function failureTest(database: Database): void {
         SPAN_MS + 120_000 - (Date.now() - t0),
       );
 
+      const cpuAtEnd = cpuSnapshot();
       const counts = new Map<string, number>();
       for (const r of rx.requests)
         counts.set(String(r.headers['webhook-id']), (counts.get(String(r.headers['webhook-id'])) ?? 0) + 1);
@@ -392,6 +402,10 @@ function failureTest(database: Database): void {
           reasons,
           byOwner,
           maxLatenessMs: rescuedLateness.length > 0 ? Math.max(...rescuedLateness) : null,
+        },
+        cpuPctOfCore: {
+          '0-15s': busiestBetween(cpuAtFirstDue, cpuBeforeKill, processNames),
+          all: busiestBetween(cpuAtFirstDue, cpuAtEnd, processNames),
         },
         unrecordedWindowMs: Object.fromEntries(
           await Promise.all(
