@@ -28,10 +28,16 @@ export interface CpuMark {
   services: ServiceCpu;
 }
 
-/** CPU seconds the whole machine has been busy (every core), from /proc/stat. */
+/** CPU seconds the whole machine has been busy (every core), from /proc/stat; NaN where there is none (not Linux). */
 export function machineBusySeconds(): number {
+  let stat: string;
+  try {
+    stat = readFileSync('/proc/stat', 'utf8');
+  } catch {
+    return NaN;
+  }
   // cpu  user nice system idle iowait irq softirq steal ...
-  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const fields = stat.split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
   const [user, nice, system, , , irq, softirq, steal] = fields;
   return (user + nice + system + irq + softirq + (steal ?? 0)) / CLOCK_TICKS_PER_S;
 }
@@ -122,21 +128,16 @@ export function peakRssBytes(pid: number | undefined): number {
 }
 
 export function cpuMark(): CpuMark {
-  let machineBusyS = NaN;
-  try {
-    machineBusyS = machineBusySeconds();
-  } catch {
-    // not Linux
-  }
   return {
     atMs: performance.now(),
-    machineBusyS,
+    machineBusyS: machineBusySeconds(),
     benchTreeS: processCpuSeconds(process.pid, true),
     services: serviceCpu(),
   };
 }
 
-function percentOfCore(seconds: number, start: CpuMark, end: CpuMark): number {
+/** CPU `seconds` spent between two marks, in % of one core. */
+export function percentOfCore(seconds: number, start: { atMs: number }, end: { atMs: number }): number {
   return Math.max(0, (seconds * 100_000) / (end.atMs - start.atMs));
 }
 

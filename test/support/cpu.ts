@@ -2,7 +2,7 @@
  * Who used the machine's CPU between two snapshots (Linux /proc; empty elsewhere): for a timing
  * test to print beside its figures, so that a failure on a busy machine says what kept it busy.
  */
-import { CLOCK_TICKS_PER_S, liveProcesses, machineBusySeconds } from '../../bench/lib/machine.ts';
+import { CLOCK_TICKS_PER_S, liveProcesses, machineBusySeconds, percentOfCore } from '../../bench/lib/machine.ts';
 
 export interface CpuSnapshot {
   atMs: number;
@@ -13,15 +13,9 @@ export interface CpuSnapshot {
 }
 
 export function cpuSnapshot(): CpuSnapshot {
-  let busyS = NaN;
-  try {
-    busyS = machineBusySeconds();
-  } catch {
-    // not Linux
-  }
   const byPid = new Map<string, { comm: string; seconds: number }>();
   for (const p of liveProcesses()) byPid.set(p.pid, { comm: p.comm, seconds: (p.f[11] + p.f[12]) / CLOCK_TICKS_PER_S });
-  return { atMs: performance.now(), busyS, byPid };
+  return { atMs: performance.now(), busyS: machineBusySeconds(), byPid };
 }
 
 /**
@@ -34,7 +28,7 @@ export function busiestBetween(
   names: ReadonlyMap<number, string> = new Map(),
   n = 6,
 ): { machinePct: number; busiest: { process: string; pct: number }[] } {
-  const pct = (seconds: number) => Math.round((seconds * 100_000) / Math.max(1, end.atMs - start.atMs));
+  const pct = (seconds: number) => Math.round(percentOfCore(seconds, start, end));
   const busiest = [...end.byPid]
     .map(([pid, p]) => ({
       process: `${names.get(Number(pid)) ?? p.comm} (${pid})`,
